@@ -1,0 +1,35 @@
+//! Compiles the Java runtime (java/bci/runtime/*.java) with javac into OUT_DIR; the agent embeds
+//! the class files and defines them in the boot loader at VMInit.
+use std::path::PathBuf;
+use std::process::Command;
+
+fn javac() -> PathBuf {
+    if let Ok(home) = std::env::var("JAVA_HOME") {
+        let p = PathBuf::from(home).join("bin/javac");
+        if p.exists() {
+            return p;
+        }
+    }
+    let p = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac");
+    if p.exists() {
+        return p;
+    }
+    PathBuf::from("javac")
+}
+
+fn main() {
+    let src = PathBuf::from("java/bci/runtime/Probes.java");
+    println!("cargo:rerun-if-changed={}", src.display());
+    println!("cargo:rerun-if-env-changed=JAVA_HOME");
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("java");
+    let status = Command::new(javac())
+        .args(["--release", "11", "-g:none", "-d"])
+        .arg(&out)
+        .arg(&src)
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("javac failed on {}: {s}", src.display()),
+        Err(e) => panic!("cannot run javac (set JAVA_HOME): {e}"),
+    }
+}

@@ -1,0 +1,388 @@
+//! Every `extern` entry point the VM calls. Each one wraps its body in `catch_unwind`: a panic
+//! never crosses into the JVM, and any failure leaves the class or the VM as they were.
+
+use crate::jvm::{Jni, Jvmti};
+use crate::options::{self, Options};
+use crate::registry::Registry;
+use crate::rewrite::{Engine, DEFAULT_RUNTIME_CLASS};
+use crate::{report, runtime, sys};
+use std::ffi::{c_char, c_uchar, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+pub struct Agent {
+    pub opts: Options,
+    engine: Engine,
+    jvmti: Jvmti,
+    vm: VmPtr,
+    pub registry: Registry,
+    /// Set at VMInit once the runtime is defined and every module reads it.
+    live: AtomicBool,
+    early_skipped: AtomicUsize,
+    instrumented: AtomicUsize,
+    failed: AtomicUsize,
+    dumps: Mutex<usize>,
+}
+
+#[derive(Clone, Copy)]
+struct VmPtr(*mut sys::JavaVM);
+// SAFETY: the JavaVM pointer is process-global and valid from any thread.
+unsafe impl Send for VmPtr {}
+// SAFETY: as above.
+unsafe impl Sync for VmPtr {}
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+
+pub fn log(msg: &str) {
+    eprintln!("bciagent: {msg}");
+}
+
+/// Runs `f`, turning a panic into `None` (logged once).
+fn guard<R>(what: &str, f: impl FnOnce() -> R) -> Option<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(_) => {
+            log(&format!("internal error (panic) in {what}; continuing"));
+            None
+        }
+    }
+}
+
+fn c_str_opt<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the VM passes NUL-terminated strings that live for the callback.
+    unsafe { CStr::from_ptr(p) }.to_str().ok()
+}
+
+/// `Agent_OnLoad` for `-agentpath:`, `-agentlib:` and `-Xrun`.
+///
+/// # Safety
+/// Called by the VM with a valid JavaVM and a NUL-terminated option string (or null).
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnLoad(
+    vm: *mut sys::JavaVM,
+    options: *mut c_char,
+    _reserved: *mut c_void,
+) -> sys::jint {
+    guard("Agent_OnLoad", || onload(vm, c_str_opt(options))).unwrap_or(sys::JNI_ERR)
+}
+
+fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
+    let opts = match options::parse(options) {
+        Ok(o) => o,
+        Err(e) => {
+            log(&format!("{e}"));
+            log("use -agentlib:bciagent=help for the list of options");
+            return sys::JNI_ERR;
+        }
+    };
+    if opts.help {
+        print!("{}", options::HELP);
+        std::process::exit(0);
+    }
+    let engine = match Engine::new(&opts) {
+        Ok(e) => e,
+        Err(e) => {
+            log(&e);
+            return sys::JNI_ERR;
+        }
+    };
+    if engine.runtime_class() != DEFAULT_RUNTIME_CLASS {
+        log(&format!(
+            "rules name runtime class {} but this agent's runtime is {}",
+            engine.runtime_class(),
+            DEFAULT_RUNTIME_CLASS
+        ));
+        return sys::JNI_ERR;
+    }
+    let mut env: *mut c_void = std::ptr::null_mut();
+    // SAFETY: vm is the VM's JavaVM; slot 6 of the invoke interface is GetEnv.
+    let rc = unsafe {
+        let get_env: sys::GetEnvFn = sys::slot(vm, sys::JAVAVM_GET_ENV);
+        let mut rc = get_env(vm, &mut env, sys::JVMTI_VERSION_11);
+        if rc != sys::JNI_OK {
+            rc = get_env(vm, &mut env, sys::JVMTI_VERSION_9);
+        }
+        rc
+    };
+    if rc != sys::JNI_OK || env.is_null() {
+        log(&format!("cannot get a JVMTI environment (error {rc})"));
+        return sys::JNI_ERR;
+    }
+    // SAFETY: env is a jvmtiEnv from GetEnv, valid for the VM's life.
+    let jvmti = unsafe { Jvmti::from_raw(env.cast()) };
+    let mut caps = sys::jvmtiCapabilities::default();
+    caps.set_all_class_hook_events();
+    caps.set_early_class_hook_events();
+    if let Err(e) = jvmti.add_capabilities(&caps) {
+        let _ = jvmti.potential_capabilities();
+        log(&format!("cannot add class-hook capabilities: {e}"));
+        return sys::JNI_ERR;
+    }
+    let mut cbs = sys::jvmtiEventCallbacks {
+        slots: [std::ptr::null(); sys::CALLBACK_SLOTS],
+    };
+    cbs.slots[sys::CB_VM_INIT] = vm_init as sys::VmInitFn as *const c_void;
+    cbs.slots[sys::CB_VM_DEATH] = vm_death as sys::VmDeathFn as *const c_void;
+    cbs.slots[sys::CB_CLASS_FILE_LOAD_HOOK] =
+        class_file_load_hook as sys::ClassFileLoadHookFn as *const c_void;
+    cbs.slots[sys::CB_DATA_DUMP_REQUEST] = data_dump_request as sys::DataDumpFn as *const c_void;
+    let verbose = opts.verbose;
+    let agent = Agent {
+        opts,
+        engine,
+        jvmti,
+        vm: VmPtr(vm),
+        registry: Registry::new(),
+        live: AtomicBool::new(false),
+        early_skipped: AtomicUsize::new(0),
+        instrumented: AtomicUsize::new(0),
+        failed: AtomicUsize::new(0),
+        dumps: Mutex::new(0),
+    };
+    if AGENT.set(agent).is_err() {
+        log("loaded twice; the second instance does nothing");
+        return sys::JNI_OK;
+    }
+    let r = jvmti.set_event_callbacks(&cbs).and_then(|_| {
+        for ev in [
+            sys::JVMTI_EVENT_VM_INIT,
+            sys::JVMTI_EVENT_VM_DEATH,
+            sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+            sys::JVMTI_EVENT_DATA_DUMP_REQUEST,
+        ] {
+            jvmti.enable_event(ev)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        log(&e);
+        return sys::JNI_ERR;
+    }
+    if verbose {
+        log("loaded (cpu=times)");
+    }
+    sys::JNI_OK
+}
+
+/// # Safety
+/// Called by the VM.
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnUnload(_vm: *mut sys::JavaVM) {}
+
+unsafe extern "C" fn vm_init(
+    _jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    _thread: sys::jthread,
+) {
+    guard("VMInit", || {
+        let Some(a) = AGENT.get() else { return };
+        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
+        let jni = unsafe { Jni::from_raw(jni) };
+        if let Err(e) = runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void) {
+            log(&format!(
+                "cannot define the runtime ({e}); no class will be instrumented"
+            ));
+            jni.take_exception(true);
+            return;
+        }
+        if a.opts.clock == options::Clock::Tick {
+            let started = jni
+                .new_thread("bciagent tick")
+                .and_then(|t| a.jvmti.run_agent_thread(t, tick_thread));
+            if let Err(e) = started {
+                log(&format!(
+                    "cannot start the tick thread ({e}); no class will be instrumented"
+                ));
+                jni.take_exception(true);
+                return;
+            }
+        }
+        if let Err(e) = runtime::switch_on(&jni) {
+            log(&format!("cannot switch the runtime on ({e})"));
+            return;
+        }
+        a.live.store(true, Ordering::Release);
+        if a.opts.verbose {
+            log(&format!(
+                "VMInit: runtime defined, {} classes loaded before it left original",
+                a.early_skipped.load(Ordering::Relaxed)
+            ));
+        }
+    });
+}
+
+unsafe extern "C" fn tick_thread(
+    _jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    _arg: *mut c_void,
+) {
+    guard("tick thread", || {
+        let Some(a) = AGENT.get() else { return };
+        // SAFETY: jni is this agent thread's JNIEnv for the life of the thread.
+        let jni = unsafe { Jni::from_raw(jni) };
+        runtime::tick_loop(&jni, a.opts.tick_us);
+    });
+}
+
+/// `Probes.cpuNanos()`: the current thread's CPU time.
+unsafe extern "system" fn cpu_nanos(_env: *mut sys::JNIEnv, _cls: sys::jclass) -> sys::jlong {
+    guard("cpuNanos", runtime::thread_cpu_ns).unwrap_or(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn class_file_load_hook(
+    _jvmti: *mut sys::jvmtiEnv,
+    _jni: *mut sys::JNIEnv,
+    class_being_redefined: sys::jclass,
+    _loader: sys::jobject,
+    name: *const c_char,
+    _protection_domain: sys::jobject,
+    class_data_len: sys::jint,
+    class_data: *const c_uchar,
+    new_class_data_len: *mut sys::jint,
+    new_class_data: *mut *mut c_uchar,
+) {
+    guard("ClassFileLoadHook", || {
+        let Some(a) = AGENT.get() else { return };
+        if !class_being_redefined.is_null() || class_data.is_null() || class_data_len <= 0 {
+            return;
+        }
+        let Some(name) = c_str_opt(name) else { return };
+        if name.starts_with("bci/runtime/") {
+            return;
+        }
+        if !a.live.load(Ordering::Acquire) {
+            a.early_skipped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if !a.engine.selects(name) {
+            return;
+        }
+        // SAFETY: the VM guarantees class_data points to class_data_len bytes for the callback.
+        let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
+        let result = catch_unwind(AssertUnwindSafe(|| a.engine.instrument(bytes, &a.registry)))
+            .unwrap_or_else(|_| Err("rewriter panicked".into()));
+        match result {
+            Ok(None) => {
+                if a.opts.verbose {
+                    log(&format!("{name}: unchanged"));
+                }
+            }
+            Ok(Some(out)) => {
+                if out.len() > i32::MAX as usize {
+                    a.failed.fetch_add(1, Ordering::Relaxed);
+                    log(&format!("{name}: left original: rewritten class too large"));
+                    return;
+                }
+                match a.jvmti.allocate_copy(&out) {
+                    Ok(p) => {
+                        // SAFETY: out pointers provided by the VM for this callback.
+                        unsafe {
+                            *new_class_data_len = out.len() as sys::jint;
+                            *new_class_data = p;
+                        }
+                        a.instrumented.fetch_add(1, Ordering::Relaxed);
+                        if a.opts.verbose {
+                            log(&format!(
+                                "{name}: instrumented ({} -> {} bytes)",
+                                bytes.len(),
+                                out.len()
+                            ));
+                        }
+                    }
+                    Err(e) => {
+                        a.failed.fetch_add(1, Ordering::Relaxed);
+                        log(&format!("{name}: left original: {e}"));
+                    }
+                }
+            }
+            Err(e) => {
+                a.failed.fetch_add(1, Ordering::Relaxed);
+                log(&format!("{name}: left original: {e}"));
+            }
+        }
+    });
+}
+
+unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv) {
+    guard("VMDeath", || {
+        let Some(a) = AGENT.get() else { return };
+        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
+        let jni = unsafe { Jni::from_raw(jni) };
+        a.live.store(false, Ordering::Release);
+        if runtime::get().is_none() {
+            return;
+        }
+        let _ = runtime::stop(&jni);
+        if a.opts.doe {
+            dump(a, &jni);
+        }
+        if a.opts.verbose {
+            log(&format!(
+                "VM death: {} classes instrumented, {} left original after errors, {} methods",
+                a.instrumented.load(Ordering::Relaxed),
+                a.failed.load(Ordering::Relaxed),
+                a.registry.len()
+            ));
+        }
+    });
+}
+
+unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
+    guard("DataDumpRequest", || {
+        let Some(a) = AGENT.get() else { return };
+        if runtime::get().is_none() {
+            return;
+        }
+        let mut env: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a.vm is the VM's JavaVM; GetEnv only reads the current thread's state.
+        let rc = unsafe {
+            let get_env: sys::GetEnvFn = sys::slot(a.vm.0, sys::JAVAVM_GET_ENV);
+            get_env(a.vm.0, &mut env, sys::JNI_VERSION_1_8)
+        };
+        if rc != sys::JNI_OK || env.is_null() {
+            log("data dump request on a thread without JNI; ignored");
+            return;
+        }
+        // SAFETY: env is the current thread's JNIEnv.
+        let jni = unsafe { Jni::from_raw(env.cast()) };
+        dump(a, &jni);
+    });
+}
+
+fn dump(a: &Agent, jni: &Jni) {
+    let mut n = a.dumps.lock().unwrap_or_else(|p| p.into_inner());
+    let threads = match runtime::collect(jni) {
+        Ok(t) => t,
+        Err(e) => {
+            log(&format!("cannot read the profile: {e}"));
+            return;
+        }
+    };
+    let snap = report::Snapshot {
+        threads,
+        methods: a.registry.snapshot(),
+        date: runtime::ctime_now(),
+        uninstrumented_early: a.early_skipped.load(Ordering::Relaxed),
+    };
+    let text = report::render(&a.opts, &snap);
+    use std::io::Write;
+    let file = if *n == 0 {
+        std::fs::File::create(&a.opts.file)
+    } else {
+        std::fs::OpenOptions::new().append(true).open(&a.opts.file)
+    };
+    match file.and_then(|mut f| f.write_all(text.as_bytes())) {
+        Ok(()) => {
+            *n += 1;
+            if a.opts.verbose {
+                log(&format!("profile written to {}", a.opts.file));
+            }
+        }
+        Err(e) => log(&format!("cannot write {}: {e}", a.opts.file)),
+    }
+}

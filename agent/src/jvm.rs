@@ -1,0 +1,437 @@
+//! Safe wrappers over the raw JNI/JVMTI tables in [`crate::sys`]. A wrapper is made from a raw
+//! pointer only through an `unsafe fn from_raw`; after that its methods are safe to call on the
+//! thread (JNI) or from any thread (JVMTI) the pointer is valid for.
+
+use crate::sys::{self, jni_slot as ns, jvmti_slot as js};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+/// A JVMTI environment pointer (valid from Agent_OnLoad until the VM dies, on every thread).
+#[derive(Clone, Copy)]
+pub struct Jvmti(*mut sys::jvmtiEnv);
+
+// SAFETY: a jvmtiEnv is usable from any thread (JVMTI spec: "environments are not thread local").
+unsafe impl Send for Jvmti {}
+// SAFETY: as above.
+unsafe impl Sync for Jvmti {}
+
+fn check(code: sys::jvmtiError, what: &str) -> Result<(), String> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(format!("{what}: JVMTI error {code}"))
+    }
+}
+
+impl Jvmti {
+    /// # Safety
+    /// `env` must be a jvmtiEnv obtained from GetEnv that stays valid for the VM's life.
+    pub unsafe fn from_raw(env: *mut sys::jvmtiEnv) -> Jvmti {
+        Jvmti(env)
+    }
+
+    pub fn raw(&self) -> *mut sys::jvmtiEnv {
+        self.0
+    }
+
+    fn f<F: Copy>(&self, idx: usize) -> F {
+        // SAFETY: self.0 is a valid jvmtiEnv (from_raw contract); callers pass the slot's type.
+        unsafe { sys::slot::<F>(self.0, idx) }
+    }
+
+    pub fn add_capabilities(&self, caps: &sys::jvmtiCapabilities) -> Result<(), String> {
+        let f: sys::CapabilitiesFn = self.f(js::ADD_CAPABILITIES);
+        // SAFETY: valid env, caps points to a 16-byte jvmtiCapabilities.
+        check(unsafe { f(self.0, caps) }, "AddCapabilities")
+    }
+
+    pub fn potential_capabilities(&self) -> Result<sys::jvmtiCapabilities, String> {
+        let f: sys::GetPotentialCapabilitiesFn = self.f(js::GET_POTENTIAL_CAPABILITIES);
+        let mut caps = sys::jvmtiCapabilities::default();
+        // SAFETY: valid env, out pointer to a local jvmtiCapabilities.
+        check(unsafe { f(self.0, &mut caps) }, "GetPotentialCapabilities")?;
+        Ok(caps)
+    }
+
+    pub fn set_event_callbacks(&self, cbs: &sys::jvmtiEventCallbacks) -> Result<(), String> {
+        let f: sys::SetEventCallbacksFn = self.f(js::SET_EVENT_CALLBACKS);
+        let size = std::mem::size_of::<sys::jvmtiEventCallbacks>() as sys::jint;
+        // SAFETY: valid env; the VM copies the struct.
+        check(unsafe { f(self.0, cbs, size) }, "SetEventCallbacks")
+    }
+
+    pub fn enable_event(&self, event: c_int) -> Result<(), String> {
+        let f: sys::SetEventNotificationModeFn = self.f(js::SET_EVENT_NOTIFICATION_MODE);
+        // SAFETY: valid env; null thread = all threads.
+        check(
+            unsafe { f(self.0, sys::JVMTI_ENABLE, event, std::ptr::null_mut()) },
+            "SetEventNotificationMode",
+        )
+    }
+
+    pub fn phase(&self) -> c_int {
+        let f: sys::GetPhaseFn = self.f(js::GET_PHASE);
+        let mut p: c_int = 0;
+        // SAFETY: valid env, out pointer to a local.
+        unsafe { f(self.0, &mut p) };
+        p
+    }
+
+    /// Copies `bytes` into a buffer from JVMTI `Allocate` (which the VM frees).
+    pub fn allocate_copy(&self, bytes: &[u8]) -> Result<*mut u8, String> {
+        let f: sys::AllocateFn = self.f(js::ALLOCATE);
+        let mut p: *mut u8 = std::ptr::null_mut();
+        // SAFETY: valid env, out pointer to a local.
+        check(unsafe { f(self.0, bytes.len() as i64, &mut p) }, "Allocate")?;
+        if p.is_null() {
+            return Err("Allocate returned null".into());
+        }
+        // SAFETY: p points to bytes.len() freshly allocated bytes that do not overlap `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        Ok(p)
+    }
+
+    fn deallocate(&self, p: *mut u8) {
+        let f: sys::DeallocateFn = self.f(js::DEALLOCATE);
+        // SAFETY: p came from a JVMTI function that allocates with Allocate.
+        unsafe { f(self.0, p) };
+    }
+
+    /// Every module the VM knows (live phase), as local references of `jni`'s frame.
+    pub fn all_modules(&self) -> Result<Vec<JRef>, String> {
+        let f: sys::GetAllModulesFn = self.f(js::GET_ALL_MODULES);
+        let mut n: sys::jint = 0;
+        let mut arr: *mut sys::jobject = std::ptr::null_mut();
+        // SAFETY: valid env, out pointers to locals.
+        check(unsafe { f(self.0, &mut n, &mut arr) }, "GetAllModules")?;
+        let mut v = Vec::with_capacity(n.max(0) as usize);
+        for i in 0..n.max(0) as usize {
+            // SAFETY: arr holds n module references.
+            v.push(JRef(unsafe { *arr.add(i) }));
+        }
+        self.deallocate(arr.cast());
+        Ok(v)
+    }
+
+    pub fn add_module_reads(&self, module: JRef, to: JRef) -> Result<(), String> {
+        let f: sys::AddModuleReadsFn = self.f(js::ADD_MODULE_READS);
+        // SAFETY: valid env and module references from GetAllModules / Class.getModule.
+        check(unsafe { f(self.0, module.0, to.0) }, "AddModuleReads")
+    }
+
+    /// Starts `thread` (a new, unstarted java.lang.Thread) running `proc_` as a daemon agent thread.
+    pub fn run_agent_thread(&self, thread: JRef, proc_: sys::AgentThreadFn) -> Result<(), String> {
+        let f: sys::RunAgentThreadFn = self.f(js::RUN_AGENT_THREAD);
+        // SAFETY: valid env, thread is a live Thread reference, proc_ an extern "C" fn.
+        check(
+            unsafe {
+                f(
+                    self.0,
+                    thread.0,
+                    proc_,
+                    std::ptr::null(),
+                    sys::JVMTI_THREAD_NORM_PRIORITY,
+                )
+            },
+            "RunAgentThread",
+        )
+    }
+}
+
+/// A JNIEnv, valid on the current thread for the duration of the callback that received it.
+pub struct Jni(*mut sys::JNIEnv);
+
+impl Jni {
+    /// # Safety
+    /// `env` must be the JNIEnv of the current thread, valid while the `Jni` is used.
+    pub unsafe fn from_raw(env: *mut sys::JNIEnv) -> Jni {
+        Jni(env)
+    }
+
+    fn f<F: Copy>(&self, idx: usize) -> F {
+        // SAFETY: self.0 is the current thread's JNIEnv (from_raw contract).
+        unsafe { sys::slot::<F>(self.0, idx) }
+    }
+
+    /// Clears a pending exception, returning whether there was one (described on stderr if `describe`).
+    pub fn take_exception(&self, describe: bool) -> bool {
+        let check: sys::ExceptionCheckFn = self.f(ns::EXCEPTION_CHECK);
+        // SAFETY: valid env.
+        if unsafe { check(self.0) } == 0 {
+            return false;
+        }
+        if describe {
+            let d: sys::JniVoidFn = self.f(ns::EXCEPTION_DESCRIBE);
+            // SAFETY: valid env with a pending exception.
+            unsafe { d(self.0) };
+        }
+        let c: sys::JniVoidFn = self.f(ns::EXCEPTION_CLEAR);
+        // SAFETY: valid env.
+        unsafe { c(self.0) };
+        true
+    }
+
+    fn okr(&self, v: sys::jobject, what: &str) -> Result<JRef, String> {
+        self.ok(v, what).map(JRef)
+    }
+
+    fn ok<T>(&self, v: *mut T, what: &str) -> Result<*mut T, String> {
+        if self.take_exception(false) || v.is_null() {
+            Err(format!("{what} failed"))
+        } else {
+            Ok(v)
+        }
+    }
+
+    /// Defines a class in the boot loader (null loader).
+    pub fn define_boot_class(&self, name: &str, bytes: &[u8]) -> Result<JRef, String> {
+        let f: sys::DefineClassFn = self.f(ns::DEFINE_CLASS);
+        let cname = CString::new(name).map_err(|e| e.to_string())?;
+        // SAFETY: valid env, NUL-terminated name, bytes valid for len.
+        let c = unsafe {
+            f(
+                self.0,
+                cname.as_ptr(),
+                std::ptr::null_mut(),
+                bytes.as_ptr().cast(),
+                bytes.len() as i32,
+            )
+        };
+        self.okr(c, &format!("DefineClass {name}"))
+    }
+
+    pub fn find_class(&self, name: &str) -> Result<JRef, String> {
+        let f: sys::FindClassFn = self.f(ns::FIND_CLASS);
+        let cname = CString::new(name).map_err(|e| e.to_string())?;
+        // SAFETY: valid env, NUL-terminated name.
+        let c = unsafe { f(self.0, cname.as_ptr()) };
+        self.okr(c, &format!("FindClass {name}"))
+    }
+
+    pub fn new_global_ref(&self, o: JRef) -> JRef {
+        let f: sys::NewGlobalRefFn = self.f(ns::NEW_GLOBAL_REF);
+        // SAFETY: valid env and reference.
+        JRef(unsafe { f(self.0, o.0) })
+    }
+
+    pub fn delete_local_ref(&self, o: JRef) {
+        if o.is_null() {
+            return;
+        }
+        let f: sys::DeleteLocalRefFn = self.f(ns::DELETE_LOCAL_REF);
+        // SAFETY: valid env and a local reference of this frame.
+        unsafe { f(self.0, o.0) }
+    }
+
+    fn static_field(&self, cls: JRef, name: &str, sig: &str) -> Result<sys::jfieldID, String> {
+        let f: sys::GetStaticFieldIdFn = self.f(ns::GET_STATIC_FIELD_ID);
+        let n = CString::new(name).map_err(|e| e.to_string())?;
+        let s = CString::new(sig).map_err(|e| e.to_string())?;
+        // SAFETY: valid env, class reference and C strings.
+        let id = unsafe { f(self.0, cls.0, n.as_ptr(), s.as_ptr()) };
+        self.ok(id, &format!("GetStaticFieldID {name}"))
+    }
+
+    pub fn static_field_id(&self, cls: JRef, name: &str, sig: &str) -> Result<FieldId, String> {
+        self.static_field(cls, name, sig).map(FieldId)
+    }
+
+    pub fn set_static_bool(&self, cls: JRef, name: &str, v: bool) -> Result<(), String> {
+        let id = self.static_field(cls, name, "Z")?;
+        let f: sys::SetStaticBooleanFieldFn = self.f(ns::SET_STATIC_BOOLEAN_FIELD);
+        // SAFETY: valid env, class and field id of a static boolean field.
+        unsafe { f(self.0, cls.0, id, v as u8) };
+        Ok(())
+    }
+
+    pub fn set_static_int(&self, cls: JRef, name: &str, v: i32) -> Result<(), String> {
+        let id = self.static_field(cls, name, "I")?;
+        let f: sys::SetStaticIntFieldFn = self.f(ns::SET_STATIC_INT_FIELD);
+        // SAFETY: valid env, class and field id of a static int field.
+        unsafe { f(self.0, cls.0, id, v) };
+        Ok(())
+    }
+
+    pub fn set_static_long(&self, cls: JRef, id: &FieldId, v: i64) {
+        let f: sys::SetStaticLongFieldFn = self.f(ns::SET_STATIC_LONG_FIELD);
+        // SAFETY: valid env; id is a static long field of cls (FieldId only comes from this class).
+        unsafe { f(self.0, cls.0, id.0, v) };
+    }
+
+    fn static_method(&self, cls: JRef, name: &str, sig: &str) -> Result<sys::jmethodID, String> {
+        let f: sys::GetMethodIdFn = self.f(ns::GET_STATIC_METHOD_ID);
+        let n = CString::new(name).map_err(|e| e.to_string())?;
+        let s = CString::new(sig).map_err(|e| e.to_string())?;
+        // SAFETY: valid env, class reference and C strings.
+        let id = unsafe { f(self.0, cls.0, n.as_ptr(), s.as_ptr()) };
+        self.ok(id, &format!("GetStaticMethodID {name}{sig}"))
+    }
+
+    /// Calls a static `()V` method.
+    pub fn call_static_void(&self, cls: JRef, name: &str) -> Result<(), String> {
+        let m = self.static_method(cls, name, "()V")?;
+        let f: sys::CallStaticVoidMethodAFn = self.f(ns::CALL_STATIC_VOID_METHOD_A);
+        // SAFETY: valid env, static method id of cls with no arguments.
+        unsafe { f(self.0, cls.0, m, std::ptr::null()) };
+        if self.take_exception(true) {
+            return Err(format!("{name} threw"));
+        }
+        Ok(())
+    }
+
+    /// Calls a static `()I` method.
+    pub fn call_static_int(&self, cls: JRef, name: &str) -> Result<i32, String> {
+        let m = self.static_method(cls, name, "()I")?;
+        let f: sys::CallStaticIntMethodAFn = self.f(ns::CALL_STATIC_INT_METHOD_A);
+        // SAFETY: valid env, static method id of cls with no arguments.
+        let v = unsafe { f(self.0, cls.0, m, std::ptr::null()) };
+        if self.take_exception(true) {
+            return Err(format!("{name} threw"));
+        }
+        Ok(v)
+    }
+
+    /// Calls a static `(I)<sig-ret>` object method; returns the local reference (may be null).
+    pub fn call_static_object_i(
+        &self,
+        cls: JRef,
+        name: &str,
+        sig: &str,
+        arg: i32,
+    ) -> Result<JRef, String> {
+        let m = self.static_method(cls, name, sig)?;
+        let f: sys::CallStaticObjectMethodAFn = self.f(ns::CALL_STATIC_OBJECT_METHOD_A);
+        let args = [sys::jvalue { i: arg }];
+        // SAFETY: valid env, static method id of cls taking one int.
+        let v = unsafe { f(self.0, cls.0, m, args.as_ptr()) };
+        if self.take_exception(true) {
+            return Err(format!("{name} threw"));
+        }
+        Ok(JRef(v))
+    }
+
+    /// Copies a `long[]` local reference into a Vec.
+    pub fn long_array(&self, arr: JRef) -> Vec<i64> {
+        if arr.is_null() {
+            return Vec::new();
+        }
+        let len: sys::GetArrayLengthFn = self.f(ns::GET_ARRAY_LENGTH);
+        // SAFETY: valid env, arr is a long[] reference.
+        let n = unsafe { len(self.0, arr.0) }.max(0);
+        let mut v = vec![0i64; n as usize];
+        let get: sys::GetLongArrayRegionFn = self.f(ns::GET_LONG_ARRAY_REGION);
+        // SAFETY: v has room for n longs; region [0, n) is in bounds.
+        unsafe { get(self.0, arr.0, 0, n, v.as_mut_ptr()) };
+        v
+    }
+
+    /// A `java.lang.String` local reference as Rust text (modified UTF-8 read as UTF-8, lossy).
+    pub fn string(&self, s: JRef) -> Option<String> {
+        if s.is_null() {
+            return None;
+        }
+        let len: sys::GetStringUtfLengthFn = self.f(ns::GET_STRING_UTF_LENGTH);
+        // SAFETY: valid env and String reference.
+        let n = unsafe { len(self.0, s.0) }.max(0) as usize;
+        let mut buf = vec![0u8; n + 1];
+        let reg: sys::GetStringUtfRegionFn = self.f(ns::GET_STRING_UTF_REGION);
+        let jlen: sys::GetStringLengthFn = self.f(ns::GET_STRING_LENGTH);
+        // SAFETY: valid env and String reference.
+        let chars = unsafe { jlen(self.0, s.0) };
+        // SAFETY: buf holds the modified-UTF-8 length plus NUL.
+        unsafe { reg(self.0, s.0, 0, chars, buf.as_mut_ptr().cast()) };
+        buf.truncate(n);
+        Some(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    /// `cls.getModule()`.
+    pub fn class_module(&self, cls: JRef) -> Result<JRef, String> {
+        let class_cls = self.find_class("java/lang/Class")?;
+        let gm: sys::GetMethodIdFn = self.f(ns::GET_METHOD_ID);
+        let n = CString::new("getModule").map_err(|e| e.to_string())?;
+        let s = CString::new("()Ljava/lang/Module;").map_err(|e| e.to_string())?;
+        // SAFETY: valid env, class reference, C strings.
+        let m = self.ok(
+            unsafe { gm(self.0, class_cls.0, n.as_ptr(), s.as_ptr()) },
+            "Class.getModule",
+        )?;
+        let call: sys::CallObjectMethodAFn = self.f(ns::CALL_OBJECT_METHOD_A);
+        // SAFETY: valid env; m is an instance method of Class taking no arguments, cls a Class.
+        let r = unsafe { call(self.0, cls.0, m, std::ptr::null()) };
+        self.okr(r, "getModule()")
+    }
+
+    /// `new java.lang.Thread(name)` (not started).
+    pub fn new_thread(&self, name: &str) -> Result<JRef, String> {
+        let cls = self.find_class("java/lang/Thread")?;
+        let gm: sys::GetMethodIdFn = self.f(ns::GET_METHOD_ID);
+        let n = CString::new("<init>").map_err(|e| e.to_string())?;
+        let s = CString::new("(Ljava/lang/String;)V").map_err(|e| e.to_string())?;
+        // SAFETY: valid env, class reference, C strings.
+        let init = self.ok(
+            unsafe { gm(self.0, cls.0, n.as_ptr(), s.as_ptr()) },
+            "Thread.<init>",
+        )?;
+        let jname = self.new_string(name)?;
+        let nobj: sys::NewObjectAFn = self.f(ns::NEW_OBJECT_A);
+        let args = [sys::jvalue { l: jname.0 }];
+        // SAFETY: valid env, constructor of cls taking one String.
+        let t = unsafe { nobj(self.0, cls.0, init, args.as_ptr()) };
+        self.okr(t, "new Thread")
+    }
+
+    pub fn new_string(&self, s: &str) -> Result<JRef, String> {
+        let f: sys::NewStringUtfFn = self.f(ns::NEW_STRING_UTF);
+        let c = CString::new(s).map_err(|e| e.to_string())?;
+        // SAFETY: valid env, NUL-terminated string.
+        let r = unsafe { f(self.0, c.as_ptr()) };
+        self.okr(r, "NewStringUTF")
+    }
+
+    /// Registers one native method on `cls`.
+    pub fn register_native(
+        &self,
+        cls: JRef,
+        name: &CStr,
+        sig: &CStr,
+        f_ptr: *mut c_void,
+    ) -> Result<(), String> {
+        let f: sys::RegisterNativesFn = self.f(ns::REGISTER_NATIVES);
+        let m = sys::JNINativeMethod {
+            name: name.as_ptr() as *const c_char,
+            signature: sig.as_ptr(),
+            fn_ptr: f_ptr,
+        };
+        // SAFETY: valid env, class, one well-formed JNINativeMethod.
+        let r = unsafe { f(self.0, cls.0, &m, 1) };
+        if r != 0 || self.take_exception(false) {
+            return Err(format!("RegisterNatives {name:?} failed"));
+        }
+        Ok(())
+    }
+}
+
+/// A JNI reference (local or global) obtained through these wrappers; code outside this module
+/// cannot make one from an arbitrary pointer.
+#[derive(Clone, Copy)]
+pub struct JRef(sys::jobject);
+
+impl JRef {
+    pub fn is_null(&self) -> bool {
+        self.0.is_null()
+    }
+}
+
+// SAFETY: only global references are shared across threads (runtime.rs keeps global refs of
+// boot classes, which never unload); local references stay on their thread's callback.
+unsafe impl Send for JRef {}
+// SAFETY: as above.
+unsafe impl Sync for JRef {}
+
+/// A static field id (only made by [`Jni::static_field_id`]).
+pub struct FieldId(sys::jfieldID);
+
+// SAFETY: field ids are global and immutable in the VM (JNI spec: valid until the class unloads;
+// boot classes never unload).
+unsafe impl Send for FieldId {}
+// SAFETY: as above.
+unsafe impl Sync for FieldId {}

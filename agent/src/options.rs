@@ -1,0 +1,289 @@
+//! Agent options in HPROF syntax: `name=value` pairs separated by commas.
+
+use std::fmt;
+
+/// Which clock times calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Coarse monotonic wall clock: an agent thread stores CLOCK_MONOTONIC into the runtime every
+    /// `tick` µs; probes read that field (a volatile load) instead of calling a clock.
+    Tick,
+    /// `System.nanoTime()` at every probe (exact monotonic wall time, ~35 ns per read).
+    Wall,
+    /// Thread CPU time (CLOCK_THREAD_CPUTIME_ID through a registered native) at every probe.
+    Cpu,
+}
+
+impl Clock {
+    pub fn code(self) -> i32 {
+        match self {
+            Clock::Tick => 0,
+            Clock::Wall => 1,
+            Clock::Cpu => 2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::Tick => "tick",
+            Clock::Wall => "wall",
+            Clock::Cpu => "cpu",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Hprof,
+    Collapsed,
+    Methods,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub depth: usize,
+    pub file: String,
+    pub cutoff: f64,
+    pub lineno: bool,
+    pub thread: bool,
+    pub doe: bool,
+    pub verbose: bool,
+    pub help: bool,
+    pub rules: Option<String>,
+    pub clock: Clock,
+    /// Tick interval of `clock=tick`, in µs.
+    pub tick_us: u64,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub format: Format,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            depth: 4,
+            file: "java.hprof.txt".into(),
+            cutoff: 0.0001,
+            lineno: true,
+            thread: false,
+            doe: true,
+            verbose: false,
+            help: false,
+            rules: None,
+            clock: Clock::Tick,
+            tick_us: 100,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            format: Format::Hprof,
+        }
+    }
+}
+
+/// A bad option: what was wrong and what would have been valid.
+#[derive(Debug, PartialEq)]
+pub struct OptionError(pub String);
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub const OPTION_NAMES: &str =
+    "help, cpu, depth, file, cutoff, lineno, thread, doe, verbose, rules, clock, tick, include, exclude, format";
+
+pub const HELP: &str = "\
+bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
+                (also -agentlib:bciagent=... and -Xrunbciagent:...)
+
+Option Name and Value  Description                    Default
+---------------------  -----------                    -------
+cpu=times              exact call counts and times    times
+depth=<size>           stack trace depth              4
+file=<file>            write data to file             java.hprof.txt
+cutoff=<value>         output cutoff point            0.0001
+lineno=y|n             line number in traces?         y
+thread=y|n             thread in traces?              n
+doe=y|n                dump on exit?                  y
+verbose=y|n            log every class decision       n
+rules=<file>           rule file (TOML)               built-in cpu-times
+clock=tick|wall|cpu    how calls are timed            tick
+                         tick: monotonic wall clock read from a field an agent thread
+                               updates every tick= us (cheap; unbiased sums, coarse calls)
+                         wall: System.nanoTime() at every entry and exit
+                         cpu:  thread CPU time at every entry and exit (slow, ~1 us/read)
+tick=<us>              tick interval for clock=tick   100
+include=<pat>[:<pat>]  only classes matching (glob on dotted names, e.g. java.util.*)
+exclude=<pat>[:<pat>]  never these classes
+format=hprof|collapsed|methods  output format         hprof
+
+Data is written at VM exit (doe=y) and on SIGQUIT (kill -QUIT <pid>).
+Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
+";
+
+fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
+    match v {
+        "y" | "yes" => Ok(true),
+        "n" | "no" => Ok(false),
+        _ => Err(OptionError(format!(
+            "bad value for option {name}: '{v}' (valid: y, n)"
+        ))),
+    }
+}
+
+/// Parses the option string (`None` or empty = defaults).
+pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
+    let mut o = Options::default();
+    let s = s.unwrap_or("");
+    for part in s.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        let (name, value) = match part.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (part, None),
+        };
+        let need = |v: Option<&str>| -> Result<String, OptionError> {
+            match v {
+                Some(v) if !v.is_empty() => Ok(v.to_string()),
+                _ => Err(OptionError(format!(
+                    "option {name} needs a value ({name}=...)"
+                ))),
+            }
+        };
+        match name {
+            "help" => o.help = true,
+            "cpu" => {
+                let v = need(value)?;
+                if v != "times" {
+                    return Err(OptionError(format!(
+                        "bad value for option cpu: '{v}' (valid: times; this agent does not sample)"
+                    )));
+                }
+            }
+            "depth" => {
+                let v = need(value)?;
+                o.depth = match v.parse::<usize>() {
+                    Ok(d) if (1..=64).contains(&d) => d,
+                    _ => {
+                        return Err(OptionError(format!(
+                            "bad value for option depth: '{v}' (valid: an integer from 1 to 64)"
+                        )))
+                    }
+                };
+            }
+            "file" => o.file = need(value)?,
+            "cutoff" => {
+                let v = need(value)?;
+                o.cutoff = match v.parse::<f64>() {
+                    Ok(c) if (0.0..=1.0).contains(&c) => c,
+                    _ => {
+                        return Err(OptionError(format!(
+                            "bad value for option cutoff: '{v}' (valid: a number from 0 to 1)"
+                        )))
+                    }
+                };
+            }
+            "lineno" => o.lineno = yes_no(name, &need(value)?)?,
+            "thread" => o.thread = yes_no(name, &need(value)?)?,
+            "doe" => o.doe = yes_no(name, &need(value)?)?,
+            "verbose" => o.verbose = yes_no(name, &need(value)?)?,
+            "rules" => o.rules = Some(need(value)?),
+            "clock" => {
+                let v = need(value)?;
+                o.clock = match v.as_str() {
+                    "tick" => Clock::Tick,
+                    "wall" | "nano" => Clock::Wall,
+                    "cpu" | "thread-cpu" => Clock::Cpu,
+                    _ => {
+                        return Err(OptionError(format!(
+                            "bad value for option clock: '{v}' (valid: tick, wall, cpu)"
+                        )))
+                    }
+                };
+            }
+            "tick" => {
+                let v = need(value)?;
+                o.tick_us = match v.parse::<u64>() {
+                    Ok(t) if (10..=1_000_000).contains(&t) => t,
+                    _ => {
+                        return Err(OptionError(format!(
+                        "bad value for option tick: '{v}' (valid: microseconds from 10 to 1000000)"
+                    )))
+                    }
+                };
+            }
+            "include" => o.include.extend(
+                need(value)?
+                    .split(':')
+                    .filter(|p| !p.is_empty())
+                    .map(String::from),
+            ),
+            "exclude" => o.exclude.extend(
+                need(value)?
+                    .split(':')
+                    .filter(|p| !p.is_empty())
+                    .map(String::from),
+            ),
+            "format" => {
+                let v = need(value)?;
+                o.format = match v.as_str() {
+                    "hprof" | "a" => Format::Hprof,
+                    "collapsed" => Format::Collapsed,
+                    "methods" => Format::Methods,
+                    _ => {
+                        return Err(OptionError(format!(
+                            "bad value for option format: '{v}' (valid: hprof, collapsed, methods)"
+                        )))
+                    }
+                };
+            }
+            _ => {
+                return Err(OptionError(format!(
+                    "unknown option '{name}' (valid: {OPTION_NAMES})"
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let o = parse(None).unwrap();
+        assert_eq!(o.depth, 4);
+        assert_eq!(o.file, "java.hprof.txt");
+        assert_eq!(o.cutoff, 0.0001);
+        assert!(o.doe && o.lineno && !o.thread && !o.verbose);
+        assert_eq!(o.clock, Clock::Tick);
+    }
+
+    #[test]
+    fn hprof_syntax() {
+        let o = parse(Some("cpu=times,depth=8,file=x.txt,thread=y,clock=wall,include=java.util.*:com.*,exclude=a.B"))
+            .unwrap();
+        assert_eq!(o.depth, 8);
+        assert_eq!(o.file, "x.txt");
+        assert!(o.thread);
+        assert_eq!(o.clock, Clock::Wall);
+        assert_eq!(o.include, vec!["java.util.*", "com.*"]);
+        assert_eq!(o.exclude, vec!["a.B"]);
+    }
+
+    #[test]
+    fn errors_name_option_and_valid_values() {
+        let e = parse(Some("depht=3")).unwrap_err().0;
+        assert!(e.contains("depht") && e.contains("depth"), "{e}");
+        let e = parse(Some("clock=sundial")).unwrap_err().0;
+        assert!(e.contains("clock") && e.contains("tick, wall, cpu"), "{e}");
+        let e = parse(Some("cpu=samples")).unwrap_err().0;
+        assert!(e.contains("cpu") && e.contains("times"), "{e}");
+        assert!(parse(Some("depth=0")).is_err());
+        assert!(parse(Some("lineno=maybe")).is_err());
+        assert!(parse(Some("file=")).is_err());
+    }
+}

@@ -1,0 +1,150 @@
+//! The Java side of the runtime (`bci/runtime/Probes`): defining it, switching it on, the tick
+//! clock, and reading its data back. Safe code over [`crate::jvm`].
+
+use crate::jvm::{FieldId, JRef, Jni, Jvmti};
+use crate::options::Options;
+use crate::report::ThreadData;
+use crate::sys;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+pub const PROBES: &str = "bci/runtime/Probes";
+const PROBES_CLASS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes.class"));
+const PROBES_T_CLASS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class"));
+
+/// The defined runtime class (a global reference) and the tick field.
+pub struct Runtime {
+    class: GlobalRef,
+    tick: FieldId,
+}
+
+/// A JNI global reference, valid on every thread until deleted (never, here).
+#[derive(Clone, Copy)]
+pub struct GlobalRef(JRef);
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static TICK_STOP: AtomicBool = AtomicBool::new(false);
+
+pub fn get() -> Option<&'static Runtime> {
+    RUNTIME.get()
+}
+
+pub fn monotonic_ns() -> i64 {
+    let mut ts = sys::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out pointer.
+    unsafe { sys::clock_gettime(sys::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+pub fn thread_cpu_ns() -> i64 {
+    let mut ts = sys::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out pointer.
+    unsafe { sys::clock_gettime(sys::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+pub fn sleep_us(us: u64) {
+    let ts = sys::timespec {
+        tv_sec: (us / 1_000_000) as i64,
+        tv_nsec: ((us % 1_000_000) * 1000) as i64,
+    };
+    // SAFETY: ts is valid; a null remainder pointer is allowed.
+    unsafe { sys::nanosleep(&ts, std::ptr::null_mut()) };
+}
+
+/// `ctime()` of now, without the newline.
+pub fn ctime_now() -> String {
+    let mut buf = [0 as std::ffi::c_char; 64];
+    // SAFETY: time(NULL) is always valid; ctime_r writes at most 26 bytes into buf.
+    let p = unsafe {
+        let t = sys::time(std::ptr::null_mut());
+        sys::ctime_r(&t, buf.as_mut_ptr())
+    };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: ctime_r NUL-terminated buf.
+    let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    s.to_string_lossy().trim_end().to_string()
+}
+
+/// Defines the runtime classes in the boot loader, registers its native, gives every module a
+/// read edge to it, sets its parameters. Recording stays off until [`switch_on`].
+pub fn define(
+    jvmti: &Jvmti,
+    jni: &Jni,
+    o: &Options,
+    cpu_native: *mut std::ffi::c_void,
+) -> Result<(), String> {
+    jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
+    let cls = jni.define_boot_class(PROBES, PROBES_CLASS)?;
+    jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
+    jni.set_static_int(cls, "clock", o.clock.code())?;
+    jni.set_static_int(cls, "depth", o.depth as i32)?;
+    let tick = jni.static_field_id(cls, "tick", "J")?;
+    let global = jni.new_global_ref(cls);
+    if global.is_null() {
+        return Err("NewGlobalRef failed".into());
+    }
+    jni.set_static_long(global, &tick, monotonic_ns());
+    // Read edges: every named module must read the boot loader's unnamed module to call Probes.
+    let module = jni.class_module(cls)?;
+    for m in jvmti.all_modules()? {
+        let _ = jvmti.add_module_reads(m, module);
+        jni.delete_local_ref(m);
+    }
+    let _ = RUNTIME.set(Runtime {
+        class: GlobalRef(global),
+        tick,
+    });
+    Ok(())
+}
+
+pub fn switch_on(jni: &Jni) -> Result<(), String> {
+    let rt = get().ok_or("runtime not defined")?;
+    jni.set_static_bool(rt.class.0, "on", true)
+}
+
+pub fn stop(jni: &Jni) -> Result<(), String> {
+    TICK_STOP.store(true, Ordering::Relaxed);
+    let rt = get().ok_or("runtime not defined")?;
+    jni.call_static_void(rt.class.0, "stop")
+}
+
+/// Body of the tick thread: stores CLOCK_MONOTONIC into `Probes.tick` every `us` µs.
+pub fn tick_loop(jni: &Jni, us: u64) {
+    let Some(rt) = get() else { return };
+    while !TICK_STOP.load(Ordering::Relaxed) {
+        jni.set_static_long(rt.class.0, &rt.tick, monotonic_ns());
+        sleep_us(us);
+    }
+}
+
+/// Reads every thread's data.
+pub fn collect(jni: &Jni) -> Result<Vec<ThreadData>, String> {
+    let rt = get().ok_or("runtime not defined")?;
+    let n = jni.call_static_int(rt.class.0, "threadCount")?;
+    let mut out = Vec::with_capacity(n.max(0) as usize);
+    for i in 0..n {
+        let name_ref =
+            jni.call_static_object_i(rt.class.0, "threadName", "(I)Ljava/lang/String;", i)?;
+        let name = jni.string(name_ref);
+        jni.delete_local_ref(name_ref);
+        let arr = jni.call_static_object_i(rt.class.0, "export", "(I)[J", i)?;
+        let v = jni.long_array(arr);
+        jni.delete_local_ref(arr);
+        match ThreadData::decode(name, &v) {
+            Some(t) => out.push(t),
+            None => return Err(format!("thread {i}: malformed export")),
+        }
+    }
+    Ok(out)
+}
