@@ -1,0 +1,549 @@
+//! The constant pool: a borrowed view with raw indices (reader side) and an append-only,
+//! de-duplicating builder that keeps every original index valid (writer side).
+
+use crate::error::{Error, Result};
+use crate::reader::{be16, be32, Reader};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+pub mod tag {
+    pub const UTF8: u8 = 1;
+    pub const INTEGER: u8 = 3;
+    pub const FLOAT: u8 = 4;
+    pub const LONG: u8 = 5;
+    pub const DOUBLE: u8 = 6;
+    pub const CLASS: u8 = 7;
+    pub const STRING: u8 = 8;
+    pub const FIELDREF: u8 = 9;
+    pub const METHODREF: u8 = 10;
+    pub const INTERFACE_METHODREF: u8 = 11;
+    pub const NAME_AND_TYPE: u8 = 12;
+    pub const METHOD_HANDLE: u8 = 15;
+    pub const METHOD_TYPE: u8 = 16;
+    pub const DYNAMIC: u8 = 17;
+    pub const INVOKE_DYNAMIC: u8 = 18;
+    pub const MODULE: u8 = 19;
+    pub const PACKAGE: u8 = 20;
+}
+
+pub fn tag_name(t: u8) -> &'static str {
+    match t {
+        tag::UTF8 => "Utf8",
+        tag::INTEGER => "Integer",
+        tag::FLOAT => "Float",
+        tag::LONG => "Long",
+        tag::DOUBLE => "Double",
+        tag::CLASS => "Class",
+        tag::STRING => "String",
+        tag::FIELDREF => "Fieldref",
+        tag::METHODREF => "Methodref",
+        tag::INTERFACE_METHODREF => "InterfaceMethodref",
+        tag::NAME_AND_TYPE => "NameAndType",
+        tag::METHOD_HANDLE => "MethodHandle",
+        tag::METHOD_TYPE => "MethodType",
+        tag::DYNAMIC => "Dynamic",
+        tag::INVOKE_DYNAMIC => "InvokeDynamic",
+        tag::MODULE => "Module",
+        tag::PACKAGE => "Package",
+        0 => "(second slot of Long/Double)",
+        _ => "(unknown)",
+    }
+}
+
+/// Payload length after the tag byte, for fixed-size tags.
+fn fixed_len(t: u8) -> Option<usize> {
+    Some(match t {
+        tag::INTEGER | tag::FLOAT => 4,
+        tag::LONG | tag::DOUBLE => 8,
+        tag::CLASS | tag::STRING | tag::METHOD_TYPE | tag::MODULE | tag::PACKAGE => 2,
+        tag::FIELDREF
+        | tag::METHODREF
+        | tag::INTERFACE_METHODREF
+        | tag::NAME_AND_TYPE
+        | tag::DYNAMIC
+        | tag::INVOKE_DYNAMIC => 4,
+        tag::METHOD_HANDLE => 3,
+        _ => return None,
+    })
+}
+
+/// Minimum major version for a tag (JVMS table 4.4-B).
+fn min_major(t: u8) -> u16 {
+    match t {
+        tag::METHOD_HANDLE | tag::METHOD_TYPE | tag::INVOKE_DYNAMIC => 51,
+        tag::MODULE | tag::PACKAGE => 53,
+        tag::DYNAMIC => 55,
+        _ => 45,
+    }
+}
+
+/// A borrowed constant pool. Index `i` (1-based) is at `offsets[i]` in the class bytes.
+#[derive(Clone)]
+pub struct ConstantPool<'a> {
+    bytes: &'a [u8],
+    /// Offset of each entry's tag byte; 0 for index 0 and the unusable slot after Long/Double.
+    offsets: Vec<u32>,
+    /// Byte range of all entries (after the count) in the class bytes.
+    pub start: usize,
+    pub end: usize,
+}
+
+impl<'a> ConstantPool<'a> {
+    /// Parses the pool starting at `r` (positioned on constant_pool_count).
+    pub(crate) fn parse(
+        bytes: &'a [u8],
+        r: &mut Reader<'a>,
+        major: u16,
+    ) -> Result<ConstantPool<'a>> {
+        let count = r.u16()? as usize;
+        if count == 0 {
+            return Err(Error::format("constant_pool_count is 0").at(r.abs() - 2));
+        }
+        let start = r.abs();
+        let mut offsets = vec![0u32; count];
+        let mut i = 1;
+        while i < count {
+            let at = r.abs();
+            let t = r.u8()?;
+            if min_major(t) > major {
+                return Err(Error::format(format!(
+                    "constant #{i}: tag {} needs class-file version {} (this is {major})",
+                    tag_name(t),
+                    min_major(t)
+                ))
+                .at(at));
+            }
+            offsets[i] = at as u32;
+            match t {
+                tag::UTF8 => {
+                    let n = r.u16()? as usize;
+                    r.skip(n)
+                        .map_err(|e| e.context(format!("constant #{i} (Utf8)")))?;
+                }
+                _ => match fixed_len(t) {
+                    Some(n) => r.skip(n).map_err(|e| e.context(format!("constant #{i}")))?,
+                    None => {
+                        return Err(Error::format(format!("constant #{i}: invalid tag {t}")).at(at));
+                    }
+                },
+            }
+            i += if t == tag::LONG || t == tag::DOUBLE {
+                2
+            } else {
+                1
+            };
+            if i > count {
+                return Err(Error::format(format!(
+                    "constant #{}: Long/Double takes the last slot",
+                    i - 2
+                ))
+                .at(at));
+            }
+        }
+        let cp = ConstantPool {
+            bytes,
+            offsets,
+            start,
+            end: r.abs(),
+        };
+        cp.check_refs()?;
+        Ok(cp)
+    }
+
+    /// Checks that every entry refers to entries of the right kinds (JVMS 4.4).
+    fn check_refs(&self) -> Result<()> {
+        for i in 1..self.offsets.len() {
+            let off = self.offsets[i] as usize;
+            if off == 0 {
+                continue;
+            }
+            let t = self.bytes[off];
+            let p = off + 1;
+            let want = |idx: u16, tags: &[u8], what: &str| -> Result<()> {
+                let got = self.tag(idx);
+                if got.is_some_and(|g| tags.contains(&g)) {
+                    Ok(())
+                } else {
+                    Err(Error::format(format!(
+                        "constant #{i} ({}): {what} #{idx} is {}, expected {}",
+                        tag_name(t),
+                        got.map_or("out of range", tag_name),
+                        tags.iter()
+                            .map(|&t| tag_name(t))
+                            .collect::<Vec<_>>()
+                            .join(" or ")
+                    ))
+                    .at(off))
+                }
+            };
+            match t {
+                tag::CLASS | tag::STRING | tag::METHOD_TYPE | tag::MODULE | tag::PACKAGE => {
+                    want(be16(self.bytes, p), &[tag::UTF8], "name")?
+                }
+                tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF => {
+                    want(be16(self.bytes, p), &[tag::CLASS], "class")?;
+                    want(
+                        be16(self.bytes, p + 2),
+                        &[tag::NAME_AND_TYPE],
+                        "name_and_type",
+                    )?;
+                }
+                tag::NAME_AND_TYPE => {
+                    want(be16(self.bytes, p), &[tag::UTF8], "name")?;
+                    want(be16(self.bytes, p + 2), &[tag::UTF8], "descriptor")?;
+                }
+                tag::DYNAMIC | tag::INVOKE_DYNAMIC => want(
+                    be16(self.bytes, p + 2),
+                    &[tag::NAME_AND_TYPE],
+                    "name_and_type",
+                )?,
+                tag::METHOD_HANDLE => {
+                    let kind = self.bytes[p];
+                    let r = be16(self.bytes, p + 1);
+                    match kind {
+                        1..=4 => want(r, &[tag::FIELDREF], "reference")?,
+                        5 | 8 => want(r, &[tag::METHODREF], "reference")?,
+                        6 | 7 => want(r, &[tag::METHODREF, tag::INTERFACE_METHODREF], "reference")?,
+                        9 => want(r, &[tag::INTERFACE_METHODREF], "reference")?,
+                        _ => {
+                            return Err(Error::format(format!(
+                                "constant #{i} (MethodHandle): bad reference_kind {kind}"
+                            ))
+                            .at(off))
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of slots (constant_pool_count).
+    pub fn count(&self) -> u16 {
+        self.offsets.len() as u16
+    }
+    /// The raw bytes of all entries, for copying.
+    pub fn raw(&self) -> &'a [u8] {
+        &self.bytes[self.start..self.end]
+    }
+    pub fn tag(&self, i: u16) -> Option<u8> {
+        let off = *self.offsets.get(i as usize)? as usize;
+        if off == 0 {
+            None
+        } else {
+            Some(self.bytes[off])
+        }
+    }
+    /// Offset of the entry's payload (after the tag), checked to have tag `t`.
+    fn payload(&self, i: u16, t: u8) -> Result<usize> {
+        match self.tag(i) {
+            Some(g) if g == t => Ok(self.offsets[i as usize] as usize + 1),
+            g => Err(Error::format(format!(
+                "constant #{i} is {}, expected {}",
+                g.map_or("out of range", tag_name),
+                tag_name(t)
+            ))),
+        }
+    }
+    /// Raw (modified UTF-8) bytes of a Utf8 entry.
+    pub fn utf8_bytes(&self, i: u16) -> Result<&'a [u8]> {
+        let p = self.payload(i, tag::UTF8)?;
+        let n = be16(self.bytes, p) as usize;
+        Ok(&self.bytes[p + 2..p + 2 + n])
+    }
+    /// A Utf8 entry as text (modified UTF-8 decoded; borrowed when it is plain UTF-8).
+    pub fn utf8(&self, i: u16) -> Result<Cow<'a, str>> {
+        Ok(decode_mutf8(self.utf8_bytes(i)?))
+    }
+    /// The name of a Class entry (internal form, e.g. `java/lang/String`).
+    pub fn class_name(&self, i: u16) -> Result<Cow<'a, str>> {
+        let p = self.payload(i, tag::CLASS)?;
+        self.utf8(be16(self.bytes, p))
+    }
+    pub fn class_name_index(&self, i: u16) -> Result<u16> {
+        Ok(be16(self.bytes, self.payload(i, tag::CLASS)?))
+    }
+    /// (name, descriptor) of a NameAndType entry.
+    pub fn name_and_type(&self, i: u16) -> Result<(Cow<'a, str>, Cow<'a, str>)> {
+        let p = self.payload(i, tag::NAME_AND_TYPE)?;
+        Ok((
+            self.utf8(be16(self.bytes, p))?,
+            self.utf8(be16(self.bytes, p + 2))?,
+        ))
+    }
+    /// (class, name, descriptor) of a Fieldref, Methodref or InterfaceMethodref.
+    pub fn member_ref(&self, i: u16) -> Result<MemberRef<'a>> {
+        let t = self.tag(i).unwrap_or(0);
+        if !matches!(t, tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF) {
+            return Err(Error::format(format!(
+                "constant #{i} is {}, expected a field or method reference",
+                tag_name(t)
+            )));
+        }
+        let p = self.offsets[i as usize] as usize + 1;
+        let class = self.class_name(be16(self.bytes, p))?;
+        let (name, desc) = self.name_and_type(be16(self.bytes, p + 2))?;
+        Ok(MemberRef {
+            tag: t,
+            class,
+            name,
+            desc,
+        })
+    }
+    /// (bootstrap index, name, descriptor) of an InvokeDynamic or Dynamic entry.
+    pub fn dynamic(&self, i: u16) -> Result<(u16, Cow<'a, str>, Cow<'a, str>)> {
+        let t = self.tag(i).unwrap_or(0);
+        if !matches!(t, tag::DYNAMIC | tag::INVOKE_DYNAMIC) {
+            return Err(Error::format(format!(
+                "constant #{i} is {}, expected Dynamic or InvokeDynamic",
+                tag_name(t)
+            )));
+        }
+        let p = self.offsets[i as usize] as usize + 1;
+        let (name, desc) = self.name_and_type(be16(self.bytes, p + 2))?;
+        Ok((be16(self.bytes, p), name, desc))
+    }
+    pub fn integer(&self, i: u16) -> Result<i32> {
+        Ok(be32(self.bytes, self.payload(i, tag::INTEGER)?) as i32)
+    }
+    /// The raw payload of any entry (after the tag), for de-duplication.
+    fn raw_entry(&self, i: u16) -> Option<(u8, &'a [u8])> {
+        let off = *self.offsets.get(i as usize)? as usize;
+        if off == 0 {
+            return None;
+        }
+        let t = self.bytes[off];
+        let len = match t {
+            tag::UTF8 => 2 + be16(self.bytes, off + 1) as usize,
+            _ => fixed_len(t)?,
+        };
+        Some((t, &self.bytes[off + 1..off + 1 + len]))
+    }
+}
+
+/// A resolved field or method reference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberRef<'a> {
+    pub tag: u8,
+    pub class: Cow<'a, str>,
+    pub name: Cow<'a, str>,
+    pub desc: Cow<'a, str>,
+}
+
+/// Decodes modified UTF-8 (JVMS 4.4.7): borrowed when the bytes are valid standard UTF-8 without
+/// NUL or surrogate pairs (the common case), otherwise decoded (invalid sequences become U+FFFD).
+pub fn decode_mutf8(b: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        return Cow::Borrowed(s);
+    }
+    let mut units: Vec<u16> = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i] as u32;
+        if c < 0x80 {
+            units.push(c as u16);
+            i += 1;
+        } else if c & 0xE0 == 0xC0 && i + 1 < b.len() {
+            units.push((((c & 0x1F) << 6) | (b[i + 1] as u32 & 0x3F)) as u16);
+            i += 2;
+        } else if c & 0xF0 == 0xE0 && i + 2 < b.len() {
+            units.push(
+                (((c & 0x0F) << 12) | ((b[i + 1] as u32 & 0x3F) << 6) | (b[i + 2] as u32 & 0x3F))
+                    as u16,
+            );
+            i += 3;
+        } else {
+            units.push(0xFFFD);
+            i += 1;
+        }
+    }
+    Cow::Owned(String::from_utf16_lossy(&units))
+}
+
+/// Encodes text as modified UTF-8.
+pub fn encode_mutf8(s: &str) -> Cow<'_, [u8]> {
+    if !s.bytes().any(|b| b == 0) && s.chars().all(|c| (c as u32) < 0x10000) {
+        return Cow::Borrowed(s.as_bytes());
+    }
+    let mut out = Vec::with_capacity(s.len() + 8);
+    for u in s.encode_utf16() {
+        let u = u as u32;
+        if u != 0 && u < 0x80 {
+            out.push(u as u8);
+        } else if u < 0x800 {
+            out.push((0xC0 | (u >> 6)) as u8);
+            out.push((0x80 | (u & 0x3F)) as u8);
+        } else {
+            out.push((0xE0 | (u >> 12)) as u8);
+            out.push((0x80 | ((u >> 6) & 0x3F)) as u8);
+            out.push((0x80 | (u & 0x3F)) as u8);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Append-only constant-pool builder. Original indices stay valid; new entries are
+/// de-duplicated against the original pool (indexed lazily, on the first addition) and
+/// against each other.
+pub struct CpBuilder<'a> {
+    cp: &'a ConstantPool<'a>,
+    count: u32,
+    appended: Vec<u8>,
+    index: Option<HashMap<(u8, Cow<'a, [u8]>), u16>>,
+}
+
+impl<'a> CpBuilder<'a> {
+    pub fn new(cp: &'a ConstantPool<'a>) -> CpBuilder<'a> {
+        CpBuilder {
+            cp,
+            count: cp.count() as u32,
+            appended: Vec::new(),
+            index: None,
+        }
+    }
+    pub fn original(&self) -> &'a ConstantPool<'a> {
+        self.cp
+    }
+    /// The new constant_pool_count.
+    pub fn count(&self) -> u16 {
+        self.count as u16
+    }
+    /// Bytes of the entries added after the original ones.
+    pub fn appended(&self) -> &[u8] {
+        &self.appended
+    }
+    /// Tag and payload of an entry, original or appended.
+    fn raw_of(&self, i: u16) -> Option<(u8, &[u8])> {
+        if i < self.cp.count() {
+            return self.cp.raw_entry(i);
+        }
+        let mut k = self.cp.count();
+        let mut p = 0;
+        while p < self.appended.len() {
+            let t = self.appended[p];
+            let len = if t == tag::UTF8 {
+                2 + be16(&self.appended, p + 1) as usize
+            } else {
+                fixed_len(t)?
+            };
+            if k == i {
+                return Some((t, &self.appended[p + 1..p + 1 + len]));
+            }
+            k += if t == tag::LONG || t == tag::DOUBLE {
+                2
+            } else {
+                1
+            };
+            p += 1 + len;
+        }
+        None
+    }
+    /// The name of a Class entry, original or appended.
+    pub fn class_name_of(&self, i: u16) -> Option<String> {
+        let (t, raw) = self.raw_of(i)?;
+        if t != tag::CLASS {
+            return None;
+        }
+        let (t, raw) = self.raw_of(be16(raw, 0))?;
+        if t != tag::UTF8 {
+            return None;
+        }
+        Some(decode_mutf8(&raw[2..]).into_owned())
+    }
+    pub fn is_unchanged(&self) -> bool {
+        self.appended.is_empty()
+    }
+
+    fn index(&mut self) -> &mut HashMap<(u8, Cow<'a, [u8]>), u16> {
+        let cp = self.cp;
+        self.index.get_or_insert_with(|| {
+            let mut m = HashMap::with_capacity(cp.count() as usize);
+            for i in 1..cp.count() {
+                if let Some((t, raw)) = cp.raw_entry(i) {
+                    m.entry((t, Cow::Borrowed(raw))).or_insert(i);
+                }
+            }
+            m
+        })
+    }
+
+    fn add_raw(&mut self, t: u8, payload: &[u8]) -> Result<u16> {
+        if let Some(&i) = self.index().get(&(t, Cow::Borrowed(payload))) {
+            return Ok(i);
+        }
+        let slots = if t == tag::LONG || t == tag::DOUBLE {
+            2
+        } else {
+            1
+        };
+        if self.count + slots > 0xFFFF {
+            return Err(Error::new(
+                crate::ErrorKind::TooLarge,
+                "constant pool would exceed 65535 entries",
+            ));
+        }
+        let i = self.count as u16;
+        self.count += slots;
+        self.appended.push(t);
+        self.appended.extend_from_slice(payload);
+        self.index().insert((t, Cow::Owned(payload.to_vec())), i);
+        Ok(i)
+    }
+
+    pub fn utf8(&mut self, s: &str) -> Result<u16> {
+        let enc = encode_mutf8(s);
+        if enc.len() > 0xFFFF {
+            return Err(Error::new(
+                crate::ErrorKind::TooLarge,
+                "Utf8 constant longer than 65535 bytes",
+            ));
+        }
+        let mut p = Vec::with_capacity(enc.len() + 2);
+        p.extend_from_slice(&(enc.len() as u16).to_be_bytes());
+        p.extend_from_slice(&enc);
+        self.add_raw(tag::UTF8, &p)
+    }
+    fn ref1(&mut self, t: u8, a: u16) -> Result<u16> {
+        self.add_raw(t, &a.to_be_bytes())
+    }
+    fn ref2(&mut self, t: u8, a: u16, b: u16) -> Result<u16> {
+        let [a0, a1] = a.to_be_bytes();
+        let [b0, b1] = b.to_be_bytes();
+        self.add_raw(t, &[a0, a1, b0, b1])
+    }
+    pub fn class(&mut self, internal_name: &str) -> Result<u16> {
+        let n = self.utf8(internal_name)?;
+        self.ref1(tag::CLASS, n)
+    }
+    pub fn string(&mut self, s: &str) -> Result<u16> {
+        let n = self.utf8(s)?;
+        self.ref1(tag::STRING, n)
+    }
+    pub fn integer(&mut self, v: i32) -> Result<u16> {
+        self.add_raw(tag::INTEGER, &v.to_be_bytes())
+    }
+    pub fn long(&mut self, v: i64) -> Result<u16> {
+        self.add_raw(tag::LONG, &v.to_be_bytes())
+    }
+    pub fn name_and_type(&mut self, name: &str, desc: &str) -> Result<u16> {
+        let n = self.utf8(name)?;
+        let d = self.utf8(desc)?;
+        self.ref2(tag::NAME_AND_TYPE, n, d)
+    }
+    pub fn methodref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16> {
+        let c = self.class(class)?;
+        let nt = self.name_and_type(name, desc)?;
+        self.ref2(tag::METHODREF, c, nt)
+    }
+    pub fn interface_methodref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16> {
+        let c = self.class(class)?;
+        let nt = self.name_and_type(name, desc)?;
+        self.ref2(tag::INTERFACE_METHODREF, c, nt)
+    }
+    pub fn fieldref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16> {
+        let c = self.class(class)?;
+        let nt = self.name_and_type(name, desc)?;
+        self.ref2(tag::FIELDREF, c, nt)
+    }
+}

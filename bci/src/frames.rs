@@ -1,0 +1,248 @@
+//! StackMapTable: verification types, decoding to absolute frames and re-encoding.
+
+use crate::error::{Error, Result};
+use crate::reader::Reader;
+
+/// A verification type (JVMS 4.10.1.2). `Object` holds a Class constant index;
+/// `Uninitialized` the offset of the `new` instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VType {
+    Top,
+    Integer,
+    Float,
+    Long,
+    Double,
+    Null,
+    UninitializedThis,
+    Object(u16),
+    Uninitialized(u16),
+}
+
+impl VType {
+    pub fn is_wide(self) -> bool {
+        matches!(self, VType::Long | VType::Double)
+    }
+    pub fn slots(self) -> u16 {
+        if self.is_wide() {
+            2
+        } else {
+            1
+        }
+    }
+    fn read(r: &mut Reader<'_>) -> Result<VType> {
+        let at = r.abs();
+        Ok(match r.u8()? {
+            0 => VType::Top,
+            1 => VType::Integer,
+            2 => VType::Float,
+            3 => VType::Double,
+            4 => VType::Long,
+            5 => VType::Null,
+            6 => VType::UninitializedThis,
+            7 => VType::Object(r.u16()?),
+            8 => VType::Uninitialized(r.u16()?),
+            t => return Err(Error::format(format!("bad verification type tag {t}")).at(at)),
+        })
+    }
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            VType::Top => out.push(0),
+            VType::Integer => out.push(1),
+            VType::Float => out.push(2),
+            VType::Double => out.push(3),
+            VType::Long => out.push(4),
+            VType::Null => out.push(5),
+            VType::UninitializedThis => out.push(6),
+            VType::Object(c) => {
+                out.push(7);
+                out.extend_from_slice(&c.to_be_bytes());
+            }
+            VType::Uninitialized(o) => {
+                out.push(8);
+                out.extend_from_slice(&o.to_be_bytes());
+            }
+        }
+    }
+}
+
+/// A frame at an absolute code offset. Locals and stack are in *entry* form: a long or double
+/// is one entry (occupying two slots), as in the class file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub offset: u32,
+    pub locals: Vec<VType>,
+    pub stack: Vec<VType>,
+}
+
+/// Slot count of an entry-form list.
+pub fn slot_count(entries: &[VType]) -> usize {
+    entries.iter().map(|t| t.slots() as usize).sum()
+}
+
+/// Entry form -> slot form (a long/double is followed by Top).
+pub fn to_slots(entries: &[VType], out: &mut Vec<VType>) {
+    out.clear();
+    for &t in entries {
+        out.push(t);
+        if t.is_wide() {
+            out.push(VType::Top);
+        }
+    }
+}
+
+/// Slot form -> entry form, trimming trailing Tops when `trim` (for locals).
+pub fn to_entries(slots: &[VType], trim: bool) -> Vec<VType> {
+    let mut n = slots.len();
+    if trim {
+        while n > 0 && slots[n - 1] == VType::Top && !(n >= 2 && slots[n - 2].is_wide()) {
+            n -= 1;
+        }
+    }
+    let mut v = Vec::with_capacity(n);
+    let mut i = 0;
+    while i < n {
+        v.push(slots[i]);
+        i += if slots[i].is_wide() { 2 } else { 1 };
+    }
+    v
+}
+
+/// Decodes a StackMapTable into absolute frames. `initial` is the implicit initial frame's
+/// locals (entry form). Offsets are not range-checked here (see `CodeAttr::check`).
+pub fn decode_table(data: &[u8], base: usize, initial: &[VType]) -> Result<Vec<Frame>> {
+    let mut r = Reader::with_base(data, base);
+    let n = r.u16()? as usize;
+    let mut frames: Vec<Frame> = Vec::with_capacity(n);
+    let mut locals: Vec<VType> = initial.to_vec();
+    let mut prev: i64 = -1;
+    for k in 0..n {
+        let at = r.abs();
+        let res: Result<()> = (|| {
+            let ft = r.u8()?;
+            let (delta, stack): (u16, Vec<VType>) = match ft {
+                0..=63 => (ft as u16, Vec::new()),
+                64..=127 => ((ft - 64) as u16, vec![VType::read(&mut r)?]),
+                128..=246 => return Err(Error::format(format!("reserved frame type {ft}"))),
+                247 => {
+                    let d = r.u16()?;
+                    (d, vec![VType::read(&mut r)?])
+                }
+                248..=250 => {
+                    let d = r.u16()?;
+                    let k = (251 - ft) as usize;
+                    if locals.len() < k {
+                        return Err(Error::format(format!(
+                            "chop {k} locals from {}",
+                            locals.len()
+                        )));
+                    }
+                    locals.truncate(locals.len() - k);
+                    (d, Vec::new())
+                }
+                251 => (r.u16()?, Vec::new()),
+                252..=254 => {
+                    let d = r.u16()?;
+                    for _ in 0..(ft - 251) {
+                        locals.push(VType::read(&mut r)?);
+                    }
+                    (d, Vec::new())
+                }
+                255 => {
+                    let d = r.u16()?;
+                    let nl = r.u16()? as usize;
+                    locals.clear();
+                    for _ in 0..nl {
+                        locals.push(VType::read(&mut r)?);
+                    }
+                    let ns = r.u16()? as usize;
+                    let mut s = Vec::with_capacity(ns.min(256));
+                    for _ in 0..ns {
+                        s.push(VType::read(&mut r)?);
+                    }
+                    (d, s)
+                }
+            };
+            let off = prev + delta as i64 + 1;
+            if off > 65535 {
+                return Err(Error::format(format!("frame offset {off} past 65535")));
+            }
+            prev = off;
+            frames.push(Frame {
+                offset: off as u32,
+                locals: locals.clone(),
+                stack,
+            });
+            Ok(())
+        })();
+        res.map_err(|e| e.context(format!("entry {k}")).at(at))?;
+    }
+    if !r.is_empty() {
+        return Err(Error::format("StackMapTable longer than its entries").at(r.abs()));
+    }
+    Ok(frames)
+}
+
+/// Encodes frames (sorted by strictly increasing offset) compactly relative to `initial`.
+pub fn encode_table(frames: &[Frame], initial: &[VType], out: &mut Vec<u8>) -> Result<()> {
+    out.extend_from_slice(&(frames.len() as u16).to_be_bytes());
+    let mut prev_locals: &[VType] = initial;
+    let mut prev: i64 = -1;
+    for f in frames {
+        let delta = f.offset as i64 - prev - 1;
+        if !(0..=65535).contains(&delta) {
+            return Err(Error::format(format!(
+                "frames not in increasing offset order at {}",
+                f.offset
+            )));
+        }
+        let delta = delta as u16;
+        prev = f.offset as i64;
+        let same_locals = f.locals == prev_locals;
+        if same_locals && f.stack.is_empty() {
+            if delta < 64 {
+                out.push(delta as u8);
+            } else {
+                out.push(251);
+                out.extend_from_slice(&delta.to_be_bytes());
+            }
+        } else if same_locals && f.stack.len() == 1 {
+            if delta < 64 {
+                out.push(64 + delta as u8);
+            } else {
+                out.push(247);
+                out.extend_from_slice(&delta.to_be_bytes());
+            }
+            f.stack[0].write(out);
+        } else if f.stack.is_empty()
+            && f.locals.len() < prev_locals.len()
+            && prev_locals.len() - f.locals.len() <= 3
+            && prev_locals[..f.locals.len()] == f.locals[..]
+        {
+            out.push(251 - (prev_locals.len() - f.locals.len()) as u8);
+            out.extend_from_slice(&delta.to_be_bytes());
+        } else if f.stack.is_empty()
+            && f.locals.len() > prev_locals.len()
+            && f.locals.len() - prev_locals.len() <= 3
+            && f.locals[..prev_locals.len()] == *prev_locals
+        {
+            out.push(251 + (f.locals.len() - prev_locals.len()) as u8);
+            out.extend_from_slice(&delta.to_be_bytes());
+            for t in &f.locals[prev_locals.len()..] {
+                t.write(out);
+            }
+        } else {
+            out.push(255);
+            out.extend_from_slice(&delta.to_be_bytes());
+            out.extend_from_slice(&(f.locals.len() as u16).to_be_bytes());
+            for t in &f.locals {
+                t.write(out);
+            }
+            out.extend_from_slice(&(f.stack.len() as u16).to_be_bytes());
+            for t in &f.stack {
+                t.write(out);
+            }
+        }
+        prev_locals = &f.locals;
+    }
+    Ok(())
+}

