@@ -1,0 +1,341 @@
+//! The rule format (TOML). See rules/cpu-times.toml.
+//!
+//! ```toml
+//! [runtime]
+//! class = "bci/runtime/Probes"      # internal name of the class the probes call
+//!
+//! [[rule]]
+//! name = "cpu-times"
+//! classes = ["*"]                   # dotted class-name globs
+//! exclude_classes = ["bci.runtime.*"]
+//! methods = ["*"]                   # method-name globs
+//! exclude_methods = []
+//! descriptors = ["*"]               # method-descriptor globs
+//! probes = ["enter", "exit", "unwind"]
+//! ```
+
+use crate::glob::Glob;
+use serde::Deserialize;
+use std::fmt;
+
+/// A probe kind a rule can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// `enter(I)V` at method entry.
+    Enter = 1,
+    /// `exit(I)V` before every return.
+    Exit = 2,
+    /// `unwind(I)V` in a catch-all handler that re-throws.
+    Unwind = 4,
+}
+
+const PROBES: &[(&str, Probe)] = &[
+    ("enter", Probe::Enter),
+    ("exit", Probe::Exit),
+    ("unwind", Probe::Unwind),
+];
+
+/// A set of probes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeSet(u8);
+impl ProbeSet {
+    pub fn contains(self, p: Probe) -> bool {
+        self.0 & p as u8 != 0
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// A rule-file error with its position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleError {
+    pub path: String,
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path, self.line, self.col, self.message
+        )
+    }
+}
+impl std::error::Error for RuleError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileToml {
+    runtime: Option<RuntimeToml>,
+    #[serde(default)]
+    rule: Vec<toml::Spanned<RuleToml>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuntimeToml {
+    class: toml::Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleToml {
+    name: Option<String>,
+    #[serde(default = "all")]
+    classes: Vec<String>,
+    #[serde(default)]
+    exclude_classes: Vec<String>,
+    #[serde(default = "all")]
+    methods: Vec<String>,
+    #[serde(default)]
+    exclude_methods: Vec<String>,
+    #[serde(default = "all")]
+    descriptors: Vec<String>,
+    probes: Vec<toml::Spanned<String>>,
+}
+
+fn all() -> Vec<String> {
+    vec!["*".to_string()]
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    #[allow(dead_code)]
+    name: String,
+    classes: Vec<Glob>,
+    exclude_classes: Vec<Glob>,
+    methods: Vec<Glob>,
+    exclude_methods: Vec<Glob>,
+    descriptors: Vec<Glob>,
+    probes: ProbeSet,
+}
+
+/// A parsed rule set.
+#[derive(Clone, Debug)]
+pub struct Rules {
+    runtime: String,
+    rules: Vec<Rule>,
+    include: Vec<Glob>,
+    exclude: Vec<Glob>,
+}
+
+const DEFAULT_RUNTIME: &str = "bci/runtime/Probes";
+
+fn line_col(src: &str, at: usize) -> (usize, usize) {
+    let at = at.min(src.len());
+    let before = &src[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map_or(at, |n| at - n - 1) + 1;
+    (line, col)
+}
+
+impl Rules {
+    /// Parses a rule file; `path` is used in error messages (`path:line:col: message`).
+    pub fn parse(src: &str, path: &str) -> Result<Rules, RuleError> {
+        let err = |at: usize, message: String| {
+            let (line, col) = line_col(src, at);
+            RuleError {
+                path: path.to_string(),
+                line,
+                col,
+                message,
+            }
+        };
+        let file: FileToml = toml::from_str(src).map_err(|e| {
+            let at = e.span().map_or(0, |s| s.start);
+            err(at, e.message().trim().to_string())
+        })?;
+        let runtime = match &file.runtime {
+            Some(r) => {
+                let c = r.class.get_ref();
+                let ok =
+                    !c.is_empty() && !c.contains('.') && !c.contains(';') && !c.starts_with('[');
+                if !ok {
+                    return Err(err(r.class.span().start, format!("runtime.class: expected an internal class name like \"bci/runtime/Probes\", found {c:?}")));
+                }
+                c.clone()
+            }
+            None => DEFAULT_RUNTIME.to_string(),
+        };
+        if file.rule.is_empty() {
+            return Err(err(
+                src.len(),
+                "expected at least one [[rule]] table".to_string(),
+            ));
+        }
+        let mut rules = Vec::new();
+        for (k, r) in file.rule.into_iter().enumerate() {
+            let span = r.span();
+            let r = r.into_inner();
+            let mut probes = ProbeSet::default();
+            for p in &r.probes {
+                match PROBES.iter().find(|(n, _)| n == p.get_ref()) {
+                    Some((_, pr)) => probes.0 |= *pr as u8,
+                    None => {
+                        return Err(err(
+                            p.span().start,
+                            format!(
+                                "unknown probe {:?}; expected one of: {}",
+                                p.get_ref(),
+                                PROBES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+                            ),
+                        ))
+                    }
+                }
+            }
+            if probes.is_empty() {
+                return Err(err(
+                    span.start,
+                    "rule has no probes; expected e.g. probes = [\"enter\", \"exit\"]".to_string(),
+                ));
+            }
+            let mut exclude_classes: Vec<Glob> =
+                r.exclude_classes.iter().map(|s| Glob::class(s)).collect();
+            // The runtime must never call itself.
+            exclude_classes.push(Glob::new(&format!("{runtime}*")));
+            rules.push(Rule {
+                name: r.name.unwrap_or_else(|| format!("rule {}", k + 1)),
+                classes: r.classes.iter().map(|s| Glob::class(s)).collect(),
+                exclude_classes,
+                methods: r.methods.iter().map(|s| Glob::new(s)).collect(),
+                exclude_methods: r.exclude_methods.iter().map(|s| Glob::new(s)).collect(),
+                descriptors: r.descriptors.iter().map(|s| Glob::new(s)).collect(),
+                probes,
+            });
+        }
+        Ok(Rules {
+            runtime,
+            rules,
+            include: Vec::new(),
+            exclude: Vec::new(),
+        })
+    }
+
+    /// The built-in cpu=times rule set (rules/cpu-times.toml).
+    pub fn cpu_times() -> Rules {
+        match Rules::parse(
+            include_str!("../../rules/cpu-times.toml"),
+            "rules/cpu-times.toml",
+        ) {
+            Ok(r) => r,
+            // The file is part of this crate and tested; fall back to the equivalent rules.
+            Err(_) => Rules {
+                runtime: DEFAULT_RUNTIME.to_string(),
+                rules: vec![Rule {
+                    name: "cpu-times".into(),
+                    classes: vec![Glob::new("*")],
+                    exclude_classes: vec![Glob::new("bci/runtime/*")],
+                    methods: vec![Glob::new("*")],
+                    exclude_methods: vec![],
+                    descriptors: vec![Glob::new("*")],
+                    probes: ProbeSet(7),
+                }],
+                include: Vec::new(),
+                exclude: Vec::new(),
+            },
+        }
+    }
+
+    /// Restricts the rules to classes matching any `include` pattern (if any are given) and
+    /// none of the `exclude` patterns (dotted globs, e.g. `java.util.*`).
+    pub fn with_filters(mut self, include: &[String], exclude: &[String]) -> Rules {
+        self.include.extend(include.iter().map(|s| Glob::class(s)));
+        self.exclude.extend(exclude.iter().map(|s| Glob::class(s)));
+        self
+    }
+
+    /// Internal name of the class the probes call.
+    pub fn runtime_class(&self) -> &str {
+        &self.runtime
+    }
+
+    /// Cheap pre-filter on an internal class name: no parsing, no allocation.
+    pub fn selects_class(&self, internal_name: &str) -> bool {
+        if internal_name.starts_with(self.runtime.as_str()) {
+            return false;
+        }
+        if !self.include.is_empty() && !self.include.iter().any(|g| g.matches(internal_name)) {
+            return false;
+        }
+        if self.exclude.iter().any(|g| g.matches(internal_name)) {
+            return false;
+        }
+        self.rules
+            .iter()
+            .any(|r| Self::rule_class(r, internal_name))
+    }
+
+    fn rule_class(r: &Rule, c: &str) -> bool {
+        r.classes.iter().any(|g| g.matches(c)) && !r.exclude_classes.iter().any(|g| g.matches(c))
+    }
+
+    /// The probes selected for one method (union over matching rules).
+    pub fn probes_for(&self, class: &str, method: &str, desc: &str) -> ProbeSet {
+        let mut s = ProbeSet::default();
+        for r in &self.rules {
+            if Self::rule_class(r, class)
+                && r.methods.iter().any(|g| g.matches(method))
+                && !r.exclude_methods.iter().any(|g| g.matches(method))
+                && r.descriptors.iter().any(|g| g.matches(desc))
+            {
+                s.0 |= r.probes.0;
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_cpu_times_parses_and_selects() {
+        let r = Rules::parse(include_str!("../../rules/cpu-times.toml"), "cpu-times.toml").unwrap();
+        assert_eq!(r.runtime_class(), "bci/runtime/Probes");
+        assert!(r.selects_class("java/util/HashMap"));
+        assert!(!r.selects_class("bci/runtime/Probes"));
+        let p = r.probes_for("Fib", "fib", "(I)I");
+        assert!(p.contains(Probe::Enter) && p.contains(Probe::Exit) && p.contains(Probe::Unwind));
+        let f = r.with_filters(&["com.acme.*".into()], &["com.acme.gen.*".into()]);
+        assert!(f.selects_class("com/acme/Foo"));
+        assert!(!f.selects_class("com/acme/gen/Foo"));
+        assert!(!f.selects_class("java/lang/String"));
+    }
+
+    #[test]
+    fn errors_have_file_line_col() {
+        let e = Rules::parse(
+            "[[rule]]\nclasses = [\"*\"]\nprobes = [\"enter\", \"exiit\"]\n",
+            "r.toml",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.col), (3, 20), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("r.toml:3:20: unknown probe \"exiit\""),
+            "{e}"
+        );
+        let e = Rules::parse(
+            "[[rule]]\nclases = [\"*\"]\nprobes = [\"enter\"]\n",
+            "r.toml",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("clases"), "{e}");
+        let e = Rules::parse(
+            "[runtime]\nclass = \"a.b.C\"\n[[rule]]\nprobes=[\"enter\"]\n",
+            "r.toml",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.col), (2, 9), "{e}");
+        let e = Rules::parse("[[rule]]\nprobes = [\"enter\"\n", "r.toml").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let e = Rules::parse("", "r.toml").unwrap_err();
+        assert!(e.message.contains("[[rule]]"), "{e}");
+    }
+}
