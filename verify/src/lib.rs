@@ -1,1 +1,242 @@
 #![forbid(unsafe_code)]
+#![allow(clippy::collapsible_match, clippy::type_complexity)]
+//! bci-verify: an independent judge of class files.
+//!
+//! * [`verify_class`]: structural checks for every version, plus the type-checking verifier
+//!   (JVMS §4.10.1, StackMapTable) for class files of version 50 and later.
+//! * [`ClassPath`]: a [`ClassHierarchy`] over dirs, jars and the running JDK's image.
+//! * [`oracle`]: HotSpot itself as the judge (`java -Xverify:all`).
+//! * [`crosscheck`]: structural agreement with two independent parsers (cafebabe, ristretto_classfile).
+//! * [`cli`]: `bci verify`.
+//!
+//! It does not use the `bci` crate: it judges that crate's output.
+
+pub mod classfile;
+pub mod cli;
+pub mod crosscheck;
+pub mod hierarchy;
+pub mod oracle;
+pub mod typecheck;
+pub mod types;
+
+pub use hierarchy::ClassPath;
+
+use classfile::{mutf8_to_string, ClassFile, Code, ACC_ABSTRACT, ACC_INTERFACE, ACC_NATIVE};
+use std::collections::HashSet;
+use std::fmt;
+
+/// Subtype questions the verifier asks. Implementations must be thread-safe.
+pub trait ClassHierarchy: Send + Sync {
+    /// Internal name of the superclass; `None` for an unknown class or `java/lang/Object`.
+    fn super_class(&self, internal_name: &str) -> Option<String>;
+    /// `None` = unknown class.
+    fn is_interface(&self, internal_name: &str) -> Option<bool>;
+    /// Find a member by walking `class` and its superclasses: (declaring class, access flags).
+    /// Used for the `protected` checks (JVMS §4.10.1.8); `None` (the default) skips them.
+    fn find_member(
+        &self,
+        _class: &str,
+        _name: &str,
+        _desc: &str,
+        _is_method: bool,
+    ) -> Option<(String, u16)> {
+        None
+    }
+}
+
+/// A hierarchy that knows nothing: every class is unknown (the verifier is then lenient on subtyping).
+pub struct NoHierarchy;
+impl ClassHierarchy for NoHierarchy {
+    fn super_class(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn is_interface(&self, _: &str) -> Option<bool> {
+        None
+    }
+}
+
+/// One verification error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyError {
+    /// Internal name of the class (`java/util/HashMap`), or `?` if it could not be read.
+    pub class: String,
+    /// Method name + descriptor (`resize()[Ljava/util/HashMap$Node;`).
+    pub method: Option<String>,
+    /// Bytecode offset.
+    pub offset: Option<u32>,
+    pub message: String,
+}
+
+impl fmt::Display for VerifyError {
+    /// `pkg.Cls.method(desc) @offset: expected X, found Y`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.class.replace('/', "."))?;
+        if let Some(m) = &self.method {
+            write!(f, ".{m}")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, " @{o}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+/// Verify one class file. Empty result = valid. Never panics, whatever the bytes.
+///
+/// Class files of version 50 fall back to HotSpot's inference verifier when type checking fails;
+/// this verifier has no inference, so for version 50 only structural errors are reported.
+pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyError> {
+    let cf = match ClassFile::parse(bytes) {
+        Ok(cf) => cf,
+        Err(e) => {
+            let class = crosscheck::class_name_guess(bytes).unwrap_or_else(|| "?".into());
+            return vec![VerifyError {
+                class,
+                method: None,
+                offset: None,
+                message: format!("format error: {e}"),
+            }];
+        }
+    };
+    let class = mutf8_to_string(cf.this_class);
+    let mut errs = Vec::new();
+    let is_iface = cf.access & ACC_INTERFACE != 0;
+    let hier = types::Hier::new(hierarchy, cf.this_class, cf.super_class, is_iface);
+    let mut seen = HashSet::new();
+    for f in &cf.fields {
+        if !seen.insert((f.name, f.desc)) {
+            errs.push(VerifyError {
+                class: class.clone(),
+                method: None,
+                offset: None,
+                message: format!("duplicate field {}", mutf8_to_string(f.name)),
+            });
+        }
+    }
+    seen.clear();
+    for m in &cf.methods {
+        let mname = || {
+            Some(format!(
+                "{}{}",
+                mutf8_to_string(m.name),
+                mutf8_to_string(m.desc)
+            ))
+        };
+        let err = |offset: Option<u32>, message: String| VerifyError {
+            class: class.clone(),
+            method: mname(),
+            offset,
+            message,
+        };
+        if !seen.insert((m.name, m.desc)) {
+            errs.push(err(None, "duplicate method name and signature".into()));
+            continue;
+        }
+        let codes: Vec<_> = m.attributes.iter().filter(|a| a.name == b"Code").collect();
+        let needs_code = m.access & (ACC_ABSTRACT | ACC_NATIVE) == 0;
+        if needs_code != (codes.len() == 1) || codes.len() > 1 {
+            errs.push(err(
+                None,
+                format!(
+                    "expected {} Code attribute, found {}",
+                    if needs_code { "one" } else { "no" },
+                    codes.len()
+                ),
+            ));
+            continue;
+        }
+        let Some(code_attr) = codes.first() else {
+            continue;
+        };
+        let code = match Code::parse(code_attr.data, &cf.cp) {
+            Ok(c) => c,
+            Err(e) => {
+                errs.push(err(None, format!("format error: {e}")));
+                continue;
+            }
+        };
+        if let Err(e) = check_code_attributes(&code) {
+            errs.push(err(None, format!("format error: {e}")));
+            continue;
+        }
+        let cx = typecheck::MethodCtx {
+            cf: &cf,
+            hier: &hier,
+            m,
+            code: &code,
+        };
+        let starts = match typecheck::scan_code(&cx) {
+            Ok(s) => s,
+            Err((o, msg)) => {
+                errs.push(err(o, msg));
+                continue;
+            }
+        };
+        if cf.major >= 50 {
+            if let Err((o, msg)) = typecheck::typecheck(&cx, &starts) {
+                if cf.major > 50 {
+                    errs.push(err(o, msg));
+                }
+            }
+        } else if let Some(n) = classfile::valid_method_desc(m.desc) {
+            let need = n + (m.access & classfile::ACC_STATIC == 0) as usize;
+            if need > code.max_locals as usize {
+                errs.push(err(
+                    None,
+                    format!(
+                        "arguments can't fit into locals: expected max_locals >= {need}, found {}",
+                        code.max_locals
+                    ),
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// Checks of the attributes nested in Code that HotSpot's class-file parser makes.
+fn check_code_attributes(code: &Code<'_>) -> classfile::Res<()> {
+    use classfile::{ferr, Reader};
+    let len = code.code.len();
+    for a in &code.attributes {
+        match a.name {
+            b"LineNumberTable" => {
+                let mut r = Reader::new(a.data);
+                let n = r.u2()?;
+                for _ in 0..n {
+                    let pc = r.u2()? as usize;
+                    r.u2()?;
+                    if pc >= len {
+                        return ferr(format!("invalid pc {pc} in LineNumberTable"));
+                    }
+                }
+                if r.remaining() != 0 {
+                    return ferr("LineNumberTable length mismatch");
+                }
+            }
+            b"LocalVariableTable" | b"LocalVariableTypeTable" => {
+                let mut r = Reader::new(a.data);
+                let n = r.u2()?;
+                for _ in 0..n {
+                    let start = r.u2()? as usize;
+                    let l = r.u2()? as usize;
+                    r.u2()?;
+                    r.u2()?;
+                    r.u2()?;
+                    if start >= len || start + l > len {
+                        return ferr(format!(
+                            "invalid start_pc/length {start}/{l} in local variable table"
+                        ));
+                    }
+                }
+                if r.remaining() != 0 {
+                    return ferr("local variable table length mismatch");
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

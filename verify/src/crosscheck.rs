@@ -1,0 +1,148 @@
+//! Structural agreement with two independent parsers: cafebabe and ristretto_classfile.
+//! Our reader, cafebabe and ristretto must agree on the class name, superclass and, per method,
+//! name, descriptor, max_stack, max_locals, code length (instruction count for ristretto) and
+//! exception-table size.
+
+use crate::classfile::{mutf8_to_string, ClassFile, Code};
+use crate::typecheck::insn_len;
+
+/// Best-effort class name of possibly malformed bytes (for error messages).
+pub fn class_name_guess(bytes: &[u8]) -> Option<String> {
+    let cf = cafebabe::parse_class_with_options(
+        bytes,
+        cafebabe::ParseOptions::default().parse_bytecode(false),
+    )
+    .ok()?;
+    Some(cf.this_class.to_string())
+}
+
+#[derive(Debug, PartialEq, Eq, Clone)]
+struct MethodShape {
+    name: String,
+    desc: String,
+    code: Option<(u16, u16, usize, usize, usize)>, // max_stack, max_locals, code bytes, instructions, handlers
+}
+
+fn ours(bytes: &[u8]) -> Result<(String, Option<String>, Vec<MethodShape>), String> {
+    let cf = ClassFile::parse(bytes).map_err(|e| e.0)?;
+    let mut ms = Vec::new();
+    for m in &cf.methods {
+        let mut code = None;
+        if let Some(a) = m.attributes.iter().find(|a| a.name == b"Code") {
+            let c = Code::parse(a.data, &cf.cp).map_err(|e| e.0)?;
+            let mut n = 0;
+            let mut pc = 0;
+            while pc < c.code.len() {
+                pc += insn_len(c.code, pc).ok_or("bad instruction")?;
+                n += 1;
+            }
+            code = Some((
+                c.max_stack,
+                c.max_locals,
+                c.code.len(),
+                n,
+                c.exceptions.len(),
+            ));
+        }
+        ms.push(MethodShape {
+            name: mutf8_to_string(m.name),
+            desc: mutf8_to_string(m.desc),
+            code,
+        });
+    }
+    Ok((
+        mutf8_to_string(cf.this_class),
+        cf.super_class.map(mutf8_to_string),
+        ms,
+    ))
+}
+
+/// Returns the disagreements (empty = all three parsers agree, or all three reject).
+pub fn cross_check(bytes: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let a = ours(bytes);
+    let b = cafebabe::parse_class_with_options(
+        bytes,
+        cafebabe::ParseOptions::default().parse_bytecode(false),
+    );
+    let c = ristretto_classfile::ClassFile::from_bytes(bytes);
+    match (&a, &b, &c) {
+        (Err(_), Err(_), Err(_)) => return out,
+        (Ok(_), Ok(_), Ok(_)) => {}
+        _ => {
+            out.push(format!(
+                "parsers disagree on validity: ours={} cafebabe={} ristretto={}",
+                a.as_ref().err().map(|e| e.as_str()).unwrap_or("ok"),
+                b.as_ref()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "ok".into()),
+                c.as_ref()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "ok".into()),
+            ));
+            return out;
+        }
+    }
+    let (Ok((name, sup, ms)), Ok(b), Ok(c)) = (a, b, c) else {
+        return out;
+    };
+    if b.this_class.to_string() != name || b.super_class.as_ref().map(|s| s.to_string()) != sup {
+        out.push(format!("cafebabe: class/super differ for {name}"));
+    }
+    match c.class_name() {
+        Ok(n) if n.to_string().as_str() == name.as_str() => {}
+        _ => out.push(format!("ristretto: class name differs for {name}")),
+    }
+    if b.methods.len() != ms.len() || c.methods.len() != ms.len() {
+        out.push(format!("{name}: method counts differ"));
+        return out;
+    }
+    for (i, m) in ms.iter().enumerate() {
+        let bm = &b.methods[i];
+        let bcode = bm.attributes.iter().find_map(|a| match &a.data {
+            cafebabe::attributes::AttributeData::Code(cd) => Some(cd),
+            _ => None,
+        });
+        let bshape = bcode.map(|cd| {
+            (
+                cd.max_stack,
+                cd.max_locals,
+                cd.code.len(),
+                cd.exception_table.len(),
+            )
+        });
+        let oshape = m.code.map(|(s, l, n, _, h)| (s, l, n, h));
+        if bm.name != m.name || bshape != oshape {
+            out.push(format!(
+                "{name}.{}{}: cafebabe disagrees: {bshape:?} vs {oshape:?}",
+                m.name, m.desc
+            ));
+        }
+        let rm = &c.methods[i];
+        let rname = c
+            .constant_pool
+            .try_get_utf8(rm.name_index)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        let rshape = rm.attributes.iter().find_map(|a| match a {
+            ristretto_classfile::attributes::Attribute::Code {
+                max_stack,
+                max_locals,
+                code,
+                exception_table,
+                ..
+            } => Some((*max_stack, *max_locals, code.len(), exception_table.len())),
+            _ => None,
+        });
+        let oshape = m.code.map(|(s, l, _, n, h)| (s, l, n, h));
+        if rname != m.name || rshape != oshape {
+            out.push(format!(
+                "{name}.{}{}: ristretto disagrees: {rshape:?} vs {oshape:?}",
+                m.name, m.desc
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,333 @@
+//! [`ClassPath`]: answers hierarchy questions from dirs, jars, module-layout trees and the running JDK.
+
+use crate::classfile::{mutf8_to_string, ClassFile, ACC_INTERFACE};
+use crate::ClassHierarchy;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+struct Info {
+    super_class: Option<String>,
+    is_interface: bool,
+    /// (name, descriptor, is_method, access)
+    members: Vec<(Box<str>, Box<str>, bool, u16)>,
+}
+
+enum Entry {
+    /// plain class tree: dir/pkg/C.class
+    Dir(PathBuf),
+    /// module layout: package path -> module dir
+    Modules(HashMap<String, PathBuf>),
+    Jar(
+        Mutex<zip::ZipArchive<File>>,
+        std::collections::HashSet<String>,
+    ),
+}
+
+/// A class path: dirs (plain or module layout `dir/<module>/pkg/C.class`), jars, and optionally the
+/// running JDK's classes. Lookups are cached; it is `Send + Sync`.
+pub struct ClassPath {
+    entries: Vec<Entry>,
+    cache: RwLock<HashMap<String, Option<Arc<Info>>>>,
+}
+
+fn info_from_bytes(bytes: &[u8]) -> Option<(String, Info)> {
+    let cf = ClassFile::parse(bytes).ok()?;
+    let mut members = Vec::with_capacity(cf.fields.len() + cf.methods.len());
+    for (list, is_m) in [(&cf.fields, false), (&cf.methods, true)] {
+        for m in list.iter() {
+            members.push((
+                mutf8_to_string(m.name).into(),
+                mutf8_to_string(m.desc).into(),
+                is_m,
+                m.access,
+            ));
+        }
+    }
+    Some((
+        mutf8_to_string(cf.this_class),
+        Info {
+            super_class: cf.super_class.map(mutf8_to_string),
+            is_interface: cf.access & ACC_INTERFACE != 0,
+            members,
+        },
+    ))
+}
+
+fn is_module_layout(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.flatten()
+        .any(|e| e.path().join("module-info.class").is_file())
+}
+
+fn index_modules(dir: &Path) -> HashMap<String, PathBuf> {
+    let mut map = HashMap::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return map;
+    };
+    for m in rd.flatten() {
+        let mdir = m.path();
+        if !mdir.is_dir() {
+            continue;
+        }
+        let mut stack = vec![mdir.clone()];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            let mut has_class = false;
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "class") {
+                    has_class = true;
+                }
+            }
+            if has_class {
+                if let Ok(rel) = d.strip_prefix(&mdir) {
+                    let pkg = rel.to_string_lossy().replace('\\', "/");
+                    map.entry(pkg).or_insert_with(|| mdir.clone());
+                }
+            }
+        }
+    }
+    map
+}
+
+/// Find the running JDK's home: `$JAVA_HOME`, the Debian JDK 17 path, or `java` on PATH.
+pub fn find_java_home() -> Option<PathBuf> {
+    if let Some(h) = std::env::var_os("JAVA_HOME") {
+        let p = PathBuf::from(h);
+        if p.join("bin/java").exists() {
+            return Some(p);
+        }
+    }
+    let deb = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64");
+    if deb.join("bin/java").exists() {
+        return Some(deb);
+    }
+    for dir in std::env::split_paths(&std::env::var_os("PATH")?) {
+        let j = dir.join("java");
+        if let Ok(real) = std::fs::canonicalize(&j) {
+            if let Some(home) = real.parent().and_then(|b| b.parent()) {
+                if home.join("lib/modules").exists() {
+                    return Some(home.to_path_buf());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Extract `<java_home>/lib/modules` with `jimage extract` into a cache dir (once) and return it.
+/// Cache root: `$BCI_CACHE_DIR`, else `$XDG_CACHE_HOME/bci`, else `$HOME/.cache/bci`, else the temp dir.
+pub fn jdk_tree(java_home: &Path) -> io::Result<PathBuf> {
+    let modules = java_home.join("lib/modules");
+    let meta = std::fs::metadata(&modules)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let root = if let Some(d) = std::env::var_os("BCI_CACHE_DIR") {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        PathBuf::from(d).join("bci")
+    } else if let Some(d) = std::env::var_os("HOME") {
+        PathBuf::from(d).join(".cache/bci")
+    } else {
+        std::env::temp_dir().join("bci")
+    };
+    let dest = root.join(format!("jimage-{}-{}", meta.len(), mtime));
+    if dest.is_dir() {
+        return Ok(dest);
+    }
+    std::fs::create_dir_all(&root)?;
+    let tmp = root.join(format!("tmp-{}-{}", std::process::id(), mtime));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let status = std::process::Command::new(java_home.join("bin/jimage"))
+        .arg("extract")
+        .arg("--dir")
+        .arg(&tmp)
+        .arg(&modules)
+        .status()?;
+    if !status.success() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(io::Error::other("jimage extract failed"));
+    }
+    if std::fs::rename(&tmp, &dest).is_err() {
+        // lost the race: someone else made it
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    if dest.is_dir() {
+        Ok(dest)
+    } else {
+        Err(io::Error::other("could not create JDK class cache"))
+    }
+}
+
+impl ClassPath {
+    /// Entries: dirs (plain trees or module layout) and jars. With `include_running_jdk`, the running JDK's
+    /// classes (extracted once from `$JAVA_HOME/lib/modules` with `jimage extract` into a cache) come last.
+    pub fn new(entries: &[PathBuf], include_running_jdk: bool) -> io::Result<ClassPath> {
+        let mut v = Vec::new();
+        for e in entries {
+            v.push(Self::open_entry(e)?);
+        }
+        if include_running_jdk {
+            let home = find_java_home().ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, "no JDK found (set JAVA_HOME)")
+            })?;
+            let tree = jdk_tree(&home)?;
+            v.push(Entry::Modules(index_modules(&tree)));
+        }
+        Ok(ClassPath {
+            entries: v,
+            cache: RwLock::new(HashMap::new()),
+        })
+    }
+
+    fn open_entry(e: &Path) -> io::Result<Entry> {
+        if e.is_dir() {
+            if is_module_layout(e) {
+                Ok(Entry::Modules(index_modules(e)))
+            } else {
+                Ok(Entry::Dir(e.to_path_buf()))
+            }
+        } else {
+            let f = File::open(e)?;
+            let z = zip::ZipArchive::new(f).map_err(io::Error::other)?;
+            let names = z.file_names().map(|s| s.to_string()).collect();
+            Ok(Entry::Jar(Mutex::new(z), names))
+        }
+    }
+
+    /// Make a class known (e.g. the classes being verified). Unparseable bytes are ignored.
+    pub fn add_class_bytes(&mut self, bytes: &[u8]) {
+        if let Some((name, info)) = info_from_bytes(bytes) {
+            if let Ok(mut c) = self.cache.write() {
+                c.insert(name, Some(Arc::new(info)));
+            }
+        }
+    }
+
+    fn read_class(&self, name: &str) -> Option<Vec<u8>> {
+        let rel = format!("{name}.class");
+        for e in &self.entries {
+            match e {
+                Entry::Dir(d) => {
+                    if let Ok(b) = std::fs::read(d.join(&rel)) {
+                        return Some(b);
+                    }
+                }
+                Entry::Modules(map) => {
+                    let pkg = name.rfind('/').map(|i| &name[..i]).unwrap_or("");
+                    if let Some(m) = map.get(pkg) {
+                        if let Ok(b) = std::fs::read(m.join(&rel)) {
+                            return Some(b);
+                        }
+                    }
+                }
+                Entry::Jar(z, names) => {
+                    if names.contains(&rel) {
+                        let mut z = z.lock().ok()?;
+                        let mut f = z.by_name(&rel).ok()?;
+                        let mut b = Vec::new();
+                        if f.read_to_end(&mut b).is_ok() {
+                            return Some(b);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn info(&self, name: &str) -> Option<Arc<Info>> {
+        if let Ok(c) = self.cache.read() {
+            if let Some(v) = c.get(name) {
+                return v.clone();
+            }
+        }
+        let info = self
+            .read_class(name)
+            .and_then(|b| info_from_bytes(&b))
+            .map(|(_, i)| Arc::new(i));
+        if let Ok(mut c) = self.cache.write() {
+            c.insert(name.to_string(), info.clone());
+        }
+        info
+    }
+
+    /// Read the bytes of every class file under a dir or in a jar: (name, bytes).
+    pub fn read_all(path: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::new();
+        if path.is_dir() {
+            let mut stack = vec![path.to_path_buf()];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d)?.flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else if p.extension().is_some_and(|x| x == "class") {
+                        let rel = p
+                            .strip_prefix(path)
+                            .unwrap_or(&p)
+                            .to_string_lossy()
+                            .to_string();
+                        out.push((rel, std::fs::read(&p)?));
+                    }
+                }
+            }
+        } else {
+            let mut z = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;
+            for i in 0..z.len() {
+                let mut f = z.by_index(i).map_err(io::Error::other)?;
+                let n = f.name().to_string();
+                if n.ends_with(".class") && !n.starts_with("META-INF/versions/") {
+                    let mut b = Vec::new();
+                    f.read_to_end(&mut b)?;
+                    out.push((n, b));
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+}
+
+impl ClassHierarchy for ClassPath {
+    fn super_class(&self, internal_name: &str) -> Option<String> {
+        self.info(internal_name)?.super_class.clone()
+    }
+    fn is_interface(&self, internal_name: &str) -> Option<bool> {
+        Some(self.info(internal_name)?.is_interface)
+    }
+    fn find_member(
+        &self,
+        class: &str,
+        name: &str,
+        desc: &str,
+        is_method: bool,
+    ) -> Option<(String, u16)> {
+        let mut cur = class.to_string();
+        for _ in 0..256 {
+            let info = self.info(&cur)?;
+            if let Some(m) = info
+                .members
+                .iter()
+                .find(|m| m.2 == is_method && &*m.0 == name && &*m.1 == desc)
+            {
+                return Some((cur, m.3));
+            }
+            cur = info.super_class.clone()?;
+        }
+        None
+    }
+}
