@@ -189,13 +189,13 @@ unsafe extern "C" fn vm_init(
             jni.take_exception(true);
             return;
         }
-        if a.opts.clock == options::Clock::Tick {
+        if a.opts.clock == options::Clock::Sample {
             let started = jni
-                .new_thread("bciagent tick")
-                .and_then(|t| a.jvmti.run_agent_thread(t, tick_thread));
+                .new_thread("bciagent sampler")
+                .and_then(|t| a.jvmti.run_agent_thread(t, sampler_thread));
             if let Err(e) = started {
                 log(&format!(
-                    "cannot start the tick thread ({e}); no class will be instrumented"
+                    "cannot start the sampler thread ({e}); no class will be instrumented"
                 ));
                 jni.take_exception(true);
                 return;
@@ -215,16 +215,16 @@ unsafe extern "C" fn vm_init(
     });
 }
 
-unsafe extern "C" fn tick_thread(
+unsafe extern "C" fn sampler_thread(
     _jvmti: *mut sys::jvmtiEnv,
     jni: *mut sys::JNIEnv,
     _arg: *mut c_void,
 ) {
-    guard("tick thread", || {
+    guard("sampler thread", || {
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this agent thread's JNIEnv for the life of the thread.
         let jni = unsafe { Jni::from_raw(jni) };
-        runtime::tick_loop(&jni, a.opts.tick_us);
+        runtime::sample_loop(&jni, a.opts.interval_ms);
     });
 }
 

@@ -266,6 +266,25 @@ impl Jni {
         self.ok(id, &format!("GetStaticMethodID {name}{sig}"))
     }
 
+    pub fn static_method_id(
+        &self,
+        cls: JRef,
+        name: &str,
+        sig: &str,
+    ) -> Result<StaticMethod, String> {
+        self.static_method(cls, name, sig).map(StaticMethod)
+    }
+
+    /// Calls a static `(J)V` method of `cls` found with [`Jni::static_method_id`]; an exception
+    /// it throws is cleared.
+    pub fn call_static_void_j(&self, cls: JRef, m: &StaticMethod, arg: i64) {
+        let f: sys::CallStaticVoidMethodAFn = self.f(ns::CALL_STATIC_VOID_METHOD_A);
+        let args = [sys::jvalue { j: arg }];
+        // SAFETY: valid env; m is a static (J)V method of cls (StaticMethod only comes from it).
+        unsafe { f(self.0, cls.0, m.0, args.as_ptr()) };
+        self.take_exception(false);
+    }
+
     /// Calls a static `()V` method.
     pub fn call_static_void(&self, cls: JRef, name: &str) -> Result<(), String> {
         let m = self.static_method(cls, name, "()V")?;
@@ -426,6 +445,14 @@ impl JRef {
 unsafe impl Send for JRef {}
 // SAFETY: as above.
 unsafe impl Sync for JRef {}
+
+/// A static method id (only made by [`Jni::static_method_id`]).
+pub struct StaticMethod(sys::jmethodID);
+
+// SAFETY: method ids are global in the VM (valid until the class unloads; boot classes never do).
+unsafe impl Send for StaticMethod {}
+// SAFETY: as above.
+unsafe impl Sync for StaticMethod {}
 
 /// A static field id (only made by [`Jni::static_field_id`]).
 pub struct FieldId(sys::jfieldID);

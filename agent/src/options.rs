@@ -5,9 +5,10 @@ use std::fmt;
 /// Which clock times calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clock {
-    /// Coarse monotonic wall clock: an agent thread stores CLOCK_MONOTONIC into the runtime every
-    /// `tick` µs; probes read that field (a volatile load) instead of calling a clock.
-    Tick,
+    /// Probes read no clock: an agent thread samples every thread's shadow stack every
+    /// `interval` ms and charges the elapsed monotonic wall time to the top call path (self) and
+    /// to each method on the stack (total).
+    Sample,
     /// `System.nanoTime()` at every probe (exact monotonic wall time, ~35 ns per read).
     Wall,
     /// Thread CPU time (CLOCK_THREAD_CPUTIME_ID through a registered native) at every probe.
@@ -17,14 +18,14 @@ pub enum Clock {
 impl Clock {
     pub fn code(self) -> i32 {
         match self {
-            Clock::Tick => 0,
+            Clock::Sample => 0,
             Clock::Wall => 1,
             Clock::Cpu => 2,
         }
     }
     pub fn name(self) -> &'static str {
         match self {
-            Clock::Tick => "tick",
+            Clock::Sample => "sample",
             Clock::Wall => "wall",
             Clock::Cpu => "cpu",
         }
@@ -50,8 +51,8 @@ pub struct Options {
     pub help: bool,
     pub rules: Option<String>,
     pub clock: Clock,
-    /// Tick interval of `clock=tick`, in µs.
-    pub tick_us: u64,
+    /// Sampling interval of `clock=sample`, in ms (HPROF's `interval=`).
+    pub interval_ms: u64,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     pub format: Format,
@@ -69,8 +70,8 @@ impl Default for Options {
             verbose: false,
             help: false,
             rules: None,
-            clock: Clock::Tick,
-            tick_us: 100,
+            clock: Clock::Sample,
+            interval_ms: 1,
             include: Vec::new(),
             exclude: Vec::new(),
             format: Format::Hprof,
@@ -89,7 +90,7 @@ impl fmt::Display for OptionError {
 }
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, depth, file, cutoff, lineno, thread, doe, verbose, rules, clock, tick, include, exclude, format";
+    "help, cpu, depth, file, cutoff, lineno, thread, doe, verbose, rules, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -106,12 +107,13 @@ thread=y|n             thread in traces?              n
 doe=y|n                dump on exit?                  y
 verbose=y|n            log every class decision       n
 rules=<file>           rule file (TOML)               built-in cpu-times
-clock=tick|wall|cpu    how calls are timed            tick
-                         tick: monotonic wall clock read from a field an agent thread
-                               updates every tick= us (cheap; unbiased sums, coarse calls)
-                         wall: System.nanoTime() at every entry and exit
-                         cpu:  thread CPU time at every entry and exit (slow, ~1 us/read)
-tick=<us>              tick interval for clock=tick   100
+clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
+                         sample: no clock in probes; every interval= ms an agent thread
+                                 charges elapsed monotonic wall time to each thread's
+                                 current call path (self) and methods on its stack (total)
+                         wall:   System.nanoTime() at every entry and exit
+                         cpu:    thread CPU time at every entry and exit (~1 us per read)
+interval=<ms>          sampling interval (clock=sample)  1
 include=<pat>[:<pat>]  only classes matching (glob on dotted names, e.g. java.util.*)
 exclude=<pat>[:<pat>]  never these classes
 format=hprof|collapsed|methods  output format         hprof
@@ -192,24 +194,24 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "clock" => {
                 let v = need(value)?;
                 o.clock = match v.as_str() {
-                    "tick" => Clock::Tick,
+                    "sample" | "samples" => Clock::Sample,
                     "wall" | "nano" => Clock::Wall,
                     "cpu" | "thread-cpu" => Clock::Cpu,
                     _ => {
                         return Err(OptionError(format!(
-                            "bad value for option clock: '{v}' (valid: tick, wall, cpu)"
+                            "bad value for option clock: '{v}' (valid: sample, wall, cpu)"
                         )))
                     }
                 };
             }
-            "tick" => {
+            "interval" => {
                 let v = need(value)?;
-                o.tick_us = match v.parse::<u64>() {
-                    Ok(t) if (10..=1_000_000).contains(&t) => t,
+                o.interval_ms = match v.parse::<u64>() {
+                    Ok(t) if (1..=10_000).contains(&t) => t,
                     _ => {
                         return Err(OptionError(format!(
-                        "bad value for option tick: '{v}' (valid: microseconds from 10 to 1000000)"
-                    )))
+                            "bad value for option interval: '{v}' (valid: milliseconds from 1 to 10000)"
+                        )))
                     }
                 };
             }
@@ -259,7 +261,7 @@ mod tests {
         assert_eq!(o.file, "java.hprof.txt");
         assert_eq!(o.cutoff, 0.0001);
         assert!(o.doe && o.lineno && !o.thread && !o.verbose);
-        assert_eq!(o.clock, Clock::Tick);
+        assert_eq!(o.clock, Clock::Sample);
     }
 
     #[test]
@@ -279,7 +281,10 @@ mod tests {
         let e = parse(Some("depht=3")).unwrap_err().0;
         assert!(e.contains("depht") && e.contains("depth"), "{e}");
         let e = parse(Some("clock=sundial")).unwrap_err().0;
-        assert!(e.contains("clock") && e.contains("tick, wall, cpu"), "{e}");
+        assert!(
+            e.contains("clock") && e.contains("sample, wall, cpu"),
+            "{e}"
+        );
         let e = parse(Some("cpu=samples")).unwrap_err().0;
         assert!(e.contains("cpu") && e.contains("times"), "{e}");
         assert!(parse(Some("depth=0")).is_err());

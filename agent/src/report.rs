@@ -167,14 +167,19 @@ pub fn method_rows(s: &Snapshot) -> Vec<MethodRow> {
 
 pub fn clock_description(o: &Options) -> String {
     match o.clock {
-        Clock::Tick => format!(
-            "clock=tick: monotonic wall time (CLOCK_MONOTONIC) stored every {} us by an agent thread \
-             and read by each probe; per-call times are differences of that clock (unbiased sums, \
-             coarse single calls)",
-            o.tick_us
+        Clock::Sample => format!(
+            "clock=sample: probes read no clock; every {} ms an agent thread charged the elapsed \
+             monotonic wall time (CLOCK_MONOTONIC) to each thread's current call path (self) and \
+             once to each method on its shadow stack (total): times are sampled, counts exact",
+            o.interval_ms
         ),
-        Clock::Wall => "clock=wall: monotonic wall time, System.nanoTime() read at every entry and exit".into(),
-        Clock::Cpu => "clock=cpu: thread CPU time (CLOCK_THREAD_CPUTIME_ID) read at every entry and exit".into(),
+        Clock::Wall => {
+            "clock=wall: monotonic wall time, System.nanoTime() read at every entry and exit".into()
+        }
+        Clock::Cpu => {
+            "clock=cpu: thread CPU time (CLOCK_THREAD_CPUTIME_ID) read at every entry and exit"
+                .into()
+        }
     }
 }
 

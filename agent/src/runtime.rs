@@ -1,7 +1,8 @@
-//! The Java side of the runtime (`bci/runtime/Probes`): defining it, switching it on, the tick
-//! clock, and reading its data back. Safe code over [`crate::jvm`].
+//! The Java side of the runtime (`bci/runtime/Probes`): defining it, switching it on, the
+//! sampler, and reading its data back. Safe code over [`crate::jvm`].
 
-use crate::jvm::{FieldId, JRef, Jni, Jvmti};
+use crate::jvm::{JRef, Jni, Jvmti, StaticMethod};
+use crate::options::Clock;
 use crate::options::Options;
 use crate::report::ThreadData;
 use crate::sys;
@@ -14,10 +15,10 @@ const PROBES_CLASS: &[u8] =
 const PROBES_T_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class"));
 
-/// The defined runtime class (a global reference) and the tick field.
+/// The defined runtime class (a global reference) and its sampling method.
 pub struct Runtime {
     class: GlobalRef,
-    tick: FieldId,
+    sample: StaticMethod,
 }
 
 /// A JNI global reference, valid on every thread until deleted (never, here).
@@ -88,13 +89,13 @@ pub fn define(
     let cls = jni.define_boot_class(PROBES, PROBES_CLASS)?;
     jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
     jni.set_static_int(cls, "clock", o.clock.code())?;
+    jni.set_static_bool(cls, "timed", o.clock != Clock::Sample)?;
     jni.set_static_int(cls, "depth", o.depth as i32)?;
-    let tick = jni.static_field_id(cls, "tick", "J")?;
+    let sample = jni.static_method_id(cls, "sample", "(J)V")?;
     let global = jni.new_global_ref(cls);
     if global.is_null() {
         return Err("NewGlobalRef failed".into());
     }
-    jni.set_static_long(global, &tick, monotonic_ns());
     // Read edges: every named module must read the boot loader's unnamed module to call Probes.
     let module = jni.class_module(cls)?;
     for m in jvmti.all_modules()? {
@@ -103,7 +104,7 @@ pub fn define(
     }
     let _ = RUNTIME.set(Runtime {
         class: GlobalRef(global),
-        tick,
+        sample,
     });
     Ok(())
 }
@@ -119,12 +120,18 @@ pub fn stop(jni: &Jni) -> Result<(), String> {
     jni.call_static_void(rt.class.0, "stop")
 }
 
-/// Body of the tick thread: stores CLOCK_MONOTONIC into `Probes.tick` every `us` µs.
-pub fn tick_loop(jni: &Jni, us: u64) {
+/// Body of the sampler thread: every `ms` ms, `Probes.sample(elapsed ns)`.
+pub fn sample_loop(jni: &Jni, ms: u64) {
     let Some(rt) = get() else { return };
+    let mut last = monotonic_ns();
     while !TICK_STOP.load(Ordering::Relaxed) {
-        jni.set_static_long(rt.class.0, &rt.tick, monotonic_ns());
-        sleep_us(us);
+        sleep_us(ms * 1000);
+        if TICK_STOP.load(Ordering::Relaxed) {
+            break;
+        }
+        let now = monotonic_ns();
+        jni.call_static_void_j(rt.class.0, &rt.sample, now - last);
+        last = now;
     }
 }
 
