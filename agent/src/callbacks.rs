@@ -117,6 +117,9 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     let mut caps = sys::jvmtiCapabilities::default();
     caps.set_all_class_hook_events();
     caps.set_early_class_hook_events();
+    if opts.clock == options::Clock::Sample {
+        caps.set_thread_cpu_time();
+    }
     if let Err(e) = jvmti.add_capabilities(&caps) {
         let _ = jvmti.potential_capabilities();
         log(&format!("cannot add class-hook capabilities: {e}"));
@@ -224,7 +227,7 @@ unsafe extern "C" fn sampler_thread(
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this agent thread's JNIEnv for the life of the thread.
         let jni = unsafe { Jni::from_raw(jni) };
-        runtime::sample_loop(&jni, a.opts.interval_ms);
+        runtime::sample_loop(&a.jvmti, &jni, a.opts.interval_ms);
     });
 }
 

@@ -118,6 +118,15 @@ impl Jvmti {
         check(unsafe { f(self.0, module.0, to.0) }, "AddModuleReads")
     }
 
+    /// CPU time of a live thread (needs can_get_thread_cpu_time).
+    pub fn thread_cpu_time(&self, thread: JRef) -> Result<i64, String> {
+        let f: sys::GetThreadCpuTimeFn = self.f(js::GET_THREAD_CPU_TIME);
+        let mut t: i64 = 0;
+        // SAFETY: valid env, thread is a Thread reference, out pointer to a local.
+        check(unsafe { f(self.0, thread.0, &mut t) }, "GetThreadCpuTime")?;
+        Ok(t)
+    }
+
     /// Starts `thread` (a new, unstarted java.lang.Thread) running `proc_` as a daemon agent thread.
     pub fn run_agent_thread(&self, thread: JRef, proc_: sys::AgentThreadFn) -> Result<(), String> {
         let f: sys::RunAgentThreadFn = self.f(js::RUN_AGENT_THREAD);
@@ -275,14 +284,26 @@ impl Jni {
         self.static_method(cls, name, sig).map(StaticMethod)
     }
 
-    /// Calls a static `(J)V` method of `cls` found with [`Jni::static_method_id`]; an exception
-    /// it throws is cleared.
-    pub fn call_static_void_j(&self, cls: JRef, m: &StaticMethod, arg: i64) {
+    /// Calls a static `([J)V` method of `cls` with a new `long[]` holding `v`.
+    pub fn call_static_void_longs(
+        &self,
+        cls: JRef,
+        m: &StaticMethod,
+        v: &[i64],
+    ) -> Result<(), String> {
+        let new: sys::NewLongArrayFn = self.f(ns::NEW_LONG_ARRAY);
+        // SAFETY: valid env.
+        let arr = self.okr(unsafe { new(self.0, v.len() as i32) }, "NewLongArray")?;
+        let set: sys::SetLongArrayRegionFn = self.f(ns::SET_LONG_ARRAY_REGION);
+        // SAFETY: arr has v.len() elements; v is valid for that many reads.
+        unsafe { set(self.0, arr.0, 0, v.len() as i32, v.as_ptr()) };
         let f: sys::CallStaticVoidMethodAFn = self.f(ns::CALL_STATIC_VOID_METHOD_A);
-        let args = [sys::jvalue { j: arg }];
-        // SAFETY: valid env; m is a static (J)V method of cls (StaticMethod only comes from it).
+        let args = [sys::jvalue { l: arr.0 }];
+        // SAFETY: valid env; m is a static ([J)V method of cls (StaticMethod only comes from it).
         unsafe { f(self.0, cls.0, m.0, args.as_ptr()) };
         self.take_exception(false);
+        self.delete_local_ref(arr);
+        Ok(())
     }
 
     /// Calls a static `()V` method.

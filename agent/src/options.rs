@@ -6,8 +6,8 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clock {
     /// Probes read no clock: an agent thread samples every thread's shadow stack every
-    /// `interval` ms and charges the elapsed monotonic wall time to the top call path (self) and
-    /// to each method on the stack (total).
+    /// `interval` ms and charges the thread CPU time used since the last sample to the top call
+    /// path (self) and to each method on the stack (total).
     Sample,
     /// `System.nanoTime()` at every probe (exact monotonic wall time, ~35 ns per read).
     Wall,
@@ -109,7 +109,7 @@ verbose=y|n            log every class decision       n
 rules=<file>           rule file (TOML)               built-in cpu-times
 clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
                          sample: no clock in probes; every interval= ms an agent thread
-                                 charges elapsed monotonic wall time to each thread's
+                                 charges each thread's CPU time since the last sample to its
                                  current call path (self) and methods on its stack (total)
                          wall:   System.nanoTime() at every entry and exit
                          cpu:    thread CPU time at every entry and exit (~1 us per read)

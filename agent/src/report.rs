@@ -168,9 +168,10 @@ pub fn method_rows(s: &Snapshot) -> Vec<MethodRow> {
 pub fn clock_description(o: &Options) -> String {
     match o.clock {
         Clock::Sample => format!(
-            "clock=sample: probes read no clock; every {} ms an agent thread charged the elapsed \
-             monotonic wall time (CLOCK_MONOTONIC) to each thread's current call path (self) and \
-             once to each method on its shadow stack (total): times are sampled, counts exact",
+            "clock=sample: probes read no clock; every {} ms an agent thread read each profiled \
+             thread's CPU time (JVMTI GetThreadCpuTime) and charged the CPU time used since the \
+             previous sample to the thread's current call path (self) and once to each method on \
+             its shadow stack (total): times are sampled thread CPU time, counts are exact",
             o.interval_ms
         ),
         Clock::Wall => {

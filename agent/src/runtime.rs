@@ -91,7 +91,7 @@ pub fn define(
     jni.set_static_int(cls, "clock", o.clock.code())?;
     jni.set_static_bool(cls, "timed", o.clock != Clock::Sample)?;
     jni.set_static_int(cls, "depth", o.depth as i32)?;
-    let sample = jni.static_method_id(cls, "sample", "(J)V")?;
+    let sample = jni.static_method_id(cls, "sample", "([J)V")?;
     let global = jni.new_global_ref(cls);
     if global.is_null() {
         return Err("NewGlobalRef failed".into());
@@ -120,18 +120,59 @@ pub fn stop(jni: &Jni) -> Result<(), String> {
     jni.call_static_void(rt.class.0, "stop")
 }
 
-/// Body of the sampler thread: every `ms` ms, `Probes.sample(elapsed ns)`.
-pub fn sample_loop(jni: &Jni, ms: u64) {
+/// Body of the sampler thread: every `ms` ms, reads each profiled thread's CPU time (JVMTI
+/// GetThreadCpuTime) and hands the CPU time used since the previous sample to `Probes.sample`,
+/// which charges it to that thread's current call path.
+pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
     let Some(rt) = get() else { return };
-    let mut last = monotonic_ns();
+    // per profiled thread: global ref (None once dead), CPU time at the previous sample
+    let mut threads: Vec<(Option<JRef>, i64)> = Vec::new();
+    let mut deltas: Vec<i64> = Vec::new();
     while !TICK_STOP.load(Ordering::Relaxed) {
         sleep_us(ms * 1000);
         if TICK_STOP.load(Ordering::Relaxed) {
             break;
         }
-        let now = monotonic_ns();
-        jni.call_static_void_j(rt.class.0, &rt.sample, now - last);
-        last = now;
+        let n = jni
+            .call_static_int(rt.class.0, "threadCount")
+            .unwrap_or(0)
+            .max(0) as usize;
+        while threads.len() < n {
+            let i = threads.len() as i32;
+            let t = jni
+                .call_static_object_i(rt.class.0, "thread", "(I)Ljava/lang/Thread;", i)
+                .ok()
+                .filter(|t| !t.is_null());
+            let entry = match t {
+                Some(t) => {
+                    let g = jni.new_global_ref(t);
+                    jni.delete_local_ref(t);
+                    let cpu = jvmti.thread_cpu_time(g).unwrap_or(0);
+                    (Some(g), cpu)
+                }
+                None => (None, 0),
+            };
+            threads.push(entry);
+        }
+        deltas.clear();
+        for (t, last) in threads.iter_mut() {
+            let d = match *t {
+                Some(g) => match jvmti.thread_cpu_time(g) {
+                    Ok(cpu) => {
+                        let d = cpu - *last;
+                        *last = cpu;
+                        d.max(0)
+                    }
+                    Err(_) => {
+                        *t = None;
+                        0
+                    }
+                },
+                None => 0,
+            };
+            deltas.push(d);
+        }
+        let _ = jni.call_static_void_longs(rt.class.0, &rt.sample, &deltas);
     }
 }
 

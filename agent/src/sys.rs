@@ -63,6 +63,10 @@ impl jvmtiCapabilities {
     pub fn set_all_class_hook_events(&mut self) {
         self.bits[3] |= 0x04;
     }
+    /// can_get_thread_cpu_time: byte 2, mask 0x80.
+    pub fn set_thread_cpu_time(&mut self) {
+        self.bits[2] |= 0x80;
+    }
     /// can_generate_early_class_hook_events: byte 5, mask 0x04.
     pub fn set_early_class_hook_events(&mut self) {
         self.bits[5] |= 0x04;
@@ -129,6 +133,7 @@ pub mod jvmti_slot {
     pub const SET_EVENT_CALLBACKS: usize = 121;
     pub const GET_ERROR_NAME: usize = 127;
     pub const GET_PHASE: usize = 132;
+    pub const GET_THREAD_CPU_TIME: usize = 136;
     pub const GET_POTENTIAL_CAPABILITIES: usize = 139;
     pub const ADD_CAPABILITIES: usize = 141;
 }
@@ -158,6 +163,8 @@ pub mod jni_slot {
     pub const GET_STRING_UTF_LENGTH: usize = 168;
     pub const GET_ARRAY_LENGTH: usize = 171;
     pub const GET_LONG_ARRAY_REGION: usize = 204;
+    pub const NEW_LONG_ARRAY: usize = 180;
+    pub const SET_LONG_ARRAY_REGION: usize = 212;
     pub const REGISTER_NATIVES: usize = 215;
     pub const GET_STRING_UTF_REGION: usize = 221;
     pub const EXCEPTION_CHECK: usize = 228;
@@ -182,6 +189,11 @@ pub type SetEventCallbacksFn =
     unsafe extern "C" fn(*mut jvmtiEnv, *const jvmtiEventCallbacks, jint) -> jvmtiError;
 pub type GetErrorNameFn =
     unsafe extern "C" fn(*mut jvmtiEnv, jvmtiError, *mut *mut c_char) -> jvmtiError;
+pub type GetThreadCpuTimeFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, jthread, *mut jlong) -> jvmtiError;
+pub type NewLongArrayFn = unsafe extern "C" fn(*mut JNIEnv, jsize) -> jlongArray;
+pub type SetLongArrayRegionFn =
+    unsafe extern "C" fn(*mut JNIEnv, jlongArray, jsize, jsize, *const jlong);
 pub type GetPhaseFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut c_int) -> jvmtiError;
 pub type CapabilitiesFn =
     unsafe extern "C" fn(*mut jvmtiEnv, *const jvmtiCapabilities) -> jvmtiError;

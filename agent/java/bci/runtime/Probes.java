@@ -28,8 +28,8 @@ public final class Probes {
     static boolean on;
     /**
      * 0 = sample: probes do not read a clock; the agent's sampler thread calls {@link #sample}
-     * every interval and charges the elapsed wall time to each thread's top frame (self) and
-     * to every method on its shadow stack (total). 1 = System.nanoTime at every probe,
+     * every interval and charges each thread's CPU time to its top frame (self) and to every
+     * method on its shadow stack (total). 1 = System.nanoTime at every probe,
      * 2 = thread CPU time at every probe.
      */
     static int clock;
@@ -58,23 +58,33 @@ public final class Probes {
     static int epoch;
 
     /**
-     * Called by the agent's sampler thread every interval with the wall time elapsed since the
-     * previous call: charged to the top frame's call path (self) and once to every method on the
-     * stack (total) of every thread with a non-empty shadow stack. Reads other threads' stacks
-     * racily; writes only sampler-owned arrays.
+     * Called by the agent's sampler thread every interval with, per registered thread (index =
+     * serial), the CPU time it used since the previous call: charged to the thread's current
+     * call path (self) and once to every method on its shadow stack (total). Reads other
+     * threads' stacks racily; writes only sampler-owned arrays.
      */
-    public static void sample(long ns) {
+    public static void sample(long[] ns) {
         T[] a = all;
         int n = nall;
         if (n > a.length) {
             n = a.length;
         }
+        if (n > ns.length) {
+            n = ns.length;
+        }
         int ep = ++epoch;
         for (int i = 0; i < n; i++) {
             T s = a[i];
-            if (s != null) {
-                s.sample(ns, ep);
+            if (s != null && ns[i] > 0) {
+                s.sample(ns[i], ep);
             }
+        }
+    }
+
+    /** The thread of serial {@code i} (for the sampler). */
+    public static Thread thread(int i) {
+        synchronized (Probes.class) {
+            return i >= 0 && i < nall ? all[i].thread : null;
         }
     }
 
