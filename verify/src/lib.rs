@@ -15,6 +15,7 @@ pub mod classfile;
 pub mod cli;
 pub mod crosscheck;
 pub mod hierarchy;
+pub mod mutate;
 pub mod oracle;
 pub mod typecheck;
 pub mod types;

@@ -26,7 +26,7 @@ fn jdk17_image_has_no_errors() {
     let Some(dir) = common::jdk_corpus() else {
         return;
     };
-    let cp = ClassPath::new(&[dir.clone()], false).unwrap();
+    let cp = ClassPath::new(std::slice::from_ref(&dir), false).unwrap();
     let classes = ClassPath::read_all(&dir).unwrap();
     assert!(
         classes.len() > 20_000,

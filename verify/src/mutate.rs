@@ -1,0 +1,704 @@
+//! Mutation corpus generator: one defect per class, made from real classes.
+//! Used by tests/mutation.rs and examples/mutants.rs to compare our verdicts with HotSpot's.
+
+use crate::classfile::{be_u2, ClassFile, Code, Cp, Reader};
+use crate::typecheck::insn_len;
+
+/// Deterministic xorshift RNG (no dependency, reproducible corpora).
+pub struct Rng(u64);
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next_u64() % n as u64) as usize
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    MaxStackLow,
+    MaxLocalsLow,
+    BranchOffset,
+    LoadType,
+    StoreType,
+    ReturnType,
+    HandlerRange,
+    HandlerTarget,
+    DropFrame,
+    FrameOffset,
+    FrameType,
+    UninitThis,
+    NopOut,
+    InvokeSwap,
+    FieldSwap,
+    ClassSwap,
+    ConstType,
+}
+
+pub const KINDS: [Kind; 17] = [
+    Kind::MaxStackLow,
+    Kind::MaxLocalsLow,
+    Kind::BranchOffset,
+    Kind::LoadType,
+    Kind::StoreType,
+    Kind::ReturnType,
+    Kind::HandlerRange,
+    Kind::HandlerTarget,
+    Kind::DropFrame,
+    Kind::FrameOffset,
+    Kind::FrameType,
+    Kind::UninitThis,
+    Kind::NopOut,
+    Kind::InvokeSwap,
+    Kind::FieldSwap,
+    Kind::ClassSwap,
+    Kind::ConstType,
+];
+
+struct Frame {
+    delta: u16,
+    tag: u8, // canonical tag: 0 same, 64 same_locals_1, 248..=250 chop, 252..=254 append, 255 full
+    body: Vec<u8>,
+}
+
+fn parse_frames(data: &[u8]) -> Option<Vec<Frame>> {
+    let mut r = Reader::new(data);
+    let n = r.u2().ok()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let t = r.u1().ok()?;
+        let (tag, delta) = match t {
+            0..=63 => (0, t as u16),
+            64..=127 => (64, (t - 64) as u16),
+            247 => (64, r.u2().ok()?),
+            248..=250 | 252..=254 | 255 => (t, r.u2().ok()?),
+            251 => (0, r.u2().ok()?),
+            _ => return None,
+        };
+        let start = r.pos;
+        let nv = match tag {
+            64 => 1,
+            252..=254 => (tag - 251) as usize,
+            255 => {
+                let nl = r.u2().ok()? as usize;
+                skip_vtypes(&mut r, nl)?;
+                r.u2().ok()? as usize
+            }
+            _ => 0,
+        };
+        skip_vtypes(&mut r, nv)?;
+        out.push(Frame {
+            delta,
+            tag,
+            body: data[start..r.pos].to_vec(),
+        });
+    }
+    Some(out)
+}
+
+fn skip_vtypes(r: &mut Reader<'_>, n: usize) -> Option<()> {
+    for _ in 0..n {
+        let t = r.u1().ok()?;
+        if t == 7 || t == 8 {
+            r.u2().ok()?;
+        }
+    }
+    Some(())
+}
+
+fn encode_frames(frames: &[Frame]) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&(frames.len() as u16).to_be_bytes());
+    for f in frames {
+        match f.tag {
+            0 if f.delta <= 63 => v.push(f.delta as u8),
+            0 => {
+                v.push(251);
+                v.extend_from_slice(&f.delta.to_be_bytes());
+            }
+            64 if f.delta <= 63 => v.push(64 + f.delta as u8),
+            64 => {
+                v.push(247);
+                v.extend_from_slice(&f.delta.to_be_bytes());
+            }
+            t => {
+                v.push(t);
+                v.extend_from_slice(&f.delta.to_be_bytes());
+            }
+        }
+        v.extend_from_slice(&f.body);
+    }
+    v
+}
+
+/// Positions of verification-type tags inside a frame body.
+fn vtype_positions(f: &Frame) -> Vec<usize> {
+    let mut pos = Vec::new();
+    let b = &f.body;
+    let mut i = 0;
+    let walk = |i: &mut usize, n: usize, pos: &mut Vec<usize>| {
+        for _ in 0..n {
+            if *i >= b.len() {
+                return;
+            }
+            pos.push(*i);
+            let t = b[*i];
+            *i += if t == 7 || t == 8 { 3 } else { 1 };
+        }
+    };
+    match f.tag {
+        64 => walk(&mut i, 1, &mut pos),
+        252..=254 => walk(&mut i, (f.tag - 251) as usize, &mut pos),
+        255 => {
+            let nl = be_u2(b, 0).unwrap_or(0) as usize;
+            i = 2;
+            walk(&mut i, nl, &mut pos);
+            let ns = be_u2(b, i).unwrap_or(0) as usize;
+            i += 2;
+            walk(&mut i, ns, &mut pos);
+        }
+        _ => {}
+    }
+    pos
+}
+
+struct Parts {
+    max_stack: u16,
+    max_locals: u16,
+    code: Vec<u8>,
+    ex: Vec<[u16; 4]>,
+    attrs: Vec<(u16, Vec<u8>, bool)>, // name index, data, is StackMapTable
+}
+
+impl Parts {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&self.max_stack.to_be_bytes());
+        v.extend_from_slice(&self.max_locals.to_be_bytes());
+        v.extend_from_slice(&(self.code.len() as u32).to_be_bytes());
+        v.extend_from_slice(&self.code);
+        v.extend_from_slice(&(self.ex.len() as u16).to_be_bytes());
+        for e in &self.ex {
+            for x in e {
+                v.extend_from_slice(&x.to_be_bytes());
+            }
+        }
+        v.extend_from_slice(&(self.attrs.len() as u16).to_be_bytes());
+        for (n, d, _) in &self.attrs {
+            v.extend_from_slice(&n.to_be_bytes());
+            v.extend_from_slice(&(d.len() as u32).to_be_bytes());
+            v.extend_from_slice(d);
+        }
+        v
+    }
+}
+
+fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
+    inner.as_ptr() as usize - outer.as_ptr() as usize
+}
+
+/// One mutable site: a method with code.
+pub struct Site {
+    pub method: String,
+    attr_off: usize, // offset of the Code attribute data in the class bytes
+    attr_len: usize,
+    is_init: bool,
+}
+
+/// Methods with code (and a StackMapTable) of a class of version >= 51.
+pub fn sites(bytes: &[u8]) -> Vec<Site> {
+    let Ok(cf) = ClassFile::parse(bytes) else {
+        return vec![];
+    };
+    if cf.major < 51 {
+        return vec![];
+    }
+    let mut v = Vec::new();
+    for m in &cf.methods {
+        if let Some(a) = m.attributes.iter().find(|a| a.name == b"Code") {
+            v.push(Site {
+                method: format!(
+                    "{}{}",
+                    String::from_utf8_lossy(m.name),
+                    String::from_utf8_lossy(m.desc)
+                ),
+                attr_off: offset_in(bytes, a.data),
+                attr_len: a.data.len(),
+                is_init: m.name == b"<init>",
+            });
+        }
+    }
+    v
+}
+
+fn insns(code: &[u8]) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut pc = 0;
+    while pc < code.len() {
+        v.push(pc);
+        match insn_len(code, pc) {
+            Some(n) => pc += n,
+            None => break,
+        }
+    }
+    v
+}
+
+fn pick<T: Copy>(rng: &mut Rng, v: &[T]) -> Option<T> {
+    if v.is_empty() {
+        None
+    } else {
+        Some(v[rng.below(v.len())])
+    }
+}
+
+fn cp_indices(cf: &ClassFile<'_>, f: impl Fn(&Cp<'_>) -> bool) -> Vec<u16> {
+    cf.cp
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| f(e))
+        .map(|(i, _)| i as u16)
+        .collect()
+}
+
+/// Apply mutation `kind` to method `site` of `bytes`. None if not applicable.
+pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Vec<u8>> {
+    let cf = ClassFile::parse(bytes).ok()?;
+    let data = bytes.get(site.attr_off..site.attr_off + site.attr_len)?;
+    let code = Code::parse(data, &cf.cp).ok()?;
+    let mut p = Parts {
+        max_stack: code.max_stack,
+        max_locals: code.max_locals,
+        code: code.code.to_vec(),
+        ex: code
+            .exceptions
+            .iter()
+            .map(|e| [e.start, e.end, e.handler, e.catch_type])
+            .collect(),
+        attrs: code
+            .attributes
+            .iter()
+            .map(|a| {
+                let off = offset_in(data, a.data);
+                (
+                    be_u2(data, off - 6).unwrap_or(0),
+                    a.data.to_vec(),
+                    a.name == b"StackMapTable",
+                )
+            })
+            .collect(),
+    };
+    let pcs = insns(&p.code);
+    let c = &mut p.code;
+    let sel = |rng: &mut Rng, c: &[u8], f: &dyn Fn(u8) -> bool| {
+        pick(
+            rng,
+            &pcs.iter()
+                .copied()
+                .filter(|&pc| f(c[pc]))
+                .collect::<Vec<_>>(),
+        )
+    };
+    match kind {
+        Kind::MaxStackLow => {
+            if p.max_stack == 0 {
+                return None;
+            }
+            p.max_stack -= 1;
+        }
+        Kind::MaxLocalsLow => {
+            if p.max_locals == 0 {
+                return None;
+            }
+            p.max_locals -= 1;
+        }
+        Kind::BranchOffset => {
+            let pc = sel(rng, c, &|op| matches!(op, 153..=167 | 198 | 199))?;
+            let d = [-2i16, -1, 1, 2, 3][rng.below(5)];
+            let o = be_u2(c, pc + 1)? as i16;
+            let n = o.wrapping_add(d).to_be_bytes();
+            c[pc + 1] = n[0];
+            c[pc + 2] = n[1];
+        }
+        Kind::LoadType | Kind::StoreType => {
+            let (lo_n, lo_i) = if kind == Kind::LoadType {
+                (26u8, 21u8)
+            } else {
+                (59, 54)
+            };
+            let pc = sel(rng, c, &|op| {
+                (lo_n..lo_n + 20).contains(&op) || (lo_i..lo_i + 5).contains(&op)
+            })?;
+            let op = c[pc];
+            let shift = 1 + rng.below(4) as u8;
+            if op >= lo_n {
+                let k = op - lo_n;
+                c[pc] = lo_n + ((k / 4 + shift) % 5) * 4 + k % 4;
+            } else {
+                c[pc] = lo_i + (op - lo_i + shift) % 5;
+            }
+        }
+        Kind::ReturnType => {
+            let pc = sel(rng, c, &|op| (172..=177).contains(&op))?;
+            c[pc] = 172 + ((c[pc] - 172) + 1 + rng.below(5) as u8) % 6;
+        }
+        Kind::HandlerRange => {
+            let i = rng.below(p.ex.len().max(1));
+            let e = p.ex.get_mut(i)?;
+            match rng.below(4) {
+                0 => e[1] = e[0],
+                1 => e[0] += 1,
+                2 => e[1] = e[1].saturating_sub(1),
+                _ => e[0] = e[0].saturating_sub(1),
+            }
+        }
+        Kind::HandlerTarget => {
+            let i = rng.below(p.ex.len().max(1));
+            let e = p.ex.get_mut(i)?;
+            let pc = pick(rng, &pcs)? as u16;
+            if pc == e[2] {
+                return None;
+            }
+            e[2] = if rng.below(3) == 0 { e[2] + 1 } else { pc };
+        }
+        Kind::DropFrame | Kind::FrameOffset | Kind::FrameType => {
+            let a = p.attrs.iter_mut().find(|a| a.2)?;
+            let mut frames = parse_frames(&a.1)?;
+            if frames.is_empty() {
+                return None;
+            }
+            let i = rng.below(frames.len());
+            match kind {
+                Kind::DropFrame => {
+                    let f = frames.remove(i);
+                    if let Some(next) = frames.get_mut(i) {
+                        // keep the following frames at their offsets
+                        next.delta = next.delta.checked_add(f.delta)?.checked_add(if i == 0 {
+                            0
+                        } else {
+                            1
+                        })?;
+                        if i == 0 {
+                            next.delta = next.delta.checked_add(1)?;
+                        }
+                    }
+                }
+                Kind::FrameOffset => {
+                    let f = &mut frames[i];
+                    let down = f.delta > 0 && rng.below(2) == 0;
+                    f.delta = if down { f.delta - 1 } else { f.delta + 1 };
+                    if let Some(next) = frames.get_mut(i + 1) {
+                        if down {
+                            next.delta = next.delta.checked_add(1)?;
+                        } else if next.delta == 0 {
+                            return None;
+                        } else {
+                            next.delta -= 1;
+                        }
+                    }
+                }
+                _ => {
+                    let pos = vtype_positions(&frames[i]);
+                    let at = pick(rng, &pos)?;
+                    let b = &mut frames[i].body;
+                    let t = b[at];
+                    let classes = cp_indices(&cf, |e| matches!(e, Cp::Class(_)));
+                    match t {
+                        1 => b[at] = [2, 5, 0][rng.below(3)],
+                        2 => b[at] = 1,
+                        3 => b[at] = 4,
+                        4 => b[at] = 3,
+                        0 => b[at] = 1,
+                        5 => b[at] = 1,
+                        6 => b[at] = 5,
+                        7 => {
+                            if rng.below(2) == 0 {
+                                let ci = pick(rng, &classes)?.to_be_bytes();
+                                b[at + 1] = ci[0];
+                                b[at + 2] = ci[1];
+                            } else {
+                                b.drain(at + 1..at + 3);
+                                b[at] = 1;
+                            }
+                        }
+                        _ => {
+                            b.drain(at + 1..at + 3);
+                            b[at] = 5;
+                        }
+                    }
+                }
+            }
+            a.1 = encode_frames(&frames);
+        }
+        Kind::UninitThis => {
+            if !site.is_init {
+                return None;
+            }
+            let pc = sel(rng, c, &|op| op == 183)?;
+            let (_, _, name, desc) = cf.cp.member_ref(be_u2(c, pc + 1)?).ok()?;
+            if name != b"<init>" || desc != b"()V" {
+                return None;
+            }
+            c[pc] = 87; // pop the receiver instead of initializing it
+            c[pc + 1] = 0;
+            c[pc + 2] = 0;
+        }
+        Kind::NopOut => {
+            let pc = sel(
+                rng,
+                c,
+                &|op| matches!(op, 1..=15 | 87..=95 | 96..=152 | 190 | 194 | 195),
+            )?;
+            c[pc] = 0;
+        }
+        Kind::InvokeSwap | Kind::FieldSwap | Kind::ClassSwap => {
+            let (ops, cands): (&[u8], Vec<u16>) = match kind {
+                Kind::InvokeSwap => (
+                    &[182, 183, 184],
+                    cp_indices(&cf, |e| matches!(e, Cp::Methodref(..))),
+                ),
+                Kind::FieldSwap => (
+                    &[178, 179, 180, 181],
+                    cp_indices(&cf, |e| matches!(e, Cp::Fieldref(..))),
+                ),
+                _ => (
+                    &[187, 189, 192, 193],
+                    cp_indices(&cf, |e| matches!(e, Cp::Class(_))),
+                ),
+            };
+            let pc = sel(rng, c, &|op| ops.contains(&op))?;
+            let old = be_u2(c, pc + 1)?;
+            let new = pick(rng, &cands)?;
+            if new == old {
+                return None;
+            }
+            let n = new.to_be_bytes();
+            c[pc + 1] = n[0];
+            c[pc + 2] = n[1];
+        }
+        Kind::ConstType => {
+            let pc = sel(rng, c, &|op| matches!(op, 1..=15))?;
+            let choices = [1u8, 3, 9, 11, 14];
+            let n = choices[rng.below(choices.len())];
+            if n == c[pc] {
+                return None;
+            }
+            c[pc] = n;
+        }
+    }
+    let new_data = p.encode();
+    let mut out = Vec::with_capacity(bytes.len() + new_data.len());
+    out.extend_from_slice(&bytes[..site.attr_off - 4]);
+    out.extend_from_slice(&(new_data.len() as u32).to_be_bytes());
+    out.extend_from_slice(&new_data);
+    out.extend_from_slice(&bytes[site.attr_off + site.attr_len..]);
+    if out == bytes {
+        return None;
+    }
+    Some(out)
+}
+
+/// A generated mutant.
+pub struct Mutant {
+    pub source: String,
+    pub method: String,
+    pub kind: Kind,
+    pub bytes: Vec<u8>,
+}
+
+/// Make `n` mutants from `classes` (name, bytes), round-robin over kinds, deterministic in `seed`.
+pub fn generate(classes: &[(String, Vec<u8>)], n: usize, seed: u64) -> Vec<Mutant> {
+    let mut rng = Rng::new(seed);
+    let usable: Vec<(usize, Vec<Site>)> = classes
+        .iter()
+        .enumerate()
+        .map(|(i, (_, b))| (i, sites(b)))
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    let mut out = Vec::with_capacity(n);
+    if usable.is_empty() {
+        return out;
+    }
+    let mut attempts = 0usize;
+    while out.len() < n && attempts < n * 50 {
+        attempts += 1;
+        let kind = KINDS[out.len() % KINDS.len()];
+        let (ci, ss) = &usable[rng.below(usable.len())];
+        let site = &ss[rng.below(ss.len())];
+        let (name, bytes) = &classes[*ci];
+        if let Some(m) = mutate(bytes, site, kind, &mut rng) {
+            out.push(Mutant {
+                source: name.clone(),
+                method: site.method.clone(),
+                kind,
+                bytes: m,
+            });
+        }
+    }
+    out
+}
+
+/// Result of comparing our verdicts with HotSpot's on a mutation corpus.
+#[derive(Default)]
+pub struct Report {
+    pub total: usize,
+    /// HotSpot gave a verdict on the class file itself (accepted, VerifyError or ClassFormatError).
+    pub compared: usize,
+    pub agree: usize,
+    /// (kind, ours_rejects, hotspot_rejects) -> count, for disagreements
+    pub disagreements: std::collections::BTreeMap<(Kind, bool, bool), usize>,
+    /// (kind, ours_rejects, hotspot_rejects) -> count over all compared mutants
+    pub by_kind: std::collections::BTreeMap<Kind, (usize, usize, usize)>, // (compared, agree, hotspot rejected)
+    pub excluded: std::collections::BTreeMap<String, usize>,
+    pub samples: Vec<String>,
+}
+
+impl Report {
+    pub fn agreement(&self) -> f64 {
+        if self.compared == 0 {
+            0.0
+        } else {
+            self.agree as f64 / self.compared as f64
+        }
+    }
+
+    pub fn print(&self) {
+        println!(
+            "mutation corpus: {} mutants, {} compared with HotSpot, {} agree: {:.2}% agreement",
+            self.total,
+            self.compared,
+            self.agree,
+            100.0 * self.agreement()
+        );
+        println!(
+            "excluded (HotSpot verdict not about the class file): {:?}",
+            self.excluded
+        );
+        println!(
+            "{:<14} {:>8} {:>8} {:>10}",
+            "kind", "compared", "agree", "hs-reject"
+        );
+        for (k, (c, a, r)) in &self.by_kind {
+            println!("{:<14} {:>8} {:>8} {:>10}", format!("{k:?}"), c, a, r);
+        }
+        println!("disagreements (kind, ours rejects, HotSpot rejects): count");
+        for ((k, o, h), n) in &self.disagreements {
+            println!(
+                "  {k:?} ours={} hotspot={}: {n}",
+                if *o { "reject" } else { "accept" },
+                if *h { "reject" } else { "accept" }
+            );
+        }
+        for s in self.samples.iter().take(30) {
+            println!("  e.g. {s}");
+        }
+    }
+}
+
+/// Generate `n` mutants from the classes of `jars`, judge them with our verifier (hierarchy: the jars plus
+/// `jdk_tree`, or the running JDK) and with HotSpot (each mutant in its own class loader over the
+/// original classes), and compare. `work` is a scratch dir (recreated).
+pub fn run_corpus(
+    java_home: &std::path::Path,
+    jars: &[std::path::PathBuf],
+    jdk_tree: Option<&std::path::Path>,
+    n: usize,
+    seed: u64,
+    work: &std::path::Path,
+) -> std::io::Result<Report> {
+    use crate::{hierarchy::ClassPath, oracle, verify_class};
+    let _ = std::fs::remove_dir_all(work);
+    std::fs::create_dir_all(work)?;
+    let mut classes = Vec::new();
+    let mut bases = Vec::new();
+    for (ji, jar) in jars.iter().enumerate() {
+        let base = work.join(format!("base{ji}"));
+        for (name, b) in ClassPath::read_all(jar)? {
+            let p = base.join(&name);
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            std::fs::write(&p, &b)?;
+            classes.push((name, b));
+        }
+        bases.push(base);
+    }
+    let mut entries: Vec<std::path::PathBuf> = jars.to_vec();
+    if let Some(t) = jdk_tree {
+        entries.push(t.to_path_buf());
+    }
+    let cp = ClassPath::new(&entries, jdk_tree.is_none())?;
+    let mutants = generate(&classes, n, seed);
+    let mdir = work.join("m");
+    std::fs::create_dir_all(&mdir)?;
+    let mut files = Vec::with_capacity(mutants.len());
+    let mut ours = Vec::with_capacity(mutants.len());
+    for (i, m) in mutants.iter().enumerate() {
+        let p = mdir.join(format!("{i}.class"));
+        std::fs::write(&p, &m.bytes)?;
+        files.push((p, m.source.trim_end_matches(".class").replace('/', ".")));
+        ours.push(verify_class(&m.bytes, &cp));
+    }
+    // two JVMs in parallel (CI has 2 cores)
+    let half = files.len().div_ceil(2);
+    let (g1, g2) = files.split_at(half);
+    let (r1, r2) = std::thread::scope(|s| {
+        let h1 = s.spawn(|| oracle::run_hotspot_isolated(java_home, g1, &bases));
+        let h2 = s.spawn(|| oracle::run_hotspot_isolated(java_home, g2, &bases));
+        (h1.join(), h2.join())
+    });
+    let mut verdicts = r1.map_err(|_| std::io::Error::other("oracle thread panicked"))??;
+    verdicts.extend(r2.map_err(|_| std::io::Error::other("oracle thread panicked"))??);
+    let mut rep = Report {
+        total: mutants.len(),
+        ..Default::default()
+    };
+    for ((m, errs), v) in mutants.iter().zip(&ours).zip(&verdicts) {
+        if !(v.ok || v.rejected()) {
+            let key = format!("{:?}", v.kind);
+            *rep.excluded.entry(key).or_default() += 1;
+            continue;
+        }
+        rep.compared += 1;
+        let o = !errs.is_empty();
+        let h = v.rejected();
+        let e = rep.by_kind.entry(m.kind).or_default();
+        e.0 += 1;
+        e.2 += h as usize;
+        if o == h {
+            rep.agree += 1;
+            e.1 += 1;
+        } else {
+            *rep.disagreements.entry((m.kind, o, h)).or_default() += 1;
+            rep.samples.push(format!(
+                "{:?} {}.{}: ours: {} | hotspot: {}",
+                m.kind,
+                m.source,
+                m.method,
+                errs.first()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "ok".into()),
+                if v.message.is_empty() {
+                    "ok"
+                } else {
+                    &v.message
+                }
+            ));
+        }
+    }
+    Ok(rep)
+}
