@@ -139,7 +139,7 @@ impl<'a> ConstantPool<'a> {
         Ok((tag, cls, n, d))
     }
 
-    fn parse(r: &mut Reader<'a>) -> Res<Self> {
+    pub(crate) fn parse(r: &mut Reader<'a>) -> Res<Self> {
         let count = r.u2()? as usize;
         if count == 0 {
             return ferr("constant pool count is 0");

@@ -46,9 +46,12 @@ pub enum Kind {
     FieldSwap,
     ClassSwap,
     ConstType,
+    ExtraHandler,
+    CheckcastDrop,
+    SwapAdjacent,
 }
 
-pub const KINDS: [Kind; 17] = [
+pub const KINDS: [Kind; 20] = [
     Kind::MaxStackLow,
     Kind::MaxLocalsLow,
     Kind::BranchOffset,
@@ -66,6 +69,9 @@ pub const KINDS: [Kind; 17] = [
     Kind::FieldSwap,
     Kind::ClassSwap,
     Kind::ConstType,
+    Kind::ExtraHandler,
+    Kind::CheckcastDrop,
+    Kind::SwapAdjacent,
 ];
 
 struct Frame {
@@ -499,6 +505,51 @@ pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Ve
             }
             c[pc] = n;
         }
+        Kind::ExtraHandler => {
+            // a new handler over a random range, jumping to an offset that has a frame
+            let smt = p.attrs.iter().find(|a| a.2)?;
+            let frames = parse_frames(&smt.1)?;
+            let mut offs = Vec::new();
+            let mut off: i64 = -1;
+            for f in &frames {
+                off += f.delta as i64 + 1;
+                offs.push(off as u16);
+            }
+            let h = pick(rng, &offs)?;
+            let a = rng.below(pcs.len());
+            let b = (a + 1 + rng.below(4)).min(pcs.len());
+            let start = pcs[a] as u16;
+            let end = if b == pcs.len() {
+                p.code.len() as u16
+            } else {
+                pcs[b] as u16
+            };
+            let throwables = cp_indices(
+                &cf,
+                |e| matches!(e, Cp::Class(n) if cf.cp.utf8(*n).is_ok_and(|s| s.ends_with(b"Exception") || s.ends_with(b"Error"))),
+            );
+            let catch = if rng.below(2) == 0 {
+                0
+            } else {
+                pick(rng, &throwables).unwrap_or(0)
+            };
+            p.ex.insert(0, [start, end, h, catch]);
+        }
+        Kind::CheckcastDrop => {
+            let pc = sel(rng, c, &|op| op == 192)?;
+            c[pc] = 0;
+            c[pc + 1] = 0;
+            c[pc + 2] = 0;
+        }
+        Kind::SwapAdjacent => {
+            let cands: Vec<usize> = pcs
+                .windows(2)
+                .filter(|w| w[1] == w[0] + 1 && insn_len(c, w[1]) == Some(1) && c[w[0]] != c[w[1]])
+                .map(|w| w[0])
+                .collect();
+            let pc = pick(rng, &cands)?;
+            c.swap(pc, pc + 1);
+        }
     }
     let new_data = p.encode();
     let mut out = Vec::with_capacity(bytes.len() + new_data.len());
@@ -701,4 +752,53 @@ pub fn run_corpus(
         }
     }
     Ok(rep)
+}
+
+/// Make the first `invokestatic` of a class call `probe_class` (same name and descriptor) instead, by
+/// appending a Utf8, a Class and a Methodref to the constant pool. Verification must not care whether
+/// `probe_class` exists (it is not resolved). None if the class has no invokestatic of a Methodref.
+pub fn redirect_invokestatic(bytes: &[u8], probe_class: &str) -> Option<Vec<u8>> {
+    let cf = ClassFile::parse(bytes).ok()?;
+    let mut r = Reader::new(bytes);
+    r.pos = 8;
+    let cp = crate::classfile::ConstantPool::parse(&mut r).ok()?;
+    let cp_end = r.pos;
+    let count = cp.entries.len();
+    if count + 3 > 65535 {
+        return None;
+    }
+    for m in &cf.methods {
+        let Some(a) = m.attributes.iter().find(|a| a.name == b"Code") else {
+            continue;
+        };
+        let code = Code::parse(a.data, &cf.cp).ok()?;
+        let code_off = offset_in(bytes, code.code);
+        for pc in insns(code.code) {
+            if code.code[pc] != 184 {
+                continue;
+            }
+            let idx = be_u2(code.code, pc + 1)?;
+            let Some(Cp::Methodref(_, nt)) = cf.cp.get(idx) else {
+                continue;
+            };
+            let nt = *nt;
+            let mut add = Vec::new();
+            add.push(1u8);
+            add.extend_from_slice(&(probe_class.len() as u16).to_be_bytes());
+            add.extend_from_slice(probe_class.as_bytes());
+            add.push(7);
+            add.extend_from_slice(&(count as u16).to_be_bytes());
+            add.push(10);
+            add.extend_from_slice(&(count as u16 + 1).to_be_bytes());
+            add.extend_from_slice(&nt.to_be_bytes());
+            let mut out = bytes.to_vec();
+            let new_idx = (count as u16 + 2).to_be_bytes();
+            out[code_off + pc + 1] = new_idx[0];
+            out[code_off + pc + 2] = new_idx[1];
+            out[8..10].copy_from_slice(&(count as u16 + 3).to_be_bytes());
+            out.splice(cp_end..cp_end, add);
+            return Some(out);
+        }
+    }
+    None
 }
