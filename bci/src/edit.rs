@@ -266,6 +266,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             frames::to_slots(&init, &mut c.locals);
         }
         let code = self.code.code;
+        let this_name = self.cf.name()?;
         for (k, i) in self.insns.iter().enumerate() {
             while fi < frames.len() && frames[fi].offset < i.pc {
                 fi += 1;
@@ -288,7 +289,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             } else {
                 None
             };
-            sim::exec(s, i, code, &self.cf.cp, ctx)
+            sim::exec(s, i, code, &self.cf.cp, &this_name, ctx)
                 .map_err(|e| e.context(format!("pc {}", i.pc)))?;
             let mut record = |t: i64, st: &State| {
                 if t > i.pc as i64 {
@@ -675,7 +676,14 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                                 ),
                             )
                         })?;
-                        sim::exec(&mut s, &self.insns[k], code, &self.cf.cp, cp)?;
+                        sim::exec(
+                            &mut s,
+                            &self.insns[k],
+                            code,
+                            &self.cf.cp,
+                            &self.cf.name()?,
+                            cp,
+                        )?;
                         fs.push((
                             pos,
                             Frame {

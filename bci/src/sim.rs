@@ -150,13 +150,14 @@ fn letter(c: u8) -> VType {
     }
 }
 
-/// Executes one instruction of the original code on `s`. `this_class` is the Class index of
-/// the method's class (used when `this` becomes initialized).
+/// Executes one instruction of the original code on `s`. `this_class` is the internal name of
+/// the method's class: `uninitializedThis` becomes that type after super()/this().
 pub fn exec(
     s: &mut State,
     i: &Insn,
     code: &[u8],
     cp: &ConstantPool<'_>,
+    this_class: &str,
     ctx: &mut dyn TypeCtx,
 ) -> Result<()> {
     let info = i.info();
@@ -260,9 +261,16 @@ pub fn exec(
                 let recv = s.pop1()?;
                 if o == op::INVOKESPECIAL && name == "<init>" {
                     let init = match recv {
-                        VType::UninitializedThis | VType::Uninitialized(_) => VType::Object(
-                            ctx.class_index(owner.as_deref().unwrap_or("java/lang/Object"))?,
-                        ),
+                        VType::UninitializedThis => VType::Object(ctx.class_index(this_class)?),
+                        VType::Uninitialized(off) => {
+                            let off = off as usize;
+                            let class = if code.get(off) == Some(&op::NEW) && off + 2 < code.len() {
+                                cp.class_name(crate::reader::be16(code, off + 1))?
+                            } else {
+                                owner.unwrap_or(std::borrow::Cow::Borrowed("java/lang/Object"))
+                            };
+                            VType::Object(ctx.class_index(&class)?)
+                        }
                         _ => VType::Top,
                     };
                     if init != VType::Top {

@@ -1,2 +1,190 @@
+//! `bci`: offline instrumentation, verification and rule checking.
 #![forbid(unsafe_code)]
-fn main() {}
+
+mod io;
+
+use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "bci",
+    version,
+    about = "Rewrite JVM class files with probes, verify them, check rule files"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Instrument every class of a directory or jar into another directory or jar.
+    Instrument {
+        /// Input: a directory of classes or a .jar/.zip.
+        input: PathBuf,
+        /// Output: a directory, or a .jar/.zip file.
+        output: PathBuf,
+        /// Rule file (TOML); default: the built-in cpu-times rules.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Probe class the injected calls go to (internal name), overriding the rules.
+        #[arg(long)]
+        runtime: Option<String>,
+        /// Only classes matching these dotted globs (repeatable).
+        #[arg(long)]
+        include: Vec<String>,
+        /// Skip classes matching these dotted globs (repeatable).
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Encode every branch in its wide form (exercises jump widening).
+        #[arg(long)]
+        force_wide: bool,
+        /// Write the probe-id map (id, class, method, descriptor) to this file.
+        #[arg(long)]
+        map: Option<PathBuf>,
+        /// Exit with status 1 if any class could not be instrumented.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Verify every class of a directory or jar (independent verifier, no JVM needed).
+    Verify {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Check rule files.
+    Rules {
+        #[command(subcommand)]
+        cmd: RulesCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum RulesCmd {
+    /// Parse rule files and report errors as file:line:col.
+    Check { files: Vec<PathBuf> },
+}
+
+#[derive(Default)]
+struct Registry {
+    map: Vec<String>,
+}
+
+impl ProbeRegistry for Registry {
+    fn register(&mut self, m: &MethodInfo<'_>) -> u32 {
+        let id = self.map.len() as u32;
+        self.map
+            .push(format!("{id}\t{}\t{}\t{}", m.class, m.name, m.desc));
+        id
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Instrument {
+            input,
+            output,
+            rules,
+            runtime,
+            include,
+            exclude,
+            force_wide,
+            map,
+            strict,
+        } => {
+            let mut r = match &rules {
+                Some(p) => match std::fs::read_to_string(p) {
+                    Ok(src) => match Rules::parse(&src, &p.display().to_string()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            eprintln!("bci: {e}");
+                            return ExitCode::from(2);
+                        }
+                    },
+                    Err(e) => {
+                        eprintln!("bci: {}: {e}", p.display());
+                        return ExitCode::from(2);
+                    }
+                },
+                None => Rules::cpu_times(),
+            };
+            if let Some(rt) = &runtime {
+                r = r.with_runtime(rt);
+            }
+            let r = r.with_filters(&include, &exclude);
+            let opts = Options {
+                force_wide_jumps: force_wide,
+            };
+            let mut reg = Registry::default();
+            let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);
+            let res = io::transform(&input, &output, |name, bytes| {
+                classes += 1;
+                match instrument_with(bytes, &r, &mut reg, &opts) {
+                    Ok(Outcome::Rewritten(b)) => {
+                        rewritten += 1;
+                        Some(b)
+                    }
+                    Ok(Outcome::Unchanged) => None,
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("bci: {name}: left original: {e}");
+                        None
+                    }
+                }
+            });
+            if let Err(e) = res {
+                eprintln!("bci: {e}");
+                return ExitCode::from(2);
+            }
+            if let Some(m) = map {
+                let mut s = reg.map.join("\n");
+                s.push('\n');
+                if let Err(e) = std::fs::write(&m, s) {
+                    eprintln!("bci: {}: {e}", m.display());
+                    return ExitCode::from(2);
+                }
+            }
+            println!(
+                "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
+                reg.map.len()
+            );
+            if strict && failed > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Cmd::Verify { args } => {
+            let code = bci_verify::cli::run(&args);
+            ExitCode::from(code.clamp(0, 255) as u8)
+        }
+        Cmd::Rules {
+            cmd: RulesCmd::Check { files },
+        } => {
+            let mut bad = false;
+            for f in files {
+                match std::fs::read_to_string(&f) {
+                    Ok(src) => match Rules::parse(&src, &f.display().to_string()) {
+                        Ok(_) => println!("{}: ok", f.display()),
+                        Err(e) => {
+                            bad = true;
+                            eprintln!("{e}");
+                        }
+                    },
+                    Err(e) => {
+                        bad = true;
+                        eprintln!("{}: {e}", f.display());
+                    }
+                }
+            }
+            if bad {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+    }
+}

@@ -52,11 +52,41 @@ fn first_line(cf: &ClassFile<'_>, m: &bci::Member<'_>) -> Option<u32> {
     t.entries.iter().map(|e| e.1 as u32).min()
 }
 
+/// Methods whose instrumentation would change what the JVM does beyond the probes: HotSpot
+/// treats a class as finalizable only if its `finalize()V` is not empty (just `return`).
+/// Probing `java.lang.Object.finalize()` would make every object finalizable.
+fn changes_jvm_semantics(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
+    if name != "finalize" || desc != "()V" {
+        return false;
+    }
+    let Some((_, a)) = cf.find_attr(&m.attributes, "Code") else {
+        return false;
+    };
+    bci::CodeAttr::parse(cf, a).is_ok_and(|c| c.code == [bci::opcodes::op::RETURN])
+}
+
 /// Instruments the methods of a class that `rules` select.
 pub fn instrument(
     class_bytes: &[u8],
     rules: &Rules,
     reg: &mut dyn ProbeRegistry,
+) -> Result<Outcome, RewriteError> {
+    instrument_with(class_bytes, rules, reg, &Options::default())
+}
+
+/// Knobs for tests and the CLI.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Encode every 16-bit branch in its wide form (exercises jump widening and its frames).
+    pub force_wide_jumps: bool,
+}
+
+/// [`instrument`] with [`Options`].
+pub fn instrument_with(
+    class_bytes: &[u8],
+    rules: &Rules,
+    reg: &mut dyn ProbeRegistry,
+    opts: &Options,
 ) -> Result<Outcome, RewriteError> {
     let cf = ClassFile::parse(class_bytes)?;
     let name = cf.name()?;
@@ -74,7 +104,7 @@ pub fn instrument(
         let mname = cf.member_name(m);
         let mdesc = cf.member_desc(m);
         let probes = rules.probes_for(&name, &mname, &mdesc);
-        if probes.is_empty() {
+        if probes.is_empty() || changes_jvm_semantics(&cf, m, &mname, &mdesc) {
             continue;
         }
         let info = MethodInfo {
@@ -87,22 +117,45 @@ pub fn instrument(
         };
         let id = reg.register(&info) as i32;
         let mut ed = MethodEditor::new(&cf, k)?;
+        ed.force_wide_jumps = opts.force_wide_jumps;
         let call = |cp: &mut bci::CpBuilder<'_>, probe: &str| -> bci::Result<Snippet> {
             let mut s = Snippet::new();
             s.int(cp, id)?;
             s.invokestatic(cp, runtime, probe, "(I)V")?;
             Ok(s)
         };
+        let mut timed = None;
+        if probes.contains(Probe::Timer) {
+            let t = ed.new_local(bci::VType::Long)?;
+            let mut s = Snippet::new();
+            s.invokestatic(&mut w.cp, runtime, "now", "()J")?
+                .store('J', t)?;
+            ed.insert_entry(&s)?;
+            let mut s = Snippet::new();
+            s.int(&mut w.cp, id)?
+                .load('J', t)?
+                .invokestatic(&mut w.cp, runtime, "timed", "(IJ)V")?;
+            timed = Some(s);
+        }
         if probes.contains(Probe::Enter) {
             let s = call(&mut w.cp, "enter")?;
             ed.insert_entry(&s)?;
         }
-        if probes.contains(Probe::Exit) {
-            let s = call(&mut w.cp, "exit")?;
+        if probes.contains(Probe::Exit) || timed.is_some() {
+            let mut s = Snippet::new();
+            if probes.contains(Probe::Exit) {
+                s.append(&call(&mut w.cp, "exit")?);
+            }
+            if let Some(t) = &timed {
+                s.append(t);
+            }
             ed.insert_before_returns(|_| Ok(s.clone()))?;
         }
         if probes.contains(Probe::Unwind) {
-            let s = call(&mut w.cp, "unwind")?;
+            let mut s = call(&mut w.cp, "unwind")?;
+            if let Some(t) = &timed {
+                s.append(t);
+            }
             ed.add_catch_all(&s)?;
         }
         let body = ed.finish(&mut w.cp)?;

@@ -27,12 +27,16 @@ pub enum Probe {
     Exit = 2,
     /// `unwind(I)V` in a catch-all handler that re-throws.
     Unwind = 4,
+    /// A `long` local set from `now()J` at entry; `timed(IJ)V` with the method id and that
+    /// start time before every return (and in the catch-all handler when `unwind` is on).
+    Timer = 8,
 }
 
 const PROBES: &[(&str, Probe)] = &[
     ("enter", Probe::Enter),
     ("exit", Probe::Exit),
     ("unwind", Probe::Unwind),
+    ("timer", Probe::Timer),
 ];
 
 /// A set of probes.
@@ -245,6 +249,16 @@ impl Rules {
     pub fn with_filters(mut self, include: &[String], exclude: &[String]) -> Rules {
         self.include.extend(include.iter().map(|s| Glob::class(s)));
         self.exclude.extend(exclude.iter().map(|s| Glob::class(s)));
+        self
+    }
+
+    /// Replaces the runtime class the probes call (internal name).
+    pub fn with_runtime(mut self, internal_name: &str) -> Rules {
+        for r in self.rules.iter_mut() {
+            r.exclude_classes
+                .push(Glob::new(&format!("{internal_name}*")));
+        }
+        self.runtime = internal_name.to_string();
         self
     }
 

@@ -1,0 +1,145 @@
+//! Rewrite every class of the JDK 17 image, then have HotSpot link (and so verify, with
+//! -Xverify:all) every rewritten class via --patch-module: 0 VerifyErrors / ClassFormatErrors.
+//! The rewritten java.base also runs the JVM that performs the check.
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Count(u32);
+impl ProbeRegistry for Count {
+    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
+        self.0 += 1;
+        self.0 - 1
+    }
+}
+
+fn rules(toml: &str) -> Rules {
+    Rules::parse(toml, "test.toml").unwrap()
+}
+
+/// Rewrites the corpus into `out` (modules layout) and adds java/lang/BciProbe to java.base.
+/// Returns (classes rewritten, methods instrumented).
+fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
+    let src = common::jdk_corpus();
+    let _ = std::fs::remove_dir_all(out);
+    let mut reg = Count(0);
+    let mut rewritten = 0;
+    let mut failures = Vec::new();
+    for f in common::class_files(&src) {
+        let bytes = std::fs::read(&f).unwrap();
+        let rel = f.strip_prefix(&src).unwrap();
+        match instrument_with(&bytes, r, &mut reg, opts) {
+            Ok(Outcome::Rewritten(b)) => {
+                // Our own re-parse and full check of the output.
+                let cf = bci::ClassFile::parse(&b)
+                    .unwrap_or_else(|e| panic!("{}: reparse: {e}", rel.display()));
+                cf.check()
+                    .unwrap_or_else(|e| panic!("{}: check: {e}", rel.display()));
+                let p = out.join(rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, b).unwrap();
+                rewritten += 1;
+            }
+            Ok(Outcome::Unchanged) => {}
+            Err(e) => failures.push(format!("{}: {e}", rel.display())),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} classes failed to rewrite:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+    // The probe class, compiled into java.base.
+    let probe_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe");
+    let jh = common::java_home();
+    let st = Command::new(jh.join("bin/javac"))
+        .args([
+            "--patch-module",
+            &format!("java.base={}", probe_src.display()),
+            "-d",
+        ])
+        .arg(out.join("java.base"))
+        .arg(probe_src.join("BciProbe.java"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    (rewritten, reg.0)
+}
+
+fn check_hotspot(out: &Path) {
+    let verdicts =
+        bci_verify::oracle::run_hotspot(&common::java_home(), out, true, &[]).expect("oracle ran");
+    let total = verdicts.len();
+    let ok = verdicts.iter().filter(|v| v.ok).count();
+    let rejected: Vec<_> = verdicts.iter().filter(|v| v.rejected()).collect();
+    let other: Vec<_> = verdicts.iter().filter(|v| !v.ok && !v.rejected()).collect();
+    eprintln!(
+        "hotspot: {total} classes, {ok} linked and verified, {} rejected, {} other",
+        rejected.len(),
+        other.len()
+    );
+    for v in other.iter().take(5) {
+        eprintln!("  other: {} {:?}: {}", v.class, v.kind, v.message);
+    }
+    assert!(total > 20_000, "only {total} verdicts");
+    assert!(
+        rejected.is_empty(),
+        "{} classes rejected by HotSpot:\n{}",
+        rejected.len(),
+        rejected
+            .iter()
+            .take(20)
+            .map(|v| format!("{}: {}", v.class, v.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Link failures unrelated to verification (missing optional deps) must stay rare.
+    assert!(
+        ok * 100 >= total * 98,
+        "only {ok} of {total} classes linked"
+    );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    common::workspace().join("target/test-out").join(name)
+}
+
+#[test]
+fn jdk_probes_at_entry_exit_and_catch_all_verify_in_hotspot() {
+    let r = rules("[runtime]\nclass = \"java/lang/BciProbe\"\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n");
+    let out = scratch("jdk-probes");
+    let (classes, methods) = rewrite_corpus(&r, &Options::default(), &out);
+    eprintln!("rewrote {classes} classes, {methods} methods");
+    assert!(classes > 20_000 && methods > 150_000);
+    check_hotspot(&out);
+}
+
+#[test]
+fn jdk_timer_local_verifies_in_hotspot() {
+    let r = rules(
+        "[runtime]\nclass = \"java/lang/BciProbe\"\n[[rule]]\nprobes = [\"timer\", \"unwind\"]\n",
+    );
+    let out = scratch("jdk-timer");
+    let (classes, _) = rewrite_corpus(&r, &Options::default(), &out);
+    assert!(classes > 20_000);
+    check_hotspot(&out);
+}
+
+#[test]
+fn jdk_forced_wide_jumps_verify_in_hotspot() {
+    let r = rules("[runtime]\nclass = \"java/lang/BciProbe\"\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n");
+    let out = scratch("jdk-wide");
+    let (classes, _) = rewrite_corpus(
+        &r,
+        &Options {
+            force_wide_jumps: true,
+        },
+        &out,
+    );
+    assert!(classes > 20_000);
+    check_hotspot(&out);
+}
