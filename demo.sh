@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The main job: build bci, instrument a bundled program offline and verify it (our verifier and
+# HotSpot -Xverify:all), then profile it live with the JVMTI agent (cpu=times).
+set -euo pipefail
+cd "$(dirname "$0")"
+JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}"
+OUT=target/demo
+rm -rf "$OUT"; mkdir -p "$OUT/classes"
+
+cargo build --release -q -p bci-cli -p bci-agent
+"$JAVA_HOME/bin/javac" -d "$OUT/classes" test-classes/*.java
+
+echo "== bci instrument (cpu-times rules) =="
+target/release/bci instrument --map "$OUT/probes.tsv" "$OUT/classes" "$OUT/instrumented"
+echo "== bci verify (independent verifier) =="
+target/release/bci verify "$OUT/instrumented" --classpath "$OUT/classes"
+echo "== HotSpot -Xverify:all on the rewritten JDK java.util (patched into java.base) =="
+"$JAVA_HOME/bin/jimage" extract --dir "$OUT/jdk" --include 'regex:/java.base/java/util/[^/]*\.class' "$JAVA_HOME/lib/modules"
+mkdir -p "$OUT/probe"
+"$JAVA_HOME/bin/javac" --patch-module java.base=cli/tests/probe -d "$OUT/probe" cli/tests/probe/BciProbe.java
+target/release/bci instrument --runtime java/lang/BciProbe "$OUT/jdk/java.base" "$OUT/jdk-instrumented"
+cp -r "$OUT/probe/java" "$OUT/jdk-instrumented/"
+"$JAVA_HOME/bin/java" -Xverify:all --patch-module "java.base=$OUT/jdk-instrumented" -cp "$OUT/classes" Fib >/dev/null \
+  && echo "HotSpot ran Fib on a rewritten java.util: ok"
+
+echo "== java -agentpath:libbciagent.so=cpu=times Fib =="
+"$JAVA_HOME/bin/java" -agentpath:target/release/libbciagent.so=cpu=times,file="$OUT/java.hprof.txt" -cp "$OUT/classes" Fib
+sed -n '/CPU TIME (ms) BEGIN/,/CPU TIME (ms) END/p' "$OUT/java.hprof.txt" | head -15
