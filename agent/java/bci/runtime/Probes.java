@@ -501,8 +501,12 @@ public final class Probes {
             if (b <= 0) {
                 return;
             }
-            int node = (int) fr[b - 4];
-            if (node < 0) {
+            // the top frame is read once: its node (self) and method (total) must agree even
+            // if the owner pushes and pops while we look
+            long top = fr[b - 4];
+            int node = (int) top;
+            int topId = (int) (top >>> 32);
+            if (node < 0 || topId < 0) {
                 return;
             }
             if (node >= sSelf.length) {
@@ -514,7 +518,7 @@ public final class Probes {
             }
             sSelf[node] += ns;
             for (int k = b - 4; k >= 0; k -= 4) {
-                int id = (int) (fr[k] >>> 32);
+                int id = k == b - 4 ? topId : (int) (fr[k] >>> 32);
                 if (id < 0) {
                     continue;
                 }

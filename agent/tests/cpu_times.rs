@@ -1,0 +1,698 @@
+//! End-to-end: compile test-classes/ with javac, run them with `-agentpath:libbciagent.so=...`,
+//! and check the report against the `// expect:` comments in the sources.
+//!
+//! Needs a JDK (JAVA_HOME, or /usr/lib/jvm/java-17-openjdk-amd64, or java/javac on PATH).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn jdk_tool(name: &str) -> PathBuf {
+    if let Ok(home) = std::env::var("JAVA_HOME") {
+        let p = PathBuf::from(home).join("bin").join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    let p = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin").join(name);
+    if p.exists() {
+        return p;
+    }
+    PathBuf::from(name)
+}
+
+/// The cdylib in the test binary's target directory. `cargo test` builds only the rlib for
+/// integration tests, so the first call runs `cargo build --lib` for the same profile and
+/// target directory (a no-op when up to date).
+fn agent_lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--lib", "-p", "bci-agent"])
+            .env("CARGO_TARGET_DIR", target_dir);
+        if release {
+            cmd.arg("--release");
+        }
+        let o = cmd.output().unwrap();
+        let p = profile_dir.join("libbciagent.so");
+        if !o.status.success() {
+            // e.g. a sibling crate mid-edit in a shared tree: an existing build is still useful
+            assert!(
+                p.exists(),
+                "cargo build: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            eprintln!(
+                "warning: cargo build failed; testing the existing {}",
+                p.display()
+            );
+        }
+        assert!(p.exists(), "{} not built", p.display());
+        p
+    })
+    .clone()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bciagent-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// test-classes/*.java compiled once into a temp dir.
+fn classes() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = tmp("classes");
+        let mut cmd = Command::new(jdk_tool("javac"));
+        cmd.arg("-g").arg("-d").arg(&out);
+        for e in std::fs::read_dir(repo().join("test-classes")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "java") {
+                cmd.arg(p);
+            }
+        }
+        let o = cmd.output().unwrap();
+        assert!(
+            o.status.success(),
+            "javac: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    })
+}
+
+fn java(cp: &Path, main: &str, opts: &str, extra: &[&str]) -> Output {
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg(format!("-agentpath:{}={}", agent_lib().display(), opts));
+    cmd.args(extra).arg("-cp").arg(cp).arg(main);
+    cmd.output().unwrap()
+}
+
+struct Expect {
+    method: String,
+    count: u64,
+}
+
+struct ExpectPath {
+    frames: Vec<String>,
+    count: u64,
+    /// a known gap: reported, not asserted
+    todo: bool,
+}
+
+fn expectations(program: &str) -> (Vec<Expect>, Vec<ExpectPath>) {
+    let src = std::fs::read_to_string(repo().join("test-classes").join(format!("{program}.java")))
+        .unwrap();
+    let mut e = Vec::new();
+    let mut p = Vec::new();
+    for line in src.lines() {
+        let line = line.trim();
+        let parse = |rest: &str| -> (String, u64) {
+            let (what, count) = rest
+                .trim()
+                .rsplit_once(" count=")
+                .unwrap_or_else(|| panic!("bad expect: {line}"));
+            (what.trim().to_string(), count.trim().parse().unwrap())
+        };
+        if let Some(rest) = line.strip_prefix("// expect:") {
+            let (method, count) = parse(rest);
+            e.push(Expect { method, count });
+        } else if let Some(rest) = line.strip_prefix("// expect-path:") {
+            let (path, count) = parse(rest);
+            let frames = path.split(" < ").map(|s| s.trim().to_string()).collect();
+            p.push(ExpectPath {
+                frames,
+                count,
+                todo: false,
+            });
+        } else if let Some(rest) = line.strip_prefix("// expect-path-todo:") {
+            let (path, count) = parse(rest);
+            let frames = path.split(" < ").map(|s| s.trim().to_string()).collect();
+            p.push(ExpectPath {
+                frames,
+                count,
+                todo: true,
+            });
+        }
+    }
+    assert!(!e.is_empty(), "{program}: no expectations");
+    (e, p)
+}
+
+#[derive(Debug, Clone)]
+struct MethodRow {
+    key: String, // Class.name(desc)
+    count: u64,
+    self_ms: f64,
+    total_ms: f64,
+}
+
+struct Report {
+    text: String,
+    methods: Vec<MethodRow>,
+    /// trace frames (top first, "Class.method") -> count
+    traces: Vec<(Vec<String>, u64)>,
+    cpu_total_ms: u64,
+    last_accum: f64,
+}
+
+fn parse_report(text: &str) -> Report {
+    let mut methods = Vec::new();
+    let mut trace_frames: HashMap<u64, Vec<String>> = HashMap::new();
+    let mut traces = Vec::new();
+    let mut cpu_total_ms = 0;
+    let mut last_accum = 0.0;
+    let mut section = "";
+    let mut current: Option<u64> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("TRACE ") {
+            let serial: u64 = rest.split(':').next().unwrap().trim().parse().unwrap();
+            trace_frames.insert(serial, Vec::new());
+            current = Some(serial);
+            continue;
+        }
+        if let (Some(s), Some(frame)) = (current, line.strip_prefix('\t')) {
+            let f = frame.split('(').next().unwrap().to_string();
+            trace_frames.get_mut(&s).unwrap().push(f);
+            continue;
+        }
+        current = None;
+        if line.starts_with("CPU TIME (ms) BEGIN") {
+            section = "cpu";
+            let t = line
+                .split("total = ")
+                .nth(1)
+                .unwrap()
+                .split(')')
+                .next()
+                .unwrap();
+            cpu_total_ms = t.parse().unwrap();
+            continue;
+        }
+        if line.starts_with("METHODS BEGIN") {
+            section = "methods";
+            continue;
+        }
+        if line.starts_with("CPU TIME (ms) END")
+            || line.starts_with("METHODS END")
+            || line.starts_with("rank")
+        {
+            if !line.starts_with("rank") {
+                section = "";
+            }
+            continue;
+        }
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        match section {
+            "cpu" if cols.len() == 6 => {
+                last_accum = cols[2].trim_end_matches('%').parse().unwrap();
+                let count: u64 = cols[3].parse().unwrap();
+                let serial: u64 = cols[4].parse().unwrap();
+                let frames = trace_frames.get(&serial).cloned().unwrap_or_default();
+                traces.push((frames, count));
+            }
+            "methods" if cols.len() == 7 => methods.push(MethodRow {
+                key: cols[6].to_string(),
+                count: cols[3].parse().unwrap(),
+                self_ms: cols[4].parse().unwrap(),
+                total_ms: cols[5].parse().unwrap(),
+            }),
+            _ => {}
+        }
+    }
+    Report {
+        text: text.to_string(),
+        methods,
+        traces,
+        cpu_total_ms,
+        last_accum,
+    }
+}
+
+impl Report {
+    /// Sum of counts of rows matching `Class.name` (all overloads) or `Class.name(desc)`.
+    fn count(&self, method: &str) -> u64 {
+        self.methods
+            .iter()
+            .filter(|r| {
+                if method.contains('(') {
+                    r.key == method
+                } else {
+                    r.key.split('(').next() == Some(method)
+                }
+            })
+            .map(|r| r.count)
+            .sum()
+    }
+
+    fn path_count(&self, frames: &[String]) -> u64 {
+        self.traces
+            .iter()
+            .filter(|(f, _)| f.len() >= frames.len() && f[..frames.len()] == *frames)
+            .map(|(_, c)| c)
+            .sum()
+    }
+
+    fn exact_trace_count(&self, frames: &[&str]) -> u64 {
+        self.traces
+            .iter()
+            .filter(|(f, _)| f.iter().map(String::as_str).eq(frames.iter().copied()))
+            .map(|(_, c)| c)
+            .sum()
+    }
+
+    fn per_method_counts(&self, prefix: &[&str]) -> HashMap<String, u64> {
+        self.methods
+            .iter()
+            .filter(|r| prefix.iter().any(|p| r.key.starts_with(p)))
+            .map(|r| (r.key.clone(), r.count))
+            .collect()
+    }
+
+    fn check_invariants(&self, what: &str) {
+        for r in &self.methods {
+            assert!(
+                r.self_ms <= r.total_ms + 0.0015,
+                "{what}: self > total: {r:?}"
+            );
+        }
+        let sum_self: f64 = self.methods.iter().map(|r| r.self_ms).sum();
+        assert!(
+            (sum_self - self.cpu_total_ms as f64).abs() <= 1.0,
+            "{what}: sum of self {sum_self} != total {}",
+            self.cpu_total_ms
+        );
+        if self.cpu_total_ms > 0 {
+            assert!(
+                (self.last_accum - 100.0).abs() < 0.02,
+                "{what}: accum ends at {}",
+                self.last_accum
+            );
+        }
+    }
+}
+
+fn run_program(program: &str, opts: &str) -> (Report, Output) {
+    let dir = tmp(&format!("{program}-{}", opts.replace([',', '=', '/'], "_")));
+    let file = dir.join("out.txt");
+    let o = java(
+        classes(),
+        program,
+        &format!("file={},cutoff=0,{opts}", file.display()),
+        &["-Xverify:all"],
+    );
+    assert!(
+        o.status.success(),
+        "{program} ({opts}) failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text =
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{program}: no report: {e}"));
+    (parse_report(&text), o)
+}
+
+fn check_program(program: &str, opts: &str) -> Report {
+    let (r, _) = run_program(program, opts);
+    let (exp, paths) = expectations(program);
+    let mut bad = Vec::new();
+    for e in &exp {
+        let got = r.count(&e.method);
+        if got != e.count {
+            bad.push(format!(
+                "{}: expected count={} got {}",
+                e.method, e.count, got
+            ));
+        }
+    }
+    for p in &paths {
+        let got = r.path_count(&p.frames);
+        if p.todo {
+            eprintln!(
+                "{program}: todo path {}: expected count={} got {got}",
+                p.frames.join(" < "),
+                p.count
+            );
+            continue;
+        }
+        if got != p.count {
+            bad.push(format!(
+                "path {}: expected count={} got {}",
+                p.frames.join(" < "),
+                p.count,
+                got
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{program} ({opts}):\n{}", bad.join("\n"));
+    r.check_invariants(program);
+    r
+}
+
+const PROGRAMS: &[&str] = &[
+    "Recursion",
+    "Threads",
+    "Exceptions",
+    "Ctors",
+    "StaticInit",
+    "Interfaces",
+    "Lambdas",
+    "Enums",
+    "Inner",
+    "Sync",
+];
+
+#[test]
+fn recursion() {
+    check_program("Recursion", "");
+}
+#[test]
+fn threads() {
+    check_program("Threads", "");
+}
+#[test]
+fn exceptions() {
+    check_program("Exceptions", "");
+}
+#[test]
+fn constructors() {
+    check_program("Ctors", "");
+}
+#[test]
+fn static_initializers() {
+    check_program("StaticInit", "");
+}
+#[test]
+fn interfaces() {
+    check_program("Interfaces", "");
+}
+#[test]
+fn lambdas() {
+    check_program("Lambdas", "");
+}
+#[test]
+fn enums() {
+    check_program("Enums", "");
+}
+#[test]
+fn inner_classes() {
+    check_program("Inner", "");
+}
+#[test]
+fn synchronized_methods() {
+    check_program("Sync", "");
+}
+
+#[test]
+fn fib_micro_counts() {
+    check_program("Fib", "");
+}
+
+/// Per-method counts do not depend on the trace depth (or on the clock).
+#[test]
+fn counts_same_for_depth_1_and_8_and_clocks() {
+    for program in ["Recursion", "Exceptions", "Threads"] {
+        let prefix = [
+            format!("{program}.").leak() as &str,
+            format!("{program}$").leak() as &str,
+        ];
+        let base = run_program(program, "depth=4").0.per_method_counts(&prefix);
+        assert!(!base.is_empty());
+        for opts in ["depth=1", "depth=8", "clock=wall", "clock=cpu,depth=2"] {
+            let r = run_program(program, opts).0;
+            r.check_invariants(&format!("{program} {opts}"));
+            assert_eq!(r.per_method_counts(&prefix), base, "{program} with {opts}");
+        }
+    }
+}
+
+#[test]
+fn thread_split_and_header() {
+    let (r, _) = run_program("Threads", "thread=y,clock=wall");
+    assert!(r.text.contains("clock=wall"), "header names the clock");
+    assert!(r.text.contains("THREAD START"), "thread records");
+    assert!(r
+        .text
+        .lines()
+        .any(|l| l.starts_with("TRACE ") && l.contains("(thread=")));
+    // leaf is split over 8 threads: 8 traces of leaf<work<lambda, 20000 each
+    let per: Vec<u64> = r
+        .traces
+        .iter()
+        .filter(|(f, _)| f.first().map(String::as_str) == Some("Threads.leaf"))
+        .map(|(_, c)| *c)
+        .collect();
+    assert_eq!(per.len(), 8, "{per:?}");
+    assert!(per.iter().all(|c| *c == 20000), "{per:?}");
+    assert_eq!(r.count("Threads.leaf"), 160000);
+}
+
+#[test]
+fn collapsed_and_methods_formats() {
+    let dir = tmp("formats");
+    let f = dir.join("c.txt");
+    let o = java(
+        classes(),
+        "Recursion",
+        &format!("file={},format=collapsed,clock=wall", f.display()),
+        &[],
+    );
+    assert!(o.status.success());
+    let text = std::fs::read_to_string(&f).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Recursion.main;Recursion.fib")),
+        "{text}"
+    );
+    for l in text.lines() {
+        let (stack, w) = l.rsplit_once(' ').unwrap();
+        assert!(!stack.is_empty());
+        w.parse::<u64>().unwrap();
+    }
+    let f = dir.join("m.txt");
+    let o = java(
+        classes(),
+        "Recursion",
+        &format!("file={},format=methods", f.display()),
+        &[],
+    );
+    assert!(o.status.success());
+    let text = std::fs::read_to_string(&f).unwrap();
+    assert!(text.starts_with("METHODS BEGIN"), "{text}");
+    assert_eq!(parse_report(&text).count("Recursion.fib"), 218910);
+}
+
+fn stderr_of(opts: &str) -> (bool, String) {
+    let o = java(classes(), "Recursion", opts, &[]);
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_options_stop_the_jvm() {
+    for (opts, needles) in [
+        ("depht=3", &["unknown option 'depht'", "depth"][..]),
+        ("clock=sundial", &["clock", "sample, wall, cpu"][..]),
+        ("cpu=samples", &["cpu", "times"][..]),
+        ("depth=zero", &["depth", "integer"][..]),
+        ("doe=maybe", &["doe", "y, n"][..]),
+        ("format=xml", &["format", "hprof, collapsed, methods"][..]),
+    ] {
+        let (ok, err) = stderr_of(opts);
+        assert!(!ok, "{opts} should stop the JVM");
+        for n in needles {
+            assert!(err.contains(n), "{opts}: stderr lacks {n:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn bad_rules_file_names_line_and_column() {
+    let dir = tmp("rules");
+    let rules = dir.join("bad.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nclass = \"java.*\"\nprobes = [\"enter\"\n",
+    )
+    .unwrap();
+    let (ok, err) = stderr_of(&format!("rules={}", rules.display()));
+    assert!(!ok, "bad rules must stop the JVM");
+    let needle = format!("{}:", rules.display());
+    let line = err
+        .lines()
+        .find(|l| l.contains(&needle))
+        .unwrap_or_else(|| panic!("no file:line:col in {err}"));
+    let rest = &line[line.find(&needle).unwrap() + needle.len()..];
+    let mut it = rest.split(':');
+    it.next()
+        .unwrap()
+        .trim()
+        .parse::<u32>()
+        .unwrap_or_else(|_| panic!("no line in {line}"));
+    it.next()
+        .unwrap()
+        .trim()
+        .parse::<u32>()
+        .unwrap_or_else(|_| panic!("no column in {line}"));
+    let (ok, err) = stderr_of(&format!("rules={}", dir.join("missing.toml").display()));
+    assert!(!ok && err.contains("missing.toml"), "{err}");
+}
+
+/// A method whose code is just under 64 KiB cannot take the probes: the class stays original,
+/// the log names it, the program runs.
+#[test]
+fn oversized_class_left_original() {
+    let dir = tmp("big");
+    let mut src = String::from("public class Big {\n  static int big(int x) {\n");
+    // each statement: iload_0 sipush imul sipush iadd istore_0 = 10 bytes; 6553 of them and
+    // iload_0 ireturn make 65532 bytes of code, 3 below the limit
+    for i in 0..6553 {
+        src.push_str(&format!(
+            "    x = x * {} + {};\n",
+            1000 + i % 1000,
+            2000 + i % 1000
+        ));
+    }
+    src.push_str("    return x;\n  }\n  public static void main(String[] a) {\n    System.out.println(\"big \" + big(1));\n  }\n}\n");
+    std::fs::write(dir.join("Big.java"), src).unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Big.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = dir.join("out.txt");
+    let o = java(&dir, "Big", &format!("file={}", f.display()), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("big "));
+    assert!(
+        err.lines()
+            .any(|l| l.contains("Big") && l.contains("left original")),
+        "{err}"
+    );
+    let r = parse_report(&std::fs::read_to_string(&f).unwrap());
+    assert_eq!(r.count("Big.big"), 0);
+}
+
+/// doe=n: nothing at exit; a SIGQUIT (DataDumpRequest) writes the profile while running.
+#[test]
+fn sigquit_dumps() {
+    let dir = tmp("quit");
+    std::fs::write(
+        dir.join("Quit.java"),
+        r#"
+public class Quit {
+    static int f(int x) { return x + 1; }
+    public static void main(String[] a) throws Exception {
+        int s = 0;
+        for (int i = 0; i < 777; i++) s += f(i);
+        long pid = ProcessHandle.current().pid();
+        new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+        java.nio.file.Path p = java.nio.file.Path.of(a[0]);
+        for (int i = 0; i < 100 && !(java.nio.file.Files.exists(p) && java.nio.file.Files.readString(p).contains("METHODS END")); i++) Thread.sleep(50);
+        System.out.println("quit " + s);
+    }
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Quit.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = dir.join("out.txt");
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg(format!(
+        "-agentpath:{}=file={},doe=n",
+        agent_lib().display(),
+        f.display()
+    ))
+    .arg("-cp")
+    .arg(&dir)
+    .arg("Quit")
+    .arg(&f);
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = parse_report(&std::fs::read_to_string(&f).unwrap());
+    assert_eq!(r.count("Quit.f"), 777);
+    assert!(r.text.contains("CPU TIME (ms) END"));
+}
+
+/// The runtime on its own: hand-written probe calls (no rewriter involved).
+#[test]
+fn hand_written_probes() {
+    let dir = tmp("hand");
+    let src = repo().join("test-classes/hand");
+    let probes = repo().join("agent/java/bci/runtime/Probes.java");
+    std::fs::write(
+        dir.join("Hand.java"),
+        r#"
+import bci.runtime.Probes;
+public class Hand {
+    static int fib(int n) {
+        Probes.enter(1);
+        try { int r = n < 2 ? n : fib(n - 1) + fib(n - 2); Probes.exit(1); return r; }
+        catch (Throwable t) { Probes.unwind(1); throw t; }
+    }
+    static void thrower(int d) {
+        Probes.enter(2);
+        try { if (d == 0) throw new RuntimeException(); thrower(d - 1); Probes.exit(2); }
+        catch (Throwable t) { Probes.unwind(2); throw t; }
+    }
+    public static void main(String[] a) {
+        for (int i = 0; i < 3; i++) fib(15);
+        for (int i = 0; i < 10; i++) { try { thrower(3); } catch (RuntimeException e) { } }
+        fib(1);
+    }
+}
+"#,
+    )
+    .unwrap();
+    let _ = src;
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Hand.java"))
+        .arg(&probes)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(dir.join("bci")).unwrap();
+    let f = dir.join("out.txt");
+    // exclude everything from the rewriter: only the hand-written probes record
+    let o = java(
+        &dir,
+        "Hand",
+        &format!("file={},cutoff=0,exclude=*", f.display()),
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = parse_report(&std::fs::read_to_string(&f).unwrap());
+    assert_eq!(r.count("unknown.m1"), 3 * 1973 + 1);
+    assert_eq!(r.count("unknown.m2"), 40);
+    // after the exceptions the stack is empty again: fib(1) is a root path
+    assert_eq!(r.exact_trace_count(&["unknown.m1"]), 3 + 1);
+    r.check_invariants("hand");
+    let _ = PROGRAMS;
+}
