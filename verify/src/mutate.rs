@@ -49,9 +49,10 @@ pub enum Kind {
     ExtraHandler,
     CheckcastDrop,
     SwapAdjacent,
+    InitHandler,
 }
 
-pub const KINDS: [Kind; 20] = [
+pub const KINDS: [Kind; 21] = [
     Kind::MaxStackLow,
     Kind::MaxLocalsLow,
     Kind::BranchOffset,
@@ -72,6 +73,7 @@ pub const KINDS: [Kind; 20] = [
     Kind::ExtraHandler,
     Kind::CheckcastDrop,
     Kind::SwapAdjacent,
+    Kind::InitHandler,
 ];
 
 struct Frame {
@@ -534,6 +536,28 @@ pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Ve
                 pick(rng, &throwables).unwrap_or(0)
             };
             p.ex.insert(0, [start, end, h, catch]);
+        }
+        Kind::InitHandler => {
+            // a handler covering the super()/this() call of a constructor
+            if !site.is_init {
+                return None;
+            }
+            let smt = p.attrs.iter().find(|a| a.2)?;
+            let frames = parse_frames(&smt.1)?;
+            let mut offs = Vec::new();
+            let mut off: i64 = -1;
+            for f in &frames {
+                off += f.delta as i64 + 1;
+                offs.push(off as u16);
+            }
+            let pc = sel(rng, c, &|op| op == 183)?;
+            let (_, _, name, _) = cf.cp.member_ref(be_u2(c, pc + 1)?).ok()?;
+            if name != b"<init>" {
+                return None;
+            }
+            let h = pick(rng, &offs)?;
+            let start = if rng.below(2) == 0 { 0 } else { pc as u16 };
+            p.ex.insert(0, [start, pc as u16 + 3, h, 0]);
         }
         Kind::CheckcastDrop => {
             let pc = sel(rng, c, &|op| op == 192)?;

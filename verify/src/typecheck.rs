@@ -661,45 +661,89 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
         Ok(())
     }
 
-    /// HotSpot `ends_in_athrow`: every path from `start` ends in athrow.
+    /// HotSpot `ClassVerifier::ends_in_athrow`: all code paths from `start` end in athrow (or loop).
+    /// Handlers of try blocks met on the way are scanned too.
     fn ends_in_athrow(&self, start: usize) -> bool {
         let code = self.cx.code.code;
-        let mut seen = vec![false; code.len()];
-        let mut work = vec![start];
+        let len = code.len();
+        let mut bci_stack: Vec<usize> = Vec::new();
+        let mut handler_stack: Vec<usize> = Vec::new();
+        let mut handler_list: Vec<usize> = Vec::new();
+        let mut visited: Vec<usize> = Vec::new();
         let mut tg = Vec::new();
-        while let Some(mut pc) = work.pop() {
-            loop {
-                if pc >= code.len() {
-                    return false;
-                }
-                if seen[pc] {
-                    break;
-                }
-                seen[pc] = true;
-                let op = code[pc];
-                match op {
-                    191 => break,
-                    172..=177 | 168 | 169 | 201 => return false,
-                    153..=167 | 198 | 199 | 170 | 171 | 200 => {
-                        branch_targets(code, pc, &mut tg);
-                        for &t in &tg {
-                            if t >= 0 {
-                                work.push(t as usize);
-                            }
+        let mut pc = start;
+        for _ in 0..1_000_000 {
+            if pc >= len {
+                return false;
+            }
+            let Some(n) = insn_len(code, pc) else {
+                return false;
+            };
+            let next = pc + n;
+            for e in &self.cx.code.exceptions {
+                if pc >= e.start as usize && pc < e.end as usize {
+                    let h = e.handler as usize;
+                    if !handler_list.contains(&h) {
+                        if !handler_stack.contains(&h) {
+                            handler_stack.push(h);
                         }
-                        if matches!(op, 167 | 170 | 171 | 200) {
-                            break;
-                        }
+                        handler_list.push(h);
                     }
-                    _ => {}
-                }
-                match insn_len(code, pc) {
-                    Some(n) => pc += n,
-                    None => return false,
                 }
             }
+            let op = code[pc];
+            match op {
+                153..=166 | 198 | 199 | 167 | 200 => {
+                    branch_targets(code, pc, &mut tg);
+                    let target = tg.first().copied().unwrap_or(-1);
+                    if visited.contains(&pc) {
+                        match bci_stack.pop() {
+                            None => return true,
+                            Some(b) => pc = b,
+                        }
+                    } else {
+                        visited.push(pc);
+                        if target < 0 || target as usize >= len {
+                            return false;
+                        }
+                        let target = target as usize;
+                        if matches!(op, 167 | 200) {
+                            pc = target;
+                        } else if target > pc {
+                            bci_stack.push(target);
+                            pc = next;
+                        } else {
+                            bci_stack.push(next);
+                            pc = target;
+                        }
+                    }
+                }
+                170 | 171 => {
+                    branch_targets(code, pc, &mut tg);
+                    bci_stack.push(next);
+                    for &t in &tg[1..] {
+                        if t < 0 || t as usize > len {
+                            return false;
+                        }
+                        bci_stack.push(t as usize);
+                    }
+                    match tg.first() {
+                        Some(&d) if d >= 0 && d as usize <= len => pc = d as usize,
+                        _ => return false,
+                    }
+                }
+                177 => return false,
+                191 => match bci_stack.pop() {
+                    Some(b) => pc = b,
+                    None => match handler_stack.pop() {
+                        Some(h) => pc = h,
+                        None => return true,
+                    },
+                },
+                _ => pc = next,
+            }
         }
-        true
+        false
     }
 
     fn ldc_type(&self, pc: usize, i: u16) -> R<VType<'a>> {
