@@ -1,0 +1,90 @@
+//! Jump widening for real: pad methods of java.util (in java.base) in the middle with ~33 KB of
+//! stack-neutral code so every branch across the padding overflows 16 bits; the editor must
+//! widen them (goto -> goto_w, if -> inverted if over goto_w) and derive the frames the new
+//! targets need. HotSpot then verifies the classes (-Xverify:all) and runs the JVM on them.
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use bci::opcodes::op;
+use bci::{ClassFile, ClassWriter, MethodEditor, Snippet};
+use std::path::Path;
+
+const PAD_PAIRS: usize = 16_500; // iconst_0; pop = 33,000 bytes
+
+/// Pads every method that has a branch crossing its middle; returns (bytes, methods padded,
+/// branches widened).
+fn pad_class(bytes: &[u8]) -> Option<(Vec<u8>, usize, usize)> {
+    let cf = ClassFile::parse(bytes).unwrap();
+    let mut w = ClassWriter::new(&cf);
+    let mut pad = Snippet::new();
+    for _ in 0..PAD_PAIRS {
+        pad.op(op::ICONST_0).unwrap().op(op::POP).unwrap();
+    }
+    let (mut padded, mut widened) = (0, 0);
+    for k in 0..cf.methods.len() {
+        let Ok(mut ed) = MethodEditor::new(&cf, k) else { continue };
+        let code = ed.code().code;
+        if code.len() + PAD_PAIRS * 2 + 200 > 65535 {
+            continue;
+        }
+        let n = ed.insns().len();
+        let mid = n / 2;
+        let mid_pc = ed.insns()[mid].pc as i64;
+        // Branches that jump across the middle instruction.
+        let crossing = ed
+            .insns()
+            .iter()
+            .filter(|i| {
+                let mut c = false;
+                if let Some(o) = i.branch_offset(code) {
+                    let t = i.pc as i64 + o as i64;
+                    c = (i.pc as i64) < mid_pc && t >= mid_pc + 1 || (i.pc as i64) >= mid_pc && t < mid_pc;
+                }
+                c && i.info().operands == bci::opcodes::Operands::Branch16
+            })
+            .count();
+        if crossing == 0 {
+            continue;
+        }
+        ed.insert_before(mid, &pad).unwrap();
+        let body = ed.finish(&mut w.cp).unwrap_or_else(|e| panic!("{e}"));
+        w.set_code(k, body).unwrap();
+        padded += 1;
+        widened += crossing;
+    }
+    if padded == 0 {
+        return None;
+    }
+    Some((w.finish().unwrap(), padded, widened))
+}
+
+#[test]
+fn padded_methods_widen_jumps_and_verify_in_hotspot() {
+    let src = common::jdk_corpus();
+    let base = src.join("java.base");
+    let out = common::workspace().join("target/test-out/widening");
+    let _ = std::fs::remove_dir_all(&out);
+    let (mut classes, mut methods, mut branches) = (0, 0, 0);
+    for f in common::class_files(&base.join("java/util")) {
+        let bytes = std::fs::read(&f).unwrap();
+        if let Some((b, m, w)) = pad_class(&bytes) {
+            // The output must itself be well-formed and carry wide jumps.
+            let cf = ClassFile::parse(&b).unwrap();
+            cf.check().unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let p = out.join("java.base").join(f.strip_prefix(&base).unwrap());
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, &b).unwrap();
+            classes += 1;
+            methods += m;
+            branches += w;
+        }
+    }
+    eprintln!("padded {methods} methods in {classes} classes; {branches} branches crossed the padding");
+    assert!(classes > 100 && methods > 1000, "{classes} classes, {methods} methods");
+    let verdicts = bci_verify::oracle::run_hotspot(&common::java_home(), Path::new(&out), true, &[]).unwrap();
+    let rejected: Vec<_> = verdicts.iter().filter(|v| v.rejected()).collect();
+    let ok = verdicts.iter().filter(|v| v.ok).count();
+    eprintln!("hotspot: {} classes, {ok} verified", verdicts.len());
+    assert!(rejected.is_empty(), "{} rejected:\n{}", rejected.len(), rejected.iter().take(10).map(|v| format!("{}: {}", v.class, v.message)).collect::<Vec<_>>().join("\n"));
+    assert_eq!(ok, verdicts.len());
+}
