@@ -201,6 +201,7 @@ fn cases() -> Vec<(&'static str, bool, Vec<u8>)> {
     let obj_init = |cp: &mut Cp| u2(cp.mref("java/lang/Object", "<init>", "()V"));
     macro_rules! case {
         ($name:expr, $ok:expr, |$cp:ident, $cls:ident| $body:block) => {{
+            #[allow(unused_mut)]
             let mut $cp = Cp::new();
             let $cls = concat!("t/", $name);
             let bytes = $body;
