@@ -122,6 +122,7 @@ impl<'a> CodeAttr<'a> {
             boundary[i.pc as usize] = true;
         }
         boundary[self.code.len()] = true;
+        let on = |pc: usize| boundary.get(pc).copied().unwrap_or(false);
         let last = insns.last().copied();
         if let Some(l) = last {
             if matches!(
@@ -139,7 +140,7 @@ impl<'a> CodeAttr<'a> {
             let at = self.code_offset + i.pc as usize;
             let mut bad = None;
             i.for_each_target(self.code, |t| {
-                if t < 0 || t as usize >= self.code.len() || !boundary[t as usize] {
+                if t < 0 || t as usize >= self.code.len() || !on(t as usize) {
                     bad = Some(t);
                 }
             });
@@ -158,11 +159,11 @@ impl<'a> CodeAttr<'a> {
         }
         for (k, h) in self.handlers.iter().enumerate() {
             let ok = h.start < h.end
-                && boundary[h.start as usize]
+                && on(h.start as usize)
                 && (h.end as usize) <= self.code.len()
-                && boundary[h.end as usize]
+                && on(h.end as usize)
                 && (h.handler as usize) < self.code.len()
-                && boundary[h.handler as usize]
+                && on(h.handler as usize)
                 && (h.catch_type == 0 || cf.cp.tag(h.catch_type) == Some(crate::cp::tag::CLASS));
             if !ok {
                 return Err(Error::format(format!(
@@ -178,12 +179,12 @@ impl<'a> CodeAttr<'a> {
                     crate::frames::decode_table(a.data, a.offset, &[])
                         .and_then(|fs| {
                             for (k, f) in fs.iter().enumerate() {
-                                if !boundary[f.offset as usize] || f.offset as usize >= self.code.len() {
+                                if !on(f.offset as usize) || f.offset as usize >= self.code.len() {
                                     return Err(Error::format(format!("entry {k}: offset {} is not an instruction", f.offset)));
                                 }
                                 for t in f.locals.iter().chain(f.stack.iter()) {
                                     if let crate::frames::VType::Uninitialized(o) = *t {
-                                        let ok = (o as usize) < self.code.len() && boundary[o as usize] && self.code[o as usize] == op::NEW;
+                                        let ok = (o as usize) < self.code.len() && on(o as usize) && self.code[o as usize] == op::NEW;
                                         if !ok {
                                             return Err(Error::format(format!("entry {k}: Uninitialized({o}) does not point at a `new`")));
                                         }
@@ -203,7 +204,7 @@ impl<'a> CodeAttr<'a> {
                     crate::attrs::LineNumbers::parse(a.data, a.offset)
                         .and_then(|t| {
                             for (k, e) in t.entries.iter().enumerate() {
-                                if e.0 as usize >= self.code.len() || !boundary[e.0 as usize] {
+                                if e.0 as usize >= self.code.len() || !on(e.0 as usize) {
                                     return Err(Error::format(format!(
                                         "entry {k}: start_pc {} is not an instruction",
                                         e.0
@@ -219,7 +220,7 @@ impl<'a> CodeAttr<'a> {
                         .and_then(|t| {
                             for (k, e) in t.entries.iter().enumerate() {
                                 let end = e.start as usize + e.length as usize;
-                                if !boundary[e.start as usize] || end > self.code.len() || !boundary[end] {
+                                if !on(e.start as usize) || end > self.code.len() || !on(end) {
                                     return Err(Error::format(format!("entry {k}: range [{}, {end}) is not on instruction boundaries", e.start)));
                                 }
                                 for idx in [e.name, e.desc] {

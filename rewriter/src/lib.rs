@@ -6,7 +6,7 @@ mod glob;
 mod rules;
 
 pub use glob::Glob;
-pub use rules::{Probe, RuleError, Rules};
+pub use rules::{Probe, ProbeSet, RuleError, Rules};
 
 use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};
 use bci::{ClassFile, ClassWriter, MethodEditor, Snippet};
@@ -82,6 +82,14 @@ pub struct Options {
 }
 
 /// [`instrument`] with [`Options`].
+fn with_path(e: bci::Error, path: impl FnOnce() -> String) -> bci::Error {
+    if e.path().is_empty() {
+        e.context(path())
+    } else {
+        e
+    }
+}
+
 pub fn instrument_with(
     class_bytes: &[u8],
     rules: &Rules,
@@ -116,54 +124,70 @@ pub fn instrument_with(
             first_line: first_line(&cf, m),
         };
         let id = reg.register(&info) as i32;
-        let mut ed = MethodEditor::new(&cf, k)?;
-        ed.force_wide_jumps = opts.force_wide_jumps;
-        let call = |cp: &mut bci::CpBuilder<'_>, probe: &str| -> bci::Result<Snippet> {
-            let mut s = Snippet::new();
-            s.int(cp, id)?;
-            s.invokestatic(cp, runtime, probe, "(I)V")?;
-            Ok(s)
-        };
-        let mut timed = None;
-        if probes.contains(Probe::Timer) {
-            let t = ed.new_local(bci::VType::Long)?;
-            let mut s = Snippet::new();
-            s.invokestatic(&mut w.cp, runtime, "now", "()J")?
-                .store('J', t)?;
-            ed.insert_entry(&s)?;
-            let mut s = Snippet::new();
-            s.int(&mut w.cp, id)?
-                .load('J', t)?
-                .invokestatic(&mut w.cp, runtime, "timed", "(IJ)V")?;
-            timed = Some(s);
-        }
-        if probes.contains(Probe::Enter) {
-            let s = call(&mut w.cp, "enter")?;
-            ed.insert_entry(&s)?;
-        }
-        if probes.contains(Probe::Exit) || timed.is_some() {
-            let mut s = Snippet::new();
-            if probes.contains(Probe::Exit) {
-                s.append(&call(&mut w.cp, "exit")?);
-            }
-            if let Some(t) = &timed {
-                s.append(t);
-            }
-            ed.insert_before_returns(|_| Ok(s.clone()))?;
-        }
-        if probes.contains(Probe::Unwind) {
-            let mut s = call(&mut w.cp, "unwind")?;
-            if let Some(t) = &timed {
-                s.append(t);
-            }
-            ed.add_catch_all(&s)?;
-        }
-        let body = ed.finish(&mut w.cp)?;
+        let body = probe_method(&cf, k, &mut w, runtime, id, probes, opts)
+            .map_err(|e| with_path(e, || cf.method_path(m)))?;
         w.set_code(k, body)?;
         changed = true;
     }
     if !changed {
         return Ok(Outcome::Unchanged);
     }
-    Ok(Outcome::Rewritten(w.finish()?))
+    w.finish()
+        .map(Outcome::Rewritten)
+        .map_err(|e| with_path(e, || name.to_string()))
+}
+
+/// Inserts the probes of one method and returns its new Code attribute body.
+fn probe_method(
+    cf: &ClassFile<'_>,
+    k: usize,
+    w: &mut ClassWriter<'_, '_>,
+    runtime: &str,
+    id: i32,
+    probes: rules::ProbeSet,
+    opts: &Options,
+) -> Result<Vec<u8>, RewriteError> {
+    let mut ed = MethodEditor::new(cf, k)?;
+    ed.force_wide_jumps = opts.force_wide_jumps;
+    let call = |cp: &mut bci::CpBuilder<'_>, probe: &str| -> bci::Result<Snippet> {
+        let mut s = Snippet::new();
+        s.int(cp, id)?;
+        s.invokestatic(cp, runtime, probe, "(I)V")?;
+        Ok(s)
+    };
+    let mut timed = None;
+    if probes.contains(Probe::Timer) {
+        let t = ed.new_local(bci::VType::Long)?;
+        let mut s = Snippet::new();
+        s.invokestatic(&mut w.cp, runtime, "now", "()J")?
+            .store('J', t)?;
+        ed.insert_entry(&s)?;
+        let mut s = Snippet::new();
+        s.int(&mut w.cp, id)?
+            .load('J', t)?
+            .invokestatic(&mut w.cp, runtime, "timed", "(IJ)V")?;
+        timed = Some(s);
+    }
+    if probes.contains(Probe::Enter) {
+        let s = call(&mut w.cp, "enter")?;
+        ed.insert_entry(&s)?;
+    }
+    if probes.contains(Probe::Exit) || timed.is_some() {
+        let mut s = Snippet::new();
+        if probes.contains(Probe::Exit) {
+            s.append(&call(&mut w.cp, "exit")?);
+        }
+        if let Some(t) = &timed {
+            s.append(t);
+        }
+        ed.insert_before_returns(|_| Ok(s.clone()))?;
+    }
+    if probes.contains(Probe::Unwind) {
+        let mut s = call(&mut w.cp, "unwind")?;
+        if let Some(t) = &timed {
+            s.append(t);
+        }
+        ed.add_catch_all(&s)?;
+    }
+    ed.finish(&mut w.cp)
 }

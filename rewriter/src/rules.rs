@@ -41,7 +41,7 @@ const PROBES: &[(&str, Probe)] = &[
 
 /// A set of probes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProbeSet(u8);
+pub struct ProbeSet(pub(crate) u8);
 impl ProbeSet {
     pub fn contains(self, p: Probe) -> bool {
         self.0 & p as u8 != 0

@@ -1,0 +1,23 @@
+//! Rewrite with the cpu-times probes: never panics; whatever is written parses and checks, and
+//! rewriting it again is deterministic.
+#![no_main]
+use bci_rewriter::{instrument, MethodInfo, Outcome, ProbeRegistry, Rules};
+use libfuzzer_sys::fuzz_target;
+
+struct Count(u32);
+impl ProbeRegistry for Count {
+    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
+        self.0 += 1;
+        self.0 - 1
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let rules = Rules::cpu_times();
+    if let Ok(Outcome::Rewritten(b)) = instrument(data, &rules, &mut Count(0)) {
+        let cf = bci::ClassFile::parse(&b).expect("our output parses");
+        cf.check().expect("our output checks");
+        let again = instrument(data, &rules, &mut Count(0));
+        assert_eq!(again, Ok(Outcome::Rewritten(b)));
+    }
+});
