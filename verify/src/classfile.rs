@@ -393,6 +393,24 @@ pub fn valid_method_desc(d: &[u8]) -> Option<usize> {
     }
 }
 
+/// Like [`split_method_desc`], appending the argument descriptors to `args`; returns the return descriptor.
+pub fn split_method_desc_into<'d>(d: &'d [u8], args: &mut Vec<&'d [u8]>) -> Option<&'d [u8]> {
+    if d.first() != Some(&b'(') {
+        return None;
+    }
+    let mut i = 1;
+    while d.get(i) != Some(&b')') {
+        let n = field_type_len(d, i)?;
+        args.push(&d[i..i + n]);
+        i += n;
+    }
+    let ret = d.get(i + 1..)?;
+    if ret != b"V" && field_type_len(ret, 0) != Some(ret.len()) {
+        return None;
+    }
+    Some(ret)
+}
+
 /// Split a valid method descriptor into argument descriptors and return descriptor.
 pub fn split_method_desc(d: &[u8]) -> Option<(Vec<&[u8]>, &[u8])> {
     if d.first() != Some(&b'(') {

@@ -30,7 +30,7 @@ enum Entry {
 /// running JDK's classes. Lookups are cached; it is `Send + Sync`.
 pub struct ClassPath {
     entries: Vec<Entry>,
-    cache: RwLock<HashMap<String, Option<Arc<Info>>>>,
+    cache: RwLock<crate::types::FxMap<String, Option<Arc<Info>>>>,
 }
 
 fn info_from_bytes(bytes: &[u8]) -> Option<(String, Info)> {
@@ -189,7 +189,7 @@ impl ClassPath {
         }
         Ok(ClassPath {
             entries: v,
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(Default::default()),
         })
     }
 

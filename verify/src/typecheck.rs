@@ -106,11 +106,19 @@ pub struct MethodCtx<'c, 'h, 'a> {
 
 /// Checks that apply to every class version: instruction boundaries, branch targets, cp kinds, locals.
 /// Returns the instruction-start bitmap.
-pub fn scan_code(cx: &MethodCtx<'_, '_, '_>) -> R<Vec<bool>> {
+pub struct Scan {
+    /// instruction start bitmap
+    pub starts: Vec<bool>,
+    /// (pc, length) of every instruction
+    pub insns: Vec<(u32, u32)>,
+}
+
+pub fn scan_code(cx: &MethodCtx<'_, '_, '_>) -> R<Scan> {
     let code = cx.code.code;
     let cp = &cx.cf.cp;
     let major = cx.cf.major;
     let mut starts = vec![false; code.len()];
+    let mut insns = Vec::with_capacity(code.len() / 2);
     let mut pc = 0;
     while pc < code.len() {
         let n = match insn_len(code, pc) {
@@ -118,15 +126,20 @@ pub fn scan_code(cx: &MethodCtx<'_, '_, '_>) -> R<Vec<bool>> {
             None => return at(pc, format!("bad instruction (opcode {})", code[pc])),
         };
         starts[pc] = true;
+        insns.push((pc as u32, n as u32));
         pc += n;
     }
     let mut targets = Vec::new();
     let max_locals = cx.code.max_locals as usize;
-    pc = 0;
-    while pc < code.len() {
+    for &(ipc, ilen) in &insns {
+        let pc = ipc as usize;
         let op = code[pc];
-        let n = insn_len(code, pc).unwrap_or(1);
-        branch_targets(code, pc, &mut targets);
+        let n = ilen as usize;
+        if matches!(op, 153..=168 | 170 | 171 | 198..=201) {
+            branch_targets(code, pc, &mut targets);
+        } else {
+            targets.clear();
+        }
         for &t in &targets {
             if t < 0 || t as usize >= code.len() || !starts[t as usize] {
                 return at(pc, format!("illegal target of jump or branch: {t}"));
@@ -282,7 +295,7 @@ pub fn scan_code(cx: &MethodCtx<'_, '_, '_>) -> R<Vec<bool>> {
                 }
             }
         }
-        pc += n;
+        let _ = n;
     }
     for e in &cx.code.exceptions {
         let (s, en, h) = (e.start as usize, e.end as usize, e.handler as usize);
@@ -293,7 +306,7 @@ pub fn scan_code(cx: &MethodCtx<'_, '_, '_>) -> R<Vec<bool>> {
             return Err((Some(h as u32), "illegal exception table handler".into()));
         }
     }
-    Ok(starts)
+    Ok(Scan { starts, insns })
 }
 
 fn parse_vtype<'a>(
@@ -456,6 +469,7 @@ struct Checker<'c, 'h, 'a> {
     max_stack: usize,
     ret: Option<VType<'a>>, // None = void
     is_init: bool,
+    args: Vec<&'a [u8]>,
 }
 
 const OBJECT: &[u8] = b"java/lang/Object";
@@ -627,6 +641,7 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
     }
 
     fn check_handlers(&self, pc: usize, frame: &Frame<'a>, this_uninit: bool) -> R<()> {
+        let h = self.cx.hier;
         for e in &self.cx.code.exceptions {
             if pc >= e.start as usize && pc < e.end as usize {
                 let catch = if e.catch_type == 0 {
@@ -637,23 +652,40 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
                         Err(m) => return at(pc, m.0),
                     }
                 };
-                let hf = Frame {
-                    locals: frame.locals.clone(),
-                    stack: vec![catch],
-                    stack_size: 1,
-                    this_uninit: frame.this_uninit || this_uninit,
-                };
-                let h = e.handler as usize;
-                let Some(fi) = self.frame_index(h) else {
+                let hp = e.handler as usize;
+                let Some(fi) = self.frame_index(hp) else {
                     return at(
                         pc,
-                        format!("expected a stack map frame at exception handler {h}, found none"),
+                        format!("expected a stack map frame at exception handler {hp}, found none"),
                     );
                 };
-                if let Err(m) = self.frame_assignable(&hf, &self.frames[fi].1) {
-                    return at(
+                let target = &self.frames[fi].1;
+                let mismatch = |m: String| {
+                    at(
                         pc,
-                        format!("stack map does not match the one at exception handler {h}: {m}"),
+                        format!("stack map does not match the one at exception handler {hp}: {m}"),
+                    )
+                };
+                for (i, (a, b)) in frame.locals.iter().zip(target.locals.iter()).enumerate() {
+                    if !h.assignable(a, b) {
+                        return mismatch(format!("local {i}: expected {b}, found {a}"));
+                    }
+                }
+                if target.stack.len() != 1 || target.stack_size != 1 {
+                    return mismatch(format!(
+                        "stack size mismatch: expected {}, found 1",
+                        target.stack_size
+                    ));
+                }
+                if !h.assignable(&catch, &target.stack[0]) {
+                    return mismatch(format!(
+                        "stack 0: expected {}, found {catch}",
+                        target.stack[0]
+                    ));
+                }
+                if (frame.this_uninit || this_uninit) && !target.this_uninit {
+                    return mismatch(
+                        "flags: expected initialized this, found flagThisUninit".into(),
                     );
                 }
             }
@@ -906,9 +938,43 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
             cp.member_ref(idx).map_err(|e| (Some(pc as u32), e.0))?
         };
         let _ = tag;
-        let Some((args, ret)) = split_method_desc(desc) else {
+        let mut args = std::mem::take(&mut self.args);
+        args.clear();
+        let Some(ret) = split_method_desc_into(desc, &mut args) else {
             return at(pc, "bad method descriptor");
         };
+        let r = self.invoke_with(
+            pc,
+            op,
+            in_try,
+            this_uninit,
+            idx,
+            cls,
+            name,
+            desc,
+            &args,
+            ret,
+        );
+        self.args = args;
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn invoke_with(
+        &mut self,
+        pc: usize,
+        op: u8,
+        in_try: bool,
+        this_uninit: &mut bool,
+        idx: u16,
+        cls: &'a [u8],
+        name: &'a [u8],
+        desc: &'a [u8],
+        args: &[&'a [u8]],
+        ret: &'a [u8],
+    ) -> R<()> {
+        let code = self.cx.code.code;
+        let cp = &self.cx.cf.cp;
         if op == 186 && name.first() == Some(&b'<') {
             return at(pc, "illegal invokedynamic name");
         }
@@ -964,7 +1030,7 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
                                     return at(pc, "bad <init> method call from after the start of a try block");
                                 }
                             }
-                            self.check_handlers(pc, &self.f.clone(), true)?;
+                            self.check_handlers(pc, &self.f, true)?;
                         }
                         self.init_object(&VType::UninitThis, VType::Ref(Name::B(this_cls)));
                         *this_uninit = true;
@@ -977,7 +1043,7 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
                         }
                         self.protected_check(pc, cls, name, desc, true, &VType::Ref(Name::B(new_cls)))?;
                         if in_try {
-                            self.check_handlers(pc, &self.f.clone(), *this_uninit)?;
+                            self.check_handlers(pc, &self.f, *this_uninit)?;
                         }
                         self.init_object(&VType::Uninit(off), VType::Ref(Name::B(new_cls)));
                     }
@@ -1571,7 +1637,7 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
         Ok(true)
     }
 
-    fn run(&mut self) -> R<()> {
+    fn run(&mut self, insns: &[(u32, u32)]) -> R<()> {
         let code = self.cx.code.code;
         let (ex_min, ex_max) = self
             .cx
@@ -1607,9 +1673,8 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
         }
         let mut fi = 0usize;
         let mut no_flow = false;
-        let mut pc = 0usize;
-        while pc < code.len() {
-            let n = insn_len(code, pc).unwrap_or(1);
+        for &(ipc, _) in insns {
+            let pc = ipc as usize;
             // stack map frame at this instruction?
             if fi < self.frames.len() {
                 let off = self.frames[fi].0;
@@ -1628,7 +1693,11 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
                             );
                         }
                     }
-                    self.f = self.frames[fi].1.clone();
+                    let src = &self.frames[fi].1;
+                    self.f.locals.clone_from(&src.locals);
+                    self.f.stack.clone_from(&src.stack);
+                    self.f.stack_size = src.stack_size;
+                    self.f.this_uninit = src.this_uninit;
                     fi += 1;
                 }
             } else if no_flow {
@@ -1644,15 +1713,14 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
             let mut verified = false;
             let mut this_uninit = false;
             if is_store && in_try {
-                self.check_handlers(pc, &self.f.clone(), false)?;
+                self.check_handlers(pc, &self.f, false)?;
                 verified = true;
             }
             let flows = self.step(pc, in_try, &mut this_uninit)?;
             if !verified && in_try {
-                self.check_handlers(pc, &self.f.clone(), this_uninit)?;
+                self.check_handlers(pc, &self.f, this_uninit)?;
             }
             no_flow = !flows;
-            pc += n;
         }
         if !no_flow {
             return at(code.len(), "control flow falls through code end");
@@ -1662,7 +1730,8 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
 }
 
 /// Type-check one method (class version >= 50). `starts` from [`scan_code`].
-pub fn typecheck(cx: &MethodCtx<'_, '_, '_>, starts: &[bool]) -> R<()> {
+pub fn typecheck(cx: &MethodCtx<'_, '_, '_>, scan: &Scan) -> R<()> {
+    let starts = &scan.starts[..];
     let code = cx.code;
     let cf = cx.cf;
     let m = cx.m;
@@ -1735,6 +1804,7 @@ pub fn typecheck(cx: &MethodCtx<'_, '_, '_>, starts: &[bool]) -> R<()> {
         max_stack: code.max_stack as usize,
         ret,
         is_init,
+        args: Vec::new(),
     };
-    ck.run()
+    ck.run(&scan.insns)
 }

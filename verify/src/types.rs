@@ -97,14 +97,45 @@ impl<'a> VType<'a> {
     }
 }
 
+/// A small fast hasher for class-name keys (no HashDoS concern here).
+#[derive(Default, Clone, Copy)]
+pub struct FxBuild;
+impl std::hash::BuildHasher for FxBuild {
+    type Hasher = Fx;
+    fn build_hasher(&self) -> Fx {
+        Fx(0)
+    }
+}
+pub struct Fx(u64);
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, b: &[u8]) {
+        for c in b.chunks(8) {
+            let mut a = [0u8; 8];
+            a[..c.len()].copy_from_slice(c);
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from_le_bytes(a)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+pub type FxMap<K, V> = HashMap<K, V, FxBuild>;
+
 /// Local view of the hierarchy with caching and knowledge of the class being verified.
 pub struct Hier<'h, 'a> {
     pub h: &'h dyn ClassHierarchy,
     pub this_class: &'a [u8],
     pub this_super: Option<&'a [u8]>,
     pub this_is_interface: bool,
-    sup: RefCell<HashMap<Vec<u8>, Option<Vec<u8>>>>,
-    iface: RefCell<HashMap<Vec<u8>, Option<bool>>>,
+    sup: RefCell<FxMap<Vec<u8>, Option<Vec<u8>>>>,
+    iface: RefCell<FxMap<Vec<u8>, Option<bool>>>,
 }
 
 const OBJECT: &[u8] = b"java/lang/Object";
