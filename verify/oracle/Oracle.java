@@ -31,6 +31,22 @@ public class Oracle {
         c.getDeclaredMethods();
     }
 
+    /** The class an error message is about, if it says: "in class file a/b/C", "Location: a/b/C.m(..)". */
+    static String subject(String msg) {
+        if (msg == null) return null;
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("in class file (\\S+)").matcher(msg);
+        if (m.find()) return m.group(1);
+        m = java.util.regex.Pattern.compile("Location:\\s+(\\S+)\\.[^.\\s]+\\(").matcher(msg);
+        if (m.find()) return m.group(1);
+        return null;
+    }
+
+    /** A VerifyError/ClassFormatError about another class (a supertype, or a class loaded while verifying). */
+    static boolean aboutOther(String name, String msg) {
+        String s = subject(msg);
+        return s != null && !s.replace('/', '.').equals(name);
+    }
+
     static void check(String name, java.util.function.Supplier<Class<?>> loader) {
         try {
             Class<?> c = loader.get();
@@ -38,9 +54,12 @@ public class Oracle {
             link(c);
             verdict("OK", name, "");
         } catch (VerifyError e) {
-            verdict("VERIFY", name, e.getMessage());
+            if (aboutOther(name, e.getMessage())) verdict("LINK", name, "dependency rejected: " + e.getMessage());
+            else verdict("VERIFY", name, e.getMessage());
         } catch (ClassFormatError e) {
-            verdict("FORMAT", name, e.getClass().getName() + ": " + e.getMessage());
+            String msg = e.getClass().getName() + ": " + e.getMessage();
+            if (aboutOther(name, e.getMessage())) verdict("LINK", name, "dependency rejected: " + msg);
+            else verdict("FORMAT", name, msg);
         } catch (LinkageError e) {
             verdict("LINK", name, e.getClass().getName() + ": " + e.getMessage());
         } catch (Throwable e) {

@@ -125,8 +125,15 @@ pub fn find_java_home() -> Option<PathBuf> {
 }
 
 /// Extract `<java_home>/lib/modules` with `jimage extract` into a cache dir (once) and return it.
+/// `$BCI_JDK_TREE`, if set to a dir, is used instead (an already extracted tree of the same JDK).
 /// Cache root: `$BCI_CACHE_DIR`, else `$XDG_CACHE_HOME/bci`, else `$HOME/.cache/bci`, else the temp dir.
 pub fn jdk_tree(java_home: &Path) -> io::Result<PathBuf> {
+    if let Some(t) = std::env::var_os("BCI_JDK_TREE") {
+        let t = PathBuf::from(t);
+        if t.is_dir() {
+            return Ok(t);
+        }
+    }
     let modules = java_home.join("lib/modules");
     let meta = std::fs::metadata(&modules)?;
     let mtime = meta

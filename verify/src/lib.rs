@@ -197,6 +197,28 @@ pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyE
     errs
 }
 
+/// Verify every class file under a dir (plain or module layout) or in a jar. The hierarchy is
+/// `path` itself, then `classpath`, then (with `include_running_jdk`) the running JDK.
+/// Returns (number of classes, errors).
+pub fn verify_path(
+    path: &std::path::Path,
+    classpath: &[std::path::PathBuf],
+    include_running_jdk: bool,
+) -> std::io::Result<(usize, Vec<VerifyError>)> {
+    let mut entries = vec![path.to_path_buf()];
+    entries.extend_from_slice(classpath);
+    let mut cp = ClassPath::new(&entries, include_running_jdk)?;
+    let classes = ClassPath::read_all(path)?;
+    for (_, b) in &classes {
+        cp.add_class_bytes(b);
+    }
+    let mut errs = Vec::new();
+    for (_, b) in &classes {
+        errs.extend(verify_class(b, &cp));
+    }
+    Ok((classes.len(), errs))
+}
+
 /// Checks of the attributes nested in Code that HotSpot's class-file parser makes.
 fn check_code_attributes(code: &Code<'_>) -> classfile::Res<()> {
     use classfile::{ferr, Reader};
