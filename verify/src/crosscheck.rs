@@ -6,14 +6,22 @@
 use crate::classfile::{mutf8_to_string, ClassFile, Code};
 use crate::typecheck::insn_len;
 
-/// Best-effort class name of possibly malformed bytes (for error messages).
+/// Best-effort class name of possibly malformed bytes (for error messages), with our own reader.
 pub fn class_name_guess(bytes: &[u8]) -> Option<String> {
-    let cf = cafebabe::parse_class_with_options(
-        bytes,
-        cafebabe::ParseOptions::default().parse_bytecode(false),
-    )
-    .ok()?;
-    Some(cf.this_class.to_string())
+    let mut r = crate::classfile::Reader::new(bytes);
+    r.pos = 8;
+    let cp = crate::classfile::ConstantPool::parse(&mut r).ok()?;
+    r.u2().ok()?;
+    let this = r.u2().ok()?;
+    cp.class_name(this).ok().map(mutf8_to_string)
+}
+
+/// Run a third-party parser; a panic inside it becomes an error string (they are not all panic-free).
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(format!("{what} panicked")),
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Clone)]
@@ -61,11 +69,16 @@ fn ours(bytes: &[u8]) -> Result<(String, Option<String>, Vec<MethodShape>), Stri
 pub fn cross_check(bytes: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
     let a = ours(bytes);
-    let b = cafebabe::parse_class_with_options(
-        bytes,
-        cafebabe::ParseOptions::default().parse_bytecode(false),
-    );
-    let c = ristretto_classfile::ClassFile::from_bytes(bytes);
+    let b = guarded("cafebabe", || {
+        cafebabe::parse_class_with_options(
+            bytes,
+            cafebabe::ParseOptions::default().parse_bytecode(false),
+        )
+        .map_err(|e| e.to_string())
+    });
+    let c = guarded("ristretto", || {
+        ristretto_classfile::ClassFile::from_bytes(bytes).map_err(|e| e.to_string())
+    });
     match (&a, &b, &c) {
         (Err(_), Err(_), Err(_)) => return out,
         (Ok(_), Ok(_), Ok(_)) => {}

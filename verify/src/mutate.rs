@@ -50,9 +50,10 @@ pub enum Kind {
     CheckcastDrop,
     SwapAdjacent,
     InitHandler,
+    CpIndexAny,
 }
 
-pub const KINDS: [Kind; 21] = [
+pub const KINDS: [Kind; 22] = [
     Kind::MaxStackLow,
     Kind::MaxLocalsLow,
     Kind::BranchOffset,
@@ -74,6 +75,7 @@ pub const KINDS: [Kind; 21] = [
     Kind::CheckcastDrop,
     Kind::SwapAdjacent,
     Kind::InitHandler,
+    Kind::CpIndexAny,
 ];
 
 struct Frame {
@@ -558,6 +560,24 @@ pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Ve
             let h = pick(rng, &offs)?;
             let start = if rng.below(2) == 0 { 0 } else { pc as u16 };
             p.ex.insert(0, [start, pc as u16 + 3, h, 0]);
+        }
+        Kind::CpIndexAny => {
+            // a constant-pool operand pointing at an arbitrary entry (often of the wrong kind)
+            let pc = sel(rng, c, &|op| {
+                matches!(op, 18 | 19 | 20 | 178..=187 | 189 | 192 | 193)
+            })?;
+            let n = cf.cp.entries.len();
+            let new = 1 + rng.below(n.saturating_sub(1).max(1));
+            if c[pc] == 18 {
+                if new > 255 {
+                    return None;
+                }
+                c[pc + 1] = new as u8;
+            } else {
+                let b = (new as u16).to_be_bytes();
+                c[pc + 1] = b[0];
+                c[pc + 2] = b[1];
+            }
         }
         Kind::CheckcastDrop => {
             let pc = sel(rng, c, &|op| op == 192)?;
