@@ -5,6 +5,45 @@ use crate::error::{Error, Result};
 use crate::reader::{be16, be32, Reader};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's hasher): the pool index is rebuilt for every class that gets new constants,
+/// so hashing speed matters more than DoS resistance (keys are the class's own constants).
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 pub mod tag {
     pub const UTF8: u8 = 1;
@@ -291,6 +330,31 @@ impl<'a> ConstantPool<'a> {
             desc,
         })
     }
+    /// Raw descriptor bytes of a Fieldref/Methodref/InterfaceMethodref/InvokeDynamic/Dynamic
+    /// entry and the name bytes, without decoding text (hot path of stack-depth analysis).
+    pub fn ref_name_desc_bytes(&self, i: u16) -> Result<(&'a [u8], &'a [u8])> {
+        let t = self.tag(i).unwrap_or(0);
+        if !matches!(
+            t,
+            tag::FIELDREF
+                | tag::METHODREF
+                | tag::INTERFACE_METHODREF
+                | tag::DYNAMIC
+                | tag::INVOKE_DYNAMIC
+        ) {
+            return Err(Error::format(format!(
+                "constant #{i} is {}, expected a reference",
+                tag_name(t)
+            )));
+        }
+        let p = self.offsets[i as usize] as usize + 1;
+        let nt = self.payload(be16(self.bytes, p + 2), tag::NAME_AND_TYPE)?;
+        Ok((
+            self.utf8_bytes(be16(self.bytes, nt))?,
+            self.utf8_bytes(be16(self.bytes, nt + 2))?,
+        ))
+    }
+
     /// (bootstrap index, name, descriptor) of an InvokeDynamic or Dynamic entry.
     pub fn dynamic(&self, i: u16) -> Result<(u16, Cow<'a, str>, Cow<'a, str>)> {
         let t = self.tag(i).unwrap_or(0);
@@ -390,7 +454,8 @@ pub struct CpBuilder<'a> {
     cp: &'a ConstantPool<'a>,
     count: u32,
     appended: Vec<u8>,
-    index: Option<HashMap<(u8, Cow<'a, [u8]>), u16>>,
+    index: Option<FxMap<(u8, Cow<'a, [u8]>), u16>>,
+    throwable: Option<u16>,
 }
 
 impl<'a> CpBuilder<'a> {
@@ -400,6 +465,7 @@ impl<'a> CpBuilder<'a> {
             count: cp.count() as u32,
             appended: Vec::new(),
             index: None,
+            throwable: None,
         }
     }
     pub fn original(&self) -> &'a ConstantPool<'a> {
@@ -455,10 +521,10 @@ impl<'a> CpBuilder<'a> {
         self.appended.is_empty()
     }
 
-    fn index(&mut self) -> &mut HashMap<(u8, Cow<'a, [u8]>), u16> {
+    fn index(&mut self) -> &mut FxMap<(u8, Cow<'a, [u8]>), u16> {
         let cp = self.cp;
         self.index.get_or_insert_with(|| {
-            let mut m = HashMap::with_capacity(cp.count() as usize);
+            let mut m = FxMap::with_capacity_and_hasher(cp.count() as usize, Default::default());
             for i in 1..cp.count() {
                 if let Some((t, raw)) = cp.raw_entry(i) {
                     m.entry((t, Cow::Borrowed(raw))).or_insert(i);
@@ -511,6 +577,15 @@ impl<'a> CpBuilder<'a> {
         let [a0, a1] = a.to_be_bytes();
         let [b0, b1] = b.to_be_bytes();
         self.add_raw(t, &[a0, a1, b0, b1])
+    }
+    /// The Class constant of java/lang/Throwable (memoized: every catch-all handler frame needs it).
+    pub fn throwable(&mut self) -> Result<u16> {
+        if let Some(i) = self.throwable {
+            return Ok(i);
+        }
+        let i = self.class("java/lang/Throwable")?;
+        self.throwable = Some(i);
+        Ok(i)
     }
     pub fn class(&mut self, internal_name: &str) -> Result<u16> {
         let n = self.utf8(internal_name)?;

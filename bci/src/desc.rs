@@ -81,8 +81,17 @@ pub fn is_field_desc(d: &str) -> bool {
 
 /// Slots used by arguments and return value of a method descriptor, quickly (no allocation).
 pub fn method_slots(desc: &str) -> Result<(u16, u8)> {
-    let d = desc.as_bytes();
-    let bad = || Error::format(format!("malformed method descriptor {desc:?}"));
+    method_slots_bytes(desc.as_bytes())
+}
+
+/// [`method_slots`] on raw (modified UTF-8) bytes.
+pub fn method_slots_bytes(d: &[u8]) -> Result<(u16, u8)> {
+    let bad = || {
+        Error::format(format!(
+            "malformed method descriptor {:?}",
+            String::from_utf8_lossy(d)
+        ))
+    };
     if d.first() != Some(&b'(') {
         return Err(bad());
     }
@@ -100,7 +109,21 @@ pub fn method_slots(desc: &str) -> Result<(u16, u8)> {
     if i + 1 >= d.len() {
         return Err(bad());
     }
-    Ok((n, slots(&desc[i + 1..])))
+    let ret = match d[i + 1] {
+        b'V' => 0,
+        b'J' | b'D' => 2,
+        _ => 1,
+    };
+    Ok((n, ret))
+}
+
+/// Slots of a field descriptor given as raw bytes.
+pub fn slots_bytes(d: &[u8]) -> u8 {
+    match d.first() {
+        Some(b'V') => 0,
+        Some(b'J' | b'D') => 2,
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

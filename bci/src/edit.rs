@@ -25,8 +25,8 @@ pub struct MethodEditor<'c, 'a> {
     /// pc -> instruction index, NONE inside instructions; has code.len()+1 entries.
     index_of: Vec<u32>,
     prologue: Snippet,
-    before: Vec<Option<Snippet>>,
-    after: Vec<Option<Snippet>>,
+    before: Vec<Option<Box<Snippet>>>,
+    after: Vec<Option<Box<Snippet>>>,
     catch_all: Option<Snippet>,
     new_locals: Vec<(u16, VType)>,
     next_local: u16,
@@ -149,7 +149,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             .before
             .get_mut(k)
             .ok_or_else(|| Error::new(ErrorKind::Edit, format!("no instruction {k}")))?;
-        slot.get_or_insert_with(Snippet::new).append(s);
+        slot.get_or_insert_with(Box::default).append(s);
         Ok(())
     }
 
@@ -170,7 +170,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 ),
             ));
         }
-        self.after[k].get_or_insert_with(Snippet::new).append(s);
+        self.after[k].get_or_insert_with(Box::default).append(s);
         Ok(())
     }
 
@@ -375,8 +375,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
     /// Writes the new Code attribute body (everything after attribute_length).
     pub fn finish(self, cp: &mut CpBuilder<'_>) -> Result<Vec<u8>> {
-        let path = self.cf.method_path(self.method);
-        self.finish_inner(cp).map_err(|e| e.context(path))
+        let (cf, m) = (self.cf, self.method);
+        self.finish_inner(cp)
+            .map_err(|e| e.context(cf.method_path(m)))
     }
 
     fn finish_inner(self, cp: &mut CpBuilder<'_>) -> Result<Vec<u8>> {
@@ -385,6 +386,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let code_len = code.len() as u32;
         // Branch target instruction index per instruction (for 16/32-bit branches).
         let mut target: Vec<u32> = vec![NONE; n];
+        let mut targets_zero = self.code.handlers.iter().any(|h| h.handler == 0);
         for (k, i) in self.insns.iter().enumerate() {
             if let Some(o) = i.branch_offset(code) {
                 let t = i.pc as i64 + o as i64;
@@ -394,10 +396,12 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         i.pc
                     )));
                 }
+                targets_zero |= t == 0;
                 target[k] = self.idx(t as u32)? as u32;
             } else if matches!(i.opcode, op::TABLESWITCH | op::LOOKUPSWITCH) {
                 let mut bad = None;
                 i.for_each_target(code, |t| {
+                    targets_zero |= t == 0;
                     if t < 0 || t >= code_len as i64 || self.index_of[t as usize] == NONE {
                         bad = Some(t);
                     }
@@ -419,7 +423,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut before_pos = vec![0u32; n + 1];
         let mut insn_pos = vec![0u32; n + 1];
         let mut after_pos = vec![0u32; n + 1];
-        let len_of = |s: &Option<Snippet>| s.as_ref().map_or(0, |s| s.len() as u32);
+        let len_of = |s: &Option<Box<Snippet>>| s.as_ref().map_or(0, |s| s.len() as u32);
         let (end_pos, handler_pos, total) = loop {
             let mut pos = self.prologue.len() as u32;
             for k in 0..n {
@@ -617,15 +621,38 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let widened_cond: Vec<usize> = (0..n)
             .filter(|&k| wide[k] && matches!(self.insns[k].info().flow, Flow::Cond))
             .collect();
-        let targets_zero = self.insns.iter().any(|i| {
-            let mut z = false;
-            i.for_each_target(code, |t| z |= t == 0);
-            z
-        }) || self.code.handlers.iter().any(|h| h.handler == 0);
+
         let entry_frame_needed = !self.prologue.is_empty() && targets_zero;
         let need_new_frames = add_catch_all || !widened_cond.is_empty() || entry_frame_needed;
         let mut smt_bytes: Option<Vec<u8>> = None;
-        if self.cf.major >= 50 && (smt.is_some() || need_new_frames) {
+        let fast_frames =
+            self.new_locals.is_empty() && widened_cond.is_empty() && !entry_frame_needed;
+        if self.cf.major >= 50 && (smt.is_some() || need_new_frames) && fast_frames {
+            // Frames keep their contents: patch offsets in the byte stream, append the handler's.
+            let mut extra = Vec::new();
+            if add_catch_all {
+                let t = cp.throwable()?;
+                extra.push(Frame {
+                    offset: handler_pos,
+                    locals: Vec::new(),
+                    stack: vec![VType::Object(t)],
+                });
+            }
+            let mut b = Vec::with_capacity(smt.map_or(0, |a| a.data.len()) + 16);
+            match smt {
+                Some(a) => frames::relocate_table(
+                    a.data,
+                    a.offset,
+                    |o| map(o, At::Before),
+                    |o| map(o as u32, At::Insn).map(|x| x as u16),
+                    &extra,
+                    &mut b,
+                )
+                .ctx(|| "StackMapTable")?,
+                None => frames::relocate_table(&[0, 0], 0, |o| Ok(o), Ok, &extra, &mut b)?,
+            }
+            smt_bytes = Some(b);
+        } else if self.cf.major >= 50 && (smt.is_some() || need_new_frames) {
             let init = self.initial_locals(cp)?;
             let mut fs: Vec<(u32, Frame)> = Vec::new();
             let orig = match smt {
@@ -696,7 +723,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
             }
             if add_catch_all {
-                let t = cp.class("java/lang/Throwable")?;
+                let t = cp.throwable()?;
                 fs.push((
                     handler_pos,
                     Frame {
@@ -739,7 +766,19 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
 
         // --- Code attribute
-        let mut attr = Vec::with_capacity(out.len() + 64);
+        let mut attr = Vec::with_capacity(
+            out.len()
+                + self.code.code.len() / 2
+                + smt_bytes.as_ref().map_or(0, |b| b.len())
+                + 64
+                + 4 * self
+                    .code
+                    .attributes
+                    .iter()
+                    .map(|a| a.data.len())
+                    .sum::<usize>()
+                    / 3,
+        );
         attr.extend_from_slice(&(max_stack as u16).to_be_bytes());
         attr.extend_from_slice(&(max_locals as u16).to_be_bytes());
         attr.extend_from_slice(&(out.len() as u32).to_be_bytes());
@@ -866,10 +905,12 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 _ => {}
             }
             if matches!(flow, Flow::Cond | Flow::Goto | Flow::Jsr | Flow::Switch) {
-                let mut ts: Vec<usize> = Vec::new();
                 let mut bad = None;
-                i.for_each_target(code, |t| match self.index_of.get(t as usize) {
-                    Some(&x) if t >= 0 && x != NONE && (x as usize) < n => ts.push(x as usize),
+                let index_of = &self.index_of;
+                i.for_each_target(code, |t| match index_of.get(t as usize) {
+                    Some(&x) if t >= 0 && x != NONE && (x as usize) < n => {
+                        set(&mut din, &mut work, x as usize, out)
+                    }
                     _ => bad = Some(t),
                 });
                 if let Some(t) = bad {
@@ -877,9 +918,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         "branch at pc {} to {t} is not an instruction",
                         i.pc
                     )));
-                }
-                for t in ts {
-                    set(&mut din, &mut work, t, out);
                 }
             }
         }

@@ -246,3 +246,129 @@ pub fn encode_table(frames: &[Frame], initial: &[VType], out: &mut Vec<u8>) -> R
     }
     Ok(())
 }
+
+/// Re-encodes a StackMapTable whose frames keep their contents but move: each frame's absolute
+/// offset goes through `offset` and each `Uninitialized(o)` through `uninit`. Frame kinds are
+/// kept (a short form is widened to its extended form when the new delta needs it), so no type
+/// is decoded beyond what is needed. `extra` frames (absolute offset, locals, stack) are
+/// appended as full frames; they must lie after every existing frame.
+pub fn relocate_table(
+    data: &[u8],
+    base: usize,
+    mut offset: impl FnMut(u32) -> Result<u32>,
+    mut uninit: impl FnMut(u16) -> Result<u16>,
+    extra: &[Frame],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let mut r = Reader::with_base(data, base);
+    let n = r.u16()? as usize;
+    let total = n + extra.len();
+    if total > 0xFFFF {
+        return Err(Error::format("too many frames"));
+    }
+    out.extend_from_slice(&(total as u16).to_be_bytes());
+    let mut prev_old: i64 = -1;
+    let mut prev_new: i64 = -1;
+    let mut copy_type = |r: &mut Reader<'_>, out: &mut Vec<u8>| -> Result<()> {
+        let t = VType::read(r)?;
+        let t = match t {
+            VType::Uninitialized(o) => VType::Uninitialized(uninit(o)?),
+            t => t,
+        };
+        t.write(out);
+        Ok(())
+    };
+    for k in 0..n {
+        let at = r.abs();
+        let res: Result<()> = (|| {
+            let ft = r.u8()?;
+            let delta = match ft {
+                0..=63 => ft as u16,
+                64..=127 => (ft - 64) as u16,
+                128..=246 => return Err(Error::format(format!("reserved frame type {ft}"))),
+                _ => r.u16()?,
+            };
+            let old = prev_old + delta as i64 + 1;
+            prev_old = old;
+            let new = offset(old as u32)? as i64;
+            let nd = new - prev_new - 1;
+            if !(0..=65535).contains(&nd) {
+                return Err(Error::format(format!(
+                    "frame at {old} moves before the previous frame"
+                )));
+            }
+            prev_new = new;
+            let nd = nd as u16;
+            match ft {
+                0..=63 | 251 => {
+                    if nd < 64 {
+                        out.push(nd as u8);
+                    } else {
+                        out.push(251);
+                        out.extend_from_slice(&nd.to_be_bytes());
+                    }
+                }
+                64..=127 | 247 => {
+                    if nd < 64 {
+                        out.push(64 + nd as u8);
+                    } else {
+                        out.push(247);
+                        out.extend_from_slice(&nd.to_be_bytes());
+                    }
+                    copy_type(&mut r, out)?;
+                }
+                248..=250 => {
+                    out.push(ft);
+                    out.extend_from_slice(&nd.to_be_bytes());
+                }
+                252..=254 => {
+                    out.push(ft);
+                    out.extend_from_slice(&nd.to_be_bytes());
+                    for _ in 0..(ft - 251) {
+                        copy_type(&mut r, out)?;
+                    }
+                }
+                _ => {
+                    out.push(255);
+                    out.extend_from_slice(&nd.to_be_bytes());
+                    let nl = r.u16()?;
+                    out.extend_from_slice(&nl.to_be_bytes());
+                    for _ in 0..nl {
+                        copy_type(&mut r, out)?;
+                    }
+                    let ns = r.u16()?;
+                    out.extend_from_slice(&ns.to_be_bytes());
+                    for _ in 0..ns {
+                        copy_type(&mut r, out)?;
+                    }
+                }
+            }
+            Ok(())
+        })();
+        res.map_err(|e| e.context(format!("entry {k}")).at(at))?;
+    }
+    if !r.is_empty() {
+        return Err(Error::format("StackMapTable longer than its entries").at(r.abs()));
+    }
+    for f in extra {
+        let nd = f.offset as i64 - prev_new - 1;
+        if !(0..=65535).contains(&nd) {
+            return Err(Error::format(format!(
+                "new frame at {} is not after the existing frames",
+                f.offset
+            )));
+        }
+        prev_new = f.offset as i64;
+        out.push(255);
+        out.extend_from_slice(&(nd as u16).to_be_bytes());
+        out.extend_from_slice(&(f.locals.len() as u16).to_be_bytes());
+        for t in &f.locals {
+            t.write(out);
+        }
+        out.extend_from_slice(&(f.stack.len() as u16).to_be_bytes());
+        for t in &f.stack {
+            t.write(out);
+        }
+    }
+    Ok(())
+}

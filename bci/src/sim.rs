@@ -27,8 +27,8 @@ pub fn depth_effect(i: &Insn, code: &[u8], cp: &ConstantPool<'_>) -> Result<(u16
         op::NEWARRAY | op::ANEWARRAY | op::CHECKCAST => (1, 1),
         op::MULTIANEWARRAY => (i.immediate(code).unwrap_or(0) as u16, 1),
         op::GETSTATIC | op::PUTSTATIC | op::GETFIELD | op::PUTFIELD => {
-            let m = cp.member_ref(idx())?;
-            let s = desc::slots(&m.desc) as u16;
+            let (_, d) = cp.ref_name_desc_bytes(idx())?;
+            let s = desc::slots_bytes(d) as u16;
             match i.opcode {
                 op::GETSTATIC => (0, s),
                 op::PUTSTATIC => (s, 0),
@@ -36,15 +36,15 @@ pub fn depth_effect(i: &Insn, code: &[u8], cp: &ConstantPool<'_>) -> Result<(u16
                 _ => (1 + s, 0),
             }
         }
-        op::INVOKEDYNAMIC => {
-            let (_, _, d) = cp.dynamic(idx())?;
-            let (a, r) = desc::method_slots(&d)?;
-            (a, r as u16)
-        }
-        op::INVOKEVIRTUAL | op::INVOKESPECIAL | op::INVOKESTATIC | op::INVOKEINTERFACE => {
-            let m = cp.member_ref(idx())?;
-            let (a, r) = desc::method_slots(&m.desc)?;
-            (a + (i.opcode != op::INVOKESTATIC) as u16, r as u16)
+        op::INVOKEVIRTUAL
+        | op::INVOKESPECIAL
+        | op::INVOKESTATIC
+        | op::INVOKEINTERFACE
+        | op::INVOKEDYNAMIC => {
+            let (_, d) = cp.ref_name_desc_bytes(idx())?;
+            let (a, r) = desc::method_slots_bytes(d)?;
+            let recv = !matches!(i.opcode, op::INVOKESTATIC | op::INVOKEDYNAMIC) as u16;
+            (a + recv, r as u16)
         }
         o => {
             return Err(Error::format(format!(

@@ -28,6 +28,9 @@ fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
     let mut reg = Count(0);
     let mut rewritten = 0;
     let mut failures = Vec::new();
+    // Our independent verifier judges every rewritten class too (the JDK image is its hierarchy).
+    let hierarchy = bci_verify::ClassPath::new(&[], true).expect("JDK class path");
+    let mut verify_errors = Vec::new();
     for f in common::class_files(&src) {
         let bytes = std::fs::read(&f).unwrap();
         let rel = f.strip_prefix(&src).unwrap();
@@ -38,6 +41,9 @@ fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
                     .unwrap_or_else(|e| panic!("{}: reparse: {e}", rel.display()));
                 cf.check()
                     .unwrap_or_else(|e| panic!("{}: check: {e}", rel.display()));
+                for e in bci_verify::verify_class(&b, &hierarchy) {
+                    verify_errors.push(e.to_string());
+                }
                 let p = out.join(rel);
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                 std::fs::write(p, b).unwrap();
@@ -52,6 +58,12 @@ fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
         "{} classes failed to rewrite:\n{}",
         failures.len(),
         failures[..failures.len().min(20)].join("\n")
+    );
+    assert!(
+        verify_errors.is_empty(),
+        "bci-verify found {} errors in rewritten classes:\n{}",
+        verify_errors.len(),
+        verify_errors[..verify_errors.len().min(20)].join("\n")
     );
     // The probe class, compiled into java.base.
     let probe_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe");

@@ -22,7 +22,9 @@ fn pad_class(bytes: &[u8]) -> Option<(Vec<u8>, usize, usize)> {
     }
     let (mut padded, mut widened) = (0, 0);
     for k in 0..cf.methods.len() {
-        let Ok(mut ed) = MethodEditor::new(&cf, k) else { continue };
+        let Ok(mut ed) = MethodEditor::new(&cf, k) else {
+            continue;
+        };
         let code = ed.code().code;
         if code.len() + PAD_PAIRS * 2 + 200 > 65535 {
             continue;
@@ -38,7 +40,8 @@ fn pad_class(bytes: &[u8]) -> Option<(Vec<u8>, usize, usize)> {
                 let mut c = false;
                 if let Some(o) = i.branch_offset(code) {
                     let t = i.pc as i64 + o as i64;
-                    c = (i.pc as i64) < mid_pc && t >= mid_pc + 1 || (i.pc as i64) >= mid_pc && t < mid_pc;
+                    c = (i.pc as i64) < mid_pc && t >= mid_pc + 1
+                        || (i.pc as i64) >= mid_pc && t < mid_pc;
                 }
                 c && i.info().operands == bci::opcodes::Operands::Branch16
             })
@@ -70,7 +73,8 @@ fn padded_methods_widen_jumps_and_verify_in_hotspot() {
         if let Some((b, m, w)) = pad_class(&bytes) {
             // The output must itself be well-formed and carry wide jumps.
             let cf = ClassFile::parse(&b).unwrap();
-            cf.check().unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            cf.check()
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
             let p = out.join("java.base").join(f.strip_prefix(&base).unwrap());
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, &b).unwrap();
@@ -79,12 +83,28 @@ fn padded_methods_widen_jumps_and_verify_in_hotspot() {
             branches += w;
         }
     }
-    eprintln!("padded {methods} methods in {classes} classes; {branches} branches crossed the padding");
-    assert!(classes > 100 && methods > 1000, "{classes} classes, {methods} methods");
-    let verdicts = bci_verify::oracle::run_hotspot(&common::java_home(), Path::new(&out), true, &[]).unwrap();
+    eprintln!(
+        "padded {methods} methods in {classes} classes; {branches} branches crossed the padding"
+    );
+    assert!(
+        classes > 100 && methods > 1000,
+        "{classes} classes, {methods} methods"
+    );
+    let verdicts =
+        bci_verify::oracle::run_hotspot(&common::java_home(), Path::new(&out), true, &[]).unwrap();
     let rejected: Vec<_> = verdicts.iter().filter(|v| v.rejected()).collect();
     let ok = verdicts.iter().filter(|v| v.ok).count();
     eprintln!("hotspot: {} classes, {ok} verified", verdicts.len());
-    assert!(rejected.is_empty(), "{} rejected:\n{}", rejected.len(), rejected.iter().take(10).map(|v| format!("{}: {}", v.class, v.message)).collect::<Vec<_>>().join("\n"));
+    assert!(
+        rejected.is_empty(),
+        "{} rejected:\n{}",
+        rejected.len(),
+        rejected
+            .iter()
+            .take(10)
+            .map(|v| format!("{}: {}", v.class, v.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert_eq!(ok, verdicts.len());
 }

@@ -23,6 +23,9 @@ impl Glob {
         self.pat == b"*"
     }
     pub fn matches(&self, s: &str) -> bool {
+        if self.pat == b"*" {
+            return true;
+        }
         let (p, s) = (&self.pat[..], s.as_bytes());
         let (mut pi, mut si) = (0, 0);
         let (mut star, mut mark) = (usize::MAX, 0);

@@ -40,9 +40,7 @@ pub enum Outcome {
 /// An error names the class, method, attribute and offset (see [`bci::Error`]).
 pub type RewriteError = bci::Error;
 
-fn first_line(cf: &ClassFile<'_>, m: &bci::Member<'_>) -> Option<u32> {
-    let (_, code) = cf.find_attr(&m.attributes, "Code")?;
-    let code = bci::CodeAttr::parse(cf, code).ok()?;
+fn first_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Option<u32> {
     let lnt = code.attributes.iter().find(|a| {
         cf.cp
             .utf8_bytes(a.name_index)
@@ -50,6 +48,48 @@ fn first_line(cf: &ClassFile<'_>, m: &bci::Member<'_>) -> Option<u32> {
     })?;
     let t = bci::attrs::LineNumbers::parse(lnt.data, lnt.offset).ok()?;
     t.entries.iter().map(|e| e.1 as u32).min()
+}
+
+/// The probe calls of one class, built once (their constants are shared by all methods).
+struct Calls<'r> {
+    runtime: &'r str,
+    cache: [Option<Snippet>; 5],
+}
+
+impl<'r> Calls<'r> {
+    const ENTER: usize = 0;
+    const EXIT: usize = 1;
+    const UNWIND: usize = 2;
+    const NOW: usize = 3;
+    const TIMED: usize = 4;
+    fn get(&mut self, cp: &mut bci::CpBuilder<'_>, which: usize) -> bci::Result<&Snippet> {
+        const SIG: [(&str, &str); 5] = [
+            ("enter", "(I)V"),
+            ("exit", "(I)V"),
+            ("unwind", "(I)V"),
+            ("now", "()J"),
+            ("timed", "(IJ)V"),
+        ];
+        if self.cache[which].is_none() {
+            let (name, desc) = SIG[which];
+            let mut s = Snippet::new();
+            s.invokestatic(cp, self.runtime, name, desc)?;
+            self.cache[which] = Some(s);
+        }
+        Ok(self.cache[which].as_ref().unwrap_or_else(|| unreachable!()))
+    }
+    /// `push id; invokestatic <which>(I)V`
+    fn with_id(
+        &mut self,
+        cp: &mut bci::CpBuilder<'_>,
+        which: usize,
+        id: i32,
+    ) -> bci::Result<Snippet> {
+        let mut s = Snippet::new();
+        s.int(cp, id)?;
+        s.append(self.get(cp, which)?);
+        Ok(s)
+    }
 }
 
 /// Methods whose instrumentation would change what the JVM does beyond the probes: HotSpot
@@ -104,6 +144,10 @@ pub fn instrument_with(
     let source = cf.source_file();
     let runtime = rules.runtime_class();
     let mut w = ClassWriter::new(&cf);
+    let mut calls = Calls {
+        runtime,
+        cache: Default::default(),
+    };
     let mut changed = false;
     for (k, m) in cf.methods.iter().enumerate() {
         if m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0 {
@@ -115,16 +159,18 @@ pub fn instrument_with(
         if probes.is_empty() || changes_jvm_semantics(&cf, m, &mname, &mdesc) {
             continue;
         }
+        let mut ed = MethodEditor::new(&cf, k)?;
+        ed.force_wide_jumps = opts.force_wide_jumps;
         let info = MethodInfo {
             class: &name,
             name: &mname,
             desc: &mdesc,
             access: m.access,
             source_file: source.as_deref(),
-            first_line: first_line(&cf, m),
+            first_line: first_line(&cf, ed.code()),
         };
         let id = reg.register(&info) as i32;
-        let body = probe_method(&cf, k, &mut w, runtime, id, probes, opts)
+        let body = probe_method(ed, &mut w.cp, &mut calls, id, probes)
             .map_err(|e| with_path(e, || cf.method_path(m)))?;
         w.set_code(k, body)?;
         changed = true;
@@ -139,43 +185,32 @@ pub fn instrument_with(
 
 /// Inserts the probes of one method and returns its new Code attribute body.
 fn probe_method(
-    cf: &ClassFile<'_>,
-    k: usize,
-    w: &mut ClassWriter<'_, '_>,
-    runtime: &str,
+    mut ed: MethodEditor<'_, '_>,
+    cp: &mut bci::CpBuilder<'_>,
+    calls: &mut Calls<'_>,
     id: i32,
     probes: rules::ProbeSet,
-    opts: &Options,
 ) -> Result<Vec<u8>, RewriteError> {
-    let mut ed = MethodEditor::new(cf, k)?;
-    ed.force_wide_jumps = opts.force_wide_jumps;
-    let call = |cp: &mut bci::CpBuilder<'_>, probe: &str| -> bci::Result<Snippet> {
-        let mut s = Snippet::new();
-        s.int(cp, id)?;
-        s.invokestatic(cp, runtime, probe, "(I)V")?;
-        Ok(s)
-    };
     let mut timed = None;
     if probes.contains(Probe::Timer) {
         let t = ed.new_local(bci::VType::Long)?;
         let mut s = Snippet::new();
-        s.invokestatic(&mut w.cp, runtime, "now", "()J")?
-            .store('J', t)?;
+        s.append(calls.get(cp, Calls::NOW)?);
+        s.store('J', t)?;
         ed.insert_entry(&s)?;
         let mut s = Snippet::new();
-        s.int(&mut w.cp, id)?
-            .load('J', t)?
-            .invokestatic(&mut w.cp, runtime, "timed", "(IJ)V")?;
+        s.int(cp, id)?.load('J', t)?;
+        s.append(calls.get(cp, Calls::TIMED)?);
         timed = Some(s);
     }
     if probes.contains(Probe::Enter) {
-        let s = call(&mut w.cp, "enter")?;
+        let s = calls.with_id(cp, Calls::ENTER, id)?;
         ed.insert_entry(&s)?;
     }
     if probes.contains(Probe::Exit) || timed.is_some() {
         let mut s = Snippet::new();
         if probes.contains(Probe::Exit) {
-            s.append(&call(&mut w.cp, "exit")?);
+            s.append(&calls.with_id(cp, Calls::EXIT, id)?);
         }
         if let Some(t) = &timed {
             s.append(t);
@@ -183,11 +218,11 @@ fn probe_method(
         ed.insert_before_returns(|_| Ok(s.clone()))?;
     }
     if probes.contains(Probe::Unwind) {
-        let mut s = call(&mut w.cp, "unwind")?;
+        let mut s = calls.with_id(cp, Calls::UNWIND, id)?;
         if let Some(t) = &timed {
             s.append(t);
         }
         ed.add_catch_all(&s)?;
     }
-    ed.finish(&mut w.cp)
+    ed.finish(cp)
 }

@@ -1,0 +1,90 @@
+//! Throughput over the JDK 17 corpus, one thread: parse only, identity round trip, and the
+//! cpu-times probe rewrite of every method. Prints MB/s (class-file bytes in per second),
+//! median of 5 runs each, measured side by side in one process. Not a test.
+//!
+//!     cargo bench -p bci-cli --bench throughput
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use bci_rewriter::{instrument, MethodInfo, Outcome, ProbeRegistry, Rules};
+use std::hint::black_box;
+use std::time::Instant;
+
+struct Count(u32);
+impl ProbeRegistry for Count {
+    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
+        self.0 += 1;
+        self.0 - 1
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let dir = common::jdk_corpus();
+    let classes: Vec<Vec<u8>> = common::class_files(&dir)
+        .iter()
+        .map(|f| std::fs::read(f).unwrap())
+        .collect();
+    let total: usize = classes.iter().map(|c| c.len()).sum();
+    let mb = total as f64 / 1e6;
+    println!("corpus: {} classes, {:.1} MB", classes.len(), mb);
+    let rules = Rules::cpu_times();
+    type Job<'a> = (&'a str, Box<dyn Fn(&[u8]) -> usize + 'a>);
+    let jobs: Vec<Job> = vec![
+        (
+            "parse only",
+            Box::new(|b: &[u8]| {
+                bci::ClassFile::parse(b)
+                    .map(|cf| cf.methods.len())
+                    .unwrap_or(0)
+            }),
+        ),
+        (
+            "parse + full check",
+            Box::new(|b: &[u8]| {
+                bci::ClassFile::parse(b)
+                    .map(|cf| cf.check().is_ok() as usize)
+                    .unwrap_or(0)
+            }),
+        ),
+        (
+            "identity round trip",
+            Box::new(|b: &[u8]| bci::round_trip(b).map(|o| o.len()).unwrap_or(0)),
+        ),
+        (
+            "probe every method (cpu-times)",
+            Box::new(|b: &[u8]| match instrument(b, &rules, &mut Count(0)) {
+                Ok(Outcome::Rewritten(o)) => o.len(),
+                _ => 0,
+            }),
+        ),
+    ];
+    let mut results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
+    // Interleave the jobs so machine noise hits all of them alike.
+    for _round in 0..5 {
+        for (j, (_, f)) in jobs.iter().enumerate() {
+            let t = Instant::now();
+            let mut acc = 0usize;
+            for c in &classes {
+                acc = acc.wrapping_add(f(black_box(c)));
+            }
+            black_box(acc);
+            results[j].push(mb / t.elapsed().as_secs_f64());
+        }
+    }
+    let base = median(results[0].clone());
+    for ((name, _), r) in jobs.iter().zip(results) {
+        let m = median(r.clone());
+        let (lo, hi) = r
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        println!(
+            "{name:32} median {m:8.1} MB/s   (min {lo:.1}, max {hi:.1}; {:.2}x parse time)",
+            base / m
+        );
+    }
+}
