@@ -17,6 +17,7 @@ pub mod crosscheck;
 pub mod hierarchy;
 pub mod mutate;
 pub mod oracle;
+pub mod structure;
 pub mod typecheck;
 pub mod types;
 
@@ -105,6 +106,14 @@ pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyE
     let mut errs = Vec::new();
     let is_iface = cf.access & ACC_INTERFACE != 0;
     let hier = types::Hier::new(hierarchy, cf.this_class, cf.super_class, is_iface);
+    if let Err(e) = structure::check(&cf) {
+        errs.push(VerifyError {
+            class: class.clone(),
+            method: None,
+            offset: None,
+            message: format!("format error: {e}"),
+        });
+    }
     let mut seen = HashSet::new();
     for f in &cf.fields {
         if !seen.insert((f.name, f.desc)) {

@@ -51,9 +51,10 @@ pub enum Kind {
     SwapAdjacent,
     InitHandler,
     CpIndexAny,
+    ClassAttr,
 }
 
-pub const KINDS: [Kind; 22] = [
+pub const KINDS: [Kind; 23] = [
     Kind::MaxStackLow,
     Kind::MaxLocalsLow,
     Kind::BranchOffset,
@@ -76,6 +77,7 @@ pub const KINDS: [Kind; 22] = [
     Kind::SwapAdjacent,
     Kind::InitHandler,
     Kind::CpIndexAny,
+    Kind::ClassAttr,
 ];
 
 struct Frame {
@@ -288,6 +290,9 @@ fn cp_indices(cf: &ClassFile<'_>, f: impl Fn(&Cp<'_>) -> bool) -> Vec<u16> {
 /// Apply mutation `kind` to method `site` of `bytes`. None if not applicable.
 pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Vec<u8>> {
     let cf = ClassFile::parse(bytes).ok()?;
+    if kind == Kind::ClassAttr {
+        return mutate_class_attr(bytes, &cf, rng);
+    }
     let data = bytes.get(site.attr_off..site.attr_off + site.attr_len)?;
     let code = Code::parse(data, &cf.cp).ok()?;
     let mut p = Parts {
@@ -561,6 +566,7 @@ pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Ve
             let start = if rng.below(2) == 0 { 0 } else { pc as u16 };
             p.ex.insert(0, [start, pc as u16 + 3, h, 0]);
         }
+        Kind::ClassAttr => return None,
         Kind::CpIndexAny => {
             // a constant-pool operand pointing at an arbitrary entry (often of the wrong kind)
             let pc = sel(rng, c, &|op| {
@@ -601,6 +607,51 @@ pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Ve
     out.extend_from_slice(&(new_data.len() as u32).to_be_bytes());
     out.extend_from_slice(&new_data);
     out.extend_from_slice(&bytes[site.attr_off + site.attr_len..]);
+    if out == bytes {
+        return None;
+    }
+    Some(out)
+}
+
+/// Point one constant-pool index inside a class-level attribute (or a static field's ConstantValue)
+/// at a random entry: SourceFile, Signature, InnerClasses, EnclosingMethod, NestHost, NestMembers,
+/// BootstrapMethods.
+fn mutate_class_attr(bytes: &[u8], cf: &ClassFile<'_>, rng: &mut Rng) -> Option<Vec<u8>> {
+    let mut slots: Vec<usize> = Vec::new(); // byte offsets of u2 cp indices
+    for a in &cf.attributes {
+        let off = offset_in(bytes, a.data);
+        let d = a.data;
+        match a.name {
+            b"SourceFile" | b"Signature" | b"NestHost" if d.len() == 2 => slots.push(off),
+            b"EnclosingMethod" if d.len() == 4 => slots.push(off),
+            b"NestMembers" | b"InnerClasses" | b"BootstrapMethods" if d.len() >= 4 => {
+                let n = be_u2(d, 0)? as usize;
+                if n > 0 {
+                    let k = rng.below(n);
+                    match a.name {
+                        b"NestMembers" => slots.push(off + 2 + 2 * k),
+                        b"InnerClasses" => slots.push(off + 2 + 8 * k + 2 * rng.below(3)),
+                        _ => slots.push(off + 2), // first bootstrap method's handle
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for f in &cf.fields {
+        for a in &f.attributes {
+            if a.name == b"ConstantValue"
+                && a.data.len() == 2
+                && f.access & crate::classfile::ACC_STATIC != 0
+            {
+                slots.push(offset_in(bytes, a.data));
+            }
+        }
+    }
+    let at = pick(rng, &slots)?;
+    let new = (1 + rng.below(cf.cp.entries.len().saturating_sub(1).max(1))) as u16;
+    let mut out = bytes.to_vec();
+    out[at..at + 2].copy_from_slice(&new.to_be_bytes());
     if out == bytes {
         return None;
     }

@@ -1,0 +1,237 @@
+//! Class-, field- and method-level attribute checks that HotSpot's class-file parser makes
+//! (lengths, constant-pool kinds, duplicates, bootstrap method indices). Version-gated like HotSpot,
+//! which ignores attributes a class-file version does not define.
+
+use crate::classfile::{mutf8_to_string, Attribute, ClassFile, Cp, Reader, Res, ACC_STATIC};
+
+fn err<T>(m: String) -> Res<T> {
+    Err(crate::classfile::FormatError(m))
+}
+
+fn u2_list(a: &Attribute<'_>, what: &str, mut ok: impl FnMut(u16) -> bool) -> Res<()> {
+    let mut r = Reader::new(a.data);
+    let n = r.u2()? as usize;
+    if a.data.len() != 2 + 2 * n {
+        return err(format!("wrong {what} attribute length"));
+    }
+    for _ in 0..n {
+        let i = r.u2()?;
+        if !ok(i) {
+            return err(format!("bad constant pool index {i} in {what} attribute"));
+        }
+    }
+    Ok(())
+}
+
+fn single_index(a: &Attribute<'_>, what: &str, ok: impl Fn(u16) -> bool) -> Res<()> {
+    if a.data.len() != 2 {
+        return err(format!("wrong {what} attribute length {}", a.data.len()));
+    }
+    let i = u16::from_be_bytes([a.data[0], a.data[1]]);
+    if !ok(i) {
+        return err(format!("bad constant pool index {i} in {what} attribute"));
+    }
+    Ok(())
+}
+
+/// Check the attributes of the class, its fields and methods (not the contents of Code).
+pub fn check(cf: &ClassFile<'_>) -> Res<()> {
+    let cp = &cf.cp;
+    let major = cf.major;
+    let is_utf8 = |i: u16| matches!(cp.get(i), Some(Cp::Utf8(_)));
+    let is_class = |i: u16| matches!(cp.get(i), Some(Cp::Class(_)));
+    // class attributes
+    let mut seen: Vec<&[u8]> = Vec::new();
+    let mut bootstrap_count: Option<usize> = None;
+    for a in &cf.attributes {
+        let unique: &[&[u8]] = &[
+            b"SourceFile",
+            b"InnerClasses",
+            b"EnclosingMethod",
+            b"Signature",
+            b"BootstrapMethods",
+            b"NestHost",
+            b"NestMembers",
+            b"PermittedSubclasses",
+            b"Record",
+            b"SourceDebugExtension",
+        ];
+        let defined = match a.name {
+            b"Signature" | b"EnclosingMethod" => major >= 49,
+            b"BootstrapMethods" => major >= 51,
+            b"NestHost" | b"NestMembers" => major >= 55,
+            b"Record" => major >= 60,
+            b"PermittedSubclasses" => major >= 61,
+            _ => true,
+        };
+        if !defined {
+            continue;
+        }
+        if unique.contains(&a.name) {
+            if seen.contains(&a.name) {
+                return err(format!("multiple {} attributes", mutf8_to_string(a.name)));
+            }
+            seen.push(a.name);
+        }
+        match a.name {
+            b"SourceFile" => single_index(a, "SourceFile", is_utf8)?,
+            b"Signature" => single_index(a, "Signature", is_utf8)?,
+            b"NestHost" => single_index(a, "NestHost", is_class)?,
+            b"NestMembers" => u2_list(a, "NestMembers", is_class)?,
+            b"PermittedSubclasses" => u2_list(a, "PermittedSubclasses", is_class)?,
+            b"EnclosingMethod" => {
+                if a.data.len() != 4 {
+                    return err("wrong EnclosingMethod attribute length".into());
+                }
+                let c = u16::from_be_bytes([a.data[0], a.data[1]]);
+                let m = u16::from_be_bytes([a.data[2], a.data[3]]);
+                if !is_class(c) || (m != 0 && !matches!(cp.get(m), Some(Cp::NameAndType(..)))) {
+                    return err("invalid EnclosingMethod attribute".into());
+                }
+            }
+            b"InnerClasses" => {
+                let mut r = Reader::new(a.data);
+                let n = r.u2()? as usize;
+                if a.data.len() != 2 + 8 * n {
+                    return err("wrong InnerClasses attribute length".into());
+                }
+                for _ in 0..n {
+                    let (inner, outer, name) = (r.u2()?, r.u2()?, r.u2()?);
+                    r.u2()?;
+                    if !is_class(inner)
+                        || (outer != 0 && !is_class(outer))
+                        || (name != 0 && !is_utf8(name))
+                    {
+                        return err("invalid InnerClasses attribute entry".into());
+                    }
+                    if inner == outer {
+                        return err("class is both outer and inner class".into());
+                    }
+                    if outer != 0 && cp.class_name(outer)?.first() == Some(&b'[') {
+                        return err("outer class is an array class".into());
+                    }
+                }
+            }
+            b"BootstrapMethods" => {
+                let mut r = Reader::new(a.data);
+                let n = r.u2()? as usize;
+                for _ in 0..n {
+                    let mh = r.u2()?;
+                    if !matches!(cp.get(mh), Some(Cp::MethodHandle(..))) {
+                        return err(format!("bootstrap method #{mh} is not a MethodHandle"));
+                    }
+                    let k = r.u2()?;
+                    for _ in 0..k {
+                        let arg = r.u2()?;
+                        let loadable = matches!(
+                            cp.get(arg),
+                            Some(
+                                Cp::Integer
+                                    | Cp::Float
+                                    | Cp::Long
+                                    | Cp::Double
+                                    | Cp::Class(_)
+                                    | Cp::String(_)
+                                    | Cp::MethodHandle(..)
+                                    | Cp::MethodType(_)
+                                    | Cp::Dynamic(..)
+                            )
+                        );
+                        if !loadable {
+                            return err(format!(
+                                "bootstrap method argument #{arg} is not loadable"
+                            ));
+                        }
+                    }
+                }
+                if r.remaining() != 0 {
+                    return err("BootstrapMethods attribute length mismatch".into());
+                }
+                bootstrap_count = Some(n);
+            }
+            _ => {}
+        }
+    }
+    // every invokedynamic / dynamic constant names an existing bootstrap method
+    for (i, e) in cp.entries.iter().enumerate() {
+        if let Cp::InvokeDynamic(b, _) | Cp::Dynamic(b, _) = e {
+            match bootstrap_count {
+                Some(n) if (*b as usize) < n => {}
+                _ => return err(format!(
+                    "constant pool #{i}: bootstrap method index {b} without BootstrapMethods entry"
+                )),
+            }
+        }
+    }
+    // fields
+    for f in &cf.fields {
+        let mut seen_cv = false;
+        let mut seen_sig = false;
+        for a in &f.attributes {
+            match a.name {
+                b"ConstantValue" if f.access & ACC_STATIC != 0 => {
+                    if seen_cv {
+                        return err(format!(
+                            "multiple ConstantValue attributes on field {}",
+                            mutf8_to_string(f.name)
+                        ));
+                    }
+                    seen_cv = true;
+                    single_index(a, "ConstantValue", |i| match (cp.get(i), f.desc.first()) {
+                        (Some(Cp::Long), Some(b'J'))
+                        | (Some(Cp::Float), Some(b'F'))
+                        | (Some(Cp::Double), Some(b'D')) => true,
+                        (Some(Cp::Integer), Some(b'I' | b'S' | b'C' | b'B' | b'Z')) => true,
+                        (Some(Cp::String(_)), _) => f.desc == b"Ljava/lang/String;",
+                        _ => false,
+                    })?;
+                }
+                b"Signature" if major >= 49 => {
+                    if seen_sig {
+                        return err("multiple Signature attributes on a field".into());
+                    }
+                    seen_sig = true;
+                    single_index(a, "Signature", is_utf8)?;
+                }
+                b"Synthetic" | b"Deprecated" if !a.data.is_empty() => {
+                    return err(format!(
+                        "invalid {} attribute length",
+                        mutf8_to_string(a.name)
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    // methods (Code is checked by the caller)
+    for m in &cf.methods {
+        let mut seen_ex = false;
+        let mut seen_sig = false;
+        for a in &m.attributes {
+            match a.name {
+                b"Exceptions" => {
+                    if seen_ex {
+                        return err("multiple Exceptions attributes".into());
+                    }
+                    seen_ex = true;
+                    u2_list(a, "Exceptions", is_class)?;
+                }
+                b"Signature" if major >= 49 => {
+                    if seen_sig {
+                        return err("multiple Signature attributes on a method".into());
+                    }
+                    seen_sig = true;
+                    single_index(a, "Signature", is_utf8)?;
+                }
+                b"Synthetic" | b"Deprecated" if !a.data.is_empty() => {
+                    return err(format!(
+                        "invalid {} attribute length",
+                        mutf8_to_string(a.name)
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
