@@ -23,7 +23,19 @@ fn main() {
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("java");
     let status = Command::new(javac())
-        .args(["--release", "11", "-g:none", "-d"])
+        // jdk.internal.vm.annotation.DontInline is honoured for boot-loader classes; exporting
+        // it to the compilation is not allowed with --release, hence -source/-target.
+        .args([
+            "-source",
+            "11",
+            "-target",
+            "11",
+            "-Xlint:-options",
+            "--add-exports",
+            "java.base/jdk.internal.vm.annotation=ALL-UNNAMED",
+            "-g:none",
+            "-d",
+        ])
         .arg(&out)
         .arg(&src)
         .status();

@@ -8,7 +8,7 @@ use crate::rewrite::{Engine, DEFAULT_RUNTIME_CLASS};
 use crate::{report, runtime, sys};
 use std::ffi::{c_char, c_uchar, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 pub struct Agent {
@@ -22,6 +22,8 @@ pub struct Agent {
     early_skipped: AtomicUsize,
     instrumented: AtomicUsize,
     failed: AtomicUsize,
+    /// Time spent in the rewriter, ns.
+    hook_ns: AtomicU64,
     dumps: Mutex<usize>,
 }
 
@@ -144,6 +146,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         early_skipped: AtomicUsize::new(0),
         instrumented: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
+        hook_ns: AtomicU64::new(0),
         dumps: Mutex::new(0),
     };
     if AGENT.set(agent).is_err() {
@@ -267,8 +270,13 @@ unsafe extern "C" fn class_file_load_hook(
         }
         // SAFETY: the VM guarantees class_data points to class_data_len bytes for the callback.
         let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
+        let t0 = runtime::monotonic_ns();
         let result = catch_unwind(AssertUnwindSafe(|| a.engine.instrument(bytes, &a.registry)))
             .unwrap_or_else(|_| Err("rewriter panicked".into()));
+        a.hook_ns.fetch_add(
+            (runtime::monotonic_ns() - t0).max(0) as u64,
+            Ordering::Relaxed,
+        );
         match result {
             Ok(None) => {
                 if a.opts.verbose {
@@ -326,10 +334,11 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         }
         if a.opts.verbose {
             log(&format!(
-                "VM death: {} classes instrumented, {} left original after errors, {} methods",
+                "VM death: {} classes instrumented, {} left original after errors, {} methods, {} ms in the rewriter",
                 a.instrumented.load(Ordering::Relaxed),
                 a.failed.load(Ordering::Relaxed),
-                a.registry.len()
+                a.registry.len(),
+                a.hook_ns.load(Ordering::Relaxed) / 1_000_000
             ));
         }
     });
@@ -372,6 +381,20 @@ fn dump(a: &Agent, jni: &Jni) {
         date: runtime::ctime_now(),
         uninstrumented_early: a.early_skipped.load(Ordering::Relaxed),
     };
+    if a.opts.verbose {
+        let calls: u64 = snap
+            .threads
+            .iter()
+            .flat_map(|t| t.nodes.iter())
+            .map(|n| n.count)
+            .sum();
+        let nodes: usize = snap.threads.iter().map(|t| t.nodes.len()).sum();
+        let misses: u64 = snap.threads.iter().map(|t| t.cache_misses).sum();
+        log(&format!(
+            "{} threads, {calls} calls, {nodes} call-path nodes, {misses} callee-cache misses",
+            snap.threads.len()
+        ));
+    }
     let text = report::render(&a.opts, &snap);
     use std::io::Write;
     let file = if *n == 0 {

@@ -23,6 +23,8 @@ pub struct ThreadData {
     /// Inclusive time per method id (outermost frames only, so recursion is not double counted).
     pub total_ns: Vec<u64>,
     pub mismatches: u64,
+    /// Entries whose call-path node was not in the caller's callee cache.
+    pub cache_misses: u64,
 }
 
 impl ThreadData {
@@ -49,6 +51,7 @@ impl ThreadData {
             total_ns.push(it.next()?.max(0) as u64);
         }
         let mismatches = it.next().unwrap_or(0).max(0) as u64;
+        let cache_misses = it.next().unwrap_or(0).max(0) as u64;
         if nodes.iter().any(|nd| nd.prefix >= n) {
             return None;
         }
@@ -57,6 +60,7 @@ impl ThreadData {
             nodes,
             total_ns,
             mismatches,
+            cache_misses,
         })
     }
 
@@ -449,6 +453,7 @@ mod tests {
             ],
             total_ns: vec![6_000_000, 5_000_000],
             mismatches: 0,
+            cache_misses: 0,
         };
         Snapshot {
             threads: vec![t],

@@ -671,6 +671,7 @@ public class Hand {
     .unwrap();
     let _ = src;
     let o = Command::new(jdk_tool("javac"))
+        .args(["--add-exports", "java.base/jdk.internal.vm.annotation=ALL-UNNAMED"])
         .arg("-d")
         .arg(&dir)
         .arg(dir.join("Hand.java"))
