@@ -52,9 +52,10 @@ pub enum Kind {
     InitHandler,
     CpIndexAny,
     ClassAttr,
+    MemberFlags,
 }
 
-pub const KINDS: [Kind; 23] = [
+pub const KINDS: [Kind; 24] = [
     Kind::MaxStackLow,
     Kind::MaxLocalsLow,
     Kind::BranchOffset,
@@ -78,6 +79,7 @@ pub const KINDS: [Kind; 23] = [
     Kind::InitHandler,
     Kind::CpIndexAny,
     Kind::ClassAttr,
+    Kind::MemberFlags,
 ];
 
 struct Frame {
@@ -292,6 +294,44 @@ pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Ve
     let cf = ClassFile::parse(bytes).ok()?;
     if kind == Kind::ClassAttr {
         return mutate_class_attr(bytes, &cf, rng);
+    }
+    if kind == Kind::MemberFlags {
+        // flip one access flag bit of the class, a field or a method
+        let mut r = Reader::new(bytes);
+        r.pos = 8;
+        crate::classfile::ConstantPool::parse(&mut r).ok()?;
+        let class_flags = r.pos;
+        let mut offs = vec![class_flags];
+        r.pos += 6;
+        let ni = r.u2().ok()? as usize;
+        r.pos += 2 * ni;
+        for _ in 0..2 {
+            let n = r.u2().ok()?;
+            for _ in 0..n {
+                offs.push(r.pos);
+                r.pos += 6;
+                let na = r.u2().ok()?;
+                for _ in 0..na {
+                    r.pos += 2;
+                    let len = r.u4().ok()? as usize;
+                    r.pos += len;
+                }
+            }
+        }
+        let at = if rng.below(10) == 0 {
+            class_flags
+        } else {
+            pick(rng, &offs[1..]).unwrap_or(class_flags)
+        };
+        let bits = [
+            0x0001u16, 0x0002, 0x0004, 0x0008, 0x0010, 0x0020, 0x0040, 0x0080, 0x0100, 0x0400,
+            0x0800, 0x1000,
+        ];
+        let bit = bits[rng.below(bits.len())];
+        let mut out = bytes.to_vec();
+        let v = be_u2(&out, at)? ^ bit;
+        out[at..at + 2].copy_from_slice(&v.to_be_bytes());
+        return Some(out);
     }
     let data = bytes.get(site.attr_off..site.attr_off + site.attr_len)?;
     let code = Code::parse(data, &cf.cp).ok()?;
@@ -566,7 +606,7 @@ pub fn mutate(bytes: &[u8], site: &Site, kind: Kind, rng: &mut Rng) -> Option<Ve
             let start = if rng.below(2) == 0 { 0 } else { pc as u16 };
             p.ex.insert(0, [start, pc as u16 + 3, h, 0]);
         }
-        Kind::ClassAttr => return None,
+        Kind::ClassAttr | Kind::MemberFlags => return None,
         Kind::CpIndexAny => {
             // a constant-pool operand pointing at an arbitrary entry (often of the wrong kind)
             let pc = sel(rng, c, &|op| {

@@ -34,8 +34,128 @@ fn single_index(a: &Attribute<'_>, what: &str, ok: impl Fn(u16) -> bool) -> Res<
     Ok(())
 }
 
+fn illegal_visibility(f: u16) -> bool {
+    (f & 0x0001 != 0) as u8 + (f & 0x0002 != 0) as u8 + (f & 0x0004 != 0) as u8 > 1
+}
+
+/// Legal access flags of the class, fields and methods (HotSpot `verify_legal_*_modifiers`).
+pub fn check_modifiers(cf: &ClassFile<'_>) -> Res<()> {
+    let major = cf.major;
+    let f = cf.access;
+    let is_interface = f & 0x0200 != 0;
+    if f & 0x8000 == 0 {
+        let (abs, fin, sup, en, ann) = (
+            f & 0x0400 != 0,
+            f & 0x0010 != 0,
+            f & 0x0020 != 0,
+            f & 0x4000 != 0,
+            f & 0x2000 != 0,
+        );
+        let ge15 = major >= 49;
+        if (abs && fin)
+            || (is_interface && !abs)
+            || (is_interface && ge15 && (sup || en))
+            || (!is_interface && ge15 && ann)
+        {
+            return err(format!("illegal class modifiers 0x{f:04X}"));
+        }
+        if is_interface && cf.super_class != Some(b"java/lang/Object") {
+            return err("interfaces must have java.lang.Object as superclass".into());
+        }
+    }
+    for fd in &cf.fields {
+        let a = fd.access;
+        let (public, private, protected, stat, fin, vol, trans, en) = (
+            a & 0x0001 != 0,
+            a & 0x0002 != 0,
+            a & 0x0004 != 0,
+            a & 0x0008 != 0,
+            a & 0x0010 != 0,
+            a & 0x0040 != 0,
+            a & 0x0080 != 0,
+            a & 0x4000 != 0,
+        );
+        let illegal = if is_interface {
+            !public || !stat || !fin || private || protected || vol || trans || (major >= 49 && en)
+        } else {
+            illegal_visibility(a) || (fin && vol)
+        };
+        if illegal {
+            return err(format!(
+                "illegal field modifiers 0x{a:04X} on {}",
+                mutf8_to_string(fd.name)
+            ));
+        }
+    }
+    for m in &cf.methods {
+        let a = m.access;
+        let name = m.name;
+        if name == b"<clinit>" {
+            if major >= 51 && a & 0x0008 == 0 {
+                return err("method <clinit> is not static".into());
+            }
+            continue;
+        }
+        let (public, private, protected, stat, fin, sync, bridge, native, abs, strict) = (
+            a & 0x0001 != 0,
+            a & 0x0002 != 0,
+            a & 0x0004 != 0,
+            a & 0x0008 != 0,
+            a & 0x0010 != 0,
+            a & 0x0020 != 0,
+            a & 0x0040 != 0,
+            a & 0x0100 != 0,
+            a & 0x0400 != 0,
+            a & 0x0800 != 0,
+        );
+        let is_init = name == b"<init>";
+        if is_init && !m.desc.ends_with(b")V") {
+            return err("method <init> has illegal signature".into());
+        }
+        if is_interface && is_init {
+            return err("interface cannot have a method named <init>".into());
+        }
+        if !is_init && name.first() == Some(&b'<') {
+            return err(format!("illegal method name {}", mutf8_to_string(name)));
+        }
+        let illegal = if is_interface {
+            if major >= 52 {
+                (public == private)
+                    || native
+                    || protected
+                    || fin
+                    || sync
+                    || (abs && (private || stat || (major < 61 && strict)))
+            } else if major >= 49 {
+                !public || private || protected || stat || fin || sync || native || !abs || strict
+            } else {
+                !public || stat || fin || native || !abs
+            }
+        } else if illegal_visibility(a) {
+            true
+        } else if is_init {
+            stat || fin || sync || native || abs || (major >= 49 && bridge)
+        } else {
+            abs && (fin
+                || native
+                || private
+                || stat
+                || (major >= 49 && (sync || (major < 61 && strict))))
+        };
+        if illegal {
+            return err(format!(
+                "illegal method modifiers 0x{a:04X} on {}{}",
+                mutf8_to_string(name),
+                mutf8_to_string(m.desc)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Check the attributes of the class, its fields and methods (not the contents of Code).
 pub fn check(cf: &ClassFile<'_>) -> Res<()> {
+    check_modifiers(cf)?;
     let cp = &cf.cp;
     let major = cf.major;
     let is_utf8 = |i: u16| matches!(cp.get(i), Some(Cp::Utf8(_)));
@@ -157,9 +277,11 @@ pub fn check(cf: &ClassFile<'_>) -> Res<()> {
         if let Cp::InvokeDynamic(b, _) | Cp::Dynamic(b, _) = e {
             match bootstrap_count {
                 Some(n) if (*b as usize) < n => {}
-                _ => return err(format!(
+                _ => {
+                    return err(format!(
                     "constant pool #{i}: bootstrap method index {b} without BootstrapMethods entry"
-                )),
+                ))
+                }
             }
         }
     }
