@@ -937,3 +937,130 @@ pub fn redirect_invokestatic(bytes: &[u8], probe_class: &str) -> Option<Vec<u8>>
     }
     None
 }
+
+/// A correct rewrite, like an instrumenter's: every method with code gets `iconst_0;
+/// invokestatic <probe_class>.p(I)V` (4 bytes, so switch padding is unchanged) at its entry. Exception
+/// tables, the first StackMapTable delta, `uninitialized(offset)` types, LineNumberTable and local
+/// variable tables are shifted; max_stack is raised to at least 1; the Methodref is appended to the
+/// constant pool. Both HotSpot and our verifier must accept the result.
+pub fn insert_entry_probe(bytes: &[u8], probe_class: &str) -> Option<Vec<u8>> {
+    const SHIFT: u16 = 4;
+    let cf = ClassFile::parse(bytes).ok()?;
+    let mut r = Reader::new(bytes);
+    r.pos = 8;
+    let cp = crate::classfile::ConstantPool::parse(&mut r).ok()?;
+    let cp_end = r.pos;
+    let count = cp.entries.len();
+    if count + 6 > 65535 {
+        return None;
+    }
+    let idx = |k: usize| ((count + k) as u16).to_be_bytes();
+    // new entries: Utf8 class, Class, Utf8 "p", Utf8 "(I)V", NameAndType, Methodref
+    let mut add = Vec::new();
+    let utf8 = |add: &mut Vec<u8>, s: &str| {
+        add.push(1);
+        add.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        add.extend_from_slice(s.as_bytes());
+    };
+    utf8(&mut add, probe_class);
+    add.push(7);
+    add.extend_from_slice(&idx(0));
+    utf8(&mut add, "p");
+    utf8(&mut add, "(I)V");
+    add.push(12);
+    add.extend_from_slice(&idx(2));
+    add.extend_from_slice(&idx(3));
+    add.push(10);
+    add.extend_from_slice(&idx(1));
+    add.extend_from_slice(&idx(4));
+    let mref = idx(5);
+    let mut out = bytes.to_vec();
+    let sites = sites_all(bytes);
+    for site in sites.iter().rev() {
+        let data = bytes.get(site.attr_off..site.attr_off + site.attr_len)?;
+        let code = Code::parse(data, &cf.cp).ok()?;
+        if code.code.len() + SHIFT as usize > 65535 {
+            return None;
+        }
+        let mut newcode = vec![0x03, 0xb8, mref[0], mref[1]];
+        newcode.extend_from_slice(code.code);
+        let mut p = Parts {
+            max_stack: code.max_stack.max(1),
+            max_locals: code.max_locals,
+            code: newcode,
+            ex: code
+                .exceptions
+                .iter()
+                .map(|e| {
+                    [
+                        e.start + SHIFT,
+                        e.end + SHIFT,
+                        e.handler + SHIFT,
+                        e.catch_type,
+                    ]
+                })
+                .collect(),
+            attrs: Vec::new(),
+        };
+        for a in &code.attributes {
+            let off = offset_in(data, a.data);
+            let name_idx = be_u2(data, off - 6)?;
+            let mut d = a.data.to_vec();
+            match a.name {
+                b"StackMapTable" => {
+                    let mut frames = parse_frames(&d)?;
+                    if let Some(f) = frames.first_mut() {
+                        f.delta = f.delta.checked_add(SHIFT)?;
+                    }
+                    for f in frames.iter_mut() {
+                        for pos in vtype_positions(f) {
+                            if f.body[pos] == 8 {
+                                let o = be_u2(&f.body, pos + 1)?.checked_add(SHIFT)?;
+                                f.body[pos + 1..pos + 3].copy_from_slice(&o.to_be_bytes());
+                            }
+                        }
+                    }
+                    d = encode_frames(&frames);
+                }
+                b"LineNumberTable" | b"LocalVariableTable" | b"LocalVariableTypeTable" => {
+                    let n = be_u2(&d, 0)? as usize;
+                    let step = if a.name == b"LineNumberTable" { 4 } else { 10 };
+                    for k in 0..n {
+                        let at = 2 + k * step;
+                        let v = be_u2(&d, at)?.checked_add(SHIFT)?;
+                        d.get_mut(at..at + 2)?.copy_from_slice(&v.to_be_bytes());
+                    }
+                }
+                _ => {}
+            }
+            p.attrs.push((name_idx, d, a.name == b"StackMapTable"));
+        }
+        let new_data = p.encode();
+        let start = site.attr_off - 4;
+        let mut repl = (new_data.len() as u32).to_be_bytes().to_vec();
+        repl.extend_from_slice(&new_data);
+        out.splice(start..site.attr_off + site.attr_len, repl);
+    }
+    out[8..10].copy_from_slice(&((count + 6) as u16).to_be_bytes());
+    out.splice(cp_end..cp_end, add);
+    Some(out)
+}
+
+/// Like [`sites`] for every class version.
+fn sites_all(bytes: &[u8]) -> Vec<Site> {
+    let Ok(cf) = ClassFile::parse(bytes) else {
+        return vec![];
+    };
+    let mut v = Vec::new();
+    for m in &cf.methods {
+        if let Some(a) = m.attributes.iter().find(|a| a.name == b"Code") {
+            v.push(Site {
+                method: String::new(),
+                attr_off: offset_in(bytes, a.data),
+                attr_len: a.data.len(),
+                is_init: m.name == b"<init>",
+            });
+        }
+    }
+    v
+}
