@@ -38,6 +38,8 @@ public class Oracle {
         if (m.find()) return m.group(1);
         m = java.util.regex.Pattern.compile("Location:\\s+(\\S+)\\.[^.\\s]+\\(").matcher(msg);
         if (m.find()) return m.group(1);
+        m = java.util.regex.Pattern.compile(" in class ([^\\s:]+)").matcher(msg);
+        if (m.find()) return m.group(1);
         return null;
     }
 
