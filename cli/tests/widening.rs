@@ -108,3 +108,67 @@ fn padded_methods_widen_jumps_and_verify_in_hotspot() {
     );
     assert_eq!(ok, verdicts.len());
 }
+
+/// Code inserted before and after every instruction (after: wherever it can fall through):
+/// frames, ranges and branch targets must all land right. HotSpot verifies the result.
+#[test]
+fn code_before_and_after_every_instruction_verifies_in_hotspot() {
+    let src = common::jdk_corpus();
+    let base = src.join("java.base");
+    let out = common::workspace().join("target/test-out/everywhere");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut s = Snippet::new();
+    s.op(op::ICONST_0).unwrap().op(op::POP).unwrap();
+    let (mut classes, mut inserted) = (0, 0usize);
+    for f in common::class_files(&base.join("java/util/concurrent")) {
+        let bytes = std::fs::read(&f).unwrap();
+        let cf = ClassFile::parse(&bytes).unwrap();
+        let mut w = ClassWriter::new(&cf);
+        let mut changed = false;
+        for k in 0..cf.methods.len() {
+            let Ok(mut ed) = MethodEditor::new(&cf, k) else {
+                continue;
+            };
+            if ed.code().code.len() * 5 > 60_000 {
+                continue;
+            }
+            for i in 0..ed.insns().len() {
+                ed.insert_before(i, &s).unwrap();
+                inserted += 1;
+                if ed.insert_after(i, &s).is_ok() {
+                    inserted += 1;
+                }
+            }
+            let body = ed.finish(&mut w.cp).unwrap_or_else(|e| panic!("{e}"));
+            w.set_code(k, body).unwrap();
+            changed = true;
+        }
+        if changed {
+            let b = w.finish().unwrap();
+            ClassFile::parse(&b)
+                .unwrap()
+                .check()
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let p = out.join("java.base").join(f.strip_prefix(&base).unwrap());
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, &b).unwrap();
+            classes += 1;
+        }
+    }
+    eprintln!("{inserted} insertions in {classes} classes");
+    assert!(classes > 200 && inserted > 100_000);
+    let verdicts =
+        bci_verify::oracle::run_hotspot(&common::java_home(), Path::new(&out), true, &[]).unwrap();
+    let bad: Vec<_> = verdicts.iter().filter(|v| !v.ok).collect();
+    assert!(
+        bad.is_empty(),
+        "{} not verified:\n{}",
+        bad.len(),
+        bad.iter()
+            .take(10)
+            .map(|v| format!("{}: {}", v.class, v.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert_eq!(verdicts.len(), classes);
+}
