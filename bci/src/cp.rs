@@ -44,6 +44,8 @@ impl FxHasher {
     }
 }
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// The de-duplication index: (tag, raw payload) -> constant index.
+type CpIndex<'a> = FxMap<(u8, Cow<'a, [u8]>), u16>;
 
 pub mod tag {
     pub const UTF8: u8 = 1;
@@ -454,7 +456,7 @@ pub struct CpBuilder<'a> {
     cp: &'a ConstantPool<'a>,
     count: u32,
     appended: Vec<u8>,
-    index: Option<FxMap<(u8, Cow<'a, [u8]>), u16>>,
+    index: Option<CpIndex<'a>>,
     throwable: Option<u16>,
 }
 
@@ -521,7 +523,7 @@ impl<'a> CpBuilder<'a> {
         self.appended.is_empty()
     }
 
-    fn index(&mut self) -> &mut FxMap<(u8, Cow<'a, [u8]>), u16> {
+    fn index(&mut self) -> &mut CpIndex<'a> {
         let cp = self.cp;
         self.index.get_or_insert_with(|| {
             let mut m = FxMap::with_capacity_and_hasher(cp.count() as usize, Default::default());

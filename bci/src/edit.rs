@@ -416,8 +416,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         let mut wide = vec![false; n];
         if self.force_wide_jumps {
-            for k in 0..n {
-                wide[k] = self.insns[k].info().operands == Operands::Branch16;
+            for (w, i) in wide.iter_mut().zip(&self.insns) {
+                *w = i.info().operands == Operands::Branch16;
             }
         }
         let mut before_pos = vec![0u32; n + 1];
@@ -522,7 +522,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
                 Operands::TableSwitch | Operands::LookupSwitch => {
                     out.push(i.opcode);
-                    while out.len() % 4 != 0 {
+                    while !out.len().is_multiple_of(4) {
                         out.push(0);
                     }
                     let ob = (i.pc as usize + 4) & !3;
@@ -585,8 +585,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut max_stack = self.code.max_stack as u32;
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
-        for k in 0..n {
-            let Some((din, dmax, dout)) = depths[k] else {
+        for (k, d) in depths.iter().enumerate() {
+            let Some((din, dmax, dout)) = *d else {
                 continue;
             };
             bump(dmax);
@@ -649,7 +649,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     &mut b,
                 )
                 .ctx(|| "StackMapTable")?,
-                None => frames::relocate_table(&[0, 0], 0, |o| Ok(o), Ok, &extra, &mut b)?,
+                None => frames::relocate_table(&[0, 0], 0, Ok, Ok, &extra, &mut b)?,
             }
             smt_bytes = Some(b);
         } else if self.cf.major >= 50 && (smt.is_some() || need_new_frames) {
@@ -892,16 +892,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             res[k] = Some((d, d.max(out), out));
             let flow = i.info().flow;
             match flow {
-                Flow::Next | Flow::Cond => {
-                    if k + 1 < n {
-                        set(&mut din, &mut work, k + 1, out);
-                    }
-                }
-                Flow::Jsr => {
-                    if k + 1 < n {
-                        set(&mut din, &mut work, k + 1, d);
-                    }
-                }
+                Flow::Next | Flow::Cond if k + 1 < n => set(&mut din, &mut work, k + 1, out),
+                Flow::Jsr if k + 1 < n => set(&mut din, &mut work, k + 1, d),
                 _ => {}
             }
             if matches!(flow, Flow::Cond | Flow::Goto | Flow::Jsr | Flow::Switch) {

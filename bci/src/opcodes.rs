@@ -342,7 +342,7 @@ pub fn invert_cond(opcode: u8) -> Option<u8> {
     Some(match opcode {
         op::IFEQ..=op::IF_ACMPNE => {
             // Pairs (eq,ne), (lt,ge), (gt,le) are adjacent: odd/even within the range.
-            if (opcode - op::IFEQ) % 2 == 0 {
+            if (opcode - op::IFEQ).is_multiple_of(2) {
                 opcode + 1
             } else {
                 opcode - 1

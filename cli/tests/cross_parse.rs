@@ -20,13 +20,8 @@ fn normalize(m: &str) -> String {
         "iload_", "lload_", "fload_", "dload_", "aload_", "istore_", "lstore_", "fstore_",
         "dstore_", "astore_",
     ];
-    let base = if load_store.iter().any(|p| m.starts_with(p)) {
-        &m[..m.len() - 2]
-    } else if m == "goto_w" || m == "jsr_w" {
-        &m[..m.len() - 2]
-    } else {
-        m
-    };
+    let strip = load_store.iter().any(|p| m.starts_with(p)) || m == "goto_w" || m == "jsr_w";
+    let base = if strip { &m[..m.len() - 2] } else { m };
     base.replace('_', "")
 }
 

@@ -40,7 +40,7 @@ fn pad_class(bytes: &[u8]) -> Option<(Vec<u8>, usize, usize)> {
                 let mut c = false;
                 if let Some(o) = i.branch_offset(code) {
                     let t = i.pc as i64 + o as i64;
-                    c = (i.pc as i64) < mid_pc && t >= mid_pc + 1
+                    c = (i.pc as i64) < mid_pc && t > mid_pc
                         || (i.pc as i64) >= mid_pc && t < mid_pc;
                 }
                 c && i.info().operands == bci::opcodes::Operands::Branch16
