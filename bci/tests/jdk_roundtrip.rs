@@ -95,3 +95,29 @@ fn max_stack_data_flow_matches_javac_on_every_jdk_method() {
         &bad[..bad.len().min(20)]
     );
 }
+
+/// The same identity round trip over the JDK 25 image (class files 69.0), when installed.
+#[test]
+fn identity_round_trip_of_jdk25_when_installed() {
+    let Some(dir) = common::jdk25_corpus() else {
+        eprintln!("SKIPPED: no JDK 25 at /usr/lib/jvm/temurin-25-jdk-amd64");
+        return;
+    };
+    let files = common::class_files(&dir);
+    assert!(files.len() > 20_000);
+    let mut v69 = 0;
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let cf = ClassFile::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        cf.check()
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        v69 += (cf.major == 69) as usize;
+        assert_eq!(
+            ClassWriter::new(&cf).finish().unwrap(),
+            bytes,
+            "{}",
+            f.display()
+        );
+    }
+    assert!(v69 > 20_000, "only {v69} classes of version 69");
+}

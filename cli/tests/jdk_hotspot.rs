@@ -23,17 +23,21 @@ fn rules(toml: &str) -> Rules {
 /// Rewrites the corpus into `out` (modules layout) and adds java/lang/BciProbe to java.base.
 /// Returns (classes rewritten, methods instrumented).
 fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
-    let src = common::jdk_corpus();
+    rewrite_image(&common::jdk_corpus(), &common::java_home(), r, opts, out)
+}
+
+fn rewrite_image(src: &Path, jh: &Path, r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
     let _ = std::fs::remove_dir_all(out);
     let mut reg = Count(0);
     let mut rewritten = 0;
     let mut failures = Vec::new();
     // Our independent verifier judges every rewritten class too (the JDK image is its hierarchy).
-    let hierarchy = bci_verify::ClassPath::new(&[], true).expect("JDK class path");
+    let hierarchy =
+        bci_verify::ClassPath::new(&[src.to_path_buf()], false).expect("JDK class path");
     let mut verify_errors = Vec::new();
-    for f in common::class_files(&src) {
+    for f in common::class_files(src) {
         let bytes = std::fs::read(&f).unwrap();
-        let rel = f.strip_prefix(&src).unwrap();
+        let rel = f.strip_prefix(src).unwrap();
         match instrument_with(&bytes, r, &mut reg, opts) {
             Ok(Outcome::Rewritten(b)) => {
                 // Our own re-parse and full check of the output.
@@ -67,7 +71,6 @@ fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
     );
     // The probe class, compiled into java.base.
     let probe_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probe");
-    let jh = common::java_home();
     let st = Command::new(jh.join("bin/javac"))
         .args([
             "--patch-module",
@@ -83,8 +86,11 @@ fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
 }
 
 fn check_hotspot(out: &Path) {
-    let verdicts =
-        bci_verify::oracle::run_hotspot(&common::java_home(), out, true, &[]).expect("oracle ran");
+    check_hotspot_with(&common::java_home(), out)
+}
+
+fn check_hotspot_with(jh: &Path, out: &Path) {
+    let verdicts = bci_verify::oracle::run_hotspot(jh, out, true, &[]).expect("oracle ran");
     let total = verdicts.len();
     let ok = verdicts.iter().filter(|v| v.ok).count();
     let rejected: Vec<_> = verdicts.iter().filter(|v| v.rejected()).collect();
@@ -154,4 +160,19 @@ fn jdk_forced_wide_jumps_verify_in_hotspot() {
     );
     assert!(classes > 20_000);
     check_hotspot(&out);
+}
+
+/// JDK 25 (class files 69.0), when installed: rewrite its whole image and have HotSpot 25 verify it.
+#[test]
+fn jdk25_probes_verify_in_hotspot_25_when_installed() {
+    let (Some(src), Some(jh)) = (common::jdk25_corpus(), common::jdk25_home()) else {
+        eprintln!("SKIPPED: no JDK 25 at /usr/lib/jvm/temurin-25-jdk-amd64");
+        return;
+    };
+    let r = rules("[runtime]\nclass = \"java/lang/BciProbe\"\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\", \"timer\"]\n");
+    let out = scratch("jdk25-probes");
+    let (classes, methods) = rewrite_image(&src, &jh, &r, &Options::default(), &out);
+    eprintln!("JDK 25: rewrote {classes} classes, {methods} methods");
+    assert!(classes > 20_000);
+    check_hotspot_with(&jh, &out);
 }

@@ -49,6 +49,37 @@ pub fn jdk_corpus() -> PathBuf {
     dst
 }
 
+/// The Temurin JDK 25 home, if this machine has one (optional extra tests: class files 69.0).
+pub fn jdk25_home() -> Option<PathBuf> {
+    let p = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
+    p.join("bin/jimage").exists().then_some(p)
+}
+
+/// The extracted JDK 25 image, when JDK 25 is installed.
+pub fn jdk25_corpus() -> Option<PathBuf> {
+    let jh = jdk25_home()?;
+    let root = workspace().join("target/corpus");
+    let dst = root.join("jdk25");
+    if dst.exists() {
+        return Some(dst);
+    }
+    std::fs::create_dir_all(&root).unwrap();
+    let tmp = root.join(format!("tmp25-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let st = Command::new(jh.join("bin/jimage"))
+        .arg("extract")
+        .arg("--dir")
+        .arg(&tmp)
+        .arg(jh.join("lib/modules"))
+        .status()
+        .expect("run jimage");
+    assert!(st.success(), "jimage extract (JDK 25) failed");
+    if std::fs::rename(&tmp, &dst).is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    Some(dst)
+}
+
 /// Every .class file under `dir`, sorted.
 pub fn class_files(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
