@@ -242,7 +242,7 @@ unsafe extern "system" fn cpu_nanos(_env: *mut sys::JNIEnv, _cls: sys::jclass) -
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn class_file_load_hook(
     _jvmti: *mut sys::jvmtiEnv,
-    _jni: *mut sys::JNIEnv,
+    jni: *mut sys::JNIEnv,
     class_being_redefined: sys::jclass,
     _loader: sys::jobject,
     name: *const c_char,
@@ -267,6 +267,11 @@ unsafe extern "C" fn class_file_load_hook(
         }
         if !a.engine.selects(name) {
             return;
+        }
+        if !jni.is_null() {
+            // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
+            let jni = unsafe { Jni::from_raw(jni) };
+            runtime::sync_module_reads(&a.jvmti, &jni);
         }
         // SAFETY: the VM guarantees class_data points to class_data_len bytes for the callback.
         let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };

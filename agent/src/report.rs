@@ -102,7 +102,7 @@ fn traces(s: &Snapshot, by_thread: bool) -> Vec<Trace> {
     for (ti, t) in s.threads.iter().enumerate() {
         for k in 1..t.nodes.len() {
             let nd = &t.nodes[k];
-            if nd.count == 0 {
+            if nd.count == 0 && nd.self_ns == 0 {
                 continue;
             }
             let key = (by_thread.then_some(ti), t.frames(k));
@@ -159,7 +159,10 @@ pub fn method_rows(s: &Snapshot) -> Vec<MethodRow> {
             }
         }
     }
-    let mut v: Vec<MethodRow> = rows.into_values().filter(|r| r.count > 0).collect();
+    let mut v: Vec<MethodRow> = rows
+        .into_values()
+        .filter(|r| r.count > 0 || r.self_ns > 0 || r.total_ns > 0)
+        .collect();
     v.sort_by(|a, b| {
         b.self_ns
             .cmp(&a.self_ns)
@@ -250,10 +253,12 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
     }
     let total = total_self_ns(s);
     let all = traces(s, o.thread);
-    // rows: cut at cutoff (fraction of total self) or the first zero-count trace
+    // rows: cut at cutoff (fraction of total self) or the first trace without calls or time
+    // (a trace with time but no completed call is a frame still running at the dump: kept, so
+    // that the rows add up to the total)
     let mut rows = Vec::new();
     for t in &all {
-        if t.count == 0 {
+        if t.count == 0 && t.self_ns == 0 {
             break;
         }
         let frac = if total == 0 {

@@ -7,7 +7,7 @@ use crate::options::Options;
 use crate::report::ThreadData;
 use crate::sys;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 pub const PROBES: &str = "bci/runtime/Probes";
 const PROBES_CLASS: &[u8] =
@@ -19,6 +19,10 @@ const PROBES_T_CLASS: &[u8] =
 pub struct Runtime {
     class: GlobalRef,
     sample: StaticMethod,
+    /// The module of Probes (the boot loader's unnamed module).
+    module: GlobalRef,
+    /// How many modules had a read edge added at the last sync.
+    modules_seen: Mutex<usize>,
 }
 
 /// A JNI global reference, valid on every thread until deleted (never, here).
@@ -96,17 +100,37 @@ pub fn define(
     if global.is_null() {
         return Err("NewGlobalRef failed".into());
     }
-    // Read edges: every named module must read the boot loader's unnamed module to call Probes.
-    let module = jni.class_module(cls)?;
-    for m in jvmti.all_modules()? {
-        let _ = jvmti.add_module_reads(m, module);
-        jni.delete_local_ref(m);
-    }
+    let module_local = jni.class_module(cls)?;
+    let module = jni.new_global_ref(module_local);
+    jni.delete_local_ref(module_local);
     let _ = RUNTIME.set(Runtime {
         class: GlobalRef(global),
         sample,
+        module: GlobalRef(module),
+        modules_seen: Mutex::new(0),
     });
+    sync_module_reads(jvmti, jni);
     Ok(())
+}
+
+/// Read edges: every named module must read the boot loader's unnamed module (where Probes
+/// is) to call it. Done at VMInit for every module, and again from the class hook whenever the
+/// number of modules changed (a new ModuleLayer defines its modules before loading classes).
+pub fn sync_module_reads(jvmti: &Jvmti, jni: &Jni) {
+    let Some(rt) = get() else { return };
+    let Ok(mods) = jvmti.all_modules() else {
+        return;
+    };
+    let mut seen = rt.modules_seen.lock().unwrap_or_else(|p| p.into_inner());
+    if mods.len() != *seen {
+        for &m in &mods {
+            let _ = jvmti.add_module_reads(m, rt.module.0);
+        }
+        *seen = mods.len();
+    }
+    for m in mods {
+        jni.delete_local_ref(m);
+    }
 }
 
 pub fn switch_on(jni: &Jni) -> Result<(), String> {

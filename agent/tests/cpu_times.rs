@@ -797,3 +797,73 @@ fn javac_output_identical_under_agent() {
     assert_eq!(r.count("com.sun.tools.javac.main.JavaCompiler.compile"), 1);
     r.check_invariants("javac");
 }
+
+/// A named module defined after VMInit (a new ModuleLayer) can call the runtime: the hook
+/// adds its read edge before its classes load.
+#[test]
+fn module_layer_defined_later() {
+    let dir = tmp("layer");
+    let m = dir.join("src/m.lib/lib");
+    std::fs::create_dir_all(&m).unwrap();
+    std::fs::write(
+        dir.join("src/m.lib/module-info.java"),
+        "module m.lib { exports lib; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.join("Lib.java"),
+        "package lib;\npublic class Lib {\n    public static int f(int x) { return g(x) + 1; }\n    static int g(int x) { return x * 2; }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("Layer.java"),
+        r#"
+import java.lang.module.*;
+import java.nio.file.*;
+import java.util.*;
+public class Layer {
+    public static void main(String[] a) throws Exception {
+        Configuration cf = ModuleLayer.boot().configuration().resolve(ModuleFinder.of(Path.of(a[0])), ModuleFinder.of(), Set.of("m.lib"));
+        ModuleLayer layer = ModuleLayer.boot().defineModulesWithOneLoader(cf, ClassLoader.getSystemClassLoader());
+        Class<?> c = layer.findLoader("m.lib").loadClass("lib.Lib");
+        int s = 0;
+        for (int i = 0; i < 10; i++) s += (int) c.getMethod("f", int.class).invoke(null, i);
+        System.out.println("layer " + s + " " + c.getModule());
+    }
+}
+"#,
+    )
+    .unwrap();
+    let javac = |args: &[&str]| {
+        let o = Command::new(jdk_tool("javac"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    javac(&[
+        "-d",
+        "mods/m.lib",
+        "src/m.lib/module-info.java",
+        "src/m.lib/lib/Lib.java",
+    ]);
+    javac(&["-d", "app", "Layer.java"]);
+    let f = dir.join("out.txt");
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg(format!(
+        "-agentpath:{}=file={},cutoff=0",
+        agent_lib().display(),
+        f.display()
+    ))
+    .args(["-Xverify:all", "-cp"])
+    .arg(dir.join("app"))
+    .arg("Layer")
+    .arg(dir.join("mods"));
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("layer 100 module m.lib"));
+    let r = parse_report(&std::fs::read_to_string(&f).unwrap());
+    assert_eq!(r.count("lib.Lib.f"), 10);
+    assert_eq!(r.count("lib.Lib.g"), 10);
+}
