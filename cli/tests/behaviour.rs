@@ -89,3 +89,90 @@ fn probes_fire_exactly_once_per_entry_exit_and_unwind() {
     .join(" ");
     assert_eq!(lines[1], expected);
 }
+
+/// Class files before version 50 have no StackMapTable and may use jsr/ret. A method calling a
+/// subroutine, in a class downgraded to 49.0, is instrumented and must run (old verifier,
+/// -Xverify:all) with the same result and exact probes.
+#[test]
+fn old_class_with_jsr_ret_is_instrumented_and_runs() {
+    let jh = common::java_home();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let out = common::workspace().join("target/test-out/old");
+    let _ = std::fs::remove_dir_all(&out);
+    let classes = out.join("classes");
+    let st = Command::new(jh.join("bin/javac"))
+        .args(["--release", "8", "-d"])
+        .arg(&classes)
+        .args(["Probe.java", "Old.java"].map(|f| fx.join(f)))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // f: iconst_0; istore_1; jsr SUB; iload_0; iload_1; iadd; ireturn;
+    //    SUB: astore_2; iinc 1 10; ret 2
+    let code: [u8; 15] = [
+        0x03, 0x3c, 0xa8, 0x00, 0x07, 0x1a, 0x1b, 0x60, 0xac, 0x4d, 0x84, 0x01, 0x0a, 0xa9, 0x02,
+    ];
+    let path = classes.join("Old.class");
+    let bytes = std::fs::read(&path).unwrap();
+    let cf = bci::ClassFile::parse(&bytes).unwrap();
+    let k = cf
+        .methods
+        .iter()
+        .position(|m| cf.member_name(m) == "f")
+        .unwrap();
+    let mut body = Vec::new();
+    body.extend_from_slice(&2u16.to_be_bytes()); // max_stack
+    body.extend_from_slice(&3u16.to_be_bytes()); // max_locals
+    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    body.extend_from_slice(&code);
+    body.extend_from_slice(&[0, 0, 0, 0]); // no handlers, no attributes
+    let mut w = bci::ClassWriter::new(&cf);
+    w.set_code(k, body).unwrap();
+    let mut old = w.finish().unwrap();
+    old[6..8].copy_from_slice(&49u16.to_be_bytes());
+    let old_cf = bci::ClassFile::parse(&old).unwrap();
+    assert_eq!(old_cf.major, 49);
+    old_cf.check().unwrap();
+    std::fs::write(&path, &old).unwrap();
+    // Uninstrumented, it runs and prints 15.
+    let cp = classes.display().to_string();
+    let run = Command::new(jh.join("bin/java"))
+        .args(["-Xverify:all", "-cp", &cp, "Old"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout).lines().next(),
+        Some("15"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Instrumented: same result; f entered and exited once, main entered.
+    let inst = out.join("inst");
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .arg("instrument")
+        .arg(&classes)
+        .arg(&inst)
+        .args(["--runtime", "Probe", "--include", "Old", "--strict"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let icp = format!("{}:{}", inst.display(), classes.display());
+    let run = Command::new(jh.join("bin/java"))
+        .args(["-Xverify:all", "-cp", &icp, "Old"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "15");
+    // ids: 0 = <init>, 1 = f, 2 = main (class-file order); main's exit comes after the print.
+    assert_eq!(lines[1], ">#2 >#1 <#1");
+    let inst_cf_bytes = std::fs::read(inst.join("Old.class")).unwrap();
+    let inst_cf = bci::ClassFile::parse(&inst_cf_bytes).unwrap();
+    assert_eq!(inst_cf.major, 49);
+    inst_cf.check().unwrap();
+}
