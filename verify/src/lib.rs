@@ -184,23 +184,17 @@ pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyE
                 continue;
             }
         };
-        if cf.major >= 50 {
-            if let Err((o, msg)) = typecheck::typecheck(&cx, &starts) {
-                if cf.major > 50 {
-                    errs.push(err(o, msg));
-                }
+        let result = if cf.major >= 50 {
+            match typecheck::typecheck(&cx, &starts) {
+                // version 50: HotSpot falls back to the inference verifier when type checking fails
+                Err(_) if cf.major == 50 => typecheck::infer(&cx, &starts),
+                r => r,
             }
-        } else if let Some(n) = classfile::valid_method_desc(m.desc) {
-            let need = n + (m.access & classfile::ACC_STATIC == 0) as usize;
-            if need > code.max_locals as usize {
-                errs.push(err(
-                    None,
-                    format!(
-                        "arguments can't fit into locals: expected max_locals >= {need}, found {}",
-                        code.max_locals
-                    ),
-                ));
-            }
+        } else {
+            typecheck::infer(&cx, &starts)
+        };
+        if let Err((o, msg)) = result {
+            errs.push(err(o, msg));
         }
     }
     errs

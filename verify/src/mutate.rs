@@ -1047,6 +1047,28 @@ pub fn insert_entry_probe(bytes: &[u8], probe_class: &str) -> Option<Vec<u8>> {
 }
 
 /// Like [`sites`] for every class version.
+pub fn sites_any(bytes: &[u8]) -> Vec<Site> {
+    let mut v = sites_all(bytes);
+    if let Ok(cf) = ClassFile::parse(bytes) {
+        let names: Vec<String> = cf
+            .methods
+            .iter()
+            .filter(|m| m.attributes.iter().any(|a| a.name == b"Code"))
+            .map(|m| {
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(m.name),
+                    String::from_utf8_lossy(m.desc)
+                )
+            })
+            .collect();
+        for (s, n) in v.iter_mut().zip(names) {
+            s.method = n;
+        }
+    }
+    v
+}
+
 fn sites_all(bytes: &[u8]) -> Vec<Site> {
     let Ok(cf) = ClassFile::parse(bytes) else {
         return vec![];
@@ -1063,4 +1085,190 @@ fn sites_all(bytes: &[u8]) -> Vec<Site> {
         }
     }
     v
+}
+
+/// Turn a class into a version-49 class file (no StackMapTable), so the inference verifier is judged
+/// on real code: None if the class uses anything version 49 cannot have (invokedynamic, method handle
+/// or dynamic constants, interface method refs from invokestatic/invokespecial, non-abstract interface
+/// methods, modules).
+pub fn downgrade_to_49(bytes: &[u8]) -> Option<Vec<u8>> {
+    let cf = ClassFile::parse(bytes).ok()?;
+    if cf.cp.entries.iter().any(|e| {
+        matches!(
+            e,
+            Cp::MethodHandle(..)
+                | Cp::MethodType(_)
+                | Cp::InvokeDynamic(..)
+                | Cp::Dynamic(..)
+                | Cp::Module(_)
+                | Cp::Package(_)
+        )
+    }) {
+        return None;
+    }
+    let is_iface = cf.access & crate::classfile::ACC_INTERFACE != 0;
+    if is_iface
+        && cf
+            .methods
+            .iter()
+            .any(|m| m.name != b"<clinit>" && m.access & crate::classfile::ACC_ABSTRACT == 0)
+    {
+        return None;
+    }
+    let mut out = bytes.to_vec();
+    for site in sites_all(bytes).iter().rev() {
+        let data = bytes.get(site.attr_off..site.attr_off + site.attr_len)?;
+        let code = Code::parse(data, &cf.cp).ok()?;
+        for pc in insns(code.code) {
+            if matches!(code.code[pc], 183 | 184)
+                && matches!(
+                    cf.cp.get(be_u2(code.code, pc + 1)?),
+                    Some(Cp::InterfaceMethodref(..))
+                )
+            {
+                return None;
+            }
+        }
+        let p = Parts {
+            max_stack: code.max_stack,
+            max_locals: code.max_locals,
+            code: code.code.to_vec(),
+            ex: code
+                .exceptions
+                .iter()
+                .map(|e| [e.start, e.end, e.handler, e.catch_type])
+                .collect(),
+            attrs: code
+                .attributes
+                .iter()
+                .filter(|a| a.name != b"StackMapTable")
+                .map(|a| {
+                    (
+                        be_u2(data, offset_in(data, a.data) - 6).unwrap_or(0),
+                        a.data.to_vec(),
+                        false,
+                    )
+                })
+                .collect(),
+        };
+        let new_data = p.encode();
+        let mut repl = (new_data.len() as u32).to_be_bytes().to_vec();
+        repl.extend_from_slice(&new_data);
+        out.splice(site.attr_off - 4..site.attr_off + site.attr_len, repl);
+    }
+    out[6] = 0;
+    out[7] = 49;
+    Some(out)
+}
+
+/// Result of [`run_old_version_corpus`].
+#[derive(Default, Debug)]
+pub struct OldReport {
+    /// classes downgraded to version 49
+    pub downgraded: usize,
+    /// unmodified downgraded classes rejected by us / by HotSpot
+    pub ours_rejects_unmodified: usize,
+    pub hotspot_rejects_unmodified: usize,
+    pub mutants: usize,
+    pub compared: usize,
+    pub agree: usize,
+    pub hotspot_rejected: usize,
+    pub disagreements: std::collections::BTreeMap<String, usize>,
+    pub samples: Vec<String>,
+}
+
+/// The inference verifier vs HotSpot's old verifier on real code: classes of `jars` downgraded to
+/// version 49 (no frames), unmodified (all must pass both) and with `n` mutants.
+pub fn run_old_version_corpus(
+    java_home: &std::path::Path,
+    jars: &[std::path::PathBuf],
+    jdk_tree: &std::path::Path,
+    n: usize,
+    seed: u64,
+    work: &std::path::Path,
+) -> std::io::Result<OldReport> {
+    use crate::{hierarchy::ClassPath, oracle, verify_class};
+    let _ = std::fs::remove_dir_all(work);
+    let mut entries = jars.to_vec();
+    entries.push(jdk_tree.to_path_buf());
+    let cp = ClassPath::new(&entries, false)?;
+    let mut old = Vec::new();
+    for j in jars {
+        for (name, b) in ClassPath::read_all(j)? {
+            if let Some(d) = downgrade_to_49(&b) {
+                old.push((name, d));
+            }
+        }
+    }
+    let mut rep = OldReport {
+        downgraded: old.len(),
+        ..Default::default()
+    };
+    let base = work.join("base");
+    for (name, b) in &old {
+        let p = base.join(name);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        std::fs::write(&p, b)?;
+        let e = verify_class(b, &cp);
+        if let Some(e) = e.first() {
+            rep.ours_rejects_unmodified += 1;
+            rep.samples.push(format!("ours rejects unmodified: {e}"));
+        }
+    }
+    for v in oracle::run_hotspot(java_home, &base, false, &[])? {
+        if v.rejected() {
+            rep.hotspot_rejects_unmodified += 1;
+            rep.samples
+                .push(format!("hotspot rejects unmodified: {v:?}"));
+        }
+    }
+    let mut rng = Rng::new(seed);
+    let mdir = work.join("m");
+    std::fs::create_dir_all(&mdir)?;
+    let mut files = Vec::new();
+    let mut ours = Vec::new();
+    let mut kinds = Vec::new();
+    let mut tries = 0;
+    while files.len() < n && tries < n * 50 && !old.is_empty() {
+        tries += 1;
+        let kind = KINDS[tries % KINDS.len()];
+        let (name, b) = &old[rng.below(old.len())];
+        let ss = sites_any(b);
+        if ss.is_empty() {
+            continue;
+        }
+        let Some(m) = mutate(b, &ss[rng.below(ss.len())], kind, &mut rng) else {
+            continue;
+        };
+        let p = mdir.join(format!("{}.class", files.len()));
+        std::fs::write(&p, &m)?;
+        files.push((p, name.trim_end_matches(".class").replace('/', ".")));
+        ours.push(verify_class(&m, &cp).first().map(|e| e.to_string()));
+        kinds.push(kind);
+    }
+    rep.mutants = files.len();
+    let mut shared = vec![base];
+    shared.extend(jars.iter().cloned());
+    let verdicts = oracle::run_hotspot_isolated(java_home, &files, &shared)?;
+    for ((o, k), v) in ours.iter().zip(&kinds).zip(&verdicts) {
+        if !(v.ok || v.rejected()) {
+            continue;
+        }
+        rep.compared += 1;
+        rep.hotspot_rejected += v.rejected() as usize;
+        if o.is_some() == v.rejected() {
+            rep.agree += 1;
+        } else {
+            *rep.disagreements
+                .entry(format!("{k:?} ours_rejects={}", o.is_some()))
+                .or_default() += 1;
+            rep.samples.push(format!(
+                "{k:?}: ours {o:?} | hotspot {}",
+                v.message.chars().take(200).collect::<String>()
+            ));
+        }
+    }
+    Ok(rep)
 }

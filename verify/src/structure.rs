@@ -44,8 +44,9 @@ pub fn check_modifiers(cf: &ClassFile<'_>) -> Res<()> {
     let f = cf.access;
     let is_interface = f & 0x0200 != 0;
     if f & 0x8000 == 0 {
-        let (abs, fin, sup, en, ann) = (
-            f & 0x0400 != 0,
+        // before version 50 HotSpot sets ACC_ABSTRACT on interfaces itself
+        let abs = f & 0x0400 != 0 || (is_interface && major < 50);
+        let (fin, sup, en, ann) = (
             f & 0x0010 != 0,
             f & 0x0020 != 0,
             f & 0x4000 != 0,

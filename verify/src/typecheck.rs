@@ -466,6 +466,10 @@ struct Checker<'c, 'h, 'a> {
     f: Frame<'a>,
     frames: Vec<(usize, Frame<'a>)>,
     frame_at: Vec<u32>,
+    /// type inference (class files < 50, and the version-50 fallback) instead of type checking
+    infer: bool,
+    /// inference: (target, state) edges produced by the current instruction
+    pending: std::cell::RefCell<Vec<(usize, Frame<'a>)>>,
     max_stack: usize,
     ret: Option<VType<'a>>, // None = void
     is_init: bool,
@@ -628,6 +632,10 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
     }
 
     fn check_jump(&self, pc: usize, target: usize) -> R<()> {
+        if self.infer {
+            self.pending.borrow_mut().push((target, self.f.clone()));
+            return Ok(());
+        }
         let Some(fi) = self.frame_index(target) else {
             return at(
                 pc,
@@ -652,6 +660,16 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
                         Err(m) => return at(pc, m.0),
                     }
                 };
+                if self.infer {
+                    let hf = Frame {
+                        locals: frame.locals.clone(),
+                        stack: vec![catch],
+                        stack_size: 1,
+                        this_uninit: frame.this_uninit || this_uninit,
+                    };
+                    self.pending.borrow_mut().push((e.handler as usize, hf));
+                    continue;
+                }
                 let hp = e.handler as usize;
                 let Some(fi) = self.frame_index(hp) else {
                     return at(
@@ -1024,7 +1042,7 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
                         if cls != this_cls && Some(cls) != self.cx.cf.super_class {
                             return at(pc, format!("bad <init> method call: expected {} or its superclass, found {ref_t}", VType::Ref(Name::B(this_cls))));
                         }
-                        if in_try {
+                        if in_try && !self.infer {
                             for e in &self.cx.code.exceptions {
                                 if pc >= e.start as usize && pc < e.end as usize && !self.ends_in_athrow(e.handler as usize) {
                                     return at(pc, "bad <init> method call from after the start of a try block");
@@ -1730,8 +1748,7 @@ impl<'c, 'h, 'a> Checker<'c, 'h, 'a> {
 }
 
 /// Type-check one method (class version >= 50). `starts` from [`scan_code`].
-pub fn typecheck(cx: &MethodCtx<'_, '_, '_>, scan: &Scan) -> R<()> {
-    let starts = &scan.starts[..];
+fn initial_frame<'a>(cx: &MethodCtx<'_, '_, 'a>) -> R<(Frame<'a>, Option<VType<'a>>)> {
     let code = cx.code;
     let cf = cx.cf;
     let m = cx.m;
@@ -1763,12 +1780,28 @@ pub fn typecheck(cx: &MethodCtx<'_, '_, '_>, scan: &Scan) -> R<()> {
         ));
     }
     locals.resize(max_locals, VType::Top);
-    let initial = Frame {
-        locals,
-        stack: vec![],
-        stack_size: 0,
-        this_uninit,
+    let ret = if ret == b"V" {
+        None
+    } else {
+        Some(VType::from_desc(ret))
     };
+    Ok((
+        Frame {
+            locals,
+            stack: vec![],
+            stack_size: 0,
+            this_uninit,
+        },
+        ret,
+    ))
+}
+
+/// Type-check one method (class version >= 50) against its StackMapTable. `scan` from [`scan_code`].
+pub fn typecheck(cx: &MethodCtx<'_, '_, '_>, scan: &Scan) -> R<()> {
+    let starts = &scan.starts[..];
+    let code = cx.code;
+    let cf = cx.cf;
+    let (initial, ret) = initial_frame(cx)?;
     let mut frames = Vec::new();
     let mut smt_count = 0;
     for a in &code.attributes {
@@ -1791,20 +1824,250 @@ pub fn typecheck(cx: &MethodCtx<'_, '_, '_>, scan: &Scan) -> R<()> {
         }
         frame_at[*off] = i as u32;
     }
-    let ret = if ret == b"V" {
-        None
-    } else {
-        Some(VType::from_desc(ret))
-    };
     let mut ck = Checker {
         cx,
         f: initial,
         frames,
         frame_at,
+        infer: false,
+        pending: Default::default(),
         max_stack: code.max_stack as usize,
         ret,
-        is_init,
+        is_init: cx.m.name == b"<init>",
         args: Vec::new(),
     };
     ck.run(&scan.insns)
+}
+
+/// Least upper bound of two reference types for type inference: the nearest common superclass;
+/// interfaces and mixed array/class merge to Object. Unknown classes: lenient (keeps `a`).
+fn lub<'a>(h: &Hier<'_, 'a>, a: &Name<'a>, b: &Name<'a>) -> Name<'a> {
+    let (x, y) = (a.bytes(), b.bytes());
+    if x == y {
+        return a.clone();
+    }
+    if x == OBJECT || y == OBJECT {
+        return Name::B(OBJECT);
+    }
+    let ax = x.first() == Some(&b'[');
+    let ay = y.first() == Some(&b'[');
+    if ax || ay {
+        if !(ax && ay) {
+            return Name::B(OBJECT);
+        }
+        let (cx, cy) = (&x[1..], &y[1..]);
+        let refc = |c: &[u8]| matches!(c.first(), Some(b'L' | b'['));
+        if !(refc(cx) && refc(cy)) {
+            return Name::B(OBJECT);
+        }
+        let strip = |c: &[u8]| -> Vec<u8> {
+            if c.first() == Some(&b'L') && c.len() >= 2 {
+                c[1..c.len() - 1].to_vec()
+            } else {
+                c.to_vec()
+            }
+        };
+        let (sx, sy) = (strip(cx), strip(cy));
+        let l = lub(
+            h,
+            &Name::O(std::rc::Rc::from(sx)),
+            &Name::O(std::rc::Rc::from(sy)),
+        );
+        let lb = l.bytes();
+        let mut v = vec![b'['];
+        if lb.first() == Some(&b'[') {
+            v.extend_from_slice(lb);
+        } else {
+            v.push(b'L');
+            v.extend_from_slice(lb);
+            v.push(b';');
+        }
+        return Name::O(std::rc::Rc::from(v));
+    }
+    match (h.is_interface(x), h.is_interface(y)) {
+        (Some(true), _) | (_, Some(true)) => return Name::B(OBJECT),
+        (None, _) | (_, None) => return a.clone(),
+        _ => {}
+    }
+    // supers of x
+    let mut chain = vec![x.to_vec()];
+    let mut cur = x.to_vec();
+    for _ in 0..256 {
+        match h.super_of(&cur) {
+            Some(s) => {
+                chain.push(s.clone());
+                cur = s;
+            }
+            None => break,
+        }
+    }
+    let mut cur = y.to_vec();
+    for _ in 0..256 {
+        if chain.contains(&cur) {
+            return Name::O(std::rc::Rc::from(cur));
+        }
+        match h.super_of(&cur) {
+            Some(s) => cur = s,
+            None => break,
+        }
+    }
+    if chain.last().map(|c| c.as_slice()) == Some(OBJECT) && cur == OBJECT {
+        Name::B(OBJECT)
+    } else {
+        a.clone() // unknown links: lenient
+    }
+}
+
+fn merge_type<'a>(h: &Hier<'_, 'a>, a: &VType<'a>, b: &VType<'a>) -> VType<'a> {
+    if a == b {
+        return a.clone();
+    }
+    match (a, b) {
+        (VType::Null, VType::Ref(_)) => b.clone(),
+        (VType::Ref(_), VType::Null) => a.clone(),
+        (VType::Ref(x), VType::Ref(y)) => VType::Ref(lub(h, x, y)),
+        _ => VType::Top,
+    }
+}
+
+/// Merge `inc` into `cur`; Ok(changed). Stack shapes must agree; locals that disagree become unusable.
+fn merge_frame<'a>(h: &Hier<'_, 'a>, cur: &mut Frame<'a>, inc: &Frame<'a>) -> Result<bool, String> {
+    if cur.stack.len() != inc.stack.len() || cur.stack_size != inc.stack_size {
+        return Err(format!(
+            "inconsistent stack height: expected {}, found {}",
+            cur.stack_size, inc.stack_size
+        ));
+    }
+    let mut changed = false;
+    for (i, (a, b)) in cur.stack.iter_mut().zip(inc.stack.iter()).enumerate() {
+        let m = merge_type(h, a, b);
+        if m == VType::Top {
+            return Err(format!(
+                "mismatched stack types at {i}: expected {a}, found {b}"
+            ));
+        }
+        if &m != a {
+            *a = m;
+            changed = true;
+        }
+    }
+    for (a, b) in cur.locals.iter_mut().zip(inc.locals.iter()) {
+        let m = merge_type(h, a, b);
+        if &m != a {
+            *a = m;
+            changed = true;
+        }
+    }
+    // a long/double whose second half became unusable is unusable too
+    for i in 0..cur.locals.len() {
+        if cur.locals[i].is_cat2() && cur.locals.get(i + 1) != Some(&VType::Top) {
+            cur.locals[i] = VType::Top;
+            changed = true;
+        }
+    }
+    if inc.this_uninit && !cur.this_uninit {
+        cur.this_uninit = true;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Type inference by data flow (the pre-StackMapTable verifier, JVMS §4.10.2), for class files < 50 and
+/// as HotSpot's fallback for version 50. Methods with jsr/ret are skipped (no subroutine analysis).
+pub fn infer(cx: &MethodCtx<'_, '_, '_>, scan: &Scan) -> R<()> {
+    let code = cx.code.code;
+    if scan.insns.iter().any(|&(pc, _)| {
+        matches!(code[pc as usize], 168 | 169 | 201)
+            || (code[pc as usize] == 196 && code.get(pc as usize + 1) == Some(&169))
+    }) {
+        return Ok(());
+    }
+    let (initial, ret) = initial_frame(cx)?;
+    let n = code.len();
+    let mut len_at = vec![0u32; n];
+    for &(pc, l) in &scan.insns {
+        len_at[pc as usize] = l;
+    }
+    let mut ck = Checker {
+        cx,
+        f: initial.clone(),
+        frames: Vec::new(),
+        frame_at: Vec::new(),
+        infer: true,
+        pending: Default::default(),
+        max_stack: cx.code.max_stack as usize,
+        ret,
+        is_init: cx.m.name == b"<init>",
+        args: Vec::new(),
+    };
+    let h = cx.hier;
+    for e in &cx.code.exceptions {
+        if e.catch_type != 0 {
+            let nm = cx.cf.cp.class_name(e.catch_type).map_err(|m| (None, m.0))?;
+            if !h.assignable(&VType::from_class_name(nm), &VType::Ref(Name::B(THROWABLE))) {
+                return Err((
+                    Some(e.handler as u32),
+                    format!(
+                        "catch type is not a subclass of Throwable: found {}",
+                        mutf8_to_string(nm)
+                    ),
+                ));
+            }
+        }
+    }
+    let mut states: Vec<Option<Frame>> = vec![None; n];
+    states[0] = Some(initial);
+    let mut queued = vec![false; n];
+    let mut work = vec![0usize];
+    queued[0] = true;
+    let mut steps = 0usize;
+    while let Some(pc) = work.pop() {
+        queued[pc] = false;
+        steps += 1;
+        if steps > 5_000_000 {
+            return Ok(()); // give up (lenient) on pathological methods
+        }
+        let Some(st) = states[pc].clone() else {
+            continue;
+        };
+        ck.f = st;
+        ck.pending.borrow_mut().clear();
+        let in_try = cx
+            .code
+            .exceptions
+            .iter()
+            .any(|e| pc >= e.start as usize && pc < e.end as usize);
+        if in_try {
+            let pre = ck.f.clone();
+            ck.check_handlers(pc, &pre, false)?;
+        }
+        let mut this_uninit = false;
+        let flows = ck.step(pc, in_try, &mut this_uninit)?;
+        if in_try {
+            let post = ck.f.clone();
+            ck.check_handlers(pc, &post, this_uninit)?;
+        }
+        let mut edges = std::mem::take(&mut *ck.pending.borrow_mut());
+        if flows {
+            let next = pc + len_at[pc] as usize;
+            if next >= n {
+                return at(pc, "falling off the end of the code");
+            }
+            edges.push((next, ck.f.clone()));
+        }
+        for (t, fr) in edges {
+            let changed = match &mut states[t] {
+                None => {
+                    states[t] = Some(fr);
+                    true
+                }
+                Some(cur) => merge_frame(h, cur, &fr).map_err(|m| (Some(t as u32), m))?,
+            };
+            if changed && !queued[t] {
+                queued[t] = true;
+                work.push(t);
+            }
+        }
+    }
+    Ok(())
 }
