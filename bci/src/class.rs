@@ -292,6 +292,107 @@ impl<'a> ClassFile<'a> {
         Ok(())
     }
 
+    /// Checks that `data` is a u16 count followed by that many u16 indices of constants tagged
+    /// `tag` (or a fixed `len` of single indices when `counted` is false).
+    fn check_indices(
+        &self,
+        a: &Attribute<'a>,
+        counted: bool,
+        width: usize,
+        tags: &[&[u8]],
+    ) -> Result<()> {
+        use crate::reader::be16;
+        let d = a.data;
+        let (n, start) = if counted {
+            if d.len() < 2 {
+                return Err(Error::format("attribute too short").at(a.offset));
+            }
+            (be16(d, 0) as usize, 2)
+        } else {
+            (1, 0)
+        };
+        if d.len() != start + n * width {
+            return Err(Error::format(format!(
+                "attribute length {} does not match {n} entries",
+                d.len()
+            ))
+            .at(a.offset));
+        }
+        for k in 0..n {
+            for (j, allowed) in tags.iter().enumerate() {
+                let at = start + k * width + 2 * j;
+                let idx = be16(d, at);
+                let t = self.cp.tag(idx);
+                let ok =
+                    (idx == 0 && allowed.contains(&0)) || t.is_some_and(|t| allowed.contains(&t));
+                if !ok {
+                    return Err(Error::format(format!(
+                        "entry {k}: #{idx} is {}",
+                        t.map_or("out of range", crate::cp::tag_name)
+                    ))
+                    .at(a.offset + at));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_member_attrs(&self, m: &Member<'a>, method: bool) -> Result<()> {
+        use crate::cp::tag;
+        for a in &m.attributes {
+            let n = self.attr_name(a);
+            let r = match (&*n, method) {
+                ("Exceptions", true) => self.check_indices(a, true, 2, &[&[tag::CLASS]]),
+                ("Signature", _) => self.check_indices(a, false, 2, &[&[tag::UTF8]]),
+                ("ConstantValue", false) => self.check_indices(
+                    a,
+                    false,
+                    2,
+                    &[&[
+                        tag::INTEGER,
+                        tag::FLOAT,
+                        tag::LONG,
+                        tag::DOUBLE,
+                        tag::STRING,
+                    ]],
+                ),
+                _ => Ok(()),
+            };
+            r.map_err(|e| e.context(n.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn check_class_attr(&self, a: &Attribute<'a>) -> Result<()> {
+        use crate::cp::tag;
+        match &*self.attr_name(a) {
+            "SourceFile" | "Signature" => self.check_indices(a, false, 2, &[&[tag::UTF8]]),
+            "NestHost" => self.check_indices(a, false, 2, &[&[tag::CLASS]]),
+            "NestMembers" | "PermittedSubclasses" => {
+                self.check_indices(a, true, 2, &[&[tag::CLASS]])
+            }
+            "EnclosingMethod" => {
+                self.check_indices(a, false, 4, &[&[tag::CLASS], &[0, tag::NAME_AND_TYPE]])
+            }
+            "InnerClasses" => {
+                // inner_class_info, outer_class_info (or 0), inner_name (or 0), access flags
+                let d = a.data;
+                if d.len() < 2 || d.len() != 2 + 8 * crate::reader::be16(d, 0) as usize {
+                    return Err(
+                        Error::format("attribute length does not match its entries").at(a.offset)
+                    );
+                }
+                self.check_indices(
+                    a,
+                    true,
+                    8,
+                    &[&[tag::CLASS], &[0, tag::CLASS], &[0, tag::UTF8]],
+                )
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn check_method(&self, m: &Member<'a>) -> Result<()> {
         let code = self.find_attr(&m.attributes, "Code");
         let abstract_or_native = m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0;
