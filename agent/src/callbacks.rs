@@ -395,8 +395,10 @@ fn dump(a: &Agent, jni: &Jni) {
             .sum();
         let nodes: usize = snap.threads.iter().map(|t| t.nodes.len()).sum();
         let misses: u64 = snap.threads.iter().map(|t| t.cache_misses).sum();
+        let slow: u64 = snap.threads.iter().map(|t| t.slow_enters).sum();
         log(&format!(
-            "{} threads, {calls} calls, {nodes} call-path nodes, {misses} callee-cache misses",
+            "{} threads, {calls} calls ({slow} off the inlined path), {nodes} call-path nodes, \
+             {misses} callee-cache misses",
             snap.threads.len()
         ));
     }

@@ -25,6 +25,8 @@ pub struct ThreadData {
     pub mismatches: u64,
     /// Entries whose call-path node was not in the caller's callee cache.
     pub cache_misses: u64,
+    /// Entries that took the runtime's out-of-line path.
+    pub slow_enters: u64,
 }
 
 impl ThreadData {
@@ -52,6 +54,7 @@ impl ThreadData {
         }
         let mismatches = it.next().unwrap_or(0).max(0) as u64;
         let cache_misses = it.next().unwrap_or(0).max(0) as u64;
+        let slow_enters = it.next().unwrap_or(0).max(0) as u64;
         if nodes.iter().any(|nd| nd.prefix >= n) {
             return None;
         }
@@ -61,6 +64,7 @@ impl ThreadData {
             total_ns,
             mismatches,
             cache_misses,
+            slow_enters,
         })
     }
 
@@ -459,6 +463,7 @@ mod tests {
             total_ns: vec![6_000_000, 5_000_000],
             mismatches: 0,
             cache_misses: 0,
+            slow_enters: 0,
         };
         Snapshot {
             threads: vec![t],

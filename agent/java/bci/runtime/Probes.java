@@ -90,9 +90,9 @@ public final class Probes {
         }
     }
 
-    // What the JIT inlines into an instrumented method is a short fast path: the caller's
-    // frame already knows the node of this callee (per-frame inline cache), so entry is four
-    // stores and exit one increment. Everything else is in enter0/exit0, which are @DontInline
+    // What the JIT inlines into an instrumented method is a short fast path: a per-thread
+    // direct-mapped cache (context node, method) -> call-path node, so entry is one lookup and
+    // three stores and exit one increment. Everything else is in enter0/exit0, which are @DontInline
     // (honoured for boot-loader classes): inlining the whole recording code at every call site
     // made C2 spend most of a javac run compiling (perf: 58 % of the CPU in its register
     // allocator). `last` is non-null only while recording without a per-call clock.
@@ -102,12 +102,13 @@ public final class Probes {
         if (s != null && s.thread == Thread.currentThread()) {
             int b = s.sp;
             long[] fr = s.fr;
-            if (b >= 8 && b + 8 <= fr.length) {
-                long c = fr[b - 6];
-                if ((int) (c >>> 32) == id) {
-                    fr[b] = c;
-                    fr[b + 1] = s.nCtx[(int) c];
-                    fr[b + 2] = -1L;
+            if (b + 8 <= fr.length) {
+                int ctx = b == 0 ? 0 : (int) fr[b - 7];
+                int h = (ctx * 0x9E3779B1 + id) & T.DM_MASK;
+                if (s.dmKey[h] == (((long) ctx << 32) | id)) {
+                    int node = s.dmNode[h];
+                    fr[b] = ((long) id << 32) | node;
+                    fr[b + 1] = s.nCtx[node];
                     s.sp = b + 8;
                     return;
                 }
@@ -319,8 +320,10 @@ public final class Probes {
 
 
         long mismatches;
-        /** Entries that missed the 5-callee cache of their context (statistics). */
+        /** Entries that missed the callee cache of their context (statistics). */
         long misses;
+        /** Entries that took the out-of-line path (statistics). */
+        long slowEnters;
 
         T(Thread thread, int serial, String name, int depth) {
             this.thread = thread;
@@ -334,13 +337,18 @@ public final class Probes {
             for (int k = 0; k < hKey.length; k++) {
                 hKey[k] = -1L;
             }
+            for (int k = 0; k < dmKey.length; k++) {
+                dmKey[k] = -1L;
+            }
         }
 
-        // Shadow stack, 8 longs per frame: [id << 32 | node, ctx for callees, last callee made
-        // from this frame (id << 32 | node, -1 = none), start time, time in callees, -, -, -].
-        // The last-callee slot is a per-frame inline cache: a loop calling the same method
-        // finds its node without touching the (large) node tables.
+        // Shadow stack, 8 longs per frame: [id << 32 | node, ctx for callees, -, start time,
+        // time in callees, -, -, -].
         long[] fr = new long[8 * 64];
+        // Direct-mapped cache (ctx << 32 | id) -> node, read by the inlined fast path of enter.
+        static final int DM_MASK = (1 << 14) - 1;
+        final long[] dmKey = new long[DM_MASK + 1];
+        final int[] dmNode = new int[DM_MASK + 1];
         // per node
         long[] nCount = new long[256];
         long[] nSelf = new long[256];
@@ -355,26 +363,19 @@ public final class Probes {
         int[] sMark = new int[256];
 
         void enter(int id) {
+            slowEnters++;
             int b = sp;
             long[] fr = this.fr;
             if (b + 8 > fr.length) {
                 fr = growStack();
             }
-            int node;
-            if (b == 0) {
-                node = lookup(0, id);
-            } else {
-                long last = fr[b - 6];
-                if ((int) (last >>> 32) == id) {
-                    node = (int) last;
-                } else {
-                    node = lookup((int) fr[b - 7], id);
-                    fr[b - 6] = ((long) id << 32) | node;
-                }
-            }
+            int ctx = b == 0 ? 0 : (int) fr[b - 7];
+            int node = lookup(ctx, id);
+            int h = (ctx * 0x9E3779B1 + id) & DM_MASK;
+            dmKey[h] = ((long) ctx << 32) | id;
+            dmNode[h] = node;
             fr[b] = ((long) id << 32) | node;
             fr[b + 1] = nCtx[node];
-            fr[b + 2] = -1L;
             if (timed) {
                 long[] md = this.md;
                 int mi = 2 * id;
@@ -647,7 +648,7 @@ public final class Probes {
             int n = nNodes;
             n = min(min(n, prefix.length), min(ids.length, min(cnt.length, slf.length)));
             int nm = tm ? md.length / 2 : st.length;
-            long[] out = new long[1 + 4 * n + 1 + nm + 2];
+            long[] out = new long[1 + 4 * n + 1 + nm + 3];
             int o = 0;
             out[o++] = n;
             for (int k = 0; k < n; k++) {
@@ -662,6 +663,7 @@ public final class Probes {
             }
             out[o++] = mismatches;
             out[o++] = misses;
+            out[o++] = slowEnters;
             return out;
         }
     }
