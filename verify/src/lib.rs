@@ -114,7 +114,7 @@ pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyE
             message: format!("format error: {e}"),
         });
     }
-    let mut seen = HashSet::new();
+    let mut seen: HashSet<(&[u8], &[u8]), types::FxBuild> = HashSet::default();
     for f in &cf.fields {
         if !seen.insert((f.name, f.desc)) {
             errs.push(VerifyError {
