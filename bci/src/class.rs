@@ -284,6 +284,20 @@ impl<'a> ClassFile<'a> {
         for m in &self.methods {
             self.check_method(m)
                 .map_err(|e| e.context(self.method_path(m)))?;
+            self.check_member_attrs(m, true)
+                .map_err(|e| e.context(self.method_path(m)))?;
+        }
+        for f in &self.fields {
+            self.check_member_attrs(f, false).map_err(|e| {
+                e.context(format!("field {}", self.member_name(f)))
+                    .context(name.to_string())
+            })?;
+        }
+        for a in &self.attributes {
+            self.check_class_attr(a).map_err(|e| {
+                e.context(self.attr_name(a).to_string())
+                    .context(name.to_string())
+            })?;
         }
         if let Some((_, a)) = self.find_attr(&self.attributes, "BootstrapMethods") {
             crate::attrs::check_bootstrap_methods(a.data, &self.cp, a.offset)

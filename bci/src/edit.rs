@@ -34,6 +34,15 @@ pub struct MethodEditor<'c, 'a> {
     pub force_wide_jumps: bool,
 }
 
+/// Result of the stack-depth data flow.
+#[derive(Clone, Debug)]
+pub struct Depths {
+    /// Depth before each instruction; `u32::MAX` when unreachable.
+    pub depth_in: Vec<u32>,
+    /// Highest depth reached by any instruction.
+    pub max: u32,
+}
+
 /// How a code offset is mapped through an edit.
 #[derive(Clone, Copy)]
 enum At {
@@ -582,19 +591,19 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
         // --- max_stack by data flow over the original code, plus what insertions add
         let depths = self.depths()?;
-        let mut max_stack = self.code.max_stack as u32;
+        let mut max_stack = (self.code.max_stack as u32).max(depths.max);
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
-        for (k, d) in depths.iter().enumerate() {
-            let Some((din, dmax, dout)) = *d else {
+        for (k, &din) in depths.depth_in.iter().enumerate() {
+            if din == NONE {
                 continue;
-            };
-            bump(dmax);
+            }
             if let Some(s) = &self.before[k] {
                 bump(din + s.max_depth() as u32);
             }
             if let Some(s) = &self.after[k] {
-                bump(dout + s.max_depth() as u32);
+                let (p, q) = sim::depth_effect(&self.insns[k], code, &self.cf.cp)?;
+                bump(din - p as u32 + q as u32 + s.max_depth() as u32);
             }
         }
         if let Some(h) = &self.catch_all {
@@ -855,9 +864,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         Ok(attr)
     }
 
-    /// Stack depth data flow over the original code: per instruction (depth in, max depth while
-    /// executing it, depth out on fall-through); None when unreachable.
-    pub fn depths(&self) -> Result<Vec<Option<(u32, u32, u32)>>> {
+    /// Stack depth data flow over the original code: the depth before each instruction
+    /// (`u32::MAX` when unreachable) and the maximum depth reached.
+    pub fn depths(&self) -> Result<Depths> {
         let n = self.insns.len();
         let code = self.code.code;
         let mut din: Vec<u32> = vec![NONE; n];
@@ -875,7 +884,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             let k = self.idx(h.handler as u32)?;
             set(&mut din, &mut work, k, 1);
         }
-        let mut res: Vec<Option<(u32, u32, u32)>> = vec![None; n];
+        let mut max = 0u32;
         while let Some(k) = work.pop() {
             let i = &self.insns[k];
             let d = din[k];
@@ -889,7 +898,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 )));
             }
             let out = d - p as u32 + q as u32;
-            res[k] = Some((d, d.max(out), out));
+            max = max.max(d).max(out);
             let flow = i.info().flow;
             match flow {
                 Flow::Next | Flow::Cond if k + 1 < n => set(&mut din, &mut work, k + 1, out),
@@ -913,6 +922,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
             }
         }
-        Ok(res)
+        Ok(Depths { depth_in: din, max })
     }
 }
