@@ -172,3 +172,32 @@ fn code_before_and_after_every_instruction_verifies_in_hotspot() {
     );
     assert_eq!(verdicts.len(), classes);
 }
+
+/// A method that would exceed 65,535 bytes after rewriting is a typed error naming the method,
+/// never a corrupt class; the rewriter then leaves the class original (bci instrument).
+#[test]
+fn method_too_large_after_rewriting_is_a_typed_error() {
+    let src = common::jdk_corpus();
+    let bytes = std::fs::read(src.join("java.base/java/util/ArrayList.class")).unwrap();
+    let cf = ClassFile::parse(&bytes).unwrap();
+    let k = cf
+        .methods
+        .iter()
+        .position(|m| cf.member_name(m) == "add")
+        .unwrap();
+    let mut ed = MethodEditor::new(&cf, k).unwrap();
+    let mut pad = Snippet::new();
+    for _ in 0..PAD_PAIRS {
+        pad.op(op::ICONST_0).unwrap().op(op::POP).unwrap();
+    }
+    ed.insert_before(0, &pad).unwrap();
+    ed.insert_before(1, &pad).unwrap();
+    let mut w = ClassWriter::new(&cf);
+    let e = ed.finish(&mut w.cp).unwrap_err();
+    assert_eq!(e.kind(), bci::ErrorKind::TooLarge, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("java/util/ArrayList.add(") && msg.contains("limit 65535"),
+        "{msg}"
+    );
+}
