@@ -98,14 +98,18 @@ public final class Probes {
     // allocator). `last` is non-null only while recording without a per-call clock.
 
     public static void enter(int id) {
+        if (!on) {
+            return;
+        }
         T s = last;
         if (s != null && s.thread == Thread.currentThread()) {
             int b = s.sp;
             long[] fr = s.fr;
             if (b + 8 <= fr.length) {
                 int ctx = b == 0 ? 0 : (int) fr[b - 7];
-                int h = (ctx * 0x9E3779B1 + id) & T.DM_MASK;
-                if (s.dmKey[h] == (((long) ctx << 32) | id)) {
+                long[] dk = s.dmKey;
+                int h = (ctx * 0x9E3779B1 + id) & (dk.length - 1);
+                if (dk[h] == (((long) ctx << 32) | id)) {
                     int node = s.dmNode[h];
                     fr[b] = ((long) id << 32) | node;
                     fr[b + 1] = s.nCtx[node];
@@ -118,6 +122,9 @@ public final class Probes {
     }
 
     public static void exit(int id) {
+        if (!on) {
+            return;
+        }
         T s = last;
         if (s != null && s.thread == Thread.currentThread()) {
             int b = s.sp;
@@ -134,7 +141,9 @@ public final class Probes {
     }
 
     public static void unwind(int id) {
-        exit0(id);
+        if (on) {
+            exit0(id);
+        }
     }
 
     @DontInline
@@ -346,9 +355,10 @@ public final class Probes {
         // time in callees, -, -, -].
         long[] fr = new long[8 * 64];
         // Direct-mapped cache (ctx << 32 | id) -> node, read by the inlined fast path of enter.
-        static final int DM_MASK = (1 << 14) - 1;
-        final long[] dmKey = new long[DM_MASK + 1];
-        final int[] dmNode = new int[DM_MASK + 1];
+        // Starts small (threads that make few calls stay small) and doubles, up to 16K
+        // entries, while entries keep missing it. Only the owner thread reads and writes it.
+        long[] dmKey = new long[256];
+        int[] dmNode = new int[256];
         // per node
         long[] nCount = new long[256];
         long[] nSelf = new long[256];
@@ -371,8 +381,12 @@ public final class Probes {
             }
             int ctx = b == 0 ? 0 : (int) fr[b - 7];
             int node = lookup(ctx, id);
-            int h = (ctx * 0x9E3779B1 + id) & DM_MASK;
-            dmKey[h] = ((long) ctx << 32) | id;
+            if ((slowEnters & 0xFFFF) == 0 && dmKey.length < (1 << 14)) {
+                growDm();
+            }
+            long[] dk = dmKey;
+            int h = (ctx * 0x9E3779B1 + id) & (dk.length - 1);
+            dk[h] = ((long) ctx << 32) | id;
             dmNode[h] = node;
             fr[b] = ((long) id << 32) | node;
             fr[b + 1] = nCtx[node];
@@ -551,6 +565,16 @@ public final class Probes {
         private long[] growStack() {
             fr = copy(fr, fr.length * 2);
             return fr;
+        }
+
+        private void growDm() {
+            int n = dmKey.length * 2;
+            long[] k = new long[n];
+            for (int i = 0; i < n; i++) {
+                k[i] = -1L;
+            }
+            dmNode = new int[n];
+            dmKey = k;
         }
 
         private void growNodes() {
