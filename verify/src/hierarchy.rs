@@ -56,12 +56,25 @@ fn info_from_bytes(bytes: &[u8]) -> Option<(String, Info)> {
     ))
 }
 
+/// `dir/<module>/pkg/C.class`: some child dir holds a module-info.class, or the top level has no class
+/// files and some child dir is named like a module (`java.base`, `jdk.compiler`, `org.foo`).
 fn is_module_layout(dir: &Path) -> bool {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return false;
     };
-    rd.flatten()
-        .any(|e| e.path().join("module-info.class").is_file())
+    let mut dotted_dir = false;
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if p.join("module-info.class").is_file() {
+                return true;
+            }
+            dotted_dir |= e.file_name().to_string_lossy().contains('.');
+        } else if p.extension().is_some_and(|x| x == "class") {
+            return false;
+        }
+    }
+    dotted_dir
 }
 
 fn index_modules(dir: &Path) -> HashMap<String, PathBuf> {

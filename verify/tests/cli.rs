@@ -48,3 +48,24 @@ fn cli_exit_codes() {
     );
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// A module-layout dir without module-info.class (e.g. only the rewritten classes) is still read as
+/// `<module>/pkg/C.class`.
+#[test]
+fn module_layout_without_module_info() {
+    use bci_verify::ClassHierarchy;
+    let Some(tree) = common::jdk_corpus() else {
+        return;
+    };
+    let work = common::workspace().join("target/cli-test-modules");
+    let _ = std::fs::remove_dir_all(&work);
+    let p = work.join("java.sql/java/sql/Timestamp.class");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::copy(tree.join("java.sql/java/sql/Timestamp.class"), &p).unwrap();
+    let cp = bci_verify::ClassPath::new(std::slice::from_ref(&work), false).unwrap();
+    assert_eq!(
+        cp.super_class("java/sql/Timestamp").as_deref(),
+        Some("java/util/Date")
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
