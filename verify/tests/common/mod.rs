@@ -34,8 +34,14 @@ pub fn java_home() -> Option<PathBuf> {
     bci_verify::hierarchy::find_java_home()
 }
 
-/// `<workspace>/target/corpus/jdk17`, made with `jimage extract` into a temp dir and renamed atomically.
+/// `<workspace>/target/corpus/jdk17`, made with `jimage extract` into a temp dir and renamed atomically
+/// (once per test process; another process or crate may win the rename race, which is fine).
 pub fn jdk_corpus() -> Option<PathBuf> {
+    static ONCE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(make_jdk_corpus).clone()
+}
+
+fn make_jdk_corpus() -> Option<PathBuf> {
     let dest = workspace().join("target/corpus/jdk17");
     if dest.is_dir() {
         return Some(dest);
