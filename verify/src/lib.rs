@@ -145,7 +145,8 @@ pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyE
             continue;
         }
         let codes: Vec<_> = m.attributes.iter().filter(|a| a.name == b"Code").collect();
-        let needs_code = m.access & (ACC_ABSTRACT | ACC_NATIVE) == 0;
+        // HotSpot keeps only ACC_STATIC (and ACC_STRICT) of a <clinit>'s flags
+        let needs_code = m.name == b"<clinit>" || m.access & (ACC_ABSTRACT | ACC_NATIVE) == 0;
         if needs_code != (codes.len() == 1) || codes.len() > 1 {
             errs.push(err(
                 None,

@@ -1759,7 +1759,8 @@ fn initial_frame<'a>(cx: &MethodCtx<'_, '_, 'a>) -> R<(Frame<'a>, Option<VType<'
     let is_init = m.name == b"<init>";
     let mut locals: Vec<VType> = Vec::with_capacity(max_locals);
     let mut this_uninit = false;
-    if m.access & ACC_STATIC == 0 {
+    // a <clinit> is static whatever its flags say (HotSpot rejects non-static ones from version 51)
+    if m.access & ACC_STATIC == 0 && m.name != b"<clinit>" {
         if is_init && cf.this_class != OBJECT {
             locals.push(VType::UninitThis);
             this_uninit = true;

@@ -829,6 +829,18 @@ fn cases() -> Vec<(&'static str, bool, Vec<u8>)> {
         false,
         with_version(branchy("V51MissingFrames", 3, 1), 51),
     ));
+    // HotSpot keeps only ACC_STATIC of a <clinit>'s flags: a "native" <clinit> with code is fine
+    v.push((
+        "ClinitFlagsIgnored",
+        true,
+        class(
+            Cp::new(),
+            "t/ClinitFlagsIgnored",
+            "java/lang/Object",
+            &[],
+            vec![m(0x0108, "<clinit>", "()V", 0, 0, vec![0xb1])],
+        ),
+    ));
     // before version 50 an interface need not say ACC_ABSTRACT (HotSpot adds it); from 50 on it must
     let iface = |name: &'static str| {
         class_with_flags(
