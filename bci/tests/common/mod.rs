@@ -22,17 +22,47 @@ pub fn java_home() -> PathBuf {
     PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64")
 }
 
-/// The extracted JDK image (dir/<module>/<pkg>/X.class).
+/// Cache directory name for an image: keyed by the `modules` file's size and mtime, so a JDK
+/// update (apt upgrades it in place) gets a fresh extraction.
+fn image_dir(jh: &Path, prefix: &str) -> PathBuf {
+    let m = std::fs::metadata(jh.join("lib/modules")).expect("JDK lib/modules");
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    workspace()
+        .join("target/corpus")
+        .join(format!("{prefix}-{}-{mtime}", m.len()))
+}
+
+/// The extracted JDK image (dir/<module>/<pkg>/X.class). `target/corpus/jdk17` is kept as a
+/// symlink to the current extraction for scripts and benches.
 pub fn jdk_corpus() -> PathBuf {
+    let jh = java_home();
     let root = workspace().join("target/corpus");
-    let dst = root.join("jdk17");
-    if dst.exists() {
-        return dst;
+    let dst = image_dir(&jh, "jdk17");
+    if !dst.exists() {
+        extract(&jh, &root, &dst);
     }
-    std::fs::create_dir_all(&root).unwrap();
+    let link = root.join("jdk17");
+    if std::fs::read_link(&link).ok().as_deref() != Some(dst.as_path()) {
+        let tmp_link = root.join(format!("jdk17-link-{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp_link);
+        if std::os::unix::fs::symlink(&dst, &tmp_link).is_ok() {
+            if link.is_dir() && std::fs::read_link(&link).is_err() {
+                let _ = std::fs::remove_dir_all(&link);
+            }
+            let _ = std::fs::rename(&tmp_link, &link);
+        }
+    }
+    dst
+}
+
+fn extract(jh: &Path, root: &Path, dst: &Path) {
+    std::fs::create_dir_all(root).unwrap();
     let tmp = root.join(format!("tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    let jh = java_home();
     let st = Command::new(jh.join("bin/jimage"))
         .arg("extract")
         .arg("--dir")
@@ -41,12 +71,11 @@ pub fn jdk_corpus() -> PathBuf {
         .status()
         .expect("run jimage");
     assert!(st.success(), "jimage extract failed");
-    if std::fs::rename(&tmp, &dst).is_err() {
+    if std::fs::rename(&tmp, dst).is_err() {
         // Another test won the race.
         let _ = std::fs::remove_dir_all(&tmp);
     }
     assert!(dst.exists());
-    dst
 }
 
 /// The Temurin JDK 25 home, if this machine has one (optional extra tests: class files 69.0).
@@ -59,7 +88,7 @@ pub fn jdk25_home() -> Option<PathBuf> {
 pub fn jdk25_corpus() -> Option<PathBuf> {
     let jh = jdk25_home()?;
     let root = workspace().join("target/corpus");
-    let dst = root.join("jdk25");
+    let dst = image_dir(&jh, "jdk25");
     if dst.exists() {
         return Some(dst);
     }
