@@ -27,6 +27,8 @@ pub struct ThreadData {
     pub cache_misses: u64,
     /// Entries that took the runtime's out-of-line path.
     pub slow_enters: u64,
+    /// The rules' `timer` probe: (count, total ns) per method id.
+    pub timer: Vec<(u64, u64)>,
 }
 
 impl ThreadData {
@@ -55,6 +57,13 @@ impl ThreadData {
         let mismatches = it.next().unwrap_or(0).max(0) as u64;
         let cache_misses = it.next().unwrap_or(0).max(0) as u64;
         let slow_enters = it.next().unwrap_or(0).max(0) as u64;
+        let nt = usize::try_from(it.next().unwrap_or(0)).unwrap_or(0);
+        let mut timer = Vec::with_capacity(nt.min(1 << 20));
+        for _ in 0..nt {
+            let c = it.next()?.max(0) as u64;
+            let t = it.next()?.max(0) as u64;
+            timer.push((c, t));
+        }
         if nodes.iter().any(|nd| nd.prefix >= n) {
             return None;
         }
@@ -65,6 +74,7 @@ impl ThreadData {
             mismatches,
             cache_misses,
             slow_enters,
+            timer,
         })
     }
 
@@ -220,6 +230,7 @@ pub fn render(o: &Options, s: &Snapshot) -> String {
         Format::Hprof => {
             let mut out = hprof(o, s);
             out.push_str(&methods_table(o, s));
+            out.push_str(&timer_table(s));
             out
         }
         Format::Methods => methods_table(o, s),
@@ -382,6 +393,51 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
     out
 }
 
+/// The rules' `timer` probe (per-method System.nanoTime durations), if any method used it.
+pub fn timer_table(s: &Snapshot) -> String {
+    let mut sums: HashMap<u32, (u64, u64)> = HashMap::new();
+    for t in &s.threads {
+        for (id, (c, ns)) in t.timer.iter().enumerate() {
+            if *c > 0 {
+                let e = sums.entry(id as u32).or_insert((0, 0));
+                e.0 += c;
+                e.1 += ns;
+            }
+        }
+    }
+    if sums.is_empty() {
+        return String::new();
+    }
+    let mut v: Vec<(u32, (u64, u64))> = sums.into_iter().collect();
+    v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "TIMER BEGIN (timer probe: System.nanoTime from entry to exit) {}",
+        s.date
+    );
+    out.push_str("     count    total(ms) method\n");
+    for (id, (c, ns)) in v {
+        let (class, name) = method_parts(&s.methods, id);
+        let desc = s
+            .methods
+            .get(id as usize)
+            .map(|m| m.desc.as_str())
+            .unwrap_or("");
+        let _ = writeln!(
+            out,
+            "{:10} {:12.3} {}.{}{}",
+            c,
+            ns as f64 / 1e6,
+            class,
+            name,
+            desc
+        );
+    }
+    out.push_str("TIMER END\n");
+    out
+}
+
 /// Collapsed stacks (`a;b;c weight`, oldest frame first) for flame-graph tools. The weight is
 /// self time in microseconds; with `thread=y` the thread name is the first frame.
 pub fn collapsed(o: &Options, s: &Snapshot) -> String {
@@ -464,6 +520,7 @@ mod tests {
             mismatches: 0,
             cache_misses: 0,
             slow_enters: 0,
+            timer: Vec::new(),
         };
         Snapshot {
             threads: vec![t],

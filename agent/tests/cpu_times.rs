@@ -867,3 +867,41 @@ public class Layer {
     assert_eq!(r.count("lib.Lib.f"), 10);
     assert_eq!(r.count("lib.Lib.g"), 10);
 }
+
+/// A rule file (rules=) selecting one class, with the `timer` probe too: the runtime provides
+/// now()J/timed(IJ)V and the report gets a TIMER block; other classes stay original.
+#[test]
+fn rules_file_with_timer_probe() {
+    let dir = tmp("timer");
+    let rules = dir.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[runtime]\nclass = \"bci/runtime/Probes\"\n\n[[rule]]\nname = \"rec\"\nclasses = [\"Recursion\"]\nmethods = [\"*\"]\nprobes = [\"enter\", \"exit\", \"unwind\", \"timer\"]\n",
+    )
+    .unwrap();
+    let f = dir.join("out.txt");
+    let o = java(
+        classes(),
+        "Recursion",
+        &format!("file={},cutoff=0,rules={}", f.display(), rules.display()),
+        &["-Xverify:all"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&f).unwrap();
+    let r = parse_report(&text);
+    assert_eq!(r.count("Recursion.fib"), 218910);
+    assert!(
+        r.methods.iter().all(|m| m.key.starts_with("Recursion.")),
+        "only Recursion is selected"
+    );
+    let timer: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("TIMER BEGIN"))
+        .take_while(|l| !l.starts_with("TIMER END"))
+        .collect();
+    let fib = timer
+        .iter()
+        .find(|l| l.ends_with("Recursion.fib(I)I"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(fib.split_whitespace().next().unwrap(), "218910");
+}

@@ -50,7 +50,7 @@ public final class Probes {
 
     static native long cpuNanos();
 
-    static long now() {
+    static long clockNow() {
         if (clock == 1) {
             return System.nanoTime();
         }
@@ -143,6 +143,26 @@ public final class Probes {
     public static void unwind(int id) {
         if (on) {
             exit0(id);
+        }
+    }
+
+    /** The rules' `timer` probe: the start time, taken at method entry. */
+    public static long now() {
+        return System.nanoTime();
+    }
+
+    /** The rules' `timer` probe: method {@code id} started at {@code start} (from now()) ends. */
+    public static void timed(int id, long start) {
+        if (on) {
+            timed0(id, System.nanoTime() - start);
+        }
+    }
+
+    @DontInline
+    static void timed0(int id, long ns) {
+        T s = self();
+        if (s != null && id >= 0) {
+            s.timer(id, ns);
         }
     }
 
@@ -333,6 +353,22 @@ public final class Probes {
         long misses;
         /** Entries that took the out-of-line path (statistics). */
         long slowEnters;
+        // the rules' timer probe, per method: count, total ns
+        long[] tmCount = new long[0];
+        long[] tmTotal = new long[0];
+
+        void timer(int id, long ns) {
+            if (id >= tmCount.length) {
+                int n = tmCount.length < 64 ? 64 : tmCount.length;
+                while (n <= id) {
+                    n *= 2;
+                }
+                tmCount = copy(tmCount, n);
+                tmTotal = copy(tmTotal, n);
+            }
+            tmCount[id]++;
+            tmTotal[id] += ns < 0 ? 0 : ns;
+        }
 
         T(Thread thread, int serial, String name, int depth) {
             this.thread = thread;
@@ -398,7 +434,7 @@ public final class Probes {
                 }
                 md[mi]++;
                 fr[b + 4] = 0;
-                fr[b + 3] = now();
+                fr[b + 3] = clockNow();
             }
             sp = b + 8;
         }
@@ -438,7 +474,7 @@ public final class Probes {
                 sp = b - 8;
                 return;
             }
-            long t = timed ? now() : 0;
+            long t = timed ? clockNow() : 0;
             if ((int) (f >>> 32) != id) {
                 int k = b - 16;
                 while (k >= 0 && (int) (fr[k] >>> 32) != id) {
@@ -672,7 +708,10 @@ public final class Probes {
             int n = nNodes;
             n = min(min(n, prefix.length), min(ids.length, min(cnt.length, slf.length)));
             int nm = tm ? md.length / 2 : st.length;
-            long[] out = new long[1 + 4 * n + 1 + nm + 3];
+            long[] tc = tmCount;
+            long[] tt = tmTotal;
+            int nt = min(tc.length, tt.length);
+            long[] out = new long[1 + 4 * n + 1 + nm + 3 + 1 + 2 * nt];
             int o = 0;
             out[o++] = n;
             for (int k = 0; k < n; k++) {
@@ -688,6 +727,11 @@ public final class Probes {
             out[o++] = mismatches;
             out[o++] = misses;
             out[o++] = slowEnters;
+            out[o++] = nt;
+            for (int k = 0; k < nt; k++) {
+                out[o++] = tc[k];
+                out[o++] = tt[k];
+            }
             return out;
         }
     }
