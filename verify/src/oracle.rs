@@ -131,8 +131,90 @@ fn class_files(dir: &Path) -> io::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Run the harness on a spec; JVM options in `opts` (written to an @argfile).
+fn class_line_name(line: &str) -> Option<&str> {
+    match line.split('\t').next() {
+        Some("C" | "M" | "D") => line.rsplit('\t').next(),
+        _ => None,
+    }
+}
+
+/// Run the harness on a spec. If the JVM dies part-way (a crash on some class), the class it was on
+/// gets kind `Other` and a new JVM goes on with the rest (at most 20 restarts).
 fn run_spec(
+    java_home: &Path,
+    spec: &str,
+    opts: &[String],
+    expected: usize,
+) -> io::Result<Vec<Verdict>> {
+    let lines: Vec<&str> = spec.lines().filter(|l| !l.is_empty()).collect();
+    let mut out: Vec<Verdict> = Vec::with_capacity(expected);
+    let mut start = 0usize;
+    let mut restarts = 0;
+    while start < lines.len() {
+        let mut chunk = String::new();
+        if !lines[start].starts_with('G') {
+            if let Some(g) = lines[..start].iter().rev().find(|l| l.starts_with('G')) {
+                chunk.push_str(g);
+                chunk.push('\n');
+            }
+        }
+        for l in &lines[start..] {
+            chunk.push_str(l);
+            chunk.push('\n');
+        }
+        let n_classes = lines[start..]
+            .iter()
+            .filter(|l| class_line_name(l).is_some())
+            .count();
+        let (v, died) = match run_spec_once(java_home, &chunk, opts, n_classes) {
+            Ok(v) => (v, String::new()),
+            Err(e) if out.is_empty() && restarts == 0 => return Err(e),
+            Err(e) => (Vec::new(), e.to_string()),
+        };
+        // advance past the answered class lines
+        let mut answered = 0;
+        let mut idx = start;
+        while idx < lines.len() && answered < v.len() {
+            if class_line_name(lines[idx]).is_some() {
+                answered += 1;
+            }
+            idx += 1;
+        }
+        out.extend(v);
+        while idx < lines.len() && class_line_name(lines[idx]).is_none() {
+            idx += 1;
+        }
+        if idx >= lines.len() {
+            break;
+        }
+        let name = class_line_name(lines[idx]).unwrap_or("?").to_string();
+        out.push(Verdict {
+            class: name,
+            ok: false,
+            message: format!("oracle JVM died on this class {died}"),
+            kind: VerdictKind::Other,
+        });
+        restarts += 1;
+        start = idx + 1;
+        if restarts > 20 {
+            for l in &lines[start..] {
+                if let Some(n) = class_line_name(l) {
+                    out.push(Verdict {
+                        class: n.to_string(),
+                        ok: false,
+                        message: "no verdict: oracle JVM kept dying".into(),
+                        kind: VerdictKind::Other,
+                    });
+                }
+            }
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Run the harness once on a spec; JVM options in `opts` (written to an @argfile).
+fn run_spec_once(
     java_home: &Path,
     spec: &str,
     opts: &[String],

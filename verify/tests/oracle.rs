@@ -112,3 +112,28 @@ fn hotspot_accepts_unmodified_jdk() {
     assert!(verdicts.len() > 20_000);
     assert_eq!(verdicts.iter().filter(|v| v.rejected()).count(), 0);
 }
+
+/// If the oracle JVM dies part-way, the class it was on gets `Other` and a new JVM does the rest.
+#[test]
+fn oracle_survives_a_dying_jvm() {
+    let Some(tree) = common::jdk_corpus() else {
+        return;
+    };
+    let Some(home) = common::java_home() else {
+        return;
+    };
+    let src = tree.join("jdk.zipfs/jdk/nio/zipfs/ZipUtils.class");
+    let missing = common::workspace().join("target/oracle-test-missing/Nope.class");
+    let files = vec![
+        (src.clone(), "jdk.nio.zipfs.ZipUtils".to_string()),
+        (missing, "x.Nope".to_string()), // the harness dies reading it
+        (src, "jdk.nio.zipfs.ZipUtils".to_string()),
+    ];
+    let v = bci_verify::oracle::run_hotspot_isolated(&home, &files, &[]).unwrap();
+    let kinds: Vec<_> = v.iter().map(|v| v.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![VerdictKind::Ok, VerdictKind::Other, VerdictKind::Ok],
+        "{v:?}"
+    );
+}
