@@ -4,7 +4,7 @@
 use crate::jvm::{Jni, Jvmti};
 use crate::options::{self, Options};
 use crate::registry::Registry;
-use crate::rewrite::{Engine, DEFAULT_RUNTIME_CLASS};
+use crate::rewrite::Engine;
 use crate::{report, runtime, sys};
 use std::ffi::{c_char, c_uchar, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -17,7 +17,10 @@ pub struct Agent {
     jvmti: Jvmti,
     vm: VmPtr,
     pub registry: Registry,
-    /// Set at VMInit once the runtime is defined and every module reads it.
+    /// The runtime is java.lang.BciProbes, defined at early VMStart.
+    early: bool,
+    /// Classes are instrumented while set: from the start (early), or from VMInit once the
+    /// runtime is defined and every module reads it.
     live: AtomicBool,
     early_skipped: AtomicUsize,
     instrumented: AtomicUsize,
@@ -92,14 +95,19 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
             return sys::JNI_ERR;
         }
     };
-    if engine.runtime_class() != DEFAULT_RUNTIME_CLASS {
-        log(&format!(
-            "rules name runtime class {} but this agent's runtime is {}",
-            engine.runtime_class(),
-            DEFAULT_RUNTIME_CLASS
-        ));
-        return sys::JNI_ERR;
-    }
+    let early = match engine.runtime_class() {
+        runtime::EARLY_PROBES => true,
+        runtime::PROBES => false,
+        other => {
+            log(&format!(
+                "rules name runtime class {other}; this agent provides {} (defined at early VMStart) \
+                 and {} (defined at VMInit)",
+                runtime::EARLY_PROBES,
+                runtime::PROBES
+            ));
+            return sys::JNI_ERR;
+        }
+    };
     let mut env: *mut c_void = std::ptr::null_mut();
     // SAFETY: vm is the VM's JavaVM; slot 6 of the invoke interface is GetEnv.
     let rc = unsafe {
@@ -119,6 +127,9 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     let mut caps = sys::jvmtiCapabilities::default();
     caps.set_all_class_hook_events();
     caps.set_early_class_hook_events();
+    if early {
+        caps.set_early_vmstart();
+    }
     if opts.clock == options::Clock::Sample {
         caps.set_thread_cpu_time();
     }
@@ -135,6 +146,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     cbs.slots[sys::CB_CLASS_FILE_LOAD_HOOK] =
         class_file_load_hook as sys::ClassFileLoadHookFn as *const c_void;
     cbs.slots[sys::CB_DATA_DUMP_REQUEST] = data_dump_request as sys::DataDumpFn as *const c_void;
+    cbs.slots[sys::CB_VM_START] = vm_start as sys::VmStartFn as *const c_void;
     let verbose = opts.verbose;
     let agent = Agent {
         opts,
@@ -142,7 +154,10 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         jvmti,
         vm: VmPtr(vm),
         registry: Registry::new(),
-        live: AtomicBool::new(false),
+        early,
+        // early: classes are instrumented from the first one on (their code first runs after
+        // early VMStart, where the runtime is defined); otherwise from VMInit on
+        live: AtomicBool::new(early),
         early_skipped: AtomicUsize::new(0),
         instrumented: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
@@ -159,6 +174,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
             sys::JVMTI_EVENT_VM_DEATH,
             sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
             sys::JVMTI_EVENT_DATA_DUMP_REQUEST,
+            sys::JVMTI_EVENT_VM_START,
         ] {
             jvmti.enable_event(ev)?;
         }
@@ -188,11 +204,17 @@ unsafe extern "C" fn vm_init(
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
-        if let Err(e) = runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void) {
-            log(&format!(
-                "cannot define the runtime ({e}); no class will be instrumented"
-            ));
-            jni.take_exception(true);
+        if !a.early {
+            if let Err(e) =
+                runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void, false)
+            {
+                log(&format!(
+                    "cannot define the runtime ({e}); no class will be instrumented"
+                ));
+                jni.take_exception(true);
+                return;
+            }
+        } else if runtime::get().is_none() {
             return;
         }
         if a.opts.clock == options::Clock::Sample {
@@ -216,6 +238,31 @@ unsafe extern "C" fn vm_init(
             log(&format!(
                 "VMInit: runtime defined, {} classes loaded before it left original",
                 a.early_skipped.load(Ordering::Relaxed)
+            ));
+        }
+    });
+}
+
+unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv) {
+    guard("VMStart", || {
+        let Some(a) = AGENT.get() else { return };
+        if !a.early {
+            return;
+        }
+        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
+        let jni = unsafe { Jni::from_raw(jni) };
+        if let Err(e) = runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void, true) {
+            a.live.store(false, Ordering::Release);
+            log(&format!(
+                "cannot define {} at VMStart ({e}); classes instrumented so far will fail",
+                runtime::EARLY_PROBES
+            ));
+            jni.take_exception(true);
+        } else if a.opts.verbose {
+            log(&format!(
+                "early VMStart: {} defined after {} classes",
+                runtime::EARLY_PROBES,
+                a.instrumented.load(Ordering::Relaxed)
             ));
         }
     });
@@ -258,7 +305,7 @@ unsafe extern "C" fn class_file_load_hook(
             return;
         }
         let Some(name) = c_str_opt(name) else { return };
-        if name.starts_with("bci/runtime/") {
+        if name.starts_with("bci/runtime/") || name.starts_with(runtime::EARLY_PROBES) {
             return;
         }
         if !a.live.load(Ordering::Acquire) {

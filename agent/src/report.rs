@@ -249,8 +249,8 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
         "Counts are exact: every instrumented method calls a probe at entry, before each return and\n\
          when an exception leaves it. {}.\n\
          CPU TIME (ms) rows are call paths of the top {} frames{}; count = completed invocations;\n\
-         self = time not spent in instrumented callees. Classes loaded before VMInit ({}) are not\n\
-         instrumented.\n",
+         self = time not spent in instrumented callees. Classes loaded before the runtime existed\n\
+         and so left original: {}.\n",
         clock_description(o),
         o.depth,
         if o.thread { ", per thread" } else { "" },

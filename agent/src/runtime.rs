@@ -9,7 +9,16 @@ use crate::sys;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+/// The runtime in the boot loader's unnamed module, defined at VMInit (needs read edges).
 pub const PROBES: &str = "bci/runtime/Probes";
+/// The runtime as a member of java.base (package java.lang), defined at early VMStart.
+pub const EARLY_PROBES: &str = "java/lang/BciProbes";
+const EARLY_PROBES_CLASS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/java/java/lang/BciProbes.class"));
+const EARLY_PROBES_T_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java/java/lang/BciProbes$T.class"
+));
 const PROBES_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes.class"));
 const PROBES_T_CLASS: &[u8] =
@@ -19,8 +28,9 @@ const PROBES_T_CLASS: &[u8] =
 pub struct Runtime {
     class: GlobalRef,
     sample: StaticMethod,
-    /// The module of Probes (the boot loader's unnamed module).
-    module: GlobalRef,
+    /// The module of Probes (the boot loader's unnamed module); None for java.lang.BciProbes,
+    /// which every module reads already.
+    module: Option<GlobalRef>,
     /// How many modules had a read edge added at the last sync.
     modules_seen: Mutex<usize>,
 }
@@ -81,17 +91,27 @@ pub fn ctime_now() -> String {
     s.to_string_lossy().trim_end().to_string()
 }
 
-/// Defines the runtime classes in the boot loader, registers its native, gives every module a
-/// read edge to it, sets its parameters. Recording stays off until [`switch_on`].
+/// Defines the runtime classes in the boot loader, registers its native, sets its parameters.
+/// `early` (java.lang.BciProbes, at early VMStart): nothing else. Otherwise (bci/runtime/Probes,
+/// at VMInit) every module gets a read edge to it. Recording stays off until [`switch_on`].
 pub fn define(
     jvmti: &Jvmti,
     jni: &Jni,
     o: &Options,
     cpu_native: *mut std::ffi::c_void,
+    early: bool,
 ) -> Result<(), String> {
-    jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
-    let cls = jni.define_boot_class(PROBES, PROBES_CLASS)?;
-    jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
+    let cls = if early {
+        jni.define_boot_class("java/lang/BciProbes$T", EARLY_PROBES_T_CLASS)?;
+        jni.define_boot_class(EARLY_PROBES, EARLY_PROBES_CLASS)?
+    } else {
+        jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
+        jni.define_boot_class(PROBES, PROBES_CLASS)?
+    };
+    if o.clock == Clock::Cpu {
+        // (HotSpot warns once when a java.base class gets natives from an agent: only when used)
+        jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
+    }
     jni.set_static_int(cls, "clock", o.clock.code())?;
     jni.set_static_bool(cls, "timed", o.clock != Clock::Sample)?;
     jni.set_static_int(cls, "depth", o.depth as i32)?;
@@ -100,13 +120,18 @@ pub fn define(
     if global.is_null() {
         return Err("NewGlobalRef failed".into());
     }
-    let module_local = jni.class_module(cls)?;
-    let module = jni.new_global_ref(module_local);
-    jni.delete_local_ref(module_local);
+    let module = if early {
+        None
+    } else {
+        let module_local = jni.class_module(cls)?;
+        let module = jni.new_global_ref(module_local);
+        jni.delete_local_ref(module_local);
+        Some(GlobalRef(module))
+    };
     let _ = RUNTIME.set(Runtime {
         class: GlobalRef(global),
         sample,
-        module: GlobalRef(module),
+        module,
         modules_seen: Mutex::new(0),
     });
     sync_module_reads(jvmti, jni);
@@ -118,13 +143,14 @@ pub fn define(
 /// number of modules changed (a new ModuleLayer defines its modules before loading classes).
 pub fn sync_module_reads(jvmti: &Jvmti, jni: &Jni) {
     let Some(rt) = get() else { return };
+    let Some(module) = rt.module else { return };
     let Ok(mods) = jvmti.all_modules() else {
         return;
     };
     let mut seen = rt.modules_seen.lock().unwrap_or_else(|p| p.into_inner());
     if mods.len() != *seen {
         for &m in &mods {
-            let _ = jvmti.add_module_reads(m, rt.module.0);
+            let _ = jvmti.add_module_reads(m, module.0);
         }
         *seen = mods.len();
     }

@@ -67,6 +67,10 @@ impl jvmtiCapabilities {
     pub fn set_thread_cpu_time(&mut self) {
         self.bits[2] |= 0x80;
     }
+    /// can_generate_early_vmstart: byte 5, mask 0x02.
+    pub fn set_early_vmstart(&mut self) {
+        self.bits[5] |= 0x02;
+    }
     /// can_generate_early_class_hook_events: byte 5, mask 0x04.
     pub fn set_early_class_hook_events(&mut self) {
         self.bits[5] |= 0x04;

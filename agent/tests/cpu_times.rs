@@ -380,7 +380,11 @@ const PROGRAMS: &[&str] = &[
 
 #[test]
 fn recursion() {
-    check_program("Recursion", "");
+    let r = check_program("Recursion", "");
+    // the built-in runtime exists from early VMStart: JDK classes loaded before VMInit count too
+    assert!(r.text.contains("left original: 0."), "header");
+    assert!(r.count("java.lang.String.hashCode") > 0);
+    assert!(r.count("java.util.HashMap.put") > 0);
 }
 #[test]
 fn threads() {
@@ -686,11 +690,18 @@ public class Hand {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     std::fs::remove_dir_all(dir.join("bci")).unwrap();
     let f = dir.join("out.txt");
-    // exclude everything from the rewriter: only the hand-written probes record
+    // rules naming the VMInit runtime bci/runtime/Probes and selecting no class: only the
+    // hand-written probes record
+    let rules = dir.join("none.toml");
+    std::fs::write(
+        &rules,
+        "[runtime]\nclass = \"bci/runtime/Probes\"\n\n[[rule]]\nclasses = [\"NoSuchClass\"]\nprobes = [\"enter\"]\n",
+    )
+    .unwrap();
     let o = java(
         &dir,
         "Hand",
-        &format!("file={},cutoff=0,exclude=*", f.display()),
+        &format!("file={},cutoff=0,rules={}", f.display(), rules.display()),
         &[],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
