@@ -488,14 +488,38 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // --- code bytes
         let mut out: Vec<u8> = Vec::with_capacity(total as usize);
         out.extend_from_slice(self.prologue.bytes());
+        // Untouched instructions are copied in runs (one copy per run, not per instruction).
+        let (mut run, mut run_end) = (usize::MAX, 0usize);
+        let flush = |out: &mut Vec<u8>, run: &mut usize, run_end: usize| {
+            if *run != usize::MAX {
+                out.extend_from_slice(&code[*run..run_end]);
+                *run = usize::MAX;
+            }
+        };
         for k in 0..n {
             if let Some(s) = &self.before[k] {
+                flush(&mut out, &mut run, run_end);
                 out.extend_from_slice(s.bytes());
             }
-            debug_assert_eq!(out.len() as u32, insn_pos[k]);
             let i = &self.insns[k];
             let here = insn_pos[k] as i64;
-            match i.info().operands {
+            let ops = i.info().operands;
+            if !matches!(
+                ops,
+                Operands::Branch16
+                    | Operands::Branch32
+                    | Operands::TableSwitch
+                    | Operands::LookupSwitch
+            ) {
+                if run == usize::MAX {
+                    run = i.pc as usize;
+                }
+                run_end = (i.pc + i.len) as usize;
+            } else {
+                flush(&mut out, &mut run, run_end);
+                debug_assert_eq!(out.len() as u32, insn_pos[k]);
+            }
+            match ops {
                 Operands::Branch16 | Operands::Branch32 => {
                     let t = before_pos[target[k] as usize] as i64;
                     if i.info().operands == Operands::Branch32 {
@@ -556,12 +580,14 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         }
                     }
                 }
-                _ => out.extend_from_slice(&code[i.pc as usize..(i.pc + i.len) as usize]),
+                _ => {}
             }
             if let Some(s) = &self.after[k] {
+                flush(&mut out, &mut run, run_end);
                 out.extend_from_slice(s.bytes());
             }
         }
+        flush(&mut out, &mut run, run_end);
         debug_assert_eq!(out.len() as u32, end_pos);
         if let Some(h) = &self.catch_all {
             out.extend_from_slice(h.bytes());
