@@ -6,7 +6,9 @@ import jdk.internal.vm.annotation.DontInline;
  * The runtime that instrumented methods call: {@code enter(id)} at entry, {@code exit(id)} before
  * every return and {@code unwind(id)} in the catch-all handler before the re-throw.
  *
- * <p>The agent defines this class (and {@link T}) in the boot loader at VMInit and sets its static
+ * <p>build.rs compiles this file twice: as bci.runtime.Probes and, renamed, as
+ * java.lang.BciProbes (a member of java.base). The agent defines one of them in the boot loader
+ * (java.lang.BciProbes at early VMStart, bci.runtime.Probes at VMInit) and sets its static
  * fields through JNI. Everything reachable from the probes uses only this class, arrays,
  * {@code System.arraycopy}, {@code Thread.currentThread}, {@code System.identityHashCode} and
  * {@code System.nanoTime}: native methods, which are never instrumented. A JDK method with
