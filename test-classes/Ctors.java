@@ -8,12 +8,11 @@
 // expect: Ctors.arg count=100
 // A constructor that throws before super() returns: 10 attempts.
 // expect: Ctors.check count=10
-// Whatever the probes of Bad.<init> record, the shadow stack must be right afterwards.
+// Whatever the probes of Bad.<init> record, the shadow stack must be right afterwards: a
+// constructor's entry probe runs right after its super()/this() call (no handler may cover that
+// call), so an exception thrown before or inside it leaves no stale frame.
 // expect: Ctors.after count=1
-// TODO(rewriter): Bad.<init>'s entry probe runs before super() but no handler can cover that
-// range, so the 10 exceptions leave 10 stale frames (popped only when main exits). Checked once
-// the entry probe of <init> moves after super()/this():
-// expect-path-todo: Ctors.after < Ctors.main count=1
+// expect-path: Ctors.after < Ctors.main count=1
 public class Ctors {
     static int arg(int x) {
         return x + 1;

@@ -107,6 +107,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     pub fn desc(&self) -> std::borrow::Cow<'a, str> {
         self.cf.member_desc(self.method)
     }
+    /// The method's access flags.
+    pub fn access(&self) -> u16 {
+        self.method.access
+    }
     pub fn is_static(&self) -> bool {
         self.method.access & ACC_STATIC != 0
     }

@@ -166,38 +166,85 @@ impl Snippet {
     }
     /// Loads a local: `kind` is one of I J F D A.
     pub fn load(&mut self, kind: char, index: u16) -> Result<&mut Self> {
-        let (b, s, n) = match kind {
-            'I' => (op::ILOAD, op::ILOAD_0, 1),
-            'J' => (op::LLOAD, op::LLOAD_0, 2),
-            'F' => (op::FLOAD, op::FLOAD_0, 1),
-            'D' => (op::DLOAD, op::DLOAD_0, 2),
-            'A' => (op::ALOAD, op::ALOAD_0, 1),
-            _ => {
-                return Err(Error::new(
-                    ErrorKind::Edit,
-                    format!("bad load kind {kind:?}"),
-                ))
-            }
-        };
-        self.local_op(b, s, index, n, true);
-        Ok(self)
+        self.local(kind, index, true)
     }
     /// Stores a local: `kind` is one of I J F D A.
     pub fn store(&mut self, kind: char, index: u16) -> Result<&mut Self> {
-        let (b, s, n) = match kind {
-            'I' => (op::ISTORE, op::ISTORE_0, 1),
-            'J' => (op::LSTORE, op::LSTORE_0, 2),
-            'F' => (op::FSTORE, op::FSTORE_0, 1),
-            'D' => (op::DSTORE, op::DSTORE_0, 2),
-            'A' => (op::ASTORE, op::ASTORE_0, 1),
+        self.local(kind, index, false)
+    }
+    fn local(&mut self, kind: char, index: u16, load: bool) -> Result<&mut Self> {
+        // The I, J, F, D, A forms are consecutive in the opcode table for loads and stores.
+        let (k, n) = match kind {
+            'I' => (0, 1),
+            'J' => (1, 2),
+            'F' => (2, 1),
+            'D' => (3, 2),
+            'A' => (4, 1),
             _ => {
                 return Err(Error::new(
                     ErrorKind::Edit,
-                    format!("bad store kind {kind:?}"),
+                    format!("bad local kind {kind:?}"),
                 ))
             }
         };
-        self.local_op(b, s, index, n, false);
+        let (base, short0) = if load {
+            (op::ILOAD, op::ILOAD_0)
+        } else {
+            (op::ISTORE, op::ISTORE_0)
+        };
+        self.local_op(base + k, short0 + 4 * k, index, n, load);
         Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_loads_and_stores_pick_the_shortest_form() {
+        let mut s = Snippet::new();
+        s.load('J', 2)
+            .unwrap()
+            .store('J', 300)
+            .unwrap()
+            .load('A', 0)
+            .unwrap()
+            .store('I', 7)
+            .unwrap();
+        s.load('D', 3)
+            .unwrap()
+            .store('F', 1)
+            .unwrap()
+            .load('F', 255)
+            .unwrap()
+            .store('A', 3)
+            .unwrap();
+        assert_eq!(
+            s.bytes(),
+            [
+                op::LLOAD_0 + 2,
+                op::WIDE,
+                op::LSTORE,
+                0x01,
+                0x2c,
+                op::ALOAD_0,
+                op::ISTORE,
+                7,
+                op::DLOAD_0 + 3,
+                op::FSTORE_0 + 1,
+                op::FLOAD,
+                255,
+                op::ASTORE_0 + 3,
+            ]
+        );
+        // depths: J +2 -> 2, J -2 -> 0, A +1 -> 1, I -1 -> 0, D +2 -> 2, F -1 -> 1, F +1 -> 2, A -1 -> 1
+        assert_eq!(s.net(), 1);
+        assert_eq!(s.max_depth(), 2);
+        assert!(!s.underflows());
+        let mut u = Snippet::new();
+        u.store('I', 0).unwrap();
+        assert!(u.underflows() && u.net() == -1);
+        assert!(Snippet::new().load('X', 0).is_err());
     }
 }

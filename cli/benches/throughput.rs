@@ -6,17 +6,9 @@
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::{instrument, MethodInfo, Outcome, ProbeRegistry, Rules};
+use bci_rewriter::{instrument, Outcome, Rules, SequentialIds};
 use std::hint::black_box;
 use std::time::Instant;
-
-struct Count(u32);
-impl ProbeRegistry for Count {
-    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
-        self.0 += 1;
-        self.0 - 1
-    }
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -57,10 +49,12 @@ fn main() {
         ),
         (
             "probe every method (cpu-times)",
-            Box::new(|b: &[u8]| match instrument(b, &rules, &mut Count(0)) {
-                Ok(Outcome::Rewritten(o)) => o.len(),
-                _ => 0,
-            }),
+            Box::new(
+                |b: &[u8]| match instrument(b, &rules, &mut SequentialIds(0)) {
+                    Ok(Outcome::Rewritten(o)) => o.len(),
+                    _ => 0,
+                },
+            ),
         ),
     ];
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];

@@ -1,14 +1,6 @@
 //! Rewrites every class of a directory in memory with the cpu-times rules, N times; for
 //! profiling the rewrite path (`perf record target/release/examples/rewrite_corpus DIR`).
-use bci_rewriter::{instrument, MethodInfo, Outcome, ProbeRegistry, Rules};
-
-struct Count(u32);
-impl ProbeRegistry for Count {
-    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
-        self.0 += 1;
-        self.0 - 1
-    }
-}
+use bci_rewriter::{instrument, Outcome, Rules, SequentialIds};
 
 fn files(dir: &std::path::Path, out: &mut Vec<Vec<u8>>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -37,7 +29,7 @@ fn main() {
         let t = std::time::Instant::now();
         let mut n = 0;
         for c in &v {
-            if let Ok(Outcome::Rewritten(_)) = instrument(c, &rules, &mut Count(0)) {
+            if let Ok(Outcome::Rewritten(_)) = instrument(c, &rules, &mut SequentialIds(0)) {
                 n += 1;
             }
         }

@@ -41,7 +41,7 @@ fn probes_fire_exactly_once_per_entry_exit_and_unwind() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("1 instrumented (10 methods)"),
+        String::from_utf8_lossy(&o.stdout).contains("1 instrumented (14 methods)"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
@@ -74,7 +74,7 @@ fn probes_fire_exactly_once_per_entry_exit_and_unwind() {
     );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
-        lines[0], "-2,5,4,-1,sevenother,3,1",
+        lines[0], "-2,5,4,-1,sevenother,3,1,38,5,iae",
         "program results changed"
     );
     let expected = [
@@ -82,12 +82,36 @@ fn probes_fire_exactly_once_per_entry_exit_and_unwind() {
         ">tryFinally <tryFinally >tryFinally <tryFinally",
         ">catcher >thrower >thrower >thrower !thrower !thrower !thrower <catcher",
         ">sw <sw >sw <sw",
-        ">init() >init(Z) >init(I) <init(I) <init(Z) <init() >sync <sync",
+        // constructors enter right after their super()/this() call
+        ">init(I) <init(I) >init(Z) <init(Z) >init() <init() >sync <sync",
         ">emptyLoop <emptyLoop",
-        ">init(Z) >init(I) <init(I) <init(Z)",
+        ">init(I) <init(I) >init(Z) <init(Z)",
+        ">leaf <leaf >init(I) <init(I) >getV <getV",
+        // this(check(x) + y) throws before this(): the constructor never entered, no stale frame
+        ">check !check",
     ]
     .join(" ");
     assert_eq!(lines[1], expected);
+    // Methods that cannot throw get no catch-all handler; the others do.
+    let b = std::fs::read(inst.join("Subject.class")).unwrap();
+    let cf = bci::ClassFile::parse(&b).unwrap();
+    for m in &cf.methods {
+        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
+        let code = bci::CodeAttr::parse(&cf, a).unwrap();
+        let name = cf.member_name(m);
+        let catch_all = code.handlers.iter().any(|h| {
+            h.catch_type == 0
+                && h.handler as usize + 8 >= code.code.len()
+                && code.code.last() == Some(&0xbf)
+        });
+        let expect = !matches!(&*name, "leaf" | "getV" | "loopAtStart" | "emptyLoop");
+        assert_eq!(
+            catch_all,
+            expect,
+            "{}: catch-all handler",
+            cf.method_path(m)
+        );
+    }
 }
 
 /// Class files before version 50 have no StackMapTable and may use jsr/ret. A method calling a

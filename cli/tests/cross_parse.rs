@@ -4,15 +4,7 @@
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
-
-struct Count(u32);
-impl ProbeRegistry for Count {
-    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
-        self.0 += 1;
-        self.0 - 1
-    }
-}
+use bci_rewriter::{instrument_with, Options, Outcome, Rules, SequentialIds};
 
 /// Our mnemonic in cafebabe's naming (variant name, lowercased).
 fn normalize(m: &str) -> String {
@@ -127,7 +119,7 @@ fn cafebabe_parses_every_rewritten_jdk_class_and_agrees_on_instructions() {
         let opts = Options {
             force_wide_jumps: wide,
         };
-        let mut reg = Count(0);
+        let mut reg = SequentialIds(0);
         let (mut classes, mut insns) = (0, 0);
         let mut bad = Vec::new();
         for f in common::class_files(&dir) {

@@ -4,17 +4,9 @@
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
+use bci_rewriter::{instrument_with, Options, Outcome, Rules, SequentialIds};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-struct Count(u32);
-impl ProbeRegistry for Count {
-    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
-        self.0 += 1;
-        self.0 - 1
-    }
-}
 
 fn rules(toml: &str) -> Rules {
     Rules::parse(toml, "test.toml").unwrap()
@@ -28,7 +20,7 @@ fn rewrite_corpus(r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
 
 fn rewrite_image(src: &Path, jh: &Path, r: &Rules, opts: &Options, out: &Path) -> (usize, u32) {
     let _ = std::fs::remove_dir_all(out);
-    let mut reg = Count(0);
+    let mut reg = SequentialIds(0);
     let mut rewritten = 0;
     let mut failures = Vec::new();
     // Our independent verifier judges every rewritten class too (the JDK image is its hierarchy).

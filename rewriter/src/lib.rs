@@ -29,6 +29,18 @@ pub trait ProbeRegistry {
     fn register(&mut self, m: &MethodInfo<'_>) -> u32;
 }
 
+/// A registry that numbers methods 0, 1, 2, … in the order they are instrumented (offline
+/// tools and tests; the agent keeps its own table).
+#[derive(Debug, Default, Clone)]
+pub struct SequentialIds(pub u32);
+
+impl ProbeRegistry for SequentialIds {
+    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
+        self.0 += 1;
+        self.0 - 1
+    }
+}
+
 /// The result of [`instrument`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -183,6 +195,72 @@ pub fn instrument_with(
         .map_err(|e| with_path(e, || name.to_string()))
 }
 
+/// Whether an exception can leave the method through its own instructions. A method without
+/// any instruction that can throw (no invoke, athrow, allocation, array access, division,
+/// cast, class or field resolution, monitor; `this.field` accesses excepted) needs no
+/// catch-all handler: its `exit` probes see every way out. Saves the handler's bytecode in
+/// the small leaf methods that are called most (getters, setters, arithmetic helpers).
+pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
+    use bci::opcodes::op;
+    let code = ed.code().code;
+    let insns = ed.insns();
+    let synchronized = ed.access() & bci::class::ACC_SYNCHRONIZED != 0;
+    if synchronized {
+        return true;
+    }
+    // `aload_0; getfield/putfield` cannot throw NullPointerException when local 0 is `this`
+    // and never reassigned (and the field resolves within the class being loaded).
+    let this_stable = !ed.is_static()
+        && !insns
+            .iter()
+            .any(|i| matches!(i.opcode, op::ASTORE | op::ASTORE_0) && i.local(code) == Some(0));
+    for (k, i) in insns.iter().enumerate() {
+        let safe = match i.opcode {
+            op::NOP..=op::SIPUSH => true,
+            op::LDC | op::LDC_W | op::LDC2_W => matches!(
+                ed.class().cp.tag(i.cp_index(code).unwrap_or(0)),
+                Some(
+                    bci::cp::tag::INTEGER
+                        | bci::cp::tag::FLOAT
+                        | bci::cp::tag::LONG
+                        | bci::cp::tag::DOUBLE
+                )
+            ),
+            op::ILOAD..=op::ALOAD_3 => true,
+            op::ISTORE..=op::ASTORE_3 => true,
+            op::POP..=op::SWAP => true,
+            op::IADD..=op::DMUL => true,
+            op::FDIV | op::DDIV | op::FREM | op::DREM => true,
+            op::INEG..=op::LXOR => true,
+            op::IINC..=op::DCMPG => true,
+            op::IFEQ..=op::LOOKUPSWITCH => true,
+            op::IRETURN..=op::RETURN => true,
+            op::IFNULL | op::IFNONNULL | op::GOTO_W | op::JSR_W => true,
+            op::GETFIELD => {
+                this_stable && k > 0 && insns[k - 1].opcode == op::ALOAD_0 && own_field(ed, i, code)
+            }
+            _ => false,
+        };
+        if !safe {
+            return true;
+        }
+    }
+    false
+}
+
+/// A field reference to a field this class declares (its resolution cannot fail).
+fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
+    let cf = ed.class();
+    let Ok(m) = cf.cp.member_ref(i.cp_index(code).unwrap_or(0)) else {
+        return false;
+    };
+    cf.name().is_ok_and(|n| n == m.class)
+        && cf
+            .fields
+            .iter()
+            .any(|f| cf.member_name(f) == m.name && cf.member_desc(f) == m.desc)
+}
+
 /// Inserts the probes of one method and returns its new Code attribute body.
 fn probe_method(
     mut ed: MethodEditor<'_, '_>,
@@ -205,7 +283,13 @@ fn probe_method(
     }
     if probes.contains(Probe::Enter) {
         let s = calls.with_id(cp, Calls::ENTER, id)?;
-        ed.insert_entry(&s)?;
+        // In a constructor, `enter` runs right after the super()/this() call: no handler may
+        // cover that call (HotSpot rejects it), so an exception thrown by it could never reach
+        // `unwind`, and an earlier `enter` would leave a frame that is never popped.
+        match ed.super_call()? {
+            Some(k) => ed.insert_after(k, &s)?,
+            None => ed.insert_entry(&s)?,
+        }
     }
     if probes.contains(Probe::Exit) || timed.is_some() {
         let mut s = Snippet::new();
@@ -217,7 +301,7 @@ fn probe_method(
         }
         ed.insert_before_returns(|_| Ok(s.clone()))?;
     }
-    if probes.contains(Probe::Unwind) {
+    if probes.contains(Probe::Unwind) && may_throw(&ed) {
         let mut s = calls.with_id(cp, Calls::UNWIND, id)?;
         if let Some(t) = &timed {
             s.append(t);

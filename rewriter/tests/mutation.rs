@@ -4,16 +4,8 @@
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::{instrument, MethodInfo, Outcome, ProbeRegistry, Rules};
+use bci_rewriter::{instrument, Outcome, Rules, SequentialIds};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-struct Count(u32);
-impl ProbeRegistry for Count {
-    fn register(&mut self, _: &MethodInfo<'_>) -> u32 {
-        self.0 += 1;
-        self.0 - 1
-    }
-}
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -96,7 +88,7 @@ fn hundred_thousand_mutations_never_panic_and_errors_have_paths() {
             checked += 1;
             let out = bci::ClassWriter::new(&cf).finish()?;
             assert_eq!(out, m, "identity write of a checked class");
-            let mut reg = Count(0);
+            let mut reg = SequentialIds(0);
             if let Outcome::Rewritten(b) = instrument(&m, &rules, &mut reg)? {
                 rewritten += 1;
                 // What we write must parse and check again.
