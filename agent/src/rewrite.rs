@@ -6,22 +6,17 @@ use crate::registry::{MethodRec, Registry};
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "bci/runtime/Probes";
 
-/// The built-in rules: rules/cpu-times.toml with the runtime as java.lang.BciProbes, which the
-/// agent defines at early VMStart, so that classes loaded before VMInit (java.lang, most of
-/// java.util) are instrumented too. A rules= file naming bci/runtime/Probes gets the VMInit
-/// runtime instead (classes loaded before VMInit stay original).
-pub const BUILTIN_RULES: &str = r#"[runtime]
-class = "java/lang/BciProbes"
+/// The built-in rules: rules/cpu-times.toml (via `Rules::cpu_times`) with the runtime as
+/// java.lang.BciProbes, which the agent defines at early VMStart, so that classes loaded before
+/// VMInit (java.lang, most of java.util) are instrumented too. A rules= file naming
+/// bci/runtime/Probes gets the VMInit runtime instead (classes loaded before VMInit stay
+/// original).
+pub const EARLY_RUNTIME_CLASS: &str = "java/lang/BciProbes";
 
-[[rule]]
-name = "cpu-times"
-classes = ["*"]
-# java.lang.Object: C2 crashed (SIGSEGV in SystemDictionary::find_instance_klass via
-# ciExceptionHandler::catch_klass) compiling an instrumented Object.<init>, JDK 17.0.21
-exclude_classes = ["bci.runtime.*", "java.lang.Object"]
-methods = ["*"]
-probes = ["enter", "exit", "unwind"]
-"#;
+/// Classes the built-in rules leave alone. java.lang.Object: C2 crashed (SIGSEGV in
+/// SystemDictionary::find_instance_klass via ciExceptionHandler::catch_klass) compiling an
+/// instrumented Object.<init>, JDK 17.0.21.
+pub const BUILTIN_EXCLUDES: &[&str] = &["java.lang.Object"];
 
 #[cfg(feature = "rewriter")]
 mod imp {
@@ -54,8 +49,15 @@ mod imp {
                         std::fs::read_to_string(path).map_err(|e| format!("rules={path}: {e}"))?;
                     Rules::parse(&src, path).map_err(|e| e.to_string())?
                 }
-                None => Rules::parse(BUILTIN_RULES, "<built-in cpu-times>")
-                    .map_err(|e| e.to_string())?,
+                None => Rules::cpu_times()
+                    .with_runtime(EARLY_RUNTIME_CLASS)
+                    .with_filters(
+                        &[],
+                        &BUILTIN_EXCLUDES
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>(),
+                    ),
             };
             Ok(Engine {
                 rules: rules.with_filters(&o.include, &o.exclude),
