@@ -169,7 +169,10 @@ pub fn jdk_tree(java_home: &Path) -> io::Result<PathBuf> {
         return Ok(dest);
     }
     std::fs::create_dir_all(&root)?;
-    let tmp = root.join(format!("tmp-{}-{}", std::process::id(), mtime));
+    // Unique per call: threads of one process may extract at the same time.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = root.join(format!("tmp-{}-{seq}-{}", std::process::id(), mtime));
     let _ = std::fs::remove_dir_all(&tmp);
     let status = std::process::Command::new(java_home.join("bin/jimage"))
         .arg("extract")

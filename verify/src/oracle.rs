@@ -64,6 +64,14 @@ fn cache_root() -> PathBuf {
     std::env::temp_dir().join("bci-oracle-cache")
 }
 
+/// A name unique to this call: process id plus a process-wide sequence number. Tests run as
+/// threads of one process, and several may verify the same class list at once.
+fn unique(prefix: &str, hash: u64) -> String {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{}-{n}-{hash:016x}", std::process::id())
+}
+
 fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100000001b3)
@@ -76,7 +84,7 @@ pub fn harness(java_home: &Path) -> io::Result<PathBuf> {
     if dir.join("Oracle.class").exists() {
         return Ok(dir);
     }
-    let tmp = cache_root().join(format!("tmp-{}-{:016x}", std::process::id(), fnv(SOURCE)));
+    let tmp = cache_root().join(unique("tmp", fnv(SOURCE)));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
     std::fs::write(tmp.join("Oracle.java"), SOURCE)?;
@@ -221,7 +229,7 @@ fn run_spec_once(
     expected: usize,
 ) -> io::Result<Vec<Verdict>> {
     let harness = harness(java_home)?;
-    let work = cache_root().join(format!("run-{}-{:016x}", std::process::id(), fnv(spec)));
+    let work = cache_root().join(unique("run", fnv(spec)));
     std::fs::create_dir_all(&work)?;
     let spec_file = work.join("spec.txt");
     std::fs::write(&spec_file, spec)?;

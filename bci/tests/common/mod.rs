@@ -37,8 +37,14 @@ fn image_dir(jh: &Path, prefix: &str) -> PathBuf {
 }
 
 /// The extracted JDK image (dir/<module>/<pkg>/X.class). `target/corpus/jdk17` is kept as a
-/// symlink to the current extraction for scripts and benches.
+/// symlink to the current extraction for scripts and benches. Tests of one binary run as
+/// threads: the first call extracts, the others wait for it.
 pub fn jdk_corpus() -> PathBuf {
+    static ONCE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(make_jdk_corpus).clone()
+}
+
+fn make_jdk_corpus() -> PathBuf {
     let jh = java_home();
     let root = workspace().join("target/corpus");
     let dst = image_dir(&jh, "jdk17");
@@ -61,7 +67,11 @@ pub fn jdk_corpus() -> PathBuf {
 
 fn extract(jh: &Path, root: &Path, dst: &Path) {
     std::fs::create_dir_all(root).unwrap();
-    let tmp = root.join(format!("tmp-{}", std::process::id()));
+    let tmp = root.join(format!(
+        "tmp-{}-{}",
+        std::process::id(),
+        dst.file_name().and_then(|n| n.to_str()).unwrap_or("x")
+    ));
     let _ = std::fs::remove_dir_all(&tmp);
     let st = Command::new(jh.join("bin/jimage"))
         .arg("extract")
@@ -86,6 +96,11 @@ pub fn jdk25_home() -> Option<PathBuf> {
 
 /// The extracted JDK 25 image, when JDK 25 is installed.
 pub fn jdk25_corpus() -> Option<PathBuf> {
+    static ONCE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(make_jdk25_corpus).clone()
+}
+
+fn make_jdk25_corpus() -> Option<PathBuf> {
     let jh = jdk25_home()?;
     let root = workspace().join("target/corpus");
     let dst = image_dir(&jh, "jdk25");
@@ -93,7 +108,11 @@ pub fn jdk25_corpus() -> Option<PathBuf> {
         return Some(dst);
     }
     std::fs::create_dir_all(&root).unwrap();
-    let tmp = root.join(format!("tmp25-{}", std::process::id()));
+    let tmp = root.join(format!(
+        "tmp25-{}-{}",
+        std::process::id(),
+        dst.file_name().and_then(|n| n.to_str()).unwrap_or("x")
+    ));
     let _ = std::fs::remove_dir_all(&tmp);
     let st = Command::new(jh.join("bin/jimage"))
         .arg("extract")
