@@ -104,26 +104,8 @@ fn make_jdk25_corpus() -> Option<PathBuf> {
     let jh = jdk25_home()?;
     let root = workspace().join("target/corpus");
     let dst = image_dir(&jh, "jdk25");
-    if dst.exists() {
-        return Some(dst);
-    }
-    std::fs::create_dir_all(&root).unwrap();
-    let tmp = root.join(format!(
-        "tmp25-{}-{}",
-        std::process::id(),
-        dst.file_name().and_then(|n| n.to_str()).unwrap_or("x")
-    ));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let st = Command::new(jh.join("bin/jimage"))
-        .arg("extract")
-        .arg("--dir")
-        .arg(&tmp)
-        .arg(jh.join("lib/modules"))
-        .status()
-        .expect("run jimage");
-    assert!(st.success(), "jimage extract (JDK 25) failed");
-    if std::fs::rename(&tmp, &dst).is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
+    if !dst.exists() {
+        extract(&jh, &root, &dst);
     }
     Some(dst)
 }
