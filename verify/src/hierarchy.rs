@@ -292,21 +292,8 @@ impl ClassPath {
     pub fn read_all(path: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
         let mut out = Vec::new();
         if path.is_dir() {
-            let mut stack = vec![path.to_path_buf()];
-            while let Some(d) = stack.pop() {
-                for e in std::fs::read_dir(&d)?.flatten() {
-                    let p = e.path();
-                    if p.is_dir() {
-                        stack.push(p);
-                    } else if p.extension().is_some_and(|x| x == "class") {
-                        let rel = p
-                            .strip_prefix(path)
-                            .unwrap_or(&p)
-                            .to_string_lossy()
-                            .to_string();
-                        out.push((rel, std::fs::read(&p)?));
-                    }
-                }
+            for (rel, p) in class_files_under(path)? {
+                out.push((rel, std::fs::read(&p)?));
             }
         } else {
             let mut z = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;
@@ -323,6 +310,28 @@ impl ClassPath {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
     }
+}
+
+/// Every `.class` file under `dir`: (path relative to `dir` with `/` separators, full path).
+pub(crate) fn class_files_under(dir: &Path) -> io::Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "class") {
+                let rel = p
+                    .strip_prefix(dir)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.push((rel, p));
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl ClassHierarchy for ClassPath {

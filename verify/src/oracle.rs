@@ -115,26 +115,11 @@ fn resolve_home(java_home: &Path) -> PathBuf {
 }
 
 fn class_files(dir: &Path) -> io::Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)?.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "class") {
-                let rel = p
-                    .strip_prefix(dir)
-                    .unwrap_or(&p)
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                let name = rel.trim_end_matches(".class").replace('/', ".");
-                if !name.ends_with("module-info") {
-                    out.push(name);
-                }
-            }
-        }
-    }
+    let mut out: Vec<String> = crate::hierarchy::class_files_under(dir)?
+        .into_iter()
+        .map(|(rel, _)| rel.trim_end_matches(".class").replace('/', "."))
+        .filter(|name| !name.ends_with("module-info"))
+        .collect();
     out.sort();
     Ok(out)
 }

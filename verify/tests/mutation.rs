@@ -6,14 +6,7 @@ use std::path::Path;
 
 #[test]
 fn mutants_agree_with_hotspot() {
-    let Some(guava) = common::require(
-        Path::new("/usr/share/java/guava.jar"),
-        "guava (libguava-java)",
-    ) else {
-        return;
-    };
-    let Some(rhino) = common::require(Path::new("/usr/share/java/js.jar"), "rhino (librhino-java)")
-    else {
+    let Some((guava, rhino)) = common::guava_and_rhino() else {
         return;
     };
     let Some(home) = common::java_home() else {

@@ -2,18 +2,10 @@
 //! verifier on real code: guava and rhino classes downgraded to version 49 must pass both; 3,000
 //! mutants of them must get the same verdict from both on >= 99%.
 mod common;
-use std::path::Path;
 
 #[test]
 fn downgraded_classes_and_mutants_agree_with_hotspot() {
-    let Some(guava) = common::require(
-        Path::new("/usr/share/java/guava.jar"),
-        "guava (libguava-java)",
-    ) else {
-        return;
-    };
-    let Some(rhino) = common::require(Path::new("/usr/share/java/js.jar"), "rhino (librhino-java)")
-    else {
+    let Some((guava, rhino)) = common::guava_and_rhino() else {
         return;
     };
     let Some(tree) = common::jdk_corpus() else {

@@ -5,18 +5,10 @@ mod common;
 use bci_verify::mutate::insert_entry_probe;
 use bci_verify::oracle::{run_hotspot, run_hotspot_isolated};
 use bci_verify::{verify_class, ClassPath};
-use std::path::Path;
 
 #[test]
 fn entry_probes_in_jars_pass_both_verifiers() {
-    let Some(guava) = common::require(
-        Path::new("/usr/share/java/guava.jar"),
-        "guava (libguava-java)",
-    ) else {
-        return;
-    };
-    let Some(rhino) = common::require(Path::new("/usr/share/java/js.jar"), "rhino (librhino-java)")
-    else {
+    let Some((guava, rhino)) = common::guava_and_rhino() else {
         return;
     };
     let Some(tree) = common::jdk_corpus() else {

@@ -71,3 +71,14 @@ fn make_jdk_corpus() -> Option<PathBuf> {
     assert!(dest.is_dir());
     Some(dest)
 }
+
+/// The two third-party jars the tests use (Debian's libguava-java and rhino), or None (skipped
+/// loudly; a failure under CI=true).
+pub fn guava_and_rhino() -> Option<(PathBuf, PathBuf)> {
+    let guava = require(
+        Path::new("/usr/share/java/guava.jar"),
+        "guava (libguava-java)",
+    )?;
+    let rhino = require(Path::new("/usr/share/java/js.jar"), "rhino (librhino-java)")?;
+    Some((guava, rhino))
+}
