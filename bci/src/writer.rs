@@ -10,6 +10,9 @@ pub struct ClassWriter<'c, 'a> {
     pub cp: CpBuilder<'c>,
     /// Replacement Code attribute bodies, per method index.
     code: Vec<Option<Vec<u8>>>,
+    /// field_info structures appended after the class's own fields.
+    new_fields: Vec<u8>,
+    n_new_fields: u16,
 }
 
 impl<'c, 'a> ClassWriter<'c, 'a> {
@@ -18,7 +21,39 @@ impl<'c, 'a> ClassWriter<'c, 'a> {
             cf,
             cp: CpBuilder::new(&cf.cp),
             code: vec![None; cf.methods.len()],
+            new_fields: Vec::new(),
+            n_new_fields: 0,
         }
+    }
+    /// Appends a field without attributes. A field of the same name and descriptor must not
+    /// exist (JVMS 4.5): that is an `Edit` error, as is a full field table.
+    pub fn add_field(&mut self, access: u16, name: &str, desc: &str) -> Result<()> {
+        let cf = self.cf;
+        let exists = cf.fields.iter().any(|f| {
+            cf.cp
+                .utf8_bytes(f.name_index)
+                .is_ok_and(|n| n == name.as_bytes())
+                && cf
+                    .cp
+                    .utf8_bytes(f.descriptor_index)
+                    .is_ok_and(|d| d == desc.as_bytes())
+        });
+        if exists {
+            return Err(Error::new(
+                ErrorKind::Edit,
+                format!("field {name} {desc} exists already"),
+            ));
+        }
+        if cf.fields.len() + self.n_new_fields as usize >= u16::MAX as usize {
+            return Err(Error::new(ErrorKind::TooLarge, "too many fields"));
+        }
+        let n = self.cp.utf8(name)?;
+        let d = self.cp.utf8(desc)?;
+        for v in [access, n, d, 0] {
+            self.new_fields.extend_from_slice(&v.to_be_bytes());
+        }
+        self.n_new_fields += 1;
+        Ok(())
     }
     pub fn class(&self) -> &'c ClassFile<'a> {
         self.cf
@@ -33,7 +68,7 @@ impl<'c, 'a> ClassWriter<'c, 'a> {
         Ok(())
     }
     pub fn is_unchanged(&self) -> bool {
-        self.cp.is_unchanged() && self.code.iter().all(|c| c.is_none())
+        self.cp.is_unchanged() && self.code.iter().all(|c| c.is_none()) && self.n_new_fields == 0
     }
     /// The class file bytes.
     pub fn finish(&self) -> Result<Vec<u8>> {
@@ -46,8 +81,20 @@ impl<'c, 'a> ClassWriter<'c, 'a> {
         out.extend_from_slice(&self.cp.count().to_be_bytes());
         out.extend_from_slice(cf.cp.raw());
         out.extend_from_slice(self.cp.appended());
-        // access .. fields, methods_count
-        out.extend_from_slice(&b[cf.header_end..cf.methods_start + 2]);
+        if self.n_new_fields == 0 {
+            // access .. fields, methods_count
+            out.extend_from_slice(&b[cf.header_end..cf.methods_start + 2]);
+        } else {
+            // access, this, super, interfaces_count, interfaces | fields_count | fields, new
+            // fields | methods_count
+            let fields_count = cf.header_end + 8 + 2 * cf.interfaces.len();
+            out.extend_from_slice(&b[cf.header_end..fields_count]);
+            let n = cf.fields.len() as u16 + self.n_new_fields;
+            out.extend_from_slice(&n.to_be_bytes());
+            out.extend_from_slice(&b[fields_count + 2..cf.methods_start]);
+            out.extend_from_slice(&self.new_fields);
+            out.extend_from_slice(&b[cf.methods_start..cf.methods_start + 2]);
+        }
         for (k, m) in cf.methods.iter().enumerate() {
             match &self.code[k] {
                 None => out.extend_from_slice(&b[m.span.clone()]),

@@ -120,3 +120,52 @@ fn identity_round_trip_of_jdk25_when_installed() {
     }
     assert!(v69 > 20_000, "only {v69} classes of version 69");
 }
+
+/// `ClassWriter::add_field` appends a field and changes nothing else: the output parses and
+/// checks, has one more field with the given access, name and descriptor, and its methods and
+/// class attributes are the original bytes. Adding an existing field is an error.
+#[test]
+fn add_field_appends_one_field_and_keeps_the_rest() {
+    let dir = common::jdk_corpus();
+    let mut done = 0;
+    for rel in [
+        "java.base/java/lang/Thread.class",
+        "java.base/java/util/ArrayList.class",
+        "java.base/java/lang/Runnable.class",
+    ] {
+        let f = dir.join(rel);
+        let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let cf = ClassFile::parse(&bytes).unwrap();
+        let mut w = ClassWriter::new(&cf);
+        w.add_field(0x1080, "bci$log", "[I").unwrap();
+        w.add_field(0x1080, "bci$t", "Ljava/lang/Object;").unwrap();
+        let out = w.finish().unwrap();
+        let nf = ClassFile::parse(&out).unwrap();
+        nf.check().unwrap();
+        assert_eq!(nf.fields.len(), cf.fields.len() + 2, "{rel}");
+        for (k, (name, desc)) in [("bci$log", "[I"), ("bci$t", "Ljava/lang/Object;")]
+            .into_iter()
+            .enumerate()
+        {
+            let fld = &nf.fields[cf.fields.len() + k];
+            assert_eq!(fld.access, 0x1080);
+            assert_eq!(nf.member_name(fld), name);
+            assert_eq!(nf.member_desc(fld), desc);
+            assert!(fld.attributes.is_empty());
+        }
+        for (a, b) in cf.fields.iter().zip(&nf.fields) {
+            assert_eq!(&bytes[a.span.clone()], &out[b.span.clone()]);
+        }
+        assert_eq!(cf.methods.len(), nf.methods.len());
+        for (a, b) in cf.methods.iter().zip(&nf.methods) {
+            assert_eq!(&bytes[a.span.clone()], &out[b.span.clone()], "{rel}");
+        }
+        assert_eq!(&bytes[cf.methods_end..], &out[nf.methods_end..]);
+        // the same field twice is refused
+        let mut w = ClassWriter::new(&nf);
+        let e = w.add_field(0, "bci$log", "[I").unwrap_err();
+        assert!(e.to_string().contains("exists already"), "{e}");
+        done += 1;
+    }
+    assert_eq!(done, 3);
+}

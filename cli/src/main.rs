@@ -117,6 +117,7 @@ fn main() -> ExitCode {
             let r = r.with_filters(&include, &exclude);
             let opts = Options {
                 force_wide_jumps: force_wide,
+                ..Default::default()
             };
             let mut reg = Registry::default();
             let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);

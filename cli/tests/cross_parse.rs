@@ -118,6 +118,7 @@ fn cafebabe_parses_every_rewritten_jdk_class_and_agrees_on_instructions() {
         let r = Rules::parse(toml, "t.toml").unwrap();
         let opts = Options {
             force_wide_jumps: wide,
+            ..Default::default()
         };
         let mut reg = SequentialIds(0);
         let (mut classes, mut insns) = (0, 0);

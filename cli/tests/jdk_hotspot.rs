@@ -147,6 +147,7 @@ fn jdk_forced_wide_jumps_verify_in_hotspot() {
         &r,
         &Options {
             force_wide_jumps: true,
+            ..Default::default()
         },
         &out,
     );

@@ -126,11 +126,31 @@ pub fn instrument(
     instrument_with(class_bytes, rules, reg, &Options::default())
 }
 
-/// Knobs for tests and the CLI.
+/// Knobs for tests, the CLI and the agent.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Encode every 16-bit branch in its wide form (exercises jump widening and its frames).
     pub force_wide_jumps: bool,
+    /// Fields to add to classes, whether or not the rules select them (the agent's per-thread
+    /// runtime state in java.lang.Thread).
+    pub fields: Vec<NewField>,
+}
+
+/// A field [`instrument_with`] adds to a class (no attributes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewField {
+    /// Internal name of the class that gets it.
+    pub class: String,
+    pub access: u16,
+    pub name: String,
+    pub desc: String,
+}
+
+impl Options {
+    /// Whether [`instrument_with`] changes class `internal_name` even if no rule selects it.
+    pub fn adds_fields_to(&self, internal_name: &str) -> bool {
+        self.fields.iter().any(|f| f.class == internal_name)
+    }
 }
 
 /// [`instrument`] with [`Options`].
@@ -150,7 +170,11 @@ pub fn instrument_with(
 ) -> Result<Outcome, RewriteError> {
     let cf = ClassFile::parse(class_bytes)?;
     let name = cf.name()?;
-    if cf.access & ACC_MODULE != 0 || !rules.selects_class(&name) {
+    if cf.access & ACC_MODULE != 0 {
+        return Ok(Outcome::Unchanged);
+    }
+    let selected = rules.selects_class(&name);
+    if !selected && !opts.adds_fields_to(&name) {
         return Ok(Outcome::Unchanged);
     }
     let source = cf.source_file();
@@ -162,6 +186,9 @@ pub fn instrument_with(
     };
     let mut changed = false;
     for (k, m) in cf.methods.iter().enumerate() {
+        if !selected {
+            break;
+        }
         if m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0 {
             continue;
         }
@@ -185,6 +212,11 @@ pub fn instrument_with(
         let body = probe_method(ed, &mut w.cp, &mut calls, id, probes)
             .map_err(|e| with_path(e, || cf.method_path(m)))?;
         w.set_code(k, body)?;
+        changed = true;
+    }
+    for f in opts.fields.iter().filter(|f| f.class == name) {
+        w.add_field(f.access, &f.name, &f.desc)
+            .map_err(|e| with_path(e, || name.to_string()))?;
         changed = true;
     }
     if !changed {
