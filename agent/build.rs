@@ -45,17 +45,49 @@ fn main() {
         Err(e) => panic!("cannot run javac (set JAVA_HOME): {e}"),
     }
     // The same runtime as java.lang.BciProbes, a member of java.base (defined by the agent at
-    // early VMStart): callable from every module without read edges, and before VMInit.
+    // early VMStart): callable from every module without read edges, and before VMInit. Two
+    // builds: one reads the thread's state from the fields the agent adds to java.lang.Thread,
+    // the other (used if Thread could not get them) looks it up like bci.runtime.Probes.
     let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()));
+    java_lang_variant(&field_lookup(&text), &out_dir.join("gen"), &out, true);
+    java_lang_variant(
+        &text,
+        &out_dir.join("gen-fallback"),
+        &out_dir.join("java-fallback"),
+        false,
+    );
+}
+
+/// Compiles `text` (Probes.java) as java.lang.BciProbes into `out`, sources under `gen`.
+fn java_lang_variant(text: &str, gen: &std::path::Path, out: &std::path::Path, stub: bool) {
     let text = text
         .replace("package bci.runtime;", "package java.lang;")
         .replace("class Probes ", "class BciProbes ")
         .replace("private Probes()", "private BciProbes()")
         .replace("Probes.class", "BciProbes.class");
-    let gen = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("gen");
     let gen_src = gen.join("java/lang/BciProbes.java");
     std::fs::create_dir_all(gen.join("java/lang")).expect("create OUT_DIR/gen");
     std::fs::write(&gen_src, text).expect("write BciProbes.java");
+    let stub_src = gen.join("java/lang/Thread.java");
+    if stub {
+        // javac must see the fields the agent adds to java.lang.Thread (THREAD_FIELDS in
+        // src/rewrite.rs): a stub Thread with them shadows the real one for this compilation
+        // only (-implicit:none: no class file is written for the stub).
+        std::fs::write(
+            &stub_src,
+            "package java.lang;\n\
+             public class Thread implements Runnable {\n\
+             BciProbes.T bci$t;\n\
+             public static native Thread currentThread();\n\
+             public final String getName() { return null; }\n\
+             public void run() {}\n\
+             }\n",
+        )
+        .expect("write the Thread stub");
+    } else {
+        let _ = std::fs::remove_file(&stub_src);
+    }
     let status = Command::new(javac())
         .args([
             "-source",
@@ -64,11 +96,12 @@ fn main() {
             "11",
             "-Xlint:-options",
             "-g:none",
+            "-implicit:none",
         ])
         .arg("--patch-module")
         .arg(format!("java.base={}", gen.display()))
         .arg("-d")
-        .arg(&out)
+        .arg(out)
         .arg(&gen_src)
         .status();
     match status {
@@ -76,4 +109,24 @@ fn main() {
         Ok(s) => panic!("javac failed on {}: {s}", gen_src.display()),
         Err(e) => panic!("cannot run javac (set JAVA_HOME): {e}"),
     }
+}
+
+/// The java.lang.BciProbes variant finds a thread's state through fields added to
+/// java.lang.Thread: drops the `@thread-lookup fallback` block and uncomments the
+/// `@thread-lookup field` block.
+fn field_lookup(text: &str) -> String {
+    let begin = "    // @thread-lookup fallback begin";
+    let end = "    // @thread-lookup fallback end";
+    let (b, e) = match (text.find(begin), text.find(end)) {
+        (Some(b), Some(e)) if b < e => (b, e + end.len()),
+        _ => panic!("Probes.java: no @thread-lookup fallback block"),
+    };
+    let text = format!("{}{}", &text[..b], &text[e..]);
+    let open = "    /* @thread-lookup field begin";
+    let close = "    @thread-lookup field end */";
+    assert!(
+        text.contains(open) && text.contains(close),
+        "Probes.java: no @thread-lookup field block"
+    );
+    text.replace(open, "").replace(close, "")
 }

@@ -15,7 +15,7 @@ opts=${OPTS:-}
 JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 java=$JAVA_HOME/bin/java
 javac=$JAVA_HOME/bin/javac
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target/h-agent}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
 
 cargo build -q -p bci-agent --release --manifest-path "$here/Cargo.toml"
 lib=$CARGO_TARGET_DIR/release/libbciagent.so

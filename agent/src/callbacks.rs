@@ -23,6 +23,8 @@ pub struct Agent {
     /// runtime is defined and every module reads it.
     live: AtomicBool,
     early_skipped: AtomicUsize,
+    /// java.lang.Thread was handed to the VM with the runtime's fields (rewrite::THREAD_FIELDS).
+    thread_fields: AtomicBool,
     instrumented: AtomicUsize,
     failed: AtomicUsize,
     /// Time spent in the rewriter, ns.
@@ -159,6 +161,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         // early VMStart, where the runtime is defined); otherwise from VMInit on
         live: AtomicBool::new(early),
         early_skipped: AtomicUsize::new(0),
+        thread_fields: AtomicBool::new(false),
         instrumented: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
         hook_ns: AtomicU64::new(0),
@@ -205,9 +208,13 @@ unsafe extern "C" fn vm_init(
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
         if !a.early {
-            if let Err(e) =
-                runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void, false)
-            {
+            if let Err(e) = runtime::define(
+                &a.jvmti,
+                &jni,
+                &a.opts,
+                cpu_nanos as *mut c_void,
+                runtime::Variant::VmInit,
+            ) {
                 log(&format!(
                     "cannot define the runtime ({e}); no class will be instrumented"
                 ));
@@ -251,7 +258,21 @@ unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         }
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
-        if let Err(e) = runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void, true) {
+        // the build that reads Thread.bci$t only if the hook handed Thread to the VM with it
+        // (a link error in every probe would be fatal). Not checked through JNI: GetFieldID
+        // would initialize Thread, running its instrumented <clinit> before the runtime exists.
+        let variant = if a.thread_fields.load(Ordering::Acquire) {
+            runtime::Variant::ThreadFields
+        } else {
+            log(&format!(
+                "{} has no runtime fields; {} looks threads up by hash (slower probes)",
+                crate::rewrite::THREAD_CLASS,
+                runtime::EARLY_PROBES
+            ));
+            runtime::Variant::Early
+        };
+        if let Err(e) = runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void, variant)
+        {
             a.live.store(false, Ordering::Release);
             log(&format!(
                 "cannot define {} at VMStart ({e}); classes instrumented so far will fail",
@@ -349,6 +370,9 @@ unsafe extern "C" fn class_file_load_hook(
                             *new_class_data = p;
                         }
                         a.instrumented.fetch_add(1, Ordering::Relaxed);
+                        if a.engine.adds_fields_to(name) {
+                            a.thread_fields.store(true, Ordering::Release);
+                        }
                         if a.opts.verbose {
                             log(&format!(
                                 "{name}: instrumented ({} -> {} bytes)",

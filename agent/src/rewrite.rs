@@ -13,18 +13,29 @@ pub const DEFAULT_RUNTIME_CLASS: &str = "bci/runtime/Probes";
 /// original).
 pub const EARLY_RUNTIME_CLASS: &str = "java/lang/BciProbes";
 
-/// Classes the built-in rules leave alone. java.lang.Object: C2 crashed (SIGSEGV in
-/// SystemDictionary::find_instance_klass via ciExceptionHandler::catch_klass) compiling an
-/// instrumented Object.<init>, JDK 17.0.21.
-pub const BUILTIN_EXCLUDES: &[&str] = &["java.lang.Object"];
+/// Classes the built-in rules leave alone: none. (java.lang.Object was excluded while its
+/// instrumented `<init>` had a catch-all handler: C2 on JDK 17.0.21 crashed in
+/// ciExceptionHandler::catch_klass compiling it. Methods that cannot throw get no handler
+/// now, and Object.<init> is counted like every other method.)
+pub const BUILTIN_EXCLUDES: &[&str] = &[];
+
+/// The class that gets [`THREAD_FIELDS`].
+pub const THREAD_CLASS: &str = "java/lang/Thread";
+
+/// Fields added to java.lang.Thread when the runtime is java.lang.BciProbes: the thread's
+/// runtime state, which the probes reach in two loads (`Thread.currentThread().bci$t`).
+/// Package-private, transient and synthetic. Must match the stub Thread in build.rs.
+pub const THREAD_FIELDS: &[(&str, &str)] = &[("bci$t", "Ljava/lang/BciProbes$T;")];
+const THREAD_FIELD_ACCESS: u16 = 0x0080 | 0x1000;
 
 #[cfg(feature = "rewriter")]
 mod imp {
     use super::*;
-    use bci_rewriter::{instrument, MethodInfo, Outcome, ProbeRegistry, Rules};
+    use bci_rewriter::{instrument_with, MethodInfo, NewField, Outcome, ProbeRegistry, Rules};
 
     pub struct Engine {
         rules: Rules,
+        opts: bci_rewriter::Options,
     }
 
     struct Reg<'a>(&'a Registry);
@@ -59,13 +70,37 @@ mod imp {
                             .collect::<Vec<_>>(),
                     ),
             };
+            let mut opts = bci_rewriter::Options::default();
+            // BCIAGENT_NO_THREAD_FIELDS (tests): leave Thread alone, so that the runtime
+            // build that looks threads up by hash is used
+            if rules.runtime_class() == EARLY_RUNTIME_CLASS
+                && std::env::var_os("BCIAGENT_NO_THREAD_FIELDS").is_none()
+            {
+                opts.fields = THREAD_FIELDS
+                    .iter()
+                    .map(|(name, desc)| NewField {
+                        class: THREAD_CLASS.to_string(),
+                        access: THREAD_FIELD_ACCESS,
+                        name: name.to_string(),
+                        desc: desc.to_string(),
+                    })
+                    .collect();
+            }
             Ok(Engine {
                 rules: rules.with_filters(&o.include, &o.exclude),
+                opts,
             })
         }
 
+        /// Whether the hook must hand class `internal_name` to [`Engine::instrument`]: rules
+        /// select it, or it gets the runtime's fields.
         pub fn selects(&self, internal_name: &str) -> bool {
-            self.rules.selects_class(internal_name)
+            self.rules.selects_class(internal_name) || self.opts.adds_fields_to(internal_name)
+        }
+
+        /// Whether a rewritten `internal_name` has fields added (THREAD_FIELDS).
+        pub fn adds_fields_to(&self, internal_name: &str) -> bool {
+            self.opts.adds_fields_to(internal_name)
         }
 
         pub fn runtime_class(&self) -> &str {
@@ -73,7 +108,7 @@ mod imp {
         }
 
         pub fn instrument(&self, bytes: &[u8], reg: &Registry) -> Result<Option<Vec<u8>>, String> {
-            match instrument(bytes, &self.rules, &mut Reg(reg)) {
+            match instrument_with(bytes, &self.rules, &mut Reg(reg), &self.opts) {
                 Ok(Outcome::Unchanged) => Ok(None),
                 Ok(Outcome::Rewritten(b)) => Ok(Some(b)),
                 Err(e) => Err(e.to_string()),
@@ -98,6 +133,9 @@ mod imp {
         pub fn selects(&self, _internal_name: &str) -> bool {
             false
         }
+        pub fn adds_fields_to(&self, _internal_name: &str) -> bool {
+            false
+        }
         pub fn runtime_class(&self) -> &str {
             DEFAULT_RUNTIME_CLASS
         }
@@ -111,7 +149,9 @@ mod imp {
     }
 
     #[allow(dead_code)]
-    fn _uses(_: MethodRec) {}
+    fn _uses(_: MethodRec) -> (&'static [(&'static str, &'static str)], u16) {
+        (THREAD_FIELDS, THREAD_FIELD_ACCESS)
+    }
 }
 
 pub use imp::Engine;

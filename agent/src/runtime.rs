@@ -19,6 +19,14 @@ const EARLY_PROBES_T_CLASS: &[u8] = include_bytes!(concat!(
     env!("OUT_DIR"),
     "/java/java/lang/BciProbes$T.class"
 ));
+const FALLBACK_PROBES_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java-fallback/java/lang/BciProbes.class"
+));
+const FALLBACK_PROBES_T_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java-fallback/java/lang/BciProbes$T.class"
+));
 const PROBES_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes.class"));
 const PROBES_T_CLASS: &[u8] =
@@ -94,19 +102,40 @@ pub fn ctime_now() -> String {
 /// Defines the runtime classes in the boot loader, registers its native, sets its parameters.
 /// `early` (java.lang.BciProbes, at early VMStart): nothing else. Otherwise (bci/runtime/Probes,
 /// at VMInit) every module gets a read edge to it. Recording stays off until [`switch_on`].
+/// Which build of the runtime to define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// java.lang.BciProbes at early VMStart, finding a thread's state in the fields added to
+    /// java.lang.Thread.
+    ThreadFields,
+    /// java.lang.BciProbes at early VMStart, looking threads up by identity hash (Thread did
+    /// not get its fields).
+    Early,
+    /// bci/runtime/Probes at VMInit (rules naming that class).
+    VmInit,
+}
+
 pub fn define(
     jvmti: &Jvmti,
     jni: &Jni,
     o: &Options,
     cpu_native: *mut std::ffi::c_void,
-    early: bool,
+    variant: Variant,
 ) -> Result<(), String> {
-    let cls = if early {
-        jni.define_boot_class("java/lang/BciProbes$T", EARLY_PROBES_T_CLASS)?;
-        jni.define_boot_class(EARLY_PROBES, EARLY_PROBES_CLASS)?
-    } else {
-        jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
-        jni.define_boot_class(PROBES, PROBES_CLASS)?
+    let early = variant != Variant::VmInit;
+    let cls = match variant {
+        Variant::ThreadFields => {
+            jni.define_boot_class("java/lang/BciProbes$T", EARLY_PROBES_T_CLASS)?;
+            jni.define_boot_class(EARLY_PROBES, EARLY_PROBES_CLASS)?
+        }
+        Variant::Early => {
+            jni.define_boot_class("java/lang/BciProbes$T", FALLBACK_PROBES_T_CLASS)?;
+            jni.define_boot_class(EARLY_PROBES, FALLBACK_PROBES_CLASS)?
+        }
+        Variant::VmInit => {
+            jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
+            jni.define_boot_class(PROBES, PROBES_CLASS)?
+        }
     };
     if o.clock == Clock::Cpu {
         // (HotSpot warns once when a java.base class gets natives from an agent: only when used)
@@ -161,12 +190,13 @@ pub fn sync_module_reads(jvmti: &Jvmti, jni: &Jni) {
 
 pub fn switch_on(jni: &Jni) -> Result<(), String> {
     let rt = get().ok_or("runtime not defined")?;
-    // Diagnostic for scripts/bench-cpu-times.sh: classes are rewritten but probes stay off,
-    // which measures what the added bytecode alone costs.
+    // Diagnostic for scripts/bench-cpu-times.sh: classes are rewritten and the probes write
+    // their logs, but the logs are dropped instead of replayed: what the added bytecode and
+    // the logging cost, without the replay.
     if std::env::var_os("BCIAGENT_PROBES_OFF").is_some() {
-        return Ok(());
+        jni.set_static_bool(rt.class.0, "discard", true)?;
     }
-    jni.set_static_bool(rt.class.0, "on", true)
+    jni.call_static_void(rt.class.0, "start")
 }
 
 pub fn stop(jni: &Jni) -> Result<(), String> {

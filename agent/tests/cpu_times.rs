@@ -96,9 +96,14 @@ fn classes() -> &'static Path {
 }
 
 fn java(cp: &Path, main: &str, opts: &str, extra: &[&str]) -> Output {
+    java_env(cp, main, opts, extra, &[])
+}
+
+fn java_env(cp: &Path, main: &str, opts: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(jdk_tool("java"));
     cmd.arg(format!("-agentpath:{}={}", agent_lib().display(), opts));
     cmd.args(extra).arg("-cp").arg(cp).arg(main);
+    cmd.envs(env.iter().copied());
     cmd.output().unwrap()
 }
 
@@ -309,13 +314,22 @@ impl Report {
 }
 
 fn run_program(program: &str, opts: &str) -> (Report, Output) {
-    let dir = tmp(&format!("{program}-{}", opts.replace([',', '=', '/'], "_")));
+    run_program_env(program, opts, &[])
+}
+
+fn run_program_env(program: &str, opts: &str, env: &[(&str, &str)]) -> (Report, Output) {
+    let tag = env.iter().map(|(k, _)| *k).collect::<Vec<_>>().join("_");
+    let dir = tmp(&format!(
+        "{program}-{}{tag}",
+        opts.replace([',', '=', '/'], "_")
+    ));
     let file = dir.join("out.txt");
-    let o = java(
+    let o = java_env(
         classes(),
         program,
         &format!("file={},cutoff=0,{opts}", file.display()),
         &["-Xverify:all"],
+        env,
     );
     assert!(
         o.status.success(),
@@ -329,7 +343,11 @@ fn run_program(program: &str, opts: &str) -> (Report, Output) {
 }
 
 fn check_program(program: &str, opts: &str) -> Report {
-    let (r, _) = run_program(program, opts);
+    check_program_env(program, opts, &[])
+}
+
+fn check_program_env(program: &str, opts: &str, env: &[(&str, &str)]) -> Report {
+    let (r, _) = run_program_env(program, opts, env);
     let (exp, paths) = expectations(program);
     let mut bad = Vec::new();
     for e in &exp {
@@ -385,10 +403,79 @@ fn recursion() {
     assert!(r.text.contains("left original: 0."), "header");
     assert!(r.count("java.lang.String.hashCode") > 0);
     assert!(r.count("java.util.HashMap.put") > 0);
+    // every class, java.lang.Object included
+    assert!(r.count("java.lang.Object.<init>") > 0);
 }
 #[test]
 fn threads() {
     check_program("Threads", "");
+}
+
+/// The probes find a thread's state in a field the agent adds to java.lang.Thread: package-
+/// private, transient and synthetic, so not among Thread's public fields. Without it
+/// (BCIAGENT_NO_THREAD_FIELDS) the runtime build that looks threads up by hash gives the same
+/// exact counts.
+#[test]
+fn thread_state_field_and_fallback() {
+    let dir = tmp("thread-field");
+    std::fs::write(
+        dir.join("Field.java"),
+        r#"
+import java.lang.reflect.*;
+public class Field {
+    public static void main(String[] a) throws Exception {
+        java.lang.reflect.Field f = Thread.class.getDeclaredField("bci$t");
+        int m = f.getModifiers();
+        System.out.println("type=" + f.getType().getName() + " transient=" + Modifier.isTransient(m)
+            + " synthetic=" + f.isSynthetic() + " public=" + Modifier.isPublic(m)
+            + " static=" + Modifier.isStatic(m));
+        for (java.lang.reflect.Field g : Thread.class.getFields()) {
+            if (g.getName().startsWith("bci")) System.out.println("public field " + g);
+        }
+    }
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Field.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = dir.join("out.txt");
+    let o = java(
+        &dir,
+        "Field",
+        &format!("file={},verbose=y", out.display()),
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.trim(),
+        "type=java.lang.BciProbes$T transient=true synthetic=true public=false static=false",
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no runtime fields"), "{stderr}");
+    // without the field: the hash-lookup build, announced in the log, same exact counts
+    let o = java_env(
+        &dir,
+        "Field",
+        &format!("file={},verbose=y", out.display()),
+        &[],
+        &[("BCIAGENT_NO_THREAD_FIELDS", "1")],
+    );
+    assert!(!o.status.success(), "Thread has no bci$t field now");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("java/lang/Thread has no runtime fields"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    check_program_env("Threads", "", &[("BCIAGENT_NO_THREAD_FIELDS", "1")]);
+    check_program_env("Exceptions", "", &[("BCIAGENT_NO_THREAD_FIELDS", "1")]);
 }
 #[test]
 fn exceptions() {

@@ -6,10 +6,13 @@ import jdk.internal.vm.annotation.DontInline;
  * The runtime that instrumented methods call: {@code enter(id)} at entry, {@code exit(id)} before
  * every return and {@code unwind(id)} in the catch-all handler before the re-throw.
  *
- * <p>build.rs compiles this file twice: as bci.runtime.Probes and, renamed, as
- * java.lang.BciProbes (a member of java.base). The agent defines one of them in the boot loader
- * (java.lang.BciProbes at early VMStart, bci.runtime.Probes at VMInit) and sets its static
- * fields through JNI. Everything reachable from the probes uses only this class, arrays,
+ * <p>build.rs compiles this file three times: as bci.runtime.Probes and, renamed, twice as
+ * java.lang.BciProbes (a member of java.base): once finding a thread's state in the field
+ * {@code bci$t} that the agent adds to java.lang.Thread (the {@code @thread-lookup field}
+ * block), once (used if Thread did not get the field) like bci.runtime.Probes, through the last
+ * thread seen and a table keyed by identity hash (the {@code @thread-lookup fallback} block).
+ * The agent defines one of them in the boot loader (java.lang.BciProbes at early VMStart,
+ * bci.runtime.Probes at VMInit) and sets its static fields through JNI. Everything reachable from the probes uses only this class, arrays,
  * {@code System.arraycopy}, {@code Thread.currentThread}, {@code System.identityHashCode} and
  * {@code System.nanoTime}: native methods, which are never instrumented. A JDK method with
  * bytecode called from a probe would call a probe again; the only place that does (thread
@@ -17,8 +20,8 @@ import jdk.internal.vm.annotation.DontInline;
  * and every probe call it makes returns at once.
  *
  * <p>All recording is per thread, without locks or atomics: a thread finds its own {@link T}
- * through an open-addressed table keyed by identity hash. Only the first probe of a thread takes
- * the class lock (to register). Counts are exact; times come from the clock chosen with
+ * in a field of its Thread object (no shared "last thread" that threads would keep writing).
+ * Only the first probe of a thread takes the class lock (to register). Counts are exact; times come from the clock chosen with
  * {@code clock=}.
  */
 public final class Probes {
@@ -31,6 +34,12 @@ public final class Probes {
      */
     static boolean on;
     /**
+     * on and clock=sample: the probes take their inlined fast path (no clock to read). Read
+     * first, before Thread.currentThread: before VMInit, calling that native can mean linking
+     * it through ClassLoader.findNative, which is instrumented and would come back here.
+     */
+    static boolean fast;
+    /**
      * 0 = sample: probes do not read a clock; the agent's sampler thread calls {@link #sample}
      * every interval and charges each thread's CPU time to its top frame (self) and to every
      * method on its shadow stack (total). 1 = System.nanoTime at every probe,
@@ -41,9 +50,6 @@ public final class Probes {
     static boolean timed;
     /** Number of frames in a call path (HPROF depth). */
     static int depth = 4;
-    /** Thread table, open addressing on identityHashCode(thread); only grows, under the class lock. */
-    static volatile T[] table = new T[256];
-    static int tableUsed;
     /** Every thread state ever registered, in registration order (index = serial). */
     static T[] all = new T[64];
     static int nall;
@@ -97,14 +103,17 @@ public final class Probes {
     // three stores and exit one increment. Everything else is in enter0/exit0, which are @DontInline
     // (honoured for boot-loader classes): inlining the whole recording code at every call site
     // made C2 spend most of a javac run compiling (perf: 58 % of the CPU in its register
-    // allocator). `last` is non-null only while recording without a per-call clock.
+    // allocator). With a per-call clock (`fast` false) every probe goes to enter0/exit0.
 
     public static void enter(int id) {
-        if (!on) {
+        if (!fast) {
+            if (on) {
+                enter0(id);
+            }
             return;
         }
-        T s = last;
-        if (s != null && s.thread == Thread.currentThread()) {
+        T s = cur();
+        if (s != null) {
             int b = s.sp;
             long[] fr = s.fr;
             if (b + 8 <= fr.length) {
@@ -124,11 +133,14 @@ public final class Probes {
     }
 
     public static void exit(int id) {
-        if (!on) {
+        if (!fast) {
+            if (on) {
+                exit0(id);
+            }
             return;
         }
-        T s = last;
-        if (s != null && s.thread == Thread.currentThread()) {
+        T s = cur();
+        if (s != null) {
             int b = s.sp;
             if (b >= 8) {
                 long f = s.fr[b - 8];
@@ -190,19 +202,26 @@ public final class Probes {
         }
     }
 
+    // @thread-lookup fallback begin
     /** The last thread state looked up: one compare instead of a hash probe when it is ours. */
     static T last;
+    /** Thread table, open addressing on identityHashCode(thread); only grows, under the class lock. */
+    static volatile T[] table = new T[256];
+    static int tableUsed;
 
+    /** The current thread's state if at hand (the fast path), else null. */
+    static T cur() {
+        T s = last;
+        return s != null && s.thread == Thread.currentThread() ? s : null;
+    }
+
+    /** The current thread's state, registered on first use; null while registering. */
     static T self() {
         Thread t = Thread.currentThread();
         T l = last;
         if (l != null && l.thread == t) {
             return l;
         }
-        return self2(t);
-    }
-
-    static T self2(Thread t) {
         int h = System.identityHashCode(t);
         T[] tab = table;
         int m = tab.length - 1;
@@ -222,23 +241,79 @@ public final class Probes {
         }
     }
 
+    /** Adds {@code s} to the thread table (under the class lock). */
+    static void publish(T s) {
+        T[] tab = table;
+        int m = tab.length - 1;
+        if ((tableUsed + 1) * 2 > tab.length) {
+            T[] n = new T[tab.length * 2];
+            int nm = n.length - 1;
+            for (int k = 0; k < tab.length; k++) {
+                T o = tab[k];
+                if (o != null) {
+                    int j = o.hash & nm;
+                    while (n[j] != null) {
+                        j = (j + 1) & nm;
+                    }
+                    n[j] = o;
+                }
+            }
+            tab = n;
+            m = nm;
+        }
+        int i = s.hash & m;
+        while (tab[i] != null) {
+            i = (i + 1) & m;
+        }
+        tab[i] = s;
+        tableUsed++;
+        table = tab;
+    }
+
+    /** Whether thread {@code t} has a state already (under the class lock). */
+    static T registered(Thread t, int h) {
+        T[] tab = table;
+        int m = tab.length - 1;
+        for (int i = h & m; ; i = (i + 1) & m) {
+            T s = tab[i];
+            if (s == null || s.thread == t) {
+                return s;
+            }
+        }
+    }
+    // @thread-lookup fallback end
+
+    /* @thread-lookup field begin
+    // The current thread's state if at hand (the fast path), else null: a field the agent
+    // adds to java.lang.Thread (no shared "last thread" to compare and write).
+    static T cur() {
+        return Thread.currentThread().bci$t;
+    }
+
+    // The current thread's state, registered on first use; null while registering.
+    static T self() {
+        Thread t = Thread.currentThread();
+        T s = t.bci$t;
+        return s != null ? s : register(t, System.identityHashCode(t));
+    }
+
+    static void publish(T s) {
+        s.thread.bci$t = s;
+    }
+
+    static T registered(Thread t, int h) {
+        return t.bci$t;
+    }
+    @thread-lookup field end */
+
     static T register(Thread t, int h) {
         if (t == null || registering == t) {
             return null;
         }
         synchronized (Probes.class) {
-            T[] tab = table;
-            int m = tab.length - 1;
-            int i = h & m;
-            for (;;) {
-                T s = tab[i];
-                if (s == null) {
-                    break;
-                }
-                if (s.thread == t) {
-                    return s;
-                }
-                i = (i + 1) & m;
+            T s = registered(t, h);
+            if (s != null) {
+                return s;
             }
             registering = t;
             try {
@@ -248,36 +323,14 @@ public final class Probes {
                 } catch (Throwable e) {
                     name = null;
                 }
-                T s = new T(t, nall, name, depth);
+                s = new T(t, nall, name, depth);
                 if (nall == all.length) {
                     T[] n = new T[all.length * 2];
                     System.arraycopy(all, 0, n, 0, nall);
                     all = n;
                 }
                 all[nall++] = s;
-                if ((tableUsed + 1) * 2 > tab.length) {
-                    T[] n = new T[tab.length * 2];
-                    int nm = n.length - 1;
-                    for (int k = 0; k < tab.length; k++) {
-                        T o = tab[k];
-                        if (o != null) {
-                            int j = o.hash & nm;
-                            while (n[j] != null) {
-                                j = (j + 1) & nm;
-                            }
-                            n[j] = o;
-                        }
-                    }
-                    tab = n;
-                    m = nm;
-                }
-                i = h & m;
-                while (tab[i] != null) {
-                    i = (i + 1) & m;
-                }
-                tab[i] = s;
-                tableUsed++;
-                table = tab;
+                publish(s);
                 return s;
             } catch (Throwable e) {
                 return null;
@@ -287,10 +340,16 @@ public final class Probes {
         }
     }
 
+    /** Starts recording (called by the agent at VMInit, after it set the clock fields). */
+    public static void start() {
+        fast = !timed;
+        on = true;
+    }
+
     /** Stops recording (called by the agent before it reads the data at VM death). */
     public static void stop() {
+        fast = false;
         on = false;
-        last = null;
     }
 
     public static int threadCount() {
