@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Overhead of the bciagent cpu=times profile: wall time instrumented / bare, medians of RUNS runs
 # (default 3) run side by side (bare, agent, agent with probes off, alternating), on
-#   fib:   test-classes/Fib.java (recursive fib(30) x20 + a 100M-call leaf method)
+#   fib:     test-classes/Fib.java (recursive fib(30) x20 + a 100M-call leaf method)
+#   threads: test-classes/ParallelLeaf.java (8 threads x 10M calls of a leaf method)
 #   javac: javac compiling java.base/java/util/*.java from the JDK's src.zip (openjdk-17-source)
 # "probes off" (BCIAGENT_PROBES_OFF=1) rewrites every class but never records: the cost of the
 # added bytecode alone. Not a test: prints a table. Usage:
-#   scripts/bench-cpu-times.sh [fib|javac|all]     RUNS=5 OPTS=clock=wall scripts/bench-cpu-times.sh
+#   scripts/bench-cpu-times.sh [fib|threads|javac|all]     RUNS=5 OPTS=clock=wall scripts/bench-cpu-times.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,6 +65,12 @@ if [[ $what == fib || $what == all ]]; then
     mkdir -p "$work/fib"
     "$javac" -d "$work/fib" "$here/test-classes/Fib.java"
     bench fib noop -cp "$work/fib" Fib
+fi
+
+if [[ $what == threads || $what == all ]]; then
+    mkdir -p "$work/threads"
+    "$javac" -d "$work/threads" "$here/test-classes/ParallelLeaf.java"
+    bench threads noop -cp "$work/threads" ParallelLeaf 8
 fi
 
 if [[ $what == javac || $what == all ]]; then

@@ -410,6 +410,11 @@ fn recursion() {
 fn threads() {
     check_program("Threads", "");
 }
+/// 8 threads x 10M calls of a leaf: exact per-thread counts at full speed.
+#[test]
+fn parallel_leaf() {
+    check_program("ParallelLeaf", "");
+}
 
 /// The probes find a thread's state in a field the agent adds to java.lang.Thread: package-
 /// private, transient and synthetic, so not among Thread's public fields. Without it
