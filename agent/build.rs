@@ -22,28 +22,16 @@ fn main() {
     println!("cargo:rerun-if-changed={}", src.display());
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into())).join("java");
-    let status = Command::new(javac())
-        // jdk.internal.vm.annotation.DontInline is honoured for boot-loader classes; exporting
-        // it to the compilation is not allowed with --release, hence -source/-target.
-        .args([
-            "-source",
-            "11",
-            "-target",
-            "11",
-            "-Xlint:-options",
+    // jdk.internal.vm.annotation.DontInline is honoured for boot-loader classes; exporting
+    // it to the compilation is not allowed with --release, hence -source/-target.
+    run_javac(
+        &[
             "--add-exports",
             "java.base/jdk.internal.vm.annotation=ALL-UNNAMED",
-            "-g:none",
-            "-d",
-        ])
-        .arg(&out)
-        .arg(&src)
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => panic!("javac failed on {}: {s}", src.display()),
-        Err(e) => panic!("cannot run javac (set JAVA_HOME): {e}"),
-    }
+        ],
+        &out,
+        &src,
+    );
     // The same runtime as java.lang.BciProbes, a member of java.base (defined by the agent at
     // early VMStart): callable from every module without read edges, and before VMInit. Two
     // builds: one reads the thread's state from the fields the agent adds to java.lang.Thread,
@@ -88,6 +76,12 @@ fn java_lang_variant(text: &str, gen: &std::path::Path, out: &std::path::Path, s
     } else {
         let _ = std::fs::remove_file(&stub_src);
     }
+    let patch = format!("java.base={}", gen.display());
+    run_javac(&["-implicit:none", "--patch-module", &patch], out, &gen_src);
+}
+
+/// javac -source 11 -target 11 -g:none EXTRA -d OUT SRC; panics (with the reason) on failure.
+fn run_javac(extra: &[&str], out: &std::path::Path, src: &std::path::Path) {
     let status = Command::new(javac())
         .args([
             "-source",
@@ -96,17 +90,15 @@ fn java_lang_variant(text: &str, gen: &std::path::Path, out: &std::path::Path, s
             "11",
             "-Xlint:-options",
             "-g:none",
-            "-implicit:none",
         ])
-        .arg("--patch-module")
-        .arg(format!("java.base={}", gen.display()))
+        .args(extra)
         .arg("-d")
         .arg(out)
-        .arg(&gen_src)
+        .arg(src)
         .status();
     match status {
         Ok(s) if s.success() => {}
-        Ok(s) => panic!("javac failed on {}: {s}", gen_src.display()),
+        Ok(s) => panic!("javac failed on {}: {s}", src.display()),
         Err(e) => panic!("cannot run javac (set JAVA_HOME): {e}"),
     }
 }
