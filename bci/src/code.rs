@@ -264,6 +264,15 @@ impl Iterator for InsnIter<'_> {
 /// Decodes the instruction at `pc`.
 pub fn decode(code: &[u8], pc: usize) -> Result<Insn> {
     let opcode = code[pc];
+    let fixed = opcodes::fixed_len(opcode) as usize;
+    if fixed != 0 && pc + fixed <= code.len() {
+        return Ok(Insn {
+            pc: pc as u32,
+            opcode,
+            wide: false,
+            len: fixed as u32,
+        });
+    }
     let info = opcodes::info(opcode)
         .ok_or_else(|| Error::format(format!("undefined opcode 0x{opcode:02x} at pc {pc}")))?;
     let need = |n: usize| -> Result<()> {
@@ -360,13 +369,23 @@ impl Insn {
         opcodes::info(self.opcode)
             .unwrap_or_else(|| opcodes::info(op::NOP).unwrap_or_else(|| unreachable!()))
     }
+    /// The opcode's operand layout (compact table; same as `info().operands`).
+    #[inline]
+    pub fn operands(&self) -> Operands {
+        opcodes::operands(self.opcode)
+    }
+    /// The opcode's control flow (compact table; same as `info().flow`).
+    #[inline]
+    pub fn flow(&self) -> Flow {
+        opcodes::flow(self.opcode)
+    }
     #[inline]
     fn at(&self) -> usize {
         self.pc as usize + if self.wide { 2 } else { 1 }
     }
     /// Constant-pool operand (ldc, field/method/class instructions).
     pub fn cp_index(&self, code: &[u8]) -> Option<u16> {
-        match self.info().operands {
+        match self.operands() {
             Operands::Cp8 => Some(code[self.at()] as u16),
             Operands::Cp16
             | Operands::InvokeInterface
@@ -417,7 +436,7 @@ impl Insn {
     }
     /// Relative offset of a branch (not switches).
     pub fn branch_offset(&self, code: &[u8]) -> Option<i32> {
-        match self.info().operands {
+        match self.operands() {
             Operands::Branch16 => Some(be16(code, self.at()) as i16 as i32),
             Operands::Branch32 => Some(be32(code, self.at()) as i32),
             _ => None,

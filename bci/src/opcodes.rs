@@ -326,6 +326,92 @@ macro_rules! gen_consts {
 }
 for_each_opcode!(gen_consts);
 
+/// `fixed_effect` of every table entry, computed at compile time (hot path of stack-depth
+/// analysis: the stack letters are not re-read per instruction).
+const FIXED: [Option<(u8, u8)>; 256] = {
+    let mut t: [Option<(u8, u8)>; 256] = [None; 256];
+    let mut i = 0;
+    while i < 256 {
+        if let Some(info) = &TABLE[i] {
+            t[i] = info.fixed_effect();
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Operand layout and control flow of every opcode in one byte-sized table each (hot loops
+/// read these instead of the full [`OpInfo`]); undefined opcodes read as (None, Next).
+const OPERANDS: [Operands; 256] = {
+    let mut t = [Operands::None; 256];
+    let mut i = 0;
+    while i < 256 {
+        if let Some(info) = &TABLE[i] {
+            t[i] = info.operands;
+        }
+        i += 1;
+    }
+    t
+};
+const FLOW: [Flow; 256] = {
+    let mut t = [Flow::Next; 256];
+    let mut i = 0;
+    while i < 256 {
+        if let Some(info) = &TABLE[i] {
+            t[i] = info.flow;
+        }
+        i += 1;
+    }
+    t
+};
+
+/// Instruction length by opcode when it is fixed (no `wide` prefix, not a switch); 0 for
+/// `wide`, the switches and undefined opcodes.
+const LEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        if TABLE[i].is_some() {
+            t[i] = match OPERANDS[i] {
+                Operands::None => 1,
+                Operands::I8 | Operands::U8 | Operands::Cp8 | Operands::Local => 2,
+                Operands::I16 | Operands::Cp16 | Operands::Iinc | Operands::Branch16 => 3,
+                Operands::MultiANewArray => 4,
+                Operands::Branch32 | Operands::InvokeInterface | Operands::InvokeDynamic => 5,
+                Operands::Wide | Operands::TableSwitch | Operands::LookupSwitch => 0,
+            };
+        }
+        i += 1;
+    }
+    t
+};
+
+/// The length of an instruction with this opcode when it does not depend on its operands
+/// (0 for `wide`, tableswitch, lookupswitch and undefined opcodes).
+#[inline]
+pub fn fixed_len(opcode: u8) -> u8 {
+    LEN[opcode as usize]
+}
+
+/// The operand layout of `opcode` (`Operands::None` when undefined).
+#[inline]
+pub fn operands(opcode: u8) -> Operands {
+    OPERANDS[opcode as usize]
+}
+
+/// The control flow of `opcode` (`Flow::Next` when undefined).
+#[inline]
+pub fn flow(opcode: u8) -> Flow {
+    FLOW[opcode as usize]
+}
+
+/// Stack slots `opcode` pops and pushes when they do not depend on operands (the table
+/// entry's [`OpInfo::fixed_effect`]); None for computed effects and undefined opcodes.
+#[inline]
+pub fn fixed_effect(opcode: u8) -> Option<(u8, u8)> {
+    FIXED[opcode as usize]
+}
+
 /// The table entry for an opcode, or None for an undefined opcode.
 #[inline]
 pub fn info(opcode: u8) -> Option<&'static OpInfo> {
@@ -377,5 +463,11 @@ mod tests {
             Some((4, 6))
         );
         assert_eq!(info(op::LADD).and_then(|i| i.fixed_effect()), Some((4, 2)));
+        for c in 0u8..=0xff {
+            assert_eq!(fixed_effect(c), info(c).and_then(|i| i.fixed_effect()));
+            if let Some(i) = info(c) {
+                assert_eq!((operands(c), flow(c)), (i.operands, i.flow));
+            }
+        }
     }
 }

@@ -12,8 +12,7 @@ use crate::opcodes::{op, Operands};
 
 /// Stack slots an instruction pops and pushes.
 pub fn depth_effect(i: &Insn, code: &[u8], cp: &ConstantPool<'_>) -> Result<(u16, u16)> {
-    let info = i.info();
-    if let Some((p, q)) = info.fixed_effect() {
+    if let Some((p, q)) = crate::opcodes::fixed_effect(i.opcode) {
         return Ok((p as u16, q as u16));
     }
     let idx = || i.cp_index(code).unwrap_or(0);
@@ -324,8 +323,7 @@ pub fn exec(
         op::JSR | op::JSR_W => s.push(VType::Top),
         _ => {
             // Fixed-effect opcodes: pop the letters, push typed results.
-            let (p, _) = info
-                .fixed_effect()
+            let (p, _) = crate::opcodes::fixed_effect(o)
                 .ok_or_else(|| Error::format(format!("unhandled opcode 0x{o:02x}")))?;
             s.pop(p as usize)?;
             for &c in info.pushes.as_bytes() {
@@ -340,12 +338,12 @@ pub fn exec(
 pub fn ends_block(i: &Insn) -> bool {
     use crate::opcodes::Flow;
     matches!(
-        i.info().flow,
+        i.flow(),
         Flow::Goto | Flow::Switch | Flow::Return | Flow::Throw | Flow::Ret
     )
 }
 
 /// Whether an operand layout is a branch (for callers that need it).
 pub fn is_branch(i: &Insn) -> bool {
-    matches!(i.info().operands, Operands::Branch16 | Operands::Branch32)
+    matches!(i.operands(), Operands::Branch16 | Operands::Branch32)
 }
