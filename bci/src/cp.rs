@@ -4,8 +4,7 @@
 use crate::error::{Error, Result};
 use crate::reader::{be16, be32, Reader};
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 /// FxHash (rustc's hasher): the pool index is rebuilt for every class that gets new constants,
 /// so hashing speed matters more than DoS resistance (keys are the class's own constants).
@@ -43,9 +42,6 @@ impl FxHasher {
         self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-/// The de-duplication index: (tag, raw payload) -> constant index.
-type CpIndex<'a> = FxMap<(u8, Cow<'a, [u8]>), u16>;
 
 pub mod tag {
     pub const UTF8: u8 = 1;
@@ -456,8 +452,85 @@ pub struct CpBuilder<'a> {
     cp: &'a ConstantPool<'a>,
     count: u32,
     appended: Vec<u8>,
-    index: Option<CpIndex<'a>>,
+    /// Offset in `appended` of each appended entry (by index - original count); `u32::MAX`
+    /// for the unusable slot after a Long/Double.
+    appended_at: Vec<u32>,
+    index: Option<RawIndex>,
     throwable: Option<u16>,
+    stack_map_table: Option<u16>,
+}
+
+/// The de-duplication index: a chained hash table of constant indices keyed by a cheap hash
+/// of (tag, payload) that reads at most 16 payload bytes, so building it is one pass over the
+/// entry offsets without hashing whole strings or allocating per entry. Candidates are
+/// compared in full.
+struct RawIndex {
+    /// Chain heads by hash; 0 = empty (index 0 is never an entry).
+    heads: Vec<u16>,
+    /// The next index in the same chain, by index; 0 ends the chain.
+    next: Vec<u16>,
+}
+
+#[inline]
+fn load_le(p: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    let k = p.len().min(8);
+    w[..k].copy_from_slice(&p[..k]);
+    u64::from_le_bytes(w)
+}
+
+/// Hash of an entry's tag and payload (length, first and last 8 bytes).
+#[inline]
+fn raw_hash(t: u8, p: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.add(t as u64 | (p.len() as u64) << 8);
+    h.add(load_le(p));
+    if p.len() > 8 {
+        h.add(load_le(&p[p.len().saturating_sub(8)..]));
+    }
+    h.0
+}
+
+impl RawIndex {
+    fn with_entries(n: usize) -> RawIndex {
+        let cap = (n * 2).next_power_of_two().max(16);
+        RawIndex {
+            heads: vec![0; cap],
+            next: vec![0; n],
+        }
+    }
+    #[inline]
+    fn slot(&self, h: u64) -> usize {
+        // The high bits of the multiplicative hash are the well-mixed ones.
+        (h >> 32) as usize & (self.heads.len() - 1)
+    }
+    /// Puts `i` at the head of its chain (so inserting in decreasing index order leaves the
+    /// smallest index first).
+    fn push_front(&mut self, i: u16, h: u64) {
+        let s = self.slot(h);
+        if self.next.len() <= i as usize {
+            self.next.resize(i as usize + 1, 0);
+        }
+        self.next[i as usize] = self.heads[s];
+        self.heads[s] = i;
+    }
+    /// Appends `i` at the end of its chain (appended entries come after original ones).
+    fn push_back(&mut self, i: u16, h: u64) {
+        let s = self.slot(h);
+        if self.next.len() <= i as usize {
+            self.next.resize(i as usize + 1, 0);
+        }
+        self.next[i as usize] = 0;
+        let mut k = self.heads[s];
+        if k == 0 {
+            self.heads[s] = i;
+            return;
+        }
+        while let Some(&n) = self.next.get(k as usize).filter(|&&n| n != 0) {
+            k = n;
+        }
+        self.next[k as usize] = i;
+    }
 }
 
 impl<'a> CpBuilder<'a> {
@@ -466,8 +539,10 @@ impl<'a> CpBuilder<'a> {
             cp,
             count: cp.count() as u32,
             appended: Vec::new(),
+            appended_at: Vec::new(),
             index: None,
             throwable: None,
+            stack_map_table: None,
         }
     }
     pub fn original(&self) -> &'a ConstantPool<'a> {
@@ -486,26 +561,14 @@ impl<'a> CpBuilder<'a> {
         if i < self.cp.count() {
             return self.cp.raw_entry(i);
         }
-        let mut k = self.cp.count();
-        let mut p = 0;
-        while p < self.appended.len() {
-            let t = self.appended[p];
-            let len = if t == tag::UTF8 {
-                2 + be16(&self.appended, p + 1) as usize
-            } else {
-                fixed_len(t)?
-            };
-            if k == i {
-                return Some((t, &self.appended[p + 1..p + 1 + len]));
-            }
-            k += if t == tag::LONG || t == tag::DOUBLE {
-                2
-            } else {
-                1
-            };
-            p += 1 + len;
-        }
-        None
+        let p = *self.appended_at.get((i - self.cp.count()) as usize)? as usize;
+        let t = *self.appended.get(p)?;
+        let len = if t == tag::UTF8 {
+            2 + be16(&self.appended, p + 1) as usize
+        } else {
+            fixed_len(t)?
+        };
+        Some((t, self.appended.get(p + 1..p + 1 + len)?))
     }
     /// The name of a Class entry, original or appended.
     pub fn class_name_of(&self, i: u16) -> Option<String> {
@@ -523,21 +586,49 @@ impl<'a> CpBuilder<'a> {
         self.appended.is_empty()
     }
 
-    fn index(&mut self) -> &mut CpIndex<'a> {
-        let cp = self.cp;
-        self.index.get_or_insert_with(|| {
-            let mut m = FxMap::with_capacity_and_hasher(cp.count() as usize, Default::default());
-            for i in 1..cp.count() {
-                if let Some((t, raw)) = cp.raw_entry(i) {
-                    m.entry((t, Cow::Borrowed(raw))).or_insert(i);
-                }
+    /// Indexes the pool: original entries (the first of equal ones wins), then appended ones.
+    fn build_index(&self) -> RawIndex {
+        let total = self.count as usize;
+        let mut ix = RawIndex::with_entries(total);
+        for i in (1..self.cp.count()).rev() {
+            if let Some((t, raw)) = self.cp.raw_entry(i) {
+                ix.push_front(i, raw_hash(t, raw));
             }
-            m
-        })
+        }
+        for k in 0..self.appended_at.len() {
+            let i = self.cp.count() + k as u16;
+            if let Some((t, raw)) = self.raw_of(i) {
+                ix.push_back(i, raw_hash(t, raw));
+            }
+        }
+        ix
+    }
+
+    /// The index of an existing entry with this tag and payload: the first such original
+    /// entry, else the appended one.
+    fn find(&mut self, t: u8, payload: &[u8]) -> Option<u16> {
+        // Rebuild when appended entries have filled the table (keeps chains short).
+        if self
+            .index
+            .as_ref()
+            .is_none_or(|ix| ix.heads.len() < self.count as usize)
+        {
+            self.index = Some(self.build_index());
+        }
+        let ix = self.index.as_ref()?;
+        let h = raw_hash(t, payload);
+        let mut i = ix.heads[ix.slot(h)];
+        while i != 0 {
+            if self.raw_of(i) == Some((t, payload)) {
+                return Some(i);
+            }
+            i = ix.next.get(i as usize).copied().unwrap_or(0);
+        }
+        None
     }
 
     fn add_raw(&mut self, t: u8, payload: &[u8]) -> Result<u16> {
-        if let Some(&i) = self.index().get(&(t, Cow::Borrowed(payload))) {
+        if let Some(i) = self.find(t, payload) {
             return Ok(i);
         }
         let slots = if t == tag::LONG || t == tag::DOUBLE {
@@ -553,9 +644,15 @@ impl<'a> CpBuilder<'a> {
         }
         let i = self.count as u16;
         self.count += slots;
+        self.appended_at.push(self.appended.len() as u32);
+        if slots == 2 {
+            self.appended_at.push(u32::MAX);
+        }
         self.appended.push(t);
         self.appended.extend_from_slice(payload);
-        self.index().insert((t, Cow::Owned(payload.to_vec())), i);
+        if let Some(ix) = self.index.as_mut() {
+            ix.push_back(i, raw_hash(t, payload));
+        }
         Ok(i)
     }
 
@@ -587,6 +684,15 @@ impl<'a> CpBuilder<'a> {
         }
         let i = self.class("java/lang/Throwable")?;
         self.throwable = Some(i);
+        Ok(i)
+    }
+    /// The Utf8 constant `StackMapTable` (memoized: methods that get their first frames need it).
+    pub fn stack_map_table_name(&mut self) -> Result<u16> {
+        if let Some(i) = self.stack_map_table {
+            return Ok(i);
+        }
+        let i = self.utf8("StackMapTable")?;
+        self.stack_map_table = Some(i);
         Ok(i)
     }
     pub fn class(&mut self, internal_name: &str) -> Result<u16> {
