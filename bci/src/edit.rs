@@ -32,6 +32,14 @@ pub struct MethodEditor<'c, 'a> {
     next_local: u16,
     /// Force every 16-bit branch to its wide form (tests).
     pub force_wide_jumps: bool,
+    /// [`MethodEditor::super_call`], found once (the rewriter asks, and so does `finish`).
+    super_call: std::cell::OnceCell<Option<usize>>,
+    /// Indices of the branches and switches (relocated on finish), increasing.
+    specials: Vec<u32>,
+    /// Indices of instructions with code inserted before or after them (unordered, may repeat).
+    edited: Vec<u32>,
+    /// The end of the highest local-variable slot the instructions use.
+    locals_end: u32,
 }
 
 /// Result of the stack-depth data flow.
@@ -52,6 +60,59 @@ enum At {
     Insn,
 }
 
+/// Positions of the new code at the layout's events (see `finish_inner`); between events
+/// instructions keep their distance.
+struct Layout<'e> {
+    /// Instruction indices of the events, increasing.
+    events: &'e [u32],
+    insns: &'e [Insn],
+    prologue: u32,
+    /// Per event: start of the code inserted before it, the instruction, the code after it.
+    before: Vec<u32>,
+    insn: Vec<u32>,
+    after: Vec<u32>,
+    /// Per event: new position minus old position of the instructions that follow it.
+    shift_after: Vec<i64>,
+    /// End of the relocated original code.
+    end: u32,
+}
+
+impl Layout<'_> {
+    /// Start of the code inserted before instruction `k` (`k == n`: the end of the code).
+    fn before_pos(&self, k: usize) -> u32 {
+        match self.events.binary_search(&(k as u32)) {
+            Ok(j) => self.before[j],
+            Err(j) => self.plain(k, j),
+        }
+    }
+    /// Position of instruction `k` itself.
+    fn insn_pos(&self, k: usize) -> u32 {
+        match self.events.binary_search(&(k as u32)) {
+            Ok(j) => self.insn[j],
+            Err(j) => self.plain(k, j),
+        }
+    }
+    /// End of instruction `k` and the code inserted after it.
+    fn after_pos(&self, k: usize) -> u32 {
+        match self.events.binary_search(&(k as u32)) {
+            Ok(j) => self.after[j],
+            Err(j) => self.plain(k, j) + self.insns.get(k).map_or(0, |i| i.len),
+        }
+    }
+    /// Position of instruction `k`, not an event, which follows `j` events.
+    fn plain(&self, k: usize, j: usize) -> u32 {
+        let Some(i) = self.insns.get(k) else {
+            return self.end;
+        };
+        let shift = if j == 0 {
+            self.prologue as i64
+        } else {
+            self.shift_after[j - 1]
+        };
+        (i.pc as i64 + shift) as u32
+    }
+}
+
 impl<'c, 'a> MethodEditor<'c, 'a> {
     /// Opens method `method_index` of `cf` for editing. Fails if it has no Code attribute or the
     /// code does not decode.
@@ -68,12 +129,41 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             Error::new(ErrorKind::Edit, "method has no code (abstract or native)")
         })?;
         let code = CodeAttr::parse(cf, a).ctx(|| "Code")?;
-        let insns = code.decode_all().ctx(|| "Code")?;
-        let mut index_of = vec![NONE; code.code.len() + 1];
-        for (k, i) in insns.iter().enumerate() {
-            index_of[i.pc as usize] = k as u32;
+        // One pass: decode, index, note branches/switches and the locals used.
+        let c = code.code;
+        let mut insns = Vec::with_capacity(c.len() / 2);
+        let mut index_of = vec![NONE; c.len() + 1];
+        let mut specials = Vec::new();
+        let mut locals_end = 0u32;
+        let mut pc = 0usize;
+        while pc < c.len() {
+            let fixed = opcodes::fixed_len(c[pc]) as usize;
+            let i = if fixed != 0 && pc + fixed <= c.len() {
+                Insn {
+                    pc: pc as u32,
+                    opcode: c[pc],
+                    wide: false,
+                    len: fixed as u32,
+                }
+            } else {
+                crate::code::decode(c, pc).ctx(|| "Code")?
+            };
+            let k = insns.len() as u32;
+            index_of[pc] = k;
+            match i.opcode {
+                op::ILOAD..=op::ALOAD_3 | op::ISTORE..=op::ASTORE_3 | op::RET | op::IINC => {
+                    if let Some(l) = i.local(c) {
+                        locals_end = locals_end.max(l as u32 + i.local_size() as u32);
+                    }
+                }
+                op::IFEQ..=op::JSR | op::IFNULL..=op::JSR_W => specials.push(k),
+                op::TABLESWITCH | op::LOOKUPSWITCH => specials.push(k),
+                _ => {}
+            }
+            insns.push(i);
+            pc += i.len as usize;
         }
-        index_of[code.code.len()] = insns.len() as u32;
+        index_of[c.len()] = insns.len() as u32;
         let n = insns.len();
         let next_local = code.max_locals;
         Ok(MethodEditor {
@@ -89,6 +179,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             new_locals: Vec::new(),
             next_local,
             force_wide_jumps: false,
+            super_call: std::cell::OnceCell::new(),
+            specials,
+            edited: Vec::new(),
+            locals_end,
         })
     }
 
@@ -163,6 +257,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             .get_mut(k)
             .ok_or_else(|| Error::new(ErrorKind::Edit, format!("no instruction {k}")))?;
         slot.get_or_insert_with(Box::default).append(s);
+        self.edited.push(k as u32);
         Ok(())
     }
 
@@ -174,7 +269,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             .insns
             .get(k)
             .ok_or_else(|| Error::new(ErrorKind::Edit, format!("no instruction {k}")))?;
-        if sim::ends_block(&i) || i.info().flow == Flow::Jsr {
+        if sim::ends_block(&i) || i.flow() == Flow::Jsr {
             return Err(Error::new(
                 ErrorKind::Edit,
                 format!(
@@ -184,6 +279,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             ));
         }
         self.after[k].get_or_insert_with(Box::default).append(s);
+        self.edited.push(k as u32);
         Ok(())
     }
 
@@ -193,7 +289,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         mut f: impl FnMut(&Insn) -> Result<Snippet>,
     ) -> Result<()> {
         for k in 0..self.insns.len() {
-            if self.insns[k].info().flow == Flow::Return {
+            if self.insns[k].flow() == Flow::Return {
                 let s = f(&self.insns[k])?;
                 self.insert_before(k, &s)?;
             }
@@ -297,7 +393,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             if visit(k, s)? {
                 return Ok(());
             }
-            let before = if i.info().flow == Flow::Cond {
+            let before = if i.flow() == Flow::Cond {
                 Some(s.clone())
             } else {
                 None
@@ -309,7 +405,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     pending.entry(t as u32).or_insert_with(|| st.clone());
                 }
             };
-            match i.info().flow {
+            match i.flow() {
                 Flow::Cond | Flow::Goto => {
                     let _ = before;
                     i.for_each_target(code, |t| record(t, s));
@@ -317,7 +413,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 Flow::Switch => i.for_each_target(code, |t| record(t, s)),
                 _ => {}
             }
-            if sim::ends_block(i) || i.info().flow == Flow::Jsr {
+            if sim::ends_block(i) || i.flow() == Flow::Jsr {
                 cur = None;
             }
         }
@@ -328,6 +424,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     /// <init> on uninitializedThis), or None for methods that are not constructors or for
     /// java/lang/Object.<init>.
     pub fn super_call(&self) -> Result<Option<usize>> {
+        if let Some(&k) = self.super_call.get() {
+            return Ok(k);
+        }
+        let k = self.find_super_call()?;
+        let _ = self.super_call.set(k);
+        Ok(k)
+    }
+
+    fn find_super_call(&self) -> Result<Option<usize>> {
         if !self.is_constructor() || self.is_static() || self.cf.name()? == "java/lang/Object" {
             return Ok(None);
         }
@@ -372,8 +477,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     /// Size of instruction `k` placed at `pos`.
     fn size(&self, k: usize, pos: u32, wide: bool) -> u32 {
         let i = &self.insns[k];
-        match i.info().operands {
-            Operands::Branch16 if wide => match i.info().flow {
+        match i.operands() {
+            Operands::Branch16 if wide => match i.flow() {
                 Flow::Goto | Flow::Jsr => 5,
                 _ => 8,
             },
@@ -397,10 +502,29 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let n = self.insns.len();
         let code = self.code.code;
         let code_len = code.len() as u32;
-        // Branch target instruction index per instruction (for 16/32-bit branches).
-        let mut target: Vec<u32> = vec![NONE; n];
+        // The layout only differs from a plain copy of the original code at "events":
+        // instructions with inserted code before/after them, branches and switches. Positions
+        // are computed per event; between events the code moves as a block.
+        let mut events: Vec<u32> = Vec::with_capacity(self.edited.len() + self.specials.len());
+        {
+            let mut edited = self.edited.clone();
+            edited.sort_unstable();
+            edited.dedup();
+            let (mut x, mut y) = (0, 0);
+            while x < edited.len() || y < self.specials.len() {
+                let e = edited.get(x).copied().unwrap_or(u32::MAX);
+                let sp = self.specials.get(y).copied().unwrap_or(u32::MAX);
+                events.push(e.min(sp));
+                x += (e <= sp) as usize;
+                y += (sp <= e) as usize;
+            }
+        }
+        let ne = events.len();
+        // Per event: branch target instruction index (16/32-bit branches), whether widened.
+        let mut target: Vec<u32> = vec![NONE; ne];
         let mut targets_zero = self.code.handlers.iter().any(|h| h.handler == 0);
-        for (k, i) in self.insns.iter().enumerate() {
+        for (j, &k) in events.iter().enumerate() {
+            let i = &self.insns[k as usize];
             if let Some(o) = i.branch_offset(code) {
                 let t = i.pc as i64 + o as i64;
                 if t < 0 || t >= code_len as i64 {
@@ -410,7 +534,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     )));
                 }
                 targets_zero |= t == 0;
-                target[k] = self.idx(t as u32)? as u32;
+                target[j] = self.idx(t as u32)? as u32;
             } else if matches!(i.opcode, op::TABLESWITCH | op::LOOKUPSWITCH) {
                 let mut bad = None;
                 i.for_each_target(code, |t| {
@@ -427,29 +551,39 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
             }
         }
-        let mut wide = vec![false; n];
+        let mut wide = vec![false; ne];
         if self.force_wide_jumps {
-            for (w, i) in wide.iter_mut().zip(&self.insns) {
-                *w = i.info().operands == Operands::Branch16;
+            for (w, &k) in wide.iter_mut().zip(&events) {
+                *w = self.insns[k as usize].operands() == Operands::Branch16;
             }
         }
-        let mut before_pos = vec![0u32; n + 1];
-        let mut insn_pos = vec![0u32; n + 1];
-        let mut after_pos = vec![0u32; n + 1];
         let len_of = |s: &Option<Box<Snippet>>| s.as_ref().map_or(0, |s| s.len() as u32);
+        let mut lay = Layout {
+            events: &events,
+            insns: &self.insns,
+            prologue: self.prologue.len() as u32,
+            before: vec![0; ne],
+            insn: vec![0; ne],
+            after: vec![0; ne],
+            shift_after: vec![0; ne],
+            end: 0,
+        };
         let (end_pos, handler_pos, total) = loop {
-            let mut pos = self.prologue.len() as u32;
-            for k in 0..n {
-                before_pos[k] = pos;
-                pos += len_of(&self.before[k]);
-                insn_pos[k] = pos;
-                pos += self.size(k, pos, wide[k]);
-                after_pos[k] = pos;
-                pos += len_of(&self.after[k]);
+            let mut shift = lay.prologue as i64;
+            for (j, &k) in events.iter().enumerate() {
+                let k = k as usize;
+                let i = &self.insns[k];
+                lay.before[j] = (i.pc as i64 + shift) as u32;
+                shift += len_of(&self.before[k]) as i64;
+                let at = (i.pc as i64 + shift) as u32;
+                lay.insn[j] = at;
+                let size = self.size(k, at, wide[j]);
+                lay.after[j] = at + size;
+                shift += size as i64 - i.len as i64 + len_of(&self.after[k]) as i64;
+                lay.shift_after[j] = shift;
             }
-            before_pos[n] = pos;
-            insn_pos[n] = pos;
-            after_pos[n] = pos;
+            let mut pos = (code_len as i64 + shift) as u32;
+            lay.end = pos;
             let end_pos = pos;
             let handler_pos = pos;
             if let Some(h) = &self.catch_all {
@@ -462,14 +596,12 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 ));
             }
             let mut changed = false;
-            for k in 0..n {
-                if target[k] != NONE
-                    && !wide[k]
-                    && self.insns[k].info().operands == Operands::Branch16
-                {
-                    let off = before_pos[target[k] as usize] as i64 - insn_pos[k] as i64;
+            for j in 0..ne {
+                let k = events[j] as usize;
+                if target[j] != NONE && !wide[j] && self.insns[k].operands() == Operands::Branch16 {
+                    let off = lay.before_pos(target[j] as usize) as i64 - lay.insn[j] as i64;
                     if off < i16::MIN as i64 || off > i16::MAX as i64 {
-                        wide[k] = true;
+                        wide[j] = true;
                         changed = true;
                     }
                 }
@@ -478,62 +610,43 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 break (end_pos, handler_pos, pos);
             }
         };
+        let lay = lay;
         let map = |pc: u32, at: At| -> Result<u32> {
             if pc == code_len {
                 return Ok(end_pos);
             }
             let k = self.idx(pc)?;
             Ok(match at {
-                At::Before => before_pos[k],
-                At::Insn => insn_pos[k],
+                At::Before => lay.before_pos(k),
+                At::Insn => lay.insn_pos(k),
             })
         };
 
-        // --- code bytes
+        // --- code bytes: untouched code is copied in blocks between events
         let mut out: Vec<u8> = Vec::with_capacity(total as usize);
         out.extend_from_slice(self.prologue.bytes());
-        // Untouched instructions are copied in runs (one copy per run, not per instruction).
-        let (mut run, mut run_end) = (usize::MAX, 0usize);
-        let flush = |out: &mut Vec<u8>, run: &mut usize, run_end: usize| {
-            if *run != usize::MAX {
-                out.extend_from_slice(&code[*run..run_end]);
-                *run = usize::MAX;
-            }
-        };
-        for k in 0..n {
+        let mut copied = 0usize;
+        for (j, &k) in events.iter().enumerate() {
+            let k = k as usize;
+            let i = &self.insns[k];
+            out.extend_from_slice(&code[copied..i.pc as usize]);
+            copied = (i.pc + i.len) as usize;
             if let Some(s) = &self.before[k] {
-                flush(&mut out, &mut run, run_end);
                 out.extend_from_slice(s.bytes());
             }
-            let i = &self.insns[k];
-            let here = insn_pos[k] as i64;
-            let ops = i.info().operands;
-            if !matches!(
-                ops,
-                Operands::Branch16
-                    | Operands::Branch32
-                    | Operands::TableSwitch
-                    | Operands::LookupSwitch
-            ) {
-                if run == usize::MAX {
-                    run = i.pc as usize;
-                }
-                run_end = (i.pc + i.len) as usize;
-            } else {
-                flush(&mut out, &mut run, run_end);
-                debug_assert_eq!(out.len() as u32, insn_pos[k]);
-            }
-            match ops {
+            let here = lay.insn[j] as i64;
+            debug_assert_eq!(out.len() as u32, lay.insn[j]);
+            match i.operands() {
                 Operands::Branch16 | Operands::Branch32 => {
-                    let t = before_pos[target[k] as usize] as i64;
-                    if i.info().operands == Operands::Branch32 {
+                    let t = lay.before_pos(target[j] as usize) as i64;
+                    if i.operands() == Operands::Branch32 {
                         out.push(i.opcode);
                         out.extend_from_slice(&((t - here) as i32).to_be_bytes());
-                    } else if !wide[k] {
+                    } else if !wide[j] {
                         out.push(i.opcode);
                         out.extend_from_slice(&((t - here) as i16).to_be_bytes());
                     } else {
-                        match i.info().flow {
+                        match i.flow() {
                             Flow::Goto | Flow::Jsr => {
                                 out.push(if i.opcode == op::GOTO {
                                     op::GOTO_W
@@ -584,14 +697,13 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         }
                     }
                 }
-                _ => {}
+                _ => out.extend_from_slice(&code[i.pc as usize..copied]),
             }
             if let Some(s) = &self.after[k] {
-                flush(&mut out, &mut run, run_end);
                 out.extend_from_slice(s.bytes());
             }
         }
-        flush(&mut out, &mut run, run_end);
+        out.extend_from_slice(&code[copied..]);
         debug_assert_eq!(out.len() as u32, end_pos);
         if let Some(h) = &self.catch_all {
             out.extend_from_slice(h.bytes());
@@ -611,8 +723,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         let super_call = self.super_call()?;
         let catch_start = match super_call {
-            Some(k) => after_pos[k],
-            None => before_pos[0],
+            Some(k) => lay.after_pos(k),
+            None => lay.before_pos(0),
         };
         let add_catch_all = self.catch_all.is_some() && catch_start < end_pos;
         if add_catch_all {
@@ -624,7 +736,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut max_stack = (self.code.max_stack as u32).max(depths.max);
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
-        for (k, &din) in depths.depth_in.iter().enumerate() {
+        for &k in &events {
+            let k = k as usize;
+            let din = depths.depth_in[k];
             if din == NONE {
                 continue;
             }
@@ -647,18 +761,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             let d = self.desc();
             let md = MethodDesc::parse(&d)?;
             max_locals = max_locals.max(md.param_slots() as u32 + !self.is_static() as u32);
-            for i in &self.insns {
-                if let Some(l) = i.local(code) {
-                    max_locals = max_locals.max(l as u32 + i.local_size() as u32);
-                }
-            }
+            max_locals = max_locals.max(self.locals_end);
             max_locals = max_locals.max(self.next_local as u32);
         }
 
         // --- frames
         let smt = self.smt();
-        let widened_cond: Vec<usize> = (0..n)
-            .filter(|&k| wide[k] && matches!(self.insns[k].info().flow, Flow::Cond))
+        let widened_cond: Vec<usize> = (0..ne)
+            .filter(|&j| wide[j] && matches!(self.insns[events[j] as usize].flow(), Flow::Cond))
+            .map(|j| events[j] as usize)
             .collect();
 
         let entry_frame_needed = !self.prologue.is_empty() && targets_zero;
@@ -704,7 +815,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             }
             if entry_frame_needed && !has_frame_at(0) {
                 fs.push((
-                    before_pos[0],
+                    lay.before_pos(0),
                     Frame {
                         offset: 0,
                         locals: init.clone(),
@@ -715,7 +826,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             if !widened_cond.is_empty() {
                 let mut want: Vec<(usize, u32)> = Vec::new(); // (insn, new position)
                 for &k in &widened_cond {
-                    let pos = after_pos[k];
+                    let pos = lay.after_pos(k);
                     let next_has = self.after[k].is_none()
                         && has_frame_at(self.insns[k].pc + self.insns[k].len);
                     if !next_has {
@@ -884,7 +995,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             count += 1;
         }
         if let (false, Some(s)) = (wrote_smt, &smt_bytes) {
-            let name = cp.utf8("StackMapTable")?;
+            let name = cp.stack_map_table_name()?;
             attr.extend_from_slice(&name.to_be_bytes());
             attr.extend_from_slice(&(s.len() as u32).to_be_bytes());
             attr.extend_from_slice(s);
@@ -915,41 +1026,59 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             set(&mut din, &mut work, k, 1);
         }
         let mut max = 0u32;
-        while let Some(k) = work.pop() {
-            let i = &self.insns[k];
-            let d = din[k];
-            let (p, q) = sim::depth_effect(i, code, &self.cf.cp)
-                .map_err(|e| e.context(format!("pc {}", i.pc)))?;
-            if (p as u32) > d {
-                return Err(Error::format(format!(
-                    "operand stack underflow at pc {} ({} needs {p}, depth {d})",
-                    i.pc,
-                    opcodes::mnemonic(i.opcode)
-                )));
-            }
-            let out = d - p as u32 + q as u32;
-            max = max.max(d).max(out);
-            let flow = i.info().flow;
-            match flow {
-                Flow::Next | Flow::Cond if k + 1 < n => set(&mut din, &mut work, k + 1, out),
-                Flow::Jsr if k + 1 < n => set(&mut din, &mut work, k + 1, d),
-                _ => {}
-            }
-            if matches!(flow, Flow::Cond | Flow::Goto | Flow::Jsr | Flow::Switch) {
-                let mut bad = None;
-                let index_of = &self.index_of;
-                i.for_each_target(code, |t| match index_of.get(t as usize) {
-                    Some(&x) if t >= 0 && x != NONE && (x as usize) < n => {
-                        set(&mut din, &mut work, x as usize, out)
-                    }
-                    _ => bad = Some(t),
-                });
-                if let Some(t) = bad {
+        let insns = &self.insns[..];
+        while let Some(k0) = work.pop() {
+            let mut k = k0;
+            // Falling through to a new instruction continues here directly (the same order as
+            // pushing it and popping it again).
+            loop {
+                let i = &insns[k];
+                let d = din[k];
+                let (p, q) = match opcodes::fixed_effect(i.opcode) {
+                    Some((p, q)) => (p as u16, q as u16),
+                    None => sim::depth_effect(i, code, &self.cf.cp)
+                        .map_err(|e| e.context(format!("pc {}", i.pc)))?,
+                };
+                if (p as u32) > d {
                     return Err(Error::format(format!(
-                        "branch at pc {} to {t} is not an instruction",
-                        i.pc
+                        "operand stack underflow at pc {} ({} needs {p}, depth {d})",
+                        i.pc,
+                        opcodes::mnemonic(i.opcode)
                     )));
                 }
+                let out = d - p as u32 + q as u32;
+                max = max.max(d).max(out);
+                let flow = i.flow();
+                if flow == Flow::Next {
+                    if k + 1 < n && din[k + 1] == NONE {
+                        din[k + 1] = out;
+                        k += 1;
+                        continue;
+                    }
+                    break;
+                }
+                match flow {
+                    Flow::Cond if k + 1 < n => set(&mut din, &mut work, k + 1, out),
+                    Flow::Jsr if k + 1 < n => set(&mut din, &mut work, k + 1, d),
+                    _ => {}
+                }
+                if matches!(flow, Flow::Cond | Flow::Goto | Flow::Jsr | Flow::Switch) {
+                    let mut bad = None;
+                    let index_of = &self.index_of;
+                    i.for_each_target(code, |t| match index_of.get(t as usize) {
+                        Some(&x) if t >= 0 && x != NONE && (x as usize) < n => {
+                            set(&mut din, &mut work, x as usize, out)
+                        }
+                        _ => bad = Some(t),
+                    });
+                    if let Some(t) = bad {
+                        return Err(Error::format(format!(
+                            "branch at pc {} to {t} is not an instruction",
+                            i.pc
+                        )));
+                    }
+                }
+                break;
             }
         }
         Ok(Depths { depth_in: din, max })
