@@ -86,6 +86,11 @@ mod imp {
                     })
                     .collect();
             }
+            // pure leaves get the runtime's leafEnter/leafExit (ours has them; a rules file's
+            // own runtime class may not). BCIAGENT_NO_LEAF_PROBES (benchmarks): plain probes.
+            opts.leaf_probes = (rules.runtime_class() == EARLY_RUNTIME_CLASS
+                || rules.runtime_class() == DEFAULT_RUNTIME_CLASS)
+                && std::env::var_os("BCIAGENT_NO_LEAF_PROBES").is_none();
             Ok(Engine {
                 rules: rules.with_filters(&o.include, &o.exclude),
                 opts,

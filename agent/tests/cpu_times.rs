@@ -1008,3 +1008,58 @@ fn rules_file_with_timer_probe() {
         .unwrap_or_else(|| panic!("{text}"));
     assert_eq!(fib.split_whitespace().next().unwrap(), "218910");
 }
+
+/// A pure leaf gets no shadow frame (leafEnter/leafExit), yet clock=sample charges its CPU
+/// time to it: most of LeafTime's time is in `spin`, little is `main`'s own.
+#[test]
+fn leaf_time_sampled() {
+    let r = check_program("LeafTime", "");
+    let row = |m: &str| {
+        r.methods
+            .iter()
+            .find(|row| row.key.starts_with(&format!("{m}(")))
+            .cloned()
+            .unwrap_or_else(|| panic!("{m} missing"))
+    };
+    let (spin, main) = (row("LeafTime.spin"), row("LeafTime.main"));
+    assert!(
+        spin.self_ms > 0.5 * r.cpu_total_ms as f64 && spin.self_ms > 4.0 * main.self_ms,
+        "spin {spin:?} main {main:?} total {} ms",
+        r.cpu_total_ms
+    );
+    assert!(main.total_ms >= spin.total_ms, "{main:?} {spin:?}");
+}
+
+/// Leaf probes change nothing in the counts: every program's own methods and call paths are
+/// the same with plain enter/exit probes everywhere (BCIAGENT_NO_LEAF_PROBES).
+#[test]
+fn leaf_probes_same_counts_and_paths() {
+    for program in ["Recursion", "Threads", "Exceptions", "Ctors", "Fib"] {
+        let own = |f: &String| {
+            f.starts_with(&format!("{program}.")) || f.starts_with(&format!("{program}$"))
+        };
+        let paths = |r: &Report| {
+            let mut v: Vec<(Vec<String>, u64)> = r
+                .traces
+                .iter()
+                .filter(|(f, _)| f.iter().all(own))
+                .cloned()
+                .collect();
+            v.sort();
+            v
+        };
+        let prefix = [
+            format!("{program}.").leak() as &str,
+            format!("{program}$").leak() as &str,
+        ];
+        let leaf = run_program(program, "").0;
+        let plain = run_program_env(program, "", &[("BCIAGENT_NO_LEAF_PROBES", "1")]).0;
+        assert!(!paths(&leaf).is_empty(), "{program}");
+        assert_eq!(paths(&leaf), paths(&plain), "{program}");
+        assert_eq!(
+            leaf.per_method_counts(&prefix),
+            plain.per_method_counts(&prefix),
+            "{program}"
+        );
+    }
+}

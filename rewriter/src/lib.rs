@@ -65,7 +65,7 @@ fn first_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Option<u32> {
 /// The probe calls of one class, built once (their constants are shared by all methods).
 struct Calls<'r> {
     runtime: &'r str,
-    cache: [Option<Snippet>; 5],
+    cache: [Option<Snippet>; 7],
 }
 
 impl<'r> Calls<'r> {
@@ -74,13 +74,17 @@ impl<'r> Calls<'r> {
     const UNWIND: usize = 2;
     const NOW: usize = 3;
     const TIMED: usize = 4;
+    const LEAF_ENTER: usize = 5;
+    const LEAF_EXIT: usize = 6;
     fn get(&mut self, cp: &mut bci::CpBuilder<'_>, which: usize) -> bci::Result<&Snippet> {
-        const SIG: [(&str, &str); 5] = [
+        const SIG: [(&str, &str); 7] = [
             ("enter", "(I)V"),
             ("exit", "(I)V"),
             ("unwind", "(I)V"),
             ("now", "()J"),
             ("timed", "(IJ)V"),
+            ("leafEnter", "(I)V"),
+            ("leafExit", "(I)V"),
         ];
         if self.cache[which].is_none() {
             let (name, desc) = SIG[which];
@@ -134,6 +138,11 @@ pub struct Options {
     /// Fields to add to classes, whether or not the rules select them (the agent's per-thread
     /// runtime state in java.lang.Thread).
     pub fields: Vec<NewField>,
+    /// Methods that get `enter`, `exit` and `unwind` and are pure leaves (no instruction that
+    /// can call, throw, allocate, or load or initialize a class: [`may_throw`] is false) get
+    /// `leafEnter(I)V` and `leafExit(I)V` instead, which the runtime must provide. No other
+    /// method can run between them on the thread, so the runtime needs no frame for them.
+    pub leaf_probes: bool,
 }
 
 /// A field [`instrument_with`] adds to a class (no attributes).
@@ -209,7 +218,7 @@ pub fn instrument_with(
             first_line: first_line(&cf, ed.code()),
         };
         let id = reg.register(&info) as i32;
-        let body = probe_method(ed, &mut w.cp, &mut calls, id, probes)
+        let body = probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes)
             .map_err(|e| with_path(e, || cf.method_path(m)))?;
         w.set_code(k, body)?;
         changed = true;
@@ -300,7 +309,19 @@ fn probe_method(
     calls: &mut Calls<'_>,
     id: i32,
     probes: rules::ProbeSet,
+    leaf_probes: bool,
 ) -> Result<Vec<u8>, RewriteError> {
+    let throws = may_throw(&ed);
+    let (enter, exit) = if leaf_probes
+        && !throws
+        && probes.contains(Probe::Enter)
+        && probes.contains(Probe::Exit)
+        && probes.contains(Probe::Unwind)
+    {
+        (Calls::LEAF_ENTER, Calls::LEAF_EXIT)
+    } else {
+        (Calls::ENTER, Calls::EXIT)
+    };
     let mut timed = None;
     if probes.contains(Probe::Timer) {
         let t = ed.new_local(bci::VType::Long)?;
@@ -314,7 +335,7 @@ fn probe_method(
         timed = Some(s);
     }
     if probes.contains(Probe::Enter) {
-        let s = calls.with_id(cp, Calls::ENTER, id)?;
+        let s = calls.with_id(cp, enter, id)?;
         // In a constructor, `enter` runs right after the super()/this() call: no handler may
         // cover that call (HotSpot rejects it), so an exception thrown by it could never reach
         // `unwind`, and an earlier `enter` would leave a frame that is never popped.
@@ -326,14 +347,14 @@ fn probe_method(
     if probes.contains(Probe::Exit) || timed.is_some() {
         let mut s = Snippet::new();
         if probes.contains(Probe::Exit) {
-            s.append(&calls.with_id(cp, Calls::EXIT, id)?);
+            s.append(&calls.with_id(cp, exit, id)?);
         }
         if let Some(t) = &timed {
             s.append(t);
         }
         ed.insert_before_returns(|_| Ok(s.clone()))?;
     }
-    if probes.contains(Probe::Unwind) && may_throw(&ed) {
+    if probes.contains(Probe::Unwind) && throws {
         let mut s = calls.with_id(cp, Calls::UNWIND, id)?;
         if let Some(t) = &timed {
             s.append(t);

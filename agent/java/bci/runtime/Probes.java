@@ -117,13 +117,16 @@ public final class Probes {
             int b = s.sp;
             long[] fr = s.fr;
             if (b + 8 <= fr.length) {
-                int ctx = b == 0 ? 0 : (int) fr[b - 7];
-                long[] dk = s.dmKey;
-                int h = (ctx * 0x9E3779B1 + id) & (dk.length - 1);
-                if (dk[h] == (((long) ctx << 32) | id)) {
-                    int node = s.dmNode[h];
-                    fr[b] = ((long) id << 32) | node;
-                    fr[b + 1] = s.nCtx[node];
+                // fr[0..8) is the root frame: there is always a caller's context to read
+                int ctx = (int) fr[b - 7];
+                long[] dm = s.dm;
+                int h = ((ctx * 0x9E3779B1 + id) << 1) & (dm.length - 2);
+                if (dm[h] == (((long) ctx << 32) | id)) {
+                    long v = dm[h + 1];
+                    int c = (int) (v >>> 32);
+                    fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
+                    fr[b + 1] = c;
+                    s.ctx = c;
                     s.sp = b + 8;
                     return;
                 }
@@ -142,16 +145,67 @@ public final class Probes {
         T s = cur();
         if (s != null) {
             int b = s.sp;
-            if (b >= 8) {
-                long f = s.fr[b - 8];
-                if ((int) (f >>> 32) == id) {
-                    s.nCount[(int) f]++;
-                    s.sp = b - 8;
-                    return;
-                }
+            long[] fr = s.fr;
+            long f = fr[b - 8];
+            if ((int) (f >>> 32) == id) {
+                s.nCount[(int) f]++;
+                s.ctx = (int) fr[b - 15];
+                s.sp = b - 8;
+                return;
             }
         }
         exit0(id);
+    }
+
+    // A pure leaf (the rewriter's choice: no instruction that can call, throw, allocate or
+    // load or initialize a class) runs no other method while it runs: it pushes no frame.
+    // Its entry counts its call path and marks it as the thread's running leaf (for the
+    // sampler); its exit clears the mark. With a per-call clock it is an ordinary frame.
+
+    public static void leafEnter(int id) {
+        if (!fast) {
+            if (on) {
+                enter0(id);
+            }
+            return;
+        }
+        T s = cur();
+        if (s != null) {
+            int ctx = s.ctx;
+            long[] dm = s.dm;
+            int h = ((ctx * 0x9E3779B1 + id) << 1) & (dm.length - 2);
+            if (dm[h] == (((long) ctx << 32) | id)) {
+                int node = (int) dm[h + 1];
+                s.nCount[node]++;
+                s.leaf = node;
+                return;
+            }
+        }
+        leafEnter0(id);
+    }
+
+    public static void leafExit(int id) {
+        if (!fast) {
+            if (on) {
+                exit0(id);
+            }
+            return;
+        }
+        T s = cur();
+        if (s != null) {
+            s.leaf = 0;
+        }
+    }
+
+    @DontInline
+    static void leafEnter0(int id) {
+        if (!on) {
+            return;
+        }
+        T s = self();
+        if (s != null) {
+            s.leafEnter(id);
+        }
     }
 
     public static void unwind(int id) {
@@ -394,8 +448,13 @@ public final class Probes {
         final String name;
         final int depth;
 
-        // shadow stack pointer (index into fr)
-        int sp;
+        // shadow stack pointer (index into fr); fr[0..8) is the root frame
+        int sp = 8;
+        // the context node (call path of the top depth-1 frames) of the top frame's callees:
+        // always fr[sp - 7], kept here too for leafEnter, which reads nothing else of the stack
+        int ctx;
+        // the pure leaf running now (its node), 0 = none; read by the sampler
+        int leaf;
 
         // call-path nodes; node 0 is the root (empty path)
         int nNodes = 1;
@@ -443,19 +502,20 @@ public final class Probes {
             for (int k = 0; k < hKey.length; k++) {
                 hKey[k] = -1L;
             }
-            for (int k = 0; k < dmKey.length; k++) {
-                dmKey[k] = -1L;
+            for (int k = 0; k < dm.length; k += 2) {
+                dm[k] = -1L;
             }
+            fr[0] = -1L << 32; // root: no method, node 0
         }
 
         // Shadow stack, 8 longs per frame: [id << 32 | node, ctx for callees, -, start time,
-        // time in callees, -, -, -].
+        // time in callees, -, -, -]. fr[0..8) is the root frame.
         long[] fr = new long[8 * 64];
-        // Direct-mapped cache (ctx << 32 | id) -> node, read by the inlined fast path of enter.
-        // Starts small (threads that make few calls stay small) and doubles, up to 16K
-        // entries, while entries keep missing it. Only the owner thread reads and writes it.
-        long[] dmKey = new long[256];
-        int[] dmNode = new int[256];
+        // Direct-mapped cache (ctx << 32 | id) -> (the node's context for callees << 32 | node),
+        // key and value side by side, read by the inlined fast path of enter. Starts small
+        // (threads that make few calls stay small) and doubles, up to 16K entries, while
+        // entries keep missing it. Only the owner thread reads and writes it.
+        long[] dm = new long[2 * 256];
         // per node
         long[] nCount = new long[256];
         long[] nSelf = new long[256];
@@ -476,17 +536,9 @@ public final class Probes {
             if (b + 8 > fr.length) {
                 fr = growStack();
             }
-            int ctx = b == 0 ? 0 : (int) fr[b - 7];
-            int node = lookup(ctx, id);
-            if ((slowEnters & 0xFFFF) == 0 && dmKey.length < (1 << 14)) {
-                growDm();
-            }
-            long[] dk = dmKey;
-            int h = (ctx * 0x9E3779B1 + id) & (dk.length - 1);
-            dk[h] = ((long) ctx << 32) | id;
-            dmNode[h] = node;
+            int node = cached((int) fr[b - 7], id);
             fr[b] = ((long) id << 32) | node;
-            fr[b + 1] = nCtx[node];
+            fr[b + 1] = ctx = nCtx[node];
             if (timed) {
                 long[] md = this.md;
                 int mi = 2 * id;
@@ -498,6 +550,27 @@ public final class Probes {
                 fr[b + 3] = clockNow();
             }
             sp = b + 8;
+        }
+
+        /** A pure leaf's entry, off the fast path (see {@link Probes#leafEnter}). */
+        void leafEnter(int id) {
+            slowEnters++;
+            int node = cached(ctx, id);
+            nCount[node]++;
+            leaf = node;
+        }
+
+        /** {@link #lookup}, remembered in the direct-mapped cache of the fast paths. */
+        private int cached(int ctx, int id) {
+            int node = lookup(ctx, id);
+            if ((slowEnters & 0xFFFF) == 0 && dm.length < (2 << 14)) {
+                growDm();
+            }
+            long[] dm = this.dm;
+            int h = ((ctx * 0x9E3779B1 + id) << 1) & (dm.length - 2);
+            dm[h] = ((long) ctx << 32) | id;
+            dm[h + 1] = ((long) nCtx[node] << 32) | node;
+            return node;
         }
 
         /** The node of context {@code ctx} followed by method {@code id}. */
@@ -524,7 +597,7 @@ public final class Probes {
 
         void exit(int id) {
             int b = sp;
-            if (b == 0) {
+            if (b <= 8) {
                 mismatches++;
                 return;
             }
@@ -532,16 +605,17 @@ public final class Probes {
             long f = fr[b - 8];
             if (!timed && (int) (f >>> 32) == id) {
                 nCount[(int) f]++;
+                ctx = (int) fr[b - 15];
                 sp = b - 8;
                 return;
             }
             long t = timed ? clockNow() : 0;
             if ((int) (f >>> 32) != id) {
                 int k = b - 16;
-                while (k >= 0 && (int) (fr[k] >>> 32) != id) {
+                while (k >= 8 && (int) (fr[k] >>> 32) != id) {
                     k -= 8;
                 }
-                if (k < 0) {
+                if (k < 8) {
                     mismatches++;
                     return;
                 }
@@ -560,6 +634,7 @@ public final class Probes {
             long f = fr[b];
             int node = (int) f;
             nCount[node]++;
+            ctx = (int) fr[b - 7];
             if (!timed) {
                 return b;
             }
@@ -665,13 +740,11 @@ public final class Probes {
         }
 
         private void growDm() {
-            int n = dmKey.length * 2;
-            long[] k = new long[n];
-            for (int i = 0; i < n; i++) {
+            long[] k = new long[dm.length * 2];
+            for (int i = 0; i < k.length; i += 2) {
                 k[i] = -1L;
             }
-            dmNode = new int[n];
-            dmKey = k;
+            dm = k;
         }
 
         private void growNodes() {
@@ -695,21 +768,37 @@ public final class Probes {
         }
 
         void sample(long ns, int ep) {
+            // read racily while the owner runs: each value once, then checked
+            int lf = leaf;
             int b = sp;
             long[] fr = this.fr;
             if (b > fr.length) {
                 b = fr.length;
             }
             b &= ~7;
-            if (b <= 0) {
-                return;
+            int node;
+            int topId;
+            int k = b - 8; // the first shadow frame charged with total time
+            if (lf > 0) {
+                // a pure leaf is running on top of the shadow stack
+                int[] ids = nId;
+                if (lf >= ids.length) {
+                    return;
+                }
+                node = lf;
+                topId = ids[lf];
+            } else {
+                if (b <= 8) {
+                    return;
+                }
+                // the top frame is read once: its node (self) and method (total) must agree
+                // even if the owner pushes and pops while we look
+                long top = fr[b - 8];
+                node = (int) top;
+                topId = (int) (top >>> 32);
+                k = b - 16;
             }
-            // the top frame is read once: its node (self) and method (total) must agree even
-            // if the owner pushes and pops while we look
-            long top = fr[b - 8];
-            int node = (int) top;
-            int topId = (int) (top >>> 32);
-            if (node < 0 || topId < 0) {
+            if (node <= 0 || topId < 0) {
                 return;
             }
             if (node >= sSelf.length) {
@@ -720,23 +809,28 @@ public final class Probes {
                 sSelf = copy(sSelf, n);
             }
             sSelf[node] += ns;
-            for (int k = b - 8; k >= 0; k -= 8) {
-                int id = k == b - 8 ? topId : (int) (fr[k] >>> 32);
-                if (id < 0) {
-                    continue;
+            charge(topId, ns, ep);
+            for (; k >= 8; k -= 8) {
+                int id = (int) (fr[k] >>> 32);
+                if (id >= 0) {
+                    charge(id, ns, ep);
                 }
-                if (id >= sMark.length) {
-                    int n = sMark.length;
-                    while (n <= id) {
-                        n *= 2;
-                    }
-                    sMark = copy(sMark, n);
-                    sTotal = copy(sTotal, n);
+            }
+        }
+
+        /** Adds a sample to method {@code id}'s total, once per sample (recursion). */
+        private void charge(int id, long ns, int ep) {
+            if (id >= sMark.length) {
+                int n = sMark.length;
+                while (n <= id) {
+                    n *= 2;
                 }
-                if (sMark[id] != ep) {
-                    sMark[id] = ep;
-                    sTotal[id] += ns;
-                }
+                sMark = copy(sMark, n);
+                sTotal = copy(sTotal, n);
+            }
+            if (sMark[id] != ep) {
+                sMark[id] = ep;
+                sTotal[id] += ns;
             }
         }
 
