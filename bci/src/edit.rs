@@ -25,8 +25,9 @@ pub struct MethodEditor<'c, 'a> {
     /// pc -> instruction index, NONE inside instructions; has code.len()+1 entries.
     index_of: Vec<u32>,
     prologue: Snippet,
-    before: Vec<Option<Box<Snippet>>>,
-    after: Vec<Option<Box<Snippet>>>,
+    /// Code inserted before / after instructions: (instruction index, code), sorted by index.
+    before: Vec<(u32, Snippet)>,
+    after: Vec<(u32, Snippet)>,
     catch_all: Option<Snippet>,
     new_locals: Vec<(u16, VType)>,
     next_local: u16,
@@ -36,8 +37,6 @@ pub struct MethodEditor<'c, 'a> {
     super_call: std::cell::OnceCell<Option<usize>>,
     /// Indices of the branches and switches (relocated on finish), increasing.
     specials: Vec<u32>,
-    /// Indices of instructions with code inserted before or after them (unordered, may repeat).
-    edited: Vec<u32>,
     /// The end of the highest local-variable slot the instructions use.
     locals_end: u32,
 }
@@ -60,42 +59,72 @@ enum At {
     Insn,
 }
 
-/// Positions of the new code at the layout's events (see `finish_inner`); between events
+/// Appends `s` to the code at instruction `k` of a sorted insert list.
+fn put(list: &mut Vec<(u32, Snippet)>, k: u32, s: &Snippet) {
+    match list.binary_search_by_key(&k, |e| e.0) {
+        Ok(j) => list[j].1.append(s),
+        Err(j) => {
+            let mut n = Snippet::new();
+            n.append(s);
+            list.insert(j, (k, n));
+        }
+    }
+}
+
+/// An instruction where the new layout differs from a plain copy of the original code: code
+/// is inserted before or after it, or it is a branch or switch (relocated).
+#[derive(Clone, Copy)]
+struct Event {
+    /// Instruction index.
+    k: u32,
+    /// Index into `before` / `after`, or NONE.
+    before: u32,
+    after: u32,
+    /// Branch target instruction index (16/32-bit branches), or NONE.
+    target: u32,
+    /// A 16-bit branch encoded in its wide form.
+    wide: bool,
+    /// New positions: the code inserted before it, the instruction, the code after it.
+    before_pos: u32,
+    insn_pos: u32,
+    after_pos: u32,
+    /// New position minus old position of the instructions that follow it.
+    shift_after: i64,
+}
+
+/// Positions of the new code at the events (see `finish_inner`); between events
 /// instructions keep their distance.
 struct Layout<'e> {
-    /// Instruction indices of the events, increasing.
-    events: &'e [u32],
+    /// Increasing instruction index.
+    ev: Vec<Event>,
     insns: &'e [Insn],
     prologue: u32,
-    /// Per event: start of the code inserted before it, the instruction, the code after it.
-    before: Vec<u32>,
-    insn: Vec<u32>,
-    after: Vec<u32>,
-    /// Per event: new position minus old position of the instructions that follow it.
-    shift_after: Vec<i64>,
     /// End of the relocated original code.
     end: u32,
 }
 
 impl Layout<'_> {
+    fn find(&self, k: usize) -> std::result::Result<usize, usize> {
+        self.ev.binary_search_by_key(&(k as u32), |e| e.k)
+    }
     /// Start of the code inserted before instruction `k` (`k == n`: the end of the code).
     fn before_pos(&self, k: usize) -> u32 {
-        match self.events.binary_search(&(k as u32)) {
-            Ok(j) => self.before[j],
+        match self.find(k) {
+            Ok(j) => self.ev[j].before_pos,
             Err(j) => self.plain(k, j),
         }
     }
     /// Position of instruction `k` itself.
     fn insn_pos(&self, k: usize) -> u32 {
-        match self.events.binary_search(&(k as u32)) {
-            Ok(j) => self.insn[j],
+        match self.find(k) {
+            Ok(j) => self.ev[j].insn_pos,
             Err(j) => self.plain(k, j),
         }
     }
     /// End of instruction `k` and the code inserted after it.
     fn after_pos(&self, k: usize) -> u32 {
-        match self.events.binary_search(&(k as u32)) {
-            Ok(j) => self.after[j],
+        match self.find(k) {
+            Ok(j) => self.ev[j].after_pos,
             Err(j) => self.plain(k, j) + self.insns.get(k).map_or(0, |i| i.len),
         }
     }
@@ -107,7 +136,7 @@ impl Layout<'_> {
         let shift = if j == 0 {
             self.prologue as i64
         } else {
-            self.shift_after[j - 1]
+            self.ev[j - 1].shift_after
         };
         (i.pc as i64 + shift) as u32
     }
@@ -164,7 +193,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             pc += i.len as usize;
         }
         index_of[c.len()] = insns.len() as u32;
-        let n = insns.len();
         let next_local = code.max_locals;
         Ok(MethodEditor {
             cf,
@@ -173,15 +201,14 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             insns,
             index_of,
             prologue: Snippet::new(),
-            before: vec![None; n],
-            after: vec![None; n],
+            before: Vec::new(),
+            after: Vec::new(),
             catch_all: None,
             new_locals: Vec::new(),
             next_local,
             force_wide_jumps: false,
             super_call: std::cell::OnceCell::new(),
             specials,
-            edited: Vec::new(),
             locals_end,
         })
     }
@@ -252,12 +279,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     /// Code run before instruction `k`; branches to `k` run it too.
     pub fn insert_before(&mut self, k: usize, s: &Snippet) -> Result<()> {
         Self::neutral(s, "before")?;
-        let slot = self
-            .before
-            .get_mut(k)
-            .ok_or_else(|| Error::new(ErrorKind::Edit, format!("no instruction {k}")))?;
-        slot.get_or_insert_with(Box::default).append(s);
-        self.edited.push(k as u32);
+        if k >= self.insns.len() {
+            return Err(Error::new(ErrorKind::Edit, format!("no instruction {k}")));
+        }
+        put(&mut self.before, k as u32, s);
         Ok(())
     }
 
@@ -278,8 +303,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 ),
             ));
         }
-        self.after[k].get_or_insert_with(Box::default).append(s);
-        self.edited.push(k as u32);
+        put(&mut self.after, k as u32, s);
         Ok(())
     }
 
@@ -505,26 +529,45 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // The layout only differs from a plain copy of the original code at "events":
         // instructions with inserted code before/after them, branches and switches. Positions
         // are computed per event; between events the code moves as a block.
-        let mut events: Vec<u32> = Vec::with_capacity(self.edited.len() + self.specials.len());
+        let mut ev: Vec<Event> =
+            Vec::with_capacity(self.before.len() + self.after.len() + self.specials.len());
         {
-            let mut edited = self.edited.clone();
-            edited.sort_unstable();
-            edited.dedup();
-            let (mut x, mut y) = (0, 0);
-            while x < edited.len() || y < self.specials.len() {
-                let e = edited.get(x).copied().unwrap_or(u32::MAX);
-                let sp = self.specials.get(y).copied().unwrap_or(u32::MAX);
-                events.push(e.min(sp));
-                x += (e <= sp) as usize;
-                y += (sp <= e) as usize;
+            let (mut x, mut y, mut z) = (0, 0, 0);
+            let key = |l: &[(u32, Snippet)], i: usize| l.get(i).map_or(u32::MAX, |e| e.0);
+            loop {
+                let b = key(&self.before, x);
+                let a = key(&self.after, y);
+                let sp = self.specials.get(z).copied().unwrap_or(u32::MAX);
+                let k = b.min(a).min(sp);
+                if k == u32::MAX {
+                    break;
+                }
+                let mut e = Event {
+                    k,
+                    before: NONE,
+                    after: NONE,
+                    target: NONE,
+                    wide: false,
+                    before_pos: 0,
+                    insn_pos: 0,
+                    after_pos: 0,
+                    shift_after: 0,
+                };
+                if b == k {
+                    e.before = x as u32;
+                    x += 1;
+                }
+                if a == k {
+                    e.after = y as u32;
+                    y += 1;
+                }
+                z += (sp == k) as usize;
+                ev.push(e);
             }
         }
-        let ne = events.len();
-        // Per event: branch target instruction index (16/32-bit branches), whether widened.
-        let mut target: Vec<u32> = vec![NONE; ne];
         let mut targets_zero = self.code.handlers.iter().any(|h| h.handler == 0);
-        for (j, &k) in events.iter().enumerate() {
-            let i = &self.insns[k as usize];
+        for e in ev.iter_mut() {
+            let i = &self.insns[e.k as usize];
             if let Some(o) = i.branch_offset(code) {
                 let t = i.pc as i64 + o as i64;
                 if t < 0 || t >= code_len as i64 {
@@ -534,7 +577,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     )));
                 }
                 targets_zero |= t == 0;
-                target[j] = self.idx(t as u32)? as u32;
+                e.target = self.idx(t as u32)? as u32;
             } else if matches!(i.opcode, op::TABLESWITCH | op::LOOKUPSWITCH) {
                 let mut bad = None;
                 i.for_each_target(code, |t| {
@@ -550,37 +593,36 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     )));
                 }
             }
-        }
-        let mut wide = vec![false; ne];
-        if self.force_wide_jumps {
-            for (w, &k) in wide.iter_mut().zip(&events) {
-                *w = self.insns[k as usize].operands() == Operands::Branch16;
+            if self.force_wide_jumps {
+                e.wide = i.operands() == Operands::Branch16;
             }
         }
-        let len_of = |s: &Option<Box<Snippet>>| s.as_ref().map_or(0, |s| s.len() as u32);
+        let snip_len = |l: &[(u32, Snippet)], x: u32| -> i64 {
+            if x == NONE {
+                0
+            } else {
+                l.get(x as usize).map_or(0, |e| e.1.len() as i64)
+            }
+        };
         let mut lay = Layout {
-            events: &events,
+            ev,
             insns: &self.insns,
             prologue: self.prologue.len() as u32,
-            before: vec![0; ne],
-            insn: vec![0; ne],
-            after: vec![0; ne],
-            shift_after: vec![0; ne],
             end: 0,
         };
         let (end_pos, handler_pos, total) = loop {
             let mut shift = lay.prologue as i64;
-            for (j, &k) in events.iter().enumerate() {
-                let k = k as usize;
+            for e in lay.ev.iter_mut() {
+                let k = e.k as usize;
                 let i = &self.insns[k];
-                lay.before[j] = (i.pc as i64 + shift) as u32;
-                shift += len_of(&self.before[k]) as i64;
+                e.before_pos = (i.pc as i64 + shift) as u32;
+                shift += snip_len(&self.before, e.before);
                 let at = (i.pc as i64 + shift) as u32;
-                lay.insn[j] = at;
-                let size = self.size(k, at, wide[j]);
-                lay.after[j] = at + size;
-                shift += size as i64 - i.len as i64 + len_of(&self.after[k]) as i64;
-                lay.shift_after[j] = shift;
+                e.insn_pos = at;
+                let size = self.size(k, at, e.wide);
+                e.after_pos = at + size;
+                shift += size as i64 - i.len as i64 + snip_len(&self.after, e.after);
+                e.shift_after = shift;
             }
             let mut pos = (code_len as i64 + shift) as u32;
             lay.end = pos;
@@ -596,12 +638,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 ));
             }
             let mut changed = false;
-            for j in 0..ne {
-                let k = events[j] as usize;
-                if target[j] != NONE && !wide[j] && self.insns[k].operands() == Operands::Branch16 {
-                    let off = lay.before_pos(target[j] as usize) as i64 - lay.insn[j] as i64;
+            for j in 0..lay.ev.len() {
+                let e = lay.ev[j];
+                if e.target != NONE
+                    && !e.wide
+                    && self.insns[e.k as usize].operands() == Operands::Branch16
+                {
+                    let off = lay.before_pos(e.target as usize) as i64 - e.insn_pos as i64;
                     if off < i16::MIN as i64 || off > i16::MAX as i64 {
-                        wide[j] = true;
+                        lay.ev[j].wide = true;
                         changed = true;
                     }
                 }
@@ -626,23 +671,22 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut out: Vec<u8> = Vec::with_capacity(total as usize);
         out.extend_from_slice(self.prologue.bytes());
         let mut copied = 0usize;
-        for (j, &k) in events.iter().enumerate() {
-            let k = k as usize;
-            let i = &self.insns[k];
+        for e in &lay.ev {
+            let i = &self.insns[e.k as usize];
             out.extend_from_slice(&code[copied..i.pc as usize]);
             copied = (i.pc + i.len) as usize;
-            if let Some(s) = &self.before[k] {
+            if let Some((_, s)) = self.before.get(e.before as usize) {
                 out.extend_from_slice(s.bytes());
             }
-            let here = lay.insn[j] as i64;
-            debug_assert_eq!(out.len() as u32, lay.insn[j]);
+            let here = e.insn_pos as i64;
+            debug_assert_eq!(out.len() as u32, e.insn_pos);
             match i.operands() {
                 Operands::Branch16 | Operands::Branch32 => {
-                    let t = lay.before_pos(target[j] as usize) as i64;
+                    let t = lay.before_pos(e.target as usize) as i64;
                     if i.operands() == Operands::Branch32 {
                         out.push(i.opcode);
                         out.extend_from_slice(&((t - here) as i32).to_be_bytes());
-                    } else if !wide[j] {
+                    } else if !e.wide {
                         out.push(i.opcode);
                         out.extend_from_slice(&((t - here) as i16).to_be_bytes());
                     } else {
@@ -699,7 +743,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
                 _ => out.extend_from_slice(&code[i.pc as usize..copied]),
             }
-            if let Some(s) = &self.after[k] {
+            if let Some((_, s)) = self.after.get(e.after as usize) {
                 out.extend_from_slice(s.bytes());
             }
         }
@@ -736,16 +780,16 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut max_stack = (self.code.max_stack as u32).max(depths.max);
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
-        for &k in &events {
-            let k = k as usize;
+        for e in &lay.ev {
+            let k = e.k as usize;
             let din = depths.depth_in[k];
             if din == NONE {
                 continue;
             }
-            if let Some(s) = &self.before[k] {
+            if let Some((_, s)) = self.before.get(e.before as usize) {
                 bump(din + s.max_depth() as u32);
             }
-            if let Some(s) = &self.after[k] {
+            if let Some((_, s)) = self.after.get(e.after as usize) {
                 let (p, q) = sim::depth_effect(&self.insns[k], code, &self.cf.cp)?;
                 bump(din - p as u32 + q as u32 + s.max_depth() as u32);
             }
@@ -767,9 +811,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
         // --- frames
         let smt = self.smt();
-        let widened_cond: Vec<usize> = (0..ne)
-            .filter(|&j| wide[j] && matches!(self.insns[events[j] as usize].flow(), Flow::Cond))
-            .map(|j| events[j] as usize)
+        let widened_cond: Vec<usize> = lay
+            .ev
+            .iter()
+            .filter(|e| e.wide && matches!(self.insns[e.k as usize].flow(), Flow::Cond))
+            .map(|e| e.k as usize)
             .collect();
 
         let entry_frame_needed = !self.prologue.is_empty() && targets_zero;
@@ -827,7 +873,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 let mut want: Vec<(usize, u32)> = Vec::new(); // (insn, new position)
                 for &k in &widened_cond {
                     let pos = lay.after_pos(k);
-                    let next_has = self.after[k].is_none()
+                    let next_has = self
+                        .after
+                        .binary_search_by_key(&(k as u32), |e| e.0)
+                        .is_err()
                         && has_frame_at(self.insns[k].pc + self.insns[k].len);
                     if !next_has {
                         want.push((k, pos));
