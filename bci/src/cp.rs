@@ -469,6 +469,9 @@ struct RawIndex {
     heads: Vec<u16>,
     /// The next index in the same chain, by index; 0 ends the chain.
     next: Vec<u16>,
+    /// Bit `t`: the original entries with tag `t` are in the table (indexed on the first
+    /// lookup of that tag). Appended entries are always in it.
+    tags: u32,
 }
 
 #[inline]
@@ -479,16 +482,12 @@ fn load_le(p: &[u8]) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// Hash of an entry's tag and payload (length, first and last 8 bytes).
+/// Hash of an entry's tag and payload: its length and last 8 bytes (names share prefixes
+/// like `java/lang/` more than suffixes), one multiplication.
 #[inline]
 fn raw_hash(t: u8, p: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.add(t as u64 | (p.len() as u64) << 8);
-    h.add(load_le(p));
-    if p.len() > 8 {
-        h.add(load_le(&p[p.len().saturating_sub(8)..]));
-    }
-    h.0
+    let tail = load_le(&p[p.len().saturating_sub(8)..]);
+    (tail ^ (t as u64) << 56 ^ (p.len() as u64) << 40).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl RawIndex {
@@ -497,6 +496,7 @@ impl RawIndex {
         RawIndex {
             heads: vec![0; cap],
             next: vec![0; n],
+            tags: 0,
         }
     }
     #[inline]
@@ -586,19 +586,35 @@ impl<'a> CpBuilder<'a> {
         self.appended.is_empty()
     }
 
-    /// Indexes the pool: original entries (the first of equal ones wins), then appended ones.
-    fn build_index(&self) -> RawIndex {
-        let total = self.count as usize;
-        let mut ix = RawIndex::with_entries(total);
+    /// Adds the original entries with tag `t` to the table, in front of the appended ones of
+    /// that tag, the first of equal ones first.
+    fn index_tag(&self, ix: &mut RawIndex, t: u8) {
+        if t < 32 {
+            ix.tags |= 1 << t;
+        }
+        let b = self.cp.bytes;
         for i in (1..self.cp.count()).rev() {
-            if let Some((t, raw)) = self.cp.raw_entry(i) {
-                ix.push_front(i, raw_hash(t, raw));
+            let off = self.cp.offsets[i as usize] as usize;
+            if off != 0 && b[off] == t {
+                if let Some((_, raw)) = self.cp.raw_entry(i) {
+                    ix.push_front(i, raw_hash(t, raw));
+                }
             }
         }
+    }
+
+    /// A table sized for the pool with the appended entries and the tags indexed so far.
+    fn build_index(&self, tags: u32) -> RawIndex {
+        let mut ix = RawIndex::with_entries(self.count as usize);
         for k in 0..self.appended_at.len() {
             let i = self.cp.count() + k as u16;
             if let Some((t, raw)) = self.raw_of(i) {
                 ix.push_back(i, raw_hash(t, raw));
+            }
+        }
+        for t in 0..32u8 {
+            if tags & (1 << t) != 0 {
+                self.index_tag(&mut ix, t);
             }
         }
         ix
@@ -607,24 +623,38 @@ impl<'a> CpBuilder<'a> {
     /// The index of an existing entry with this tag and payload: the first such original
     /// entry, else the appended one.
     fn find(&mut self, t: u8, payload: &[u8]) -> Option<u16> {
-        // Rebuild when appended entries have filled the table (keeps chains short).
-        if self
-            .index
-            .as_ref()
-            .is_none_or(|ix| ix.heads.len() < self.count as usize)
-        {
-            self.index = Some(self.build_index());
+        // An entry that refers to an appended entry cannot be an original one: only the
+        // appended entries need a look (the tag's original entries are not indexed for it).
+        let refs_new = |at: usize| be16(payload, at) >= self.cp.count();
+        let new_only = match t {
+            tag::CLASS | tag::STRING | tag::METHOD_TYPE | tag::MODULE | tag::PACKAGE => {
+                payload.len() == 2 && refs_new(0)
+            }
+            tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF | tag::NAME_AND_TYPE => {
+                payload.len() == 4 && (refs_new(0) || refs_new(2))
+            }
+            _ => false,
+        };
+        let mut ix = match self.index.take() {
+            // Rebuild when appended entries have filled the table (keeps chains short).
+            Some(ix) if ix.heads.len() >= self.count as usize => ix,
+            old => self.build_index(old.map_or(0, |ix| ix.tags)),
+        };
+        if !new_only && (t >= 32 || ix.tags & (1 << t) == 0) {
+            self.index_tag(&mut ix, t);
         }
-        let ix = self.index.as_ref()?;
         let h = raw_hash(t, payload);
         let mut i = ix.heads[ix.slot(h)];
+        let mut found = None;
         while i != 0 {
             if self.raw_of(i) == Some((t, payload)) {
-                return Some(i);
+                found = Some(i);
+                break;
             }
             i = ix.next.get(i as usize).copied().unwrap_or(0);
         }
-        None
+        self.index = Some(ix);
+        found
     }
 
     fn add_raw(&mut self, t: u8, payload: &[u8]) -> Result<u16> {
