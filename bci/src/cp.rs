@@ -458,6 +458,9 @@ pub struct CpBuilder<'a> {
     index: Option<RawIndex>,
     throwable: Option<u16>,
     stack_map_table: Option<u16>,
+    /// Stack-effect cache of field and method references by original constant index, shared
+    /// by the methods of the class (see `MethodEditor::finish`); 0 = not computed.
+    pub(crate) ref_effects: Vec<u32>,
 }
 
 /// The de-duplication index: a chained hash table of constant indices keyed by a cheap hash
@@ -543,6 +546,7 @@ impl<'a> CpBuilder<'a> {
             index: None,
             throwable: None,
             stack_map_table: None,
+            ref_effects: Vec::new(),
         }
     }
     pub fn original(&self) -> &'a ConstantPool<'a> {

@@ -74,6 +74,31 @@ impl<'d> MethodDesc<'d> {
     }
 }
 
+/// [`MethodDesc::parse`]`(desc)?.param_slots()` without allocating: the same checks and error.
+pub fn method_param_slots(desc: &str) -> Result<u16> {
+    let d = desc.as_bytes();
+    let bad = || Error::format(format!("malformed method descriptor {desc:?}"));
+    if d.first() != Some(&b'(') {
+        return Err(bad());
+    }
+    let mut i = 1;
+    let mut n = 0u16;
+    while i < d.len() && d[i] != b')' {
+        let l = field_len(d, i).ok_or_else(bad)?;
+        n = n.wrapping_add(slots(&desc[i..i + l]) as u16);
+        i += l;
+    }
+    if i >= d.len() {
+        return Err(bad());
+    }
+    i += 1;
+    let ok = &desc[i..] == "V" || field_len(d, i) == Some(d.len() - i);
+    if !ok {
+        return Err(bad());
+    }
+    Ok(n)
+}
+
 /// Checks a field descriptor.
 pub fn is_field_desc(d: &str) -> bool {
     field_len(d.as_bytes(), 0) == Some(d.len())
@@ -99,11 +124,11 @@ pub fn method_slots_bytes(d: &[u8]) -> Result<(u16, u8)> {
     let mut n = 0u16;
     while i < d.len() && d[i] != b')' {
         let l = field_len(d, i).ok_or_else(bad)?;
-        n += if l == 1 && (d[i] == b'J' || d[i] == b'D') {
+        n = n.wrapping_add(if l == 1 && (d[i] == b'J' || d[i] == b'D') {
             2
         } else {
             1
-        };
+        });
         i += l;
     }
     if i + 1 >= d.len() {
@@ -142,6 +167,23 @@ mod tests {
         assert!(MethodDesc::parse("(I").is_err());
         assert!(MethodDesc::parse("()").is_err());
         assert!(MethodDesc::parse("()II").is_err());
+        for d in [
+            "(IJ[Ljava/lang/String;D[[I)V",
+            "()J",
+            "(L;)V",
+            "(I",
+            "()",
+            "()II",
+            "x",
+            "(D)",
+        ] {
+            assert_eq!(
+                method_param_slots(d).map_err(|e| e.to_string()),
+                MethodDesc::parse(d)
+                    .map(|m| m.param_slots())
+                    .map_err(|e| e.to_string())
+            );
+        }
         assert!(is_field_desc("[[Ljava/lang/Object;"));
         assert!(!is_field_desc("[["));
     }

@@ -71,6 +71,15 @@ fn put(list: &mut Vec<(u32, Snippet)>, k: u32, s: &Snippet) {
     }
 }
 
+/// [`put`] taking `s` (kept as it is when `k` has no code yet: appending to an empty snippet
+/// yields the same snippet).
+fn put_owned(list: &mut Vec<(u32, Snippet)>, k: u32, s: Snippet) {
+    match list.binary_search_by_key(&k, |e| e.0) {
+        Ok(j) => list[j].1.append(&s),
+        Err(j) => list.insert(j, (k, s)),
+    }
+}
+
 /// An instruction where the new layout differs from a plain copy of the original code: code
 /// is inserted before or after it, or it is a branch or switch (relocated).
 #[derive(Clone, Copy)]
@@ -236,7 +245,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         self.method.access & ACC_STATIC != 0
     }
     pub fn is_constructor(&self) -> bool {
-        self.name() == "<init>"
+        self.cf
+            .cp
+            .utf8_bytes(self.method.name_index)
+            .is_ok_and(|n| n == b"<init>")
     }
 
     /// Reserves a new local of type `ty` (Integer, Float, Long, Double or Object). It must be
@@ -315,7 +327,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         for k in 0..self.insns.len() {
             if self.insns[k].flow() == Flow::Return {
                 let s = f(&self.insns[k])?;
-                self.insert_before(k, &s)?;
+                Self::neutral(&s, "before")?;
+                put_owned(&mut self.before, k as u32, s);
             }
         }
         Ok(())
@@ -668,7 +681,18 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         };
 
         // --- code bytes: untouched code is copied in blocks between events
-        let mut out: Vec<u8> = Vec::with_capacity(total as usize);
+        // The code is written straight into the Code attribute body, after max_stack,
+        // max_locals and code_length (patched once known).
+        const BASE: usize = 8;
+        let attrs_len: usize = self.code.attributes.iter().map(|a| a.data.len()).sum();
+        let mut out: Vec<u8> = Vec::with_capacity(
+            BASE + total as usize
+                + 8 * (self.code.handlers.len() + 1)
+                + self.code.code.len() / 2
+                + 64
+                + 4 * attrs_len / 3,
+        );
+        out.extend_from_slice(&[0; BASE]);
         out.extend_from_slice(self.prologue.bytes());
         let mut copied = 0usize;
         for e in &lay.ev {
@@ -679,7 +703,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 out.extend_from_slice(s.bytes());
             }
             let here = e.insn_pos as i64;
-            debug_assert_eq!(out.len() as u32, e.insn_pos);
+            debug_assert_eq!((out.len() - BASE) as u32, e.insn_pos);
             match i.operands() {
                 Operands::Branch16 | Operands::Branch32 => {
                     let t = lay.before_pos(e.target as usize) as i64;
@@ -716,7 +740,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
                 Operands::TableSwitch | Operands::LookupSwitch => {
                     out.push(i.opcode);
-                    while !out.len().is_multiple_of(4) {
+                    while !(out.len() - BASE).is_multiple_of(4) {
                         out.push(0);
                     }
                     let ob = (i.pc as usize + 4) & !3;
@@ -748,12 +772,12 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             }
         }
         out.extend_from_slice(&code[copied..]);
-        debug_assert_eq!(out.len() as u32, end_pos);
+        debug_assert_eq!((out.len() - BASE) as u32, end_pos);
         if let Some(h) = &self.catch_all {
             out.extend_from_slice(h.bytes());
             out.push(op::ATHROW);
         }
-        debug_assert_eq!(out.len() as u32, total);
+        debug_assert_eq!((out.len() - BASE) as u32, total);
 
         // --- exception table
         let mut handlers = Vec::with_capacity(self.code.handlers.len() + 1);
@@ -776,7 +800,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
 
         // --- max_stack by data flow over the original code, plus what insertions add
-        let depths = self.depths()?;
+        let depths = self.depths_with(&mut cp.ref_effects)?;
         let mut max_stack = (self.code.max_stack as u32).max(depths.max);
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
@@ -803,8 +827,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut max_locals = self.code.max_locals as u32;
         {
             let d = self.desc();
-            let md = MethodDesc::parse(&d)?;
-            max_locals = max_locals.max(md.param_slots() as u32 + !self.is_static() as u32);
+            let params = crate::desc::method_param_slots(&d)?;
+            max_locals = max_locals.max(params as u32 + !self.is_static() as u32);
             max_locals = max_locals.max(self.locals_end);
             max_locals = max_locals.max(self.next_local as u32);
         }
@@ -965,23 +989,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
 
         // --- Code attribute
-        let mut attr = Vec::with_capacity(
-            out.len()
-                + self.code.code.len() / 2
-                + smt_bytes.as_ref().map_or(0, |b| b.len())
-                + 64
-                + 4 * self
-                    .code
-                    .attributes
-                    .iter()
-                    .map(|a| a.data.len())
-                    .sum::<usize>()
-                    / 3,
-        );
-        attr.extend_from_slice(&(max_stack as u16).to_be_bytes());
-        attr.extend_from_slice(&(max_locals as u16).to_be_bytes());
-        attr.extend_from_slice(&(out.len() as u32).to_be_bytes());
-        attr.extend_from_slice(&out);
+        let mut attr = out;
+        attr[0..2].copy_from_slice(&(max_stack as u16).to_be_bytes());
+        attr[2..4].copy_from_slice(&(max_locals as u16).to_be_bytes());
+        attr[4..8].copy_from_slice(&total.to_be_bytes());
         attr.extend_from_slice(&(handlers.len() as u16).to_be_bytes());
         for h in &handlers {
             for v in &h[..3] {
@@ -993,54 +1004,97 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         attr.extend_from_slice(&[0, 0]);
         let mut count = 0u16;
         let mut wrote_smt = false;
-        let mut body = Vec::new();
         for a in &self.code.attributes {
             let name = self.cf.cp.utf8_bytes(a.name_index)?;
-            body.clear();
+            let skip = match name {
+                b"StackMapTable" => smt_bytes.is_none(),
+                // Type annotations on code hold offsets we do not relocate: drop them rather
+                // than keep wrong offsets (they are not used by the JVM).
+                b"RuntimeVisibleTypeAnnotations" | b"RuntimeInvisibleTypeAnnotations" => true,
+                _ => false,
+            };
+            if skip {
+                continue;
+            }
+            // The body is written in place; its length is patched after it.
+            attr.extend_from_slice(&a.name_index.to_be_bytes());
+            let len_at = attr.len();
+            attr.extend_from_slice(&[0; 4]);
+            let d = a.data;
+            let entries =
+                |w: usize| (d.len() >= 2).then(|| (crate::reader::be16(d, 0) as usize, w));
             match name {
                 b"StackMapTable" => {
                     if let Some(s) = &smt_bytes {
-                        body.extend_from_slice(s);
+                        attr.extend_from_slice(s);
                         wrote_smt = true;
-                    } else {
-                        continue;
                     }
                 }
-                b"LineNumberTable" => {
-                    let mut t = crate::attrs::LineNumbers::parse(a.data, a.offset)
-                        .ctx(|| "LineNumberTable")?;
-                    for e in t.entries.iter_mut() {
-                        e.0 = if e.0 == 0 {
-                            0
-                        } else {
-                            map(e.0 as u32, At::Before)? as u16
-                        };
+                b"LineNumberTable" => match entries(4) {
+                    // Well-formed: relocated as it is read.
+                    Some((n, w)) if d.len() == 2 + n * w => {
+                        attr.extend_from_slice(&d[..2]);
+                        for e in d[2..].chunks_exact(4) {
+                            let pc = u16::from_be_bytes([e[0], e[1]]);
+                            let pc = if pc == 0 {
+                                0
+                            } else {
+                                map(pc as u32, At::Before)? as u16
+                            };
+                            attr.extend_from_slice(&pc.to_be_bytes());
+                            attr.extend_from_slice(&e[2..4]);
+                        }
                     }
-                    t.write(&mut body);
-                }
-                b"LocalVariableTable" | b"LocalVariableTypeTable" => {
-                    let mut t = crate::attrs::LocalVars::parse(a.data, a.offset)
-                        .ctx(|| "LocalVariableTable")?;
-                    for e in t.entries.iter_mut() {
-                        let s = if e.start == 0 {
-                            0
-                        } else {
-                            map(e.start as u32, At::Before)?
-                        };
-                        let end = map(e.start as u32 + e.length as u32, At::Before)?;
-                        e.start = s as u16;
-                        e.length = (end - s) as u16;
+                    _ => {
+                        let mut t = crate::attrs::LineNumbers::parse(a.data, a.offset)
+                            .ctx(|| "LineNumberTable")?;
+                        for e in t.entries.iter_mut() {
+                            e.0 = if e.0 == 0 {
+                                0
+                            } else {
+                                map(e.0 as u32, At::Before)? as u16
+                            };
+                        }
+                        t.write(&mut attr);
                     }
-                    t.write(&mut body);
-                }
-                // Type annotations on code hold offsets we do not relocate: drop them rather
-                // than keep wrong offsets (they are not used by the JVM).
-                b"RuntimeVisibleTypeAnnotations" | b"RuntimeInvisibleTypeAnnotations" => continue,
-                _ => body.extend_from_slice(a.data),
+                },
+                b"LocalVariableTable" | b"LocalVariableTypeTable" => match entries(10) {
+                    Some((n, w)) if d.len() == 2 + n * w => {
+                        attr.extend_from_slice(&d[..2]);
+                        for e in d[2..].chunks_exact(10) {
+                            let start = u16::from_be_bytes([e[0], e[1]]);
+                            let length = u16::from_be_bytes([e[2], e[3]]);
+                            let s = if start == 0 {
+                                0
+                            } else {
+                                map(start as u32, At::Before)?
+                            };
+                            let end = map(start as u32 + length as u32, At::Before)?;
+                            attr.extend_from_slice(&(s as u16).to_be_bytes());
+                            attr.extend_from_slice(&((end - s) as u16).to_be_bytes());
+                            attr.extend_from_slice(&e[4..10]);
+                        }
+                    }
+                    _ => {
+                        let mut t = crate::attrs::LocalVars::parse(a.data, a.offset)
+                            .ctx(|| "LocalVariableTable")?;
+                        for e in t.entries.iter_mut() {
+                            let s = if e.start == 0 {
+                                0
+                            } else {
+                                map(e.start as u32, At::Before)?
+                            };
+                            let end = map(e.start as u32 + e.length as u32, At::Before)?;
+                            e.start = s as u16;
+                            e.length = (end - s) as u16;
+                        }
+                        t.write(&mut attr);
+                    }
+                },
+                _ => attr.extend_from_slice(a.data),
             }
-            attr.extend_from_slice(&a.name_index.to_be_bytes());
-            attr.extend_from_slice(&(body.len() as u32).to_be_bytes());
-            attr.extend_from_slice(&body);
+            let len = (attr.len() - len_at - 4) as u32;
+            attr[len_at..len_at + 4].copy_from_slice(&len.to_be_bytes());
             count += 1;
         }
         if let (false, Some(s)) = (wrote_smt, &smt_bytes) {
@@ -1057,6 +1111,58 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     /// Stack depth data flow over the original code: the depth before each instruction
     /// (`u32::MAX` when unreachable) and the maximum depth reached.
     pub fn depths(&self) -> Result<Depths> {
+        self.depths_with(&mut Vec::new())
+    }
+
+    /// The stack effect of a field access or invocation through the class-wide cache `cache`
+    /// (by constant index; see `CpBuilder::ref_effects`). Same result as `sim::depth_effect`.
+    fn ref_effect(&self, i: &Insn, cache: &mut Vec<u32>) -> Result<(u16, u16)> {
+        const METHOD: u32 = 1 << 31;
+        const FIELD: u32 = 1 << 30;
+        let code = self.code.code;
+        let cp = &self.cf.cp;
+        let field = matches!(i.opcode, op::GETSTATIC..=op::PUTFIELD);
+        let recv = !matches!(i.opcode, op::INVOKESTATIC | op::INVOKEDYNAMIC) as u16;
+        let idx = i.cp_index(code).unwrap_or(0) as usize;
+        if cache.len() < cp.count() as usize {
+            cache.resize(cp.count() as usize, 0);
+        }
+        let v = cache.get(idx).copied().unwrap_or(0);
+        if field && v & FIELD != 0 {
+            let s = (v & 0xFF) as u16;
+            return Ok(match i.opcode {
+                op::GETSTATIC => (0, s),
+                op::PUTSTATIC => (s, 0),
+                op::GETFIELD => (1, s),
+                _ => (1 + s, 0),
+            });
+        }
+        if !field && v & METHOD != 0 {
+            return Ok((
+                (((v >> 8) & 0xFFFF) as u16).wrapping_add(recv),
+                (v & 0xFF) as u16,
+            ));
+        }
+        let (p, q) = sim::depth_effect(i, code, cp)?;
+        if v == 0 {
+            let e = if field {
+                FIELD
+                    | match i.opcode {
+                        op::GETSTATIC | op::GETFIELD => q as u32,
+                        op::PUTSTATIC => p as u32,
+                        _ => p as u32 - 1,
+                    }
+            } else {
+                METHOD | (p.wrapping_sub(recv) as u32) << 8 | q as u32
+            };
+            if let Some(c) = cache.get_mut(idx) {
+                *c = e;
+            }
+        }
+        Ok((p, q))
+    }
+
+    fn depths_with(&self, cache: &mut Vec<u32>) -> Result<Depths> {
         let n = self.insns.len();
         let code = self.code.code;
         let mut din: Vec<u32> = vec![NONE; n];
@@ -1083,9 +1189,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             loop {
                 let i = &insns[k];
                 let d = din[k];
-                let (p, q) = match opcodes::fixed_effect(i.opcode) {
-                    Some((p, q)) => (p as u16, q as u16),
-                    None => sim::depth_effect(i, code, &self.cf.cp)
+                let (p, q) = match (opcodes::fixed_effect(i.opcode), i.opcode) {
+                    (Some((p, q)), _) => (p as u16, q as u16),
+                    (
+                        None,
+                        op::GETSTATIC..=op::PUTFIELD | op::INVOKEVIRTUAL..=op::INVOKEDYNAMIC,
+                    ) => self
+                        .ref_effect(i, cache)
+                        .map_err(|e| e.context(format!("pc {}", i.pc)))?,
+                    (None, _) => sim::depth_effect(i, code, &self.cf.cp)
                         .map_err(|e| e.context(format!("pc {}", i.pc)))?,
                 };
                 if (p as u32) > d {

@@ -43,7 +43,7 @@ pub fn depth_effect(i: &Insn, code: &[u8], cp: &ConstantPool<'_>) -> Result<(u16
             let (_, d) = cp.ref_name_desc_bytes(idx())?;
             let (a, r) = desc::method_slots_bytes(d)?;
             let recv = !matches!(i.opcode, op::INVOKESTATIC | op::INVOKEDYNAMIC) as u16;
-            (a + recv, r as u16)
+            (a.wrapping_add(recv), r as u16)
         }
         o => {
             return Err(Error::format(format!(
