@@ -141,6 +141,26 @@ impl<'a> ConstantPool<'a> {
         let mut i = 1;
         while i < count {
             let at = r.abs();
+            // Fast path: a well-formed entry that fits (anything else takes the checked path
+            // below, which reports the error).
+            let rest = r.rest();
+            if let Some(&t) = rest.first() {
+                let len = match t {
+                    tag::UTF8 if rest.len() >= 3 => 3 + be16(rest, 1) as usize,
+                    _ => fixed_len(t).map_or(0, |n| n + 1),
+                };
+                let slots = if t == tag::LONG || t == tag::DOUBLE {
+                    2
+                } else {
+                    1
+                };
+                if len != 0 && len <= rest.len() && min_major(t) <= major && i + slots <= count {
+                    offsets[i] = at as u32;
+                    r.skip(len)?;
+                    i += slots;
+                    continue;
+                }
+            }
             let t = r.u8()?;
             if min_major(t) > major {
                 return Err(Error::format(format!(

@@ -17,6 +17,24 @@ use crate::snippet::Snippet;
 
 const NONE: u32 = u32::MAX;
 
+/// Per opcode, for the decoding pass: 1 = uses a local variable, 2 = branch or switch
+/// (relocated on finish), 0 = neither.
+const KIND: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut o = 0;
+    while o < 256 {
+        let b = o as u8;
+        t[o] = match b {
+            op::ILOAD..=op::ALOAD_3 | op::ISTORE..=op::ASTORE_3 | op::RET | op::IINC => 1,
+            op::IFEQ..=op::JSR | op::IFNULL..=op::JSR_W => 2,
+            op::TABLESWITCH | op::LOOKUPSWITCH => 2,
+            _ => 0,
+        };
+        o += 1;
+    }
+    t
+};
+
 pub struct MethodEditor<'c, 'a> {
     cf: &'c ClassFile<'a>,
     method: &'c Member<'a>,
@@ -188,15 +206,14 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             };
             let k = insns.len() as u32;
             index_of[pc] = k;
-            match i.opcode {
-                op::ILOAD..=op::ALOAD_3 | op::ISTORE..=op::ASTORE_3 | op::RET | op::IINC => {
+            match KIND[i.opcode as usize] {
+                0 => {}
+                1 => {
                     if let Some(l) = i.local(c) {
                         locals_end = locals_end.max(l as u32 + i.local_size() as u32);
                     }
                 }
-                op::IFEQ..=op::JSR | op::IFNULL..=op::JSR_W => specials.push(k),
-                op::TABLESWITCH | op::LOOKUPSWITCH => specials.push(k),
-                _ => {}
+                _ => specials.push(k),
             }
             insns.push(i);
             pc += i.len as usize;
@@ -780,14 +797,23 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         debug_assert_eq!((out.len() - BASE) as u32, total);
 
         // --- exception table
-        let mut handlers = Vec::with_capacity(self.code.handlers.len() + 1);
+        // Written right after the code; the count is patched once the catch-all is decided.
+        let handlers_at = out.len();
+        out.extend_from_slice(&[0, 0]);
+        let mut n_handlers = self.code.handlers.len();
+        let row = |out: &mut Vec<u8>, r: [u32; 4]| {
+            for v in r {
+                out.extend_from_slice(&(v as u16).to_be_bytes());
+            }
+        };
         for h in &self.code.handlers {
-            handlers.push([
+            let r = [
                 map(h.start as u32, At::Before)?,
                 map(h.end as u32, At::Before)?,
                 map(h.handler as u32, At::Before)?,
                 h.catch_type as u32,
-            ]);
+            ];
+            row(&mut out, r);
         }
         let super_call = self.super_call()?;
         let catch_start = match super_call {
@@ -796,8 +822,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         };
         let add_catch_all = self.catch_all.is_some() && catch_start < end_pos;
         if add_catch_all {
-            handlers.push([catch_start, end_pos, handler_pos, 0]);
+            row(&mut out, [catch_start, end_pos, handler_pos, 0]);
+            n_handlers += 1;
         }
+        out[handlers_at..handlers_at + 2].copy_from_slice(&(n_handlers as u16).to_be_bytes());
 
         // --- max_stack by data flow over the original code, plus what insertions add
         let depths = self.depths_with(&mut cp.ref_effects)?;
@@ -993,13 +1021,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         attr[0..2].copy_from_slice(&(max_stack as u16).to_be_bytes());
         attr[2..4].copy_from_slice(&(max_locals as u16).to_be_bytes());
         attr[4..8].copy_from_slice(&total.to_be_bytes());
-        attr.extend_from_slice(&(handlers.len() as u16).to_be_bytes());
-        for h in &handlers {
-            for v in &h[..3] {
-                attr.extend_from_slice(&(*v as u16).to_be_bytes());
-            }
-            attr.extend_from_slice(&(h[3] as u16).to_be_bytes());
-        }
         let count_at = attr.len();
         attr.extend_from_slice(&[0, 0]);
         let mut count = 0u16;
@@ -1166,7 +1187,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let n = self.insns.len();
         let code = self.code.code;
         let mut din: Vec<u32> = vec![NONE; n];
-        let mut work: Vec<usize> = Vec::with_capacity(16);
+        let mut work: Vec<usize> = Vec::new();
         let set = |din: &mut Vec<u32>, work: &mut Vec<usize>, k: usize, d: u32| {
             if din[k] == NONE {
                 din[k] = d;
@@ -1189,7 +1210,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             loop {
                 let i = &insns[k];
                 let d = din[k];
-                let (p, q) = match (opcodes::fixed_effect(i.opcode), i.opcode) {
+                let (p, q) = match (sim::depth_effect_const(i.opcode), i.opcode) {
                     (Some((p, q)), _) => (p as u16, q as u16),
                     (
                         None,

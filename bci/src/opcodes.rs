@@ -408,7 +408,7 @@ pub fn flow(opcode: u8) -> Flow {
 /// Stack slots `opcode` pops and pushes when they do not depend on operands (the table
 /// entry's [`OpInfo::fixed_effect`]); None for computed effects and undefined opcodes.
 #[inline]
-pub fn fixed_effect(opcode: u8) -> Option<(u8, u8)> {
+pub const fn fixed_effect(opcode: u8) -> Option<(u8, u8)> {
     FIXED[opcode as usize]
 }
 

@@ -30,6 +30,11 @@ impl<'a> Reader<'a> {
     pub fn abs(&self) -> usize {
         self.base + self.pos
     }
+    /// The unread bytes.
+    #[inline]
+    pub fn rest(&self) -> &'a [u8] {
+        &self.data[self.pos..]
+    }
     #[inline]
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos

@@ -10,6 +10,45 @@ use crate::error::{Error, Result};
 use crate::frames::VType;
 use crate::opcodes::{op, Operands};
 
+/// [`depth_effect`] of the opcodes whose effect needs no operand: the table's fixed effects
+/// plus the `?` cases that are constant anyway (aload, ldc, new, …).
+const DEPTH_CONST: [Option<(u8, u8)>; 256] = {
+    let mut t = [None; 256];
+    let mut o = 0;
+    while o < 256 {
+        let b = o as u8;
+        t[o] = crate::opcodes::fixed_effect(b);
+        if t[o].is_none() {
+            t[o] = match b {
+                op::ACONST_NULL
+                | op::ALOAD
+                | op::ALOAD_0
+                | op::ALOAD_1
+                | op::ALOAD_2
+                | op::ALOAD_3
+                | op::NEW
+                | op::JSR
+                | op::JSR_W
+                | op::LDC
+                | op::LDC_W => Some((0, 1)),
+                op::LDC2_W => Some((0, 2)),
+                op::AALOAD => Some((2, 1)),
+                op::NEWARRAY | op::ANEWARRAY | op::CHECKCAST => Some((1, 1)),
+                _ => None,
+            };
+        }
+        o += 1;
+    }
+    t
+};
+
+/// The stack effect of `opcode` when it does not depend on operands (same as
+/// [`depth_effect`] for it), else None.
+#[inline]
+pub fn depth_effect_const(opcode: u8) -> Option<(u8, u8)> {
+    DEPTH_CONST[opcode as usize]
+}
+
 /// Stack slots an instruction pops and pushes.
 pub fn depth_effect(i: &Insn, code: &[u8], cp: &ConstantPool<'_>) -> Result<(u16, u16)> {
     if let Some((p, q)) = crate::opcodes::fixed_effect(i.opcode) {
