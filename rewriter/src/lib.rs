@@ -58,8 +58,16 @@ fn first_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Option<u32> {
             .utf8_bytes(a.name_index)
             .is_ok_and(|n| n == b"LineNumberTable")
     })?;
-    let t = bci::attrs::LineNumbers::parse(lnt.data, lnt.offset).ok()?;
-    t.entries.iter().map(|e| e.1 as u32).min()
+    // Read in place (no table allocated); a malformed table gives None, as its parse would.
+    let d = lnt.data;
+    let n = u16::from_be_bytes([*d.first()?, *d.get(1)?]) as usize;
+    if d.len() != 2 + 4 * n {
+        return None;
+    }
+    d[2..]
+        .chunks_exact(4)
+        .map(|e| u16::from_be_bytes([e[2], e[3]]) as u32)
+        .min()
 }
 
 /// The probe calls of one class, built once (their constants are shared by all methods).
@@ -295,11 +303,16 @@ fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
     let Ok(m) = cf.cp.member_ref(i.cp_index(code).unwrap_or(0)) else {
         return false;
     };
+    // Names compare as text (as decoded); raw bytes decide unless one is not plain ASCII.
+    let same = |idx: u16, s: &str| match cf.cp.utf8_bytes(idx) {
+        Ok(b) if b.is_ascii() && s.is_ascii() => b == s.as_bytes(),
+        _ => cf.cp.utf8(idx).unwrap_or_default() == s,
+    };
     cf.name().is_ok_and(|n| n == m.class)
         && cf
             .fields
             .iter()
-            .any(|f| cf.member_name(f) == m.name && cf.member_desc(f) == m.desc)
+            .any(|f| same(f.name_index, &m.name) && same(f.descriptor_index, &m.desc))
 }
 
 /// Inserts the probes of one method and returns its new Code attribute body.
