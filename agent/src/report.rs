@@ -248,10 +248,9 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
         out,
         "Counts are exact: every instrumented method calls a probe at entry, before each return and\n\
          when an exception leaves it. {}.\n\
-         CPU TIME (ms) rows are call paths of the top {} frames{}; count = invocations (completed;\n\
-         a method that can call nothing and cannot throw is counted at entry); self = time not\n\
-         spent in instrumented callees. Classes loaded before the runtime existed and so\n\
-         left original: {}.\n",
+         CPU TIME (ms) rows are call paths of the top {} frames{}; count = invocations (counted at\n\
+         entry); self = time not spent in instrumented callees. Classes loaded before the\n\
+         runtime existed and so left original: {}.\n",
         clock_description(o),
         o.depth,
         if o.thread { ", per thread" } else { "" },

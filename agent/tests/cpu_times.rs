@@ -1063,3 +1063,65 @@ fn leaf_probes_same_counts_and_paths() {
         );
     }
 }
+
+/// Many call paths (more than the per-thread direct-mapped cache holds at first): entries are
+/// replaced and the cache grows while calls are counted in it; every count stays exact.
+#[test]
+fn many_paths_exact_counts() {
+    let dir = tmp("many-paths");
+    const N: usize = 600;
+    const R: u64 = 300;
+    let mut src = String::from("public class Many {\n");
+    for k in 0..N {
+        src += &format!("    static int m{k}(int x) {{ return x * 31 + {k}; }}\n");
+        src += &format!("    static int n{k}(int x) {{ return m{k}(x) + 1; }}\n");
+    }
+    src += "    public static void main(String[] a) {\n        int acc = 0;\n";
+    src += &format!("        for (int r = 0; r < {R}; r++) {{\n");
+    for k in 0..N {
+        src += &format!("            acc = n{k}(acc);\n");
+        if k % 3 == 0 {
+            src += &format!("            acc = m{k}(acc);\n");
+        }
+    }
+    src += "        }\n        System.out.println(acc);\n    }\n}\n";
+    std::fs::write(dir.join("Many.java"), src).unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Many.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = dir.join("out.txt");
+    let o = java(
+        &dir,
+        "Many",
+        &format!("file={},cutoff=0,verbose=y", f.display()),
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = parse_report(&std::fs::read_to_string(&f).unwrap());
+    r.check_invariants("many");
+    for k in 0..N {
+        let (m, n) = (format!("Many.m{k}"), format!("Many.n{k}"));
+        assert_eq!(r.count(&n), R, "{n}");
+        let direct = if k % 3 == 0 { R } else { 0 };
+        assert_eq!(r.count(&m), R + direct, "{m}");
+        assert_eq!(r.exact_trace_count(&[&m, &n, "Many.main"]), R, "{m} < {n}");
+        assert_eq!(
+            r.exact_trace_count(&[&m, "Many.main"]),
+            direct,
+            "{m} < main"
+        );
+    }
+    // the run really went through the cache's slow path (entries replaced)
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let off: u64 = stderr
+        .lines()
+        .find_map(|l| l.split(" calls (").nth(1))
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no call statistics in {stderr}"));
+    assert!(off > 65_536, "only {off} calls off the inlined path");
+}

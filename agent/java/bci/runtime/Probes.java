@@ -120,9 +120,10 @@ public final class Probes {
                 // fr[0..8) is the root frame: there is always a caller's context to read
                 int ctx = (int) fr[b - 7];
                 long[] dm = s.dm;
-                int h = ((ctx * 0x9E3779B1 + id) << 1) & (dm.length - 2);
+                int h = ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
                 if (dm[h] == (((long) ctx << 32) | id)) {
                     long v = dm[h + 1];
+                    dm[h + 2]++;
                     int c = (int) (v >>> 32);
                     fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
                     fr[b + 1] = c;
@@ -148,7 +149,6 @@ public final class Probes {
             long[] fr = s.fr;
             long f = fr[b - 8];
             if ((int) (f >>> 32) == id) {
-                s.nCount[(int) f]++;
                 s.ctx = (int) fr[b - 15];
                 s.sp = b - 8;
                 return;
@@ -173,11 +173,10 @@ public final class Probes {
         if (s != null) {
             int ctx = s.ctx;
             long[] dm = s.dm;
-            int h = ((ctx * 0x9E3779B1 + id) << 1) & (dm.length - 2);
+            int h = ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
             if (dm[h] == (((long) ctx << 32) | id)) {
-                int node = (int) dm[h + 1];
-                s.nCount[node]++;
-                s.leaf = node;
+                dm[h + 2]++;
+                s.leaf = (int) dm[h + 1];
                 return;
             }
         }
@@ -502,7 +501,7 @@ public final class Probes {
             for (int k = 0; k < hKey.length; k++) {
                 hKey[k] = -1L;
             }
-            for (int k = 0; k < dm.length; k += 2) {
+            for (int k = 0; k < dm.length; k += 4) {
                 dm[k] = -1L;
             }
             fr[0] = -1L << 32; // root: no method, node 0
@@ -511,11 +510,16 @@ public final class Probes {
         // Shadow stack, 8 longs per frame: [id << 32 | node, ctx for callees, -, start time,
         // time in callees, -, -, -]. fr[0..8) is the root frame.
         long[] fr = new long[8 * 64];
-        // Direct-mapped cache (ctx << 32 | id) -> (the node's context for callees << 32 | node),
-        // key and value side by side, read by the inlined fast path of enter. Starts small
-        // (threads that make few calls stay small) and doubles, up to 16K entries, while
-        // entries keep missing it. Only the owner thread reads and writes it.
-        long[] dm = new long[2 * 256];
+        // Direct-mapped cache, 4 longs per entry: [key = ctx << 32 | id, the node's context
+        // for callees << 32 | node, calls counted here and not yet in nCount, -], read by the
+        // inlined fast paths of enter and leafEnter: a hit touches one cache line (no random
+        // access into nCount, which has one slot per call path). An entry's count moves to
+        // nCount when the entry is replaced. Starts small (threads that make few calls stay
+        // small) and doubles, up to DM_MAX entries, while entries keep missing it. Only the
+        // owner thread writes it; export reads it.
+        long[] dm = new long[4 * 256];
+        /** Most entries the direct-mapped cache grows to. */
+        static final int DM_MAX = 1 << 16;
         // per node
         long[] nCount = new long[256];
         long[] nSelf = new long[256];
@@ -555,22 +559,37 @@ public final class Probes {
         /** A pure leaf's entry, off the fast path (see {@link Probes#leafEnter}). */
         void leafEnter(int id) {
             slowEnters++;
-            int node = cached(ctx, id);
-            nCount[node]++;
-            leaf = node;
+            leaf = cached(ctx, id);
         }
 
-        /** {@link #lookup}, remembered in the direct-mapped cache of the fast paths. */
+        /**
+         * Counts a call of method {@code id} in context {@code ctx} and returns its node: the
+         * entry of the direct-mapped cache of the fast paths, (re)filled from {@link #lookup}.
+         */
         private int cached(int ctx, int id) {
-            int node = lookup(ctx, id);
-            if ((slowEnters & 0xFFFF) == 0 && dm.length < (2 << 14)) {
+            if ((slowEnters & 0xFFFF) == 0 && dm.length < 4 * DM_MAX) {
                 growDm();
             }
             long[] dm = this.dm;
-            int h = ((ctx * 0x9E3779B1 + id) << 1) & (dm.length - 2);
-            dm[h] = ((long) ctx << 32) | id;
-            dm[h + 1] = ((long) nCtx[node] << 32) | node;
-            return node;
+            int h = ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
+            long key = ((long) ctx << 32) | id;
+            if (dm[h] != key) {
+                int node = lookup(ctx, id);
+                flush(dm, h);
+                dm[h] = key;
+                dm[h + 1] = ((long) nCtx[node] << 32) | node;
+            }
+            dm[h + 2]++;
+            return (int) dm[h + 1];
+        }
+
+        /** Moves the count of cache entry {@code h} to its node. */
+        private void flush(long[] dm, int h) {
+            long c = dm[h + 2];
+            if (dm[h] != -1L && c != 0) {
+                nCount[(int) dm[h + 1]] += c;
+            }
+            dm[h + 2] = 0;
         }
 
         /** The node of context {@code ctx} followed by method {@code id}. */
@@ -604,7 +623,6 @@ public final class Probes {
             long[] fr = this.fr;
             long f = fr[b - 8];
             if (!timed && (int) (f >>> 32) == id) {
-                nCount[(int) f]++;
                 ctx = (int) fr[b - 15];
                 sp = b - 8;
                 return;
@@ -633,7 +651,6 @@ public final class Probes {
             long[] fr = this.fr;
             long f = fr[b];
             int node = (int) f;
-            nCount[node]++;
             ctx = (int) fr[b - 7];
             if (!timed) {
                 return b;
@@ -740,8 +757,12 @@ public final class Probes {
         }
 
         private void growDm() {
-            long[] k = new long[dm.length * 2];
-            for (int i = 0; i < k.length; i += 2) {
+            long[] old = dm;
+            for (int i = 0; i < old.length; i += 4) {
+                flush(old, i);
+            }
+            long[] k = new long[old.length * 2];
+            for (int i = 0; i < k.length; i += 4) {
                 k[i] = -1L;
             }
             dm = k;
@@ -855,6 +876,7 @@ public final class Probes {
             int[] prefix = nPrefix;
             int[] ids = nId;
             long[] cnt = nCount;
+            long[] cache = dm;
             long[] slf = nSelf;
             long[] md = this.md;
             long[] ss = sSelf;
@@ -874,6 +896,15 @@ public final class Probes {
                 out[o++] = ids[k];
                 out[o++] = cnt[k];
                 out[o++] = tm ? slf[k] : (k < ss.length ? ss[k] : 0);
+            }
+            // calls still counted in the cache: an entry moves its count to nCount when it is
+            // replaced, so a thread still running can be off by the entries it moves meanwhile
+            for (int h = 0; h + 3 < cache.length; h += 4) {
+                int node = (int) cache[h + 1];
+                long c = cache[h + 2];
+                if (cache[h] != -1L && c != 0 && node > 0 && node < n) {
+                    out[1 + 4 * node + 2] += c;
+                }
             }
             out[o++] = nm;
             for (int k = 0; k < nm; k++) {
