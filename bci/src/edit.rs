@@ -447,11 +447,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             if visit(k, s)? {
                 return Ok(());
             }
-            let before = if i.flow() == Flow::Cond {
-                Some(s.clone())
-            } else {
-                None
-            };
             sim::exec(s, i, code, &self.cf.cp, &this_name, ctx)
                 .map_err(|e| e.context(format!("pc {}", i.pc)))?;
             let mut record = |t: i64, st: &State| {
@@ -461,7 +456,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             };
             match i.flow() {
                 Flow::Cond | Flow::Goto => {
-                    let _ = before;
                     i.for_each_target(code, |t| record(t, s));
                 }
                 Flow::Switch => i.for_each_target(code, |t| record(t, s)),
