@@ -77,6 +77,16 @@ enum At {
     Insn,
 }
 
+#[cold]
+#[inline(never)]
+fn underflow(i: &Insn, p: u16, d: u32) -> Error {
+    Error::format(format!(
+        "operand stack underflow at pc {} ({} needs {p}, depth {d})",
+        i.pc,
+        opcodes::mnemonic(i.opcode)
+    ))
+}
+
 /// Appends `s` to the code at instruction `k` of a sorted insert list.
 fn put(list: &mut Vec<(u32, Snippet)>, k: u32, s: &Snippet) {
     match list.binary_search_by_key(&k, |e| e.0) {
@@ -1131,6 +1141,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
     /// The stack effect of a field access or invocation through the class-wide cache `cache`
     /// (by constant index; see `CpBuilder::ref_effects`). Same result as `sim::depth_effect`.
+    #[inline(never)]
     fn ref_effect(&self, i: &Insn, cache: &mut Vec<u32>) -> Result<(u16, u16)> {
         const METHOD: u32 = 1 << 31;
         const FIELD: u32 = 1 << 30;
@@ -1199,11 +1210,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let insns = &self.insns[..];
         while let Some(k0) = work.pop() {
             let mut k = k0;
+            let mut d = din[k];
             // Falling through to a new instruction continues here directly (the same order as
             // pushing it and popping it again).
             loop {
                 let i = &insns[k];
-                let d = din[k];
                 let (p, q) = match (sim::depth_effect_const(i.opcode), i.opcode) {
                     (Some((p, q)), _) => (p as u16, q as u16),
                     (
@@ -1216,11 +1227,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         .map_err(|e| e.context(format!("pc {}", i.pc)))?,
                 };
                 if (p as u32) > d {
-                    return Err(Error::format(format!(
-                        "operand stack underflow at pc {} ({} needs {p}, depth {d})",
-                        i.pc,
-                        opcodes::mnemonic(i.opcode)
-                    )));
+                    return Err(underflow(i, p, d));
                 }
                 let out = d - p as u32 + q as u32;
                 max = max.max(d).max(out);
@@ -1229,6 +1236,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     if k + 1 < n && din[k + 1] == NONE {
                         din[k + 1] = out;
                         k += 1;
+                        d = out;
                         continue;
                     }
                     break;
