@@ -617,12 +617,19 @@ impl<'a> CpBuilder<'a> {
             ix.tags |= 1 << t;
         }
         let b = self.cp.bytes;
-        for i in (1..self.cp.count()).rev() {
-            let off = self.cp.offsets[i as usize] as usize;
-            if off != 0 && b[off] == t {
-                if let Some((_, raw)) = self.cp.raw_entry(i) {
-                    ix.push_front(i, raw_hash(t, raw));
-                }
+        let fixed = fixed_len(t).unwrap_or(0);
+        for (i, &off) in self.cp.offsets.iter().enumerate().skip(1).rev() {
+            let off = off as usize;
+            if off == 0 || b[off] != t {
+                continue;
+            }
+            let len = if t == tag::UTF8 {
+                2 + be16(b, off + 1) as usize
+            } else {
+                fixed
+            };
+            if let Some(raw) = b.get(off + 1..off + 1 + len) {
+                ix.push_front(i as u16, raw_hash(t, raw));
             }
         }
     }
