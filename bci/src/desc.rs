@@ -99,6 +99,27 @@ pub fn method_param_slots(desc: &str) -> Result<u16> {
     Ok(n)
 }
 
+/// [`method_param_slots`] of an ASCII descriptor; None when it is malformed (then
+/// `method_param_slots` gives the error).
+pub fn method_param_slots_ascii(d: &[u8]) -> Option<u16> {
+    if d.first() != Some(&b'(') {
+        return None;
+    }
+    let mut i = 1;
+    let mut n = 0u16;
+    while i < d.len() && d[i] != b')' {
+        let l = field_len(d, i)?;
+        n = n.wrapping_add(if matches!(d[i], b'J' | b'D') { 2 } else { 1 });
+        i += l;
+    }
+    if i >= d.len() {
+        return None;
+    }
+    i += 1;
+    let ok = &d[i..] == b"V" || field_len(d, i) == Some(d.len() - i);
+    ok.then_some(n)
+}
+
 /// Checks a field descriptor.
 pub fn is_field_desc(d: &str) -> bool {
     field_len(d.as_bytes(), 0) == Some(d.len())
@@ -177,6 +198,10 @@ mod tests {
             "x",
             "(D)",
         ] {
+            assert_eq!(
+                method_param_slots_ascii(d.as_bytes()),
+                method_param_slots(d).ok()
+            );
             assert_eq!(
                 method_param_slots(d).map_err(|e| e.to_string()),
                 MethodDesc::parse(d)

@@ -858,8 +858,16 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         let mut max_locals = self.code.max_locals as u32;
         {
-            let d = self.desc();
-            let params = crate::desc::method_param_slots(&d)?;
+            // Plain ASCII descriptors (all but odd ones) are read as bytes without decoding;
+            // the checks and the error are those of `method_param_slots`.
+            let params = match self.cf.cp.utf8_bytes(self.method.descriptor_index) {
+                Ok(b) if b.is_ascii() => crate::desc::method_param_slots_ascii(b),
+                _ => None,
+            };
+            let params = match params {
+                Some(n) => n,
+                None => crate::desc::method_param_slots(&self.desc())?,
+            };
             max_locals = max_locals.max(params as u32 + !self.is_static() as u32);
             max_locals = max_locals.max(self.locals_end);
             max_locals = max_locals.max(self.next_local as u32);
