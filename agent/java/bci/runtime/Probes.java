@@ -98,12 +98,14 @@ public final class Probes {
         }
     }
 
-    // What the JIT inlines into an instrumented method is a short fast path: a per-thread
-    // direct-mapped cache (context node, method) -> call-path node, so entry is one lookup and
-    // three stores and exit one increment. Everything else is in enter0/exit0, which are @DontInline
-    // (honoured for boot-loader classes): inlining the whole recording code at every call site
-    // made C2 spend most of a javac run compiling (perf: 58 % of the CPU in its register
-    // allocator). With a per-call clock (`fast` false) every probe goes to enter0/exit0.
+    // What the JIT inlines into an instrumented method is a short fast path: entry is one
+    // lookup in a per-thread direct-mapped cache (context node, method) -> call-path node, one
+    // increment in the same entry and the frame's stores; exit compares and pops. Everything
+    // else is in enter0/exit0, which are @DontInline (honoured for boot-loader classes):
+    // inlining the whole recording code at every call site made C2 spend most of a javac run
+    // compiling (perf: 58 % of the CPU in its register allocator), and each call left in an
+    // inlined probe costs C2 too. With a per-call clock (`fast` false) every probe goes to
+    // enter0/exit0.
 
     public static void enter(int id) {
         if (!fast) {
@@ -143,18 +145,33 @@ public final class Probes {
             }
             return;
         }
+        // No call on the paths taken once a thread is registered (a call in every inlined exit
+        // costs C2 much): a frame that does not match is handled here too.
         T s = cur();
-        if (s != null) {
+        if (s == null) {
+            // the field build: a thread not registered yet; the fallback build: not the
+            // thread seen last
+            exit0(id);
+        } else {
             int b = s.sp;
             long[] fr = s.fr;
-            long f = fr[b - 8];
-            if ((int) (f >>> 32) == id) {
-                s.ctx = (int) fr[b - 15];
-                s.sp = b - 8;
-                return;
+            int k = b - 8;
+            if ((int) (fr[k] >>> 32) != id) {
+                // rare: frames above this method's lost their exit (e.g. an error inside a
+                // probe), or it has none (entered before recording started)
+                k -= 8;
+                while (k >= 8 && (int) (fr[k] >>> 32) != id) {
+                    k -= 8;
+                }
+                if (k < 8) {
+                    s.mismatches++;
+                    return;
+                }
+                s.mismatches += (b - 8 - k) >> 3;
             }
+            s.ctx = (int) fr[k - 7];
+            s.sp = k;
         }
-        exit0(id);
     }
 
     // A pure leaf (the rewriter's choice: no instruction that can call, throw, allocate or
