@@ -237,7 +237,9 @@ unsafe extern "C" fn vm_init(
             }
         }
         if let Err(e) = runtime::switch_on(&jni) {
-            log(&format!("cannot switch the runtime on ({e})"));
+            log(&format!(
+                "cannot switch the runtime on ({e}); the program runs without probes recording"
+            ));
             return;
         }
         a.live.store(true, Ordering::Release);
@@ -261,7 +263,11 @@ unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         // the build that reads Thread.bci$t only if the hook handed Thread to the VM with it
         // (a link error in every probe would be fatal). Not checked through JNI: GetFieldID
         // would initialize Thread, running its instrumented <clinit> before the runtime exists.
-        let variant = if a.thread_fields.load(Ordering::Acquire) {
+        // BCIAGENT_TEST_WRONG_BUILD (tests only): the field build even without the field, to
+        // show that the runtime's self-test keeps probes off instead of failing in each one
+        let variant = if a.thread_fields.load(Ordering::Acquire)
+            || std::env::var_os("BCIAGENT_TEST_WRONG_BUILD").is_some()
+        {
             runtime::Variant::ThreadFields
         } else {
             log(&format!(

@@ -1125,3 +1125,50 @@ fn many_paths_exact_counts() {
         .unwrap_or_else(|| panic!("no call statistics in {stderr}"));
     assert!(off > 65_536, "only {off} calls off the inlined path");
 }
+
+/// A runtime that cannot link (here: the build that reads Thread.bci$t defined although Thread
+/// has no such field, BCIAGENT_TEST_WRONG_BUILD) fails its self-test when the agent switches it
+/// on: the log says so and the program runs to its end without recording. Without the
+/// self-test every probe threw and the JVM aborted.
+#[test]
+fn runtime_that_cannot_link_stays_off() {
+    let dir = tmp("wrong-build");
+    let f = dir.join("out.txt");
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg(format!(
+        "-agentpath:{}=file={}",
+        agent_lib().display(),
+        f.display()
+    ))
+    .arg("-cp")
+    .arg(classes())
+    .arg("Recursion")
+    .env("BCIAGENT_NO_THREAD_FIELDS", "1")
+    .env("BCIAGENT_TEST_WRONG_BUILD", "1")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the JVM did not end within 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cannot switch the runtime on") && stderr.contains("NoSuchFieldError"),
+        "{stderr}"
+    );
+    // the program's own output is complete
+    let bare = Command::new(jdk_tool("java"))
+        .arg("-cp")
+        .arg(classes())
+        .arg("Recursion")
+        .output()
+        .unwrap();
+    assert_eq!(o.stdout, bare.stdout);
+}

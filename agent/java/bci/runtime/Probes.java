@@ -410,8 +410,25 @@ public final class Probes {
         }
     }
 
-    /** Starts recording (called by the agent at VMInit, after it set the clock fields). */
+    /**
+     * Starts recording (called by the agent at VMInit, after it set the clock fields), after a
+     * self-test: every recording path runs once on a throwaway state, so that a runtime that
+     * cannot link (a missing field or native) throws here, to the agent, with recording still
+     * off, and not later in every probe (where the error's own instrumented constructor would
+     * call probes again, without end).
+     */
     public static void start() {
+        cur();
+        T t = new T(Thread.currentThread(), -1, "self-test", depth);
+        t.enter(0);
+        t.leafEnter(1);
+        t.exit(0);
+        t.timer(0, 1);
+        t.sample(1, 1);
+        t.export();
+        if (timed) {
+            clockNow();
+        }
         fast = !timed;
         on = true;
     }
