@@ -76,32 +76,13 @@ impl<'d> MethodDesc<'d> {
 
 /// [`MethodDesc::parse`]`(desc)?.param_slots()` without allocating: the same checks and error.
 pub fn method_param_slots(desc: &str) -> Result<u16> {
-    let d = desc.as_bytes();
-    let bad = || Error::format(format!("malformed method descriptor {desc:?}"));
-    if d.first() != Some(&b'(') {
-        return Err(bad());
-    }
-    let mut i = 1;
-    let mut n = 0u16;
-    while i < d.len() && d[i] != b')' {
-        let l = field_len(d, i).ok_or_else(bad)?;
-        n = n.wrapping_add(slots(&desc[i..i + l]) as u16);
-        i += l;
-    }
-    if i >= d.len() {
-        return Err(bad());
-    }
-    i += 1;
-    let ok = &desc[i..] == "V" || field_len(d, i) == Some(d.len() - i);
-    if !ok {
-        return Err(bad());
-    }
-    Ok(n)
+    method_param_slots_bytes(desc.as_bytes())
+        .ok_or_else(|| Error::format(format!("malformed method descriptor {desc:?}")))
 }
 
-/// [`method_param_slots`] of an ASCII descriptor; None when it is malformed (then
-/// `method_param_slots` gives the error).
-pub fn method_param_slots_ascii(d: &[u8]) -> Option<u16> {
+/// [`method_param_slots`] on raw bytes; None when the descriptor is malformed (then
+/// `method_param_slots` of the decoded text gives the error).
+pub fn method_param_slots_bytes(d: &[u8]) -> Option<u16> {
     if d.first() != Some(&b'(') {
         return None;
     }
@@ -199,8 +180,8 @@ mod tests {
             "(D)",
         ] {
             assert_eq!(
-                method_param_slots_ascii(d.as_bytes()),
-                method_param_slots(d).ok()
+                method_param_slots_bytes(d.as_bytes()),
+                MethodDesc::parse(d).ok().map(|m| m.param_slots())
             );
             assert_eq!(
                 method_param_slots(d).map_err(|e| e.to_string()),

@@ -861,7 +861,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             // Plain ASCII descriptors (all but odd ones) are read as bytes without decoding;
             // the checks and the error are those of `method_param_slots`.
             let params = match self.cf.cp.utf8_bytes(self.method.descriptor_index) {
-                Ok(b) if b.is_ascii() => crate::desc::method_param_slots_ascii(b),
+                Ok(b) if b.is_ascii() => crate::desc::method_param_slots_bytes(b),
                 _ => None,
             };
             let params = match params {

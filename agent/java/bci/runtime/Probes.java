@@ -122,7 +122,7 @@ public final class Probes {
                 // fr[0..8) is the root frame: there is always a caller's context to read
                 int ctx = (int) fr[b - 7];
                 long[] dm = s.dm;
-                int h = ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
+                int h = slot(dm, ctx, id);
                 if (dm[h] == (((long) ctx << 32) | id)) {
                     long v = dm[h + 1];
                     dm[h + 2]++;
@@ -136,6 +136,11 @@ public final class Probes {
             }
         }
         enter0(id);
+    }
+
+    /** Index of the direct-mapped cache entry of (ctx, id) in {@code dm} (see T.dm). */
+    static int slot(long[] dm, int ctx, int id) {
+        return ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
     }
 
     public static void exit(int id) {
@@ -190,7 +195,7 @@ public final class Probes {
         if (s != null) {
             int ctx = s.ctx;
             long[] dm = s.dm;
-            int h = ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
+            int h = slot(dm, ctx, id);
             if (dm[h] == (((long) ctx << 32) | id)) {
                 dm[h + 2]++;
                 s.leaf = (int) dm[h + 1];
@@ -605,7 +610,7 @@ public final class Probes {
                 growDm();
             }
             long[] dm = this.dm;
-            int h = ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
+            int h = slot(dm, ctx, id);
             long key = ((long) ctx << 32) | id;
             if (dm[h] != key) {
                 int node = lookup(ctx, id);
