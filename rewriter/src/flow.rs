@@ -1,0 +1,628 @@
+//! Where coverage counters go: the control flow of one method (basic blocks and edges), a
+//! counter plan that fixes every block and branch count, and the solver that turns counter
+//! values back into those counts.
+//!
+//! Counters sit on edges, as in Ball & Larus ("Optimally profiling and tracing programs", 1994):
+//! a method with `E` edges and `N` blocks needs about `E - N + 1` of them. Unlike their spanning
+//! tree, every count here is derived *forwards* only:
+//!
+//! * a block's count is the sum of its incoming edges (plus the method entries for the first
+//!   block; a handler's count is measured at its start, since exceptions reach it from anywhere);
+//! * an edge that carries no counter is its source block's count minus the block's other
+//!   outgoing edges, which all carry counters.
+//!
+//! Why forwards: an exception the plan does not model (an implicit `NullPointerException`,
+//! `ArithmeticException`, …, or a call that throws when calls do not split blocks) leaves a
+//! block without taking any of its edges. Derived forwards, such a loss can only make the
+//! blocks *after* the throw look run once more; a block that ran is never reported missed.
+//! (A spanning tree also derives backwards, and the same loss can then make code that ran
+//! count zero.) With [`Split::AfterCalls`], every call ends a block and the edge after it
+//! carries a counter, so an exception thrown by a call is counted exactly.
+//!
+//! The plan is a pure function of the method's code: the agent and the offline instrumenter
+//! number counters identically, and the report can solve counts from the class bytes alone.
+
+use bci::code::{Handler, Insn};
+use bci::opcodes::{op, Flow};
+use bci::{Error, ErrorKind, Result};
+
+/// Where blocks are split besides jumps, jump targets and handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// Only control flow splits blocks: a call that throws makes the rest of its block, and
+    /// the blocks derived from it, count as run.
+    None,
+    /// Every call (invoke*) ends a block and the edge after it carries a counter: exceptions
+    /// thrown by calls are counted exactly.
+    AfterCalls,
+}
+
+/// How control leaves a block along an edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// Falls into the next block (no jump).
+    Fall,
+    /// Falls into the next block after a call (split by [`Split::AfterCalls`]).
+    AfterCall,
+    Goto,
+    /// A conditional jump taken.
+    Taken,
+    /// A conditional jump not taken (falls through).
+    NotTaken,
+    /// A switch going to one target: the keys that lead there, and whether the default does.
+    Switch {
+        keys: Vec<i32>,
+        default: bool,
+    },
+    /// A return instruction (to the method's exit).
+    Return,
+    /// athrow (to a handler or out of the method; not followed).
+    Throw,
+}
+
+impl EdgeKind {
+    /// True for the outcomes a branch counter reports (if and switch).
+    pub fn is_branch(&self) -> bool {
+        matches!(
+            self,
+            EdgeKind::Taken | EdgeKind::NotTaken | EdgeKind::Switch { .. }
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edge {
+    pub from: u32,
+    /// The block entered; `None` when the edge leaves the method (return, athrow).
+    pub to: Option<u32>,
+    pub kind: EdgeKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Index of the first instruction (into the method's decoded instructions).
+    pub first: u32,
+    /// One past the last instruction.
+    pub end: u32,
+    /// An exception handler starts here.
+    pub handler: bool,
+}
+
+/// The control-flow graph of one method. Block 0 is the entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cfg {
+    pub blocks: Vec<Block>,
+    pub edges: Vec<Edge>,
+    /// Per block: its outgoing edges (indices into `edges`), in instruction order.
+    pub out: Vec<Vec<u32>>,
+    /// Per block: its incoming edges.
+    pub ins: Vec<Vec<u32>>,
+}
+
+fn is_call(opcode: u8) -> bool {
+    matches!(
+        opcode,
+        op::INVOKEVIRTUAL | op::INVOKESPECIAL | op::INVOKESTATIC | op::INVOKEINTERFACE
+    ) || opcode == op::INVOKEDYNAMIC
+}
+
+fn err(msg: String) -> Error {
+    Error::new(ErrorKind::Edit, msg)
+}
+
+impl Cfg {
+    /// Builds the graph of a method's code. `insns` are the decoded instructions of `code`
+    /// (in order); `handlers` its exception table. Methods with `jsr`/`ret` (class files
+    /// before version 50) are refused.
+    pub fn build(code: &[u8], insns: &[Insn], handlers: &[Handler], split: Split) -> Result<Cfg> {
+        let n = insns.len();
+        if n == 0 {
+            return Err(err("empty code".into()));
+        }
+        let index_of = |pc: i64| -> Result<usize> {
+            if pc < 0 {
+                return Err(err(format!("jump to negative offset {pc}")));
+            }
+            insns
+                .binary_search_by_key(&(pc as u64), |i| i.pc as u64)
+                .map_err(|_| err(format!("jump to {pc}, not an instruction start")))
+        };
+        let mut leader = vec![false; n + 1];
+        let mut is_handler = vec![false; n];
+        leader[0] = true;
+        leader[n] = true;
+        for h in handlers {
+            let k = index_of(h.handler as i64)?;
+            leader[k] = true;
+            is_handler[k] = true;
+        }
+        for (k, i) in insns.iter().enumerate() {
+            match i.flow() {
+                Flow::Jsr | Flow::Ret => {
+                    return Err(err(format!(
+                        "{} at {}: subroutines are not supported",
+                        bci::opcodes::mnemonic(i.opcode),
+                        i.pc
+                    )))
+                }
+                Flow::Cond | Flow::Goto | Flow::Switch => {
+                    let mut bad = None;
+                    i.for_each_target(code, |t| match index_of(t) {
+                        Ok(j) => leader[j] = true,
+                        Err(e) => bad = Some(e),
+                    });
+                    if let Some(e) = bad {
+                        return Err(e);
+                    }
+                    leader[k + 1] = true;
+                }
+                Flow::Return | Flow::Throw => leader[k + 1] = true,
+                Flow::Next => {
+                    if split == Split::AfterCalls && is_call(i.opcode) {
+                        leader[k + 1] = true;
+                    }
+                }
+            }
+        }
+        let mut block_of = vec![u32::MAX; n];
+        let mut blocks = Vec::new();
+        let mut start = 0;
+        for k in 1..=n {
+            if leader[k] {
+                let b = blocks.len() as u32;
+                block_of[start..k].iter_mut().for_each(|x| *x = b);
+                blocks.push(Block {
+                    first: start as u32,
+                    end: k as u32,
+                    handler: is_handler[start],
+                });
+                start = k;
+            }
+        }
+        let mut edges = Vec::new();
+        let block_at = |pc: i64| -> Result<u32> { Ok(block_of[index_of(pc)?]) };
+        for (b, blk) in blocks.iter().enumerate() {
+            let b = b as u32;
+            let last = &insns[blk.end as usize - 1];
+            let next = (blk.end as usize) < n;
+            let next_block = || -> Result<u32> {
+                if next {
+                    Ok(block_of[blk.end as usize])
+                } else {
+                    Err(err(format!("code falls off its end after {}", last.pc)))
+                }
+            };
+            let pc = last.pc as i64;
+            match last.flow() {
+                Flow::Next => {
+                    let kind = if split == Split::AfterCalls && is_call(last.opcode) {
+                        EdgeKind::AfterCall
+                    } else {
+                        EdgeKind::Fall
+                    };
+                    edges.push(Edge {
+                        from: b,
+                        to: Some(next_block()?),
+                        kind,
+                    });
+                }
+                Flow::Cond => {
+                    let off = last.branch_offset(code).unwrap_or(0) as i64;
+                    // Not taken first: instruction order of the two outcomes.
+                    edges.push(Edge {
+                        from: b,
+                        to: Some(next_block()?),
+                        kind: EdgeKind::NotTaken,
+                    });
+                    edges.push(Edge {
+                        from: b,
+                        to: Some(block_at(pc + off)?),
+                        kind: EdgeKind::Taken,
+                    });
+                }
+                Flow::Goto => {
+                    let off = last.branch_offset(code).unwrap_or(0) as i64;
+                    edges.push(Edge {
+                        from: b,
+                        to: Some(block_at(pc + off)?),
+                        kind: EdgeKind::Goto,
+                    });
+                }
+                Flow::Switch => {
+                    let (default, cases) = last
+                        .switch(code)
+                        .ok_or_else(|| err(format!("bad switch at {}", last.pc)))?;
+                    // One edge per distinct target, in order of first appearance (cases, then
+                    // the default).
+                    let mut targets: Vec<(u32, Vec<i32>, bool)> = Vec::new();
+                    for (key, off) in cases {
+                        let t = block_at(pc + off as i64)?;
+                        match targets.iter_mut().find(|x| x.0 == t) {
+                            Some(x) => x.1.push(key),
+                            None => targets.push((t, vec![key], false)),
+                        }
+                    }
+                    let t = block_at(pc + default as i64)?;
+                    match targets.iter_mut().find(|x| x.0 == t) {
+                        Some(x) => x.2 = true,
+                        None => targets.push((t, Vec::new(), true)),
+                    }
+                    for (t, keys, default) in targets {
+                        edges.push(Edge {
+                            from: b,
+                            to: Some(t),
+                            kind: EdgeKind::Switch { keys, default },
+                        });
+                    }
+                }
+                Flow::Return => edges.push(Edge {
+                    from: b,
+                    to: None,
+                    kind: EdgeKind::Return,
+                }),
+                Flow::Throw => edges.push(Edge {
+                    from: b,
+                    to: None,
+                    kind: EdgeKind::Throw,
+                }),
+                Flow::Jsr | Flow::Ret => unreachable!("refused above"),
+            }
+        }
+        Ok(Cfg::from_parts(blocks, edges))
+    }
+
+    /// A graph from its parts (tests, and callers with their own blocks); fills `out`/`ins`.
+    pub fn from_parts(blocks: Vec<Block>, edges: Vec<Edge>) -> Cfg {
+        let mut out = vec![Vec::new(); blocks.len()];
+        let mut ins = vec![Vec::new(); blocks.len()];
+        for (e, edge) in edges.iter().enumerate() {
+            out[edge.from as usize].push(e as u32);
+            if let Some(t) = edge.to {
+                ins[t as usize].push(e as u32);
+            }
+        }
+        Cfg {
+            blocks,
+            edges,
+            out,
+            ins,
+        }
+    }
+
+    /// The block holding instruction `k`.
+    pub fn block_of(&self, k: u32) -> Option<u32> {
+        let i = self.blocks.partition_point(|b| b.end <= k);
+        (i < self.blocks.len() && self.blocks[i].first <= k).then_some(i as u32)
+    }
+}
+
+/// What one counter counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// Entries into the method.
+    Entry,
+    /// Arrivals at a handler block (exceptional or not).
+    Block(u32),
+    /// Times an edge was taken.
+    Edge(u32),
+}
+
+/// Where the code that bumps a counter goes (instruction indices of the method).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    /// Once at method entry (jumps back to the first instruction do not run it).
+    Entry,
+    /// Before instruction `k`; jumps to `k` run it too.
+    Before(u32),
+    /// After instruction `k` when it falls through.
+    After(u32),
+    /// On edge `e` only: the jump is sent to a trampoline that counts and jumps on.
+    Trampoline(u32),
+}
+
+/// The counters of one method, in id order (counter `i` is the method's `i`-th probe).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub counters: Vec<Counter>,
+    /// Per edge: `Some(i)` when counter `i` measures it.
+    pub edge_counter: Vec<Option<u32>>,
+}
+
+impl Plan {
+    /// Chooses the counters for a graph.
+    pub fn new(cfg: &Cfg) -> Plan {
+        let ne = cfg.edges.len();
+        let mut measured = vec![false; ne];
+        for outs in &cfg.out {
+            for &e in outs {
+                if cfg.edges[e as usize].kind == EdgeKind::AfterCall {
+                    measured[e as usize] = true;
+                }
+            }
+            // Of several outcomes all but one are measured; the one left derived is the one
+            // whose counter would cost most (a trampoline on a critical edge).
+            let open: Vec<u32> = outs
+                .iter()
+                .copied()
+                .filter(|&e| !measured[e as usize])
+                .collect();
+            if open.len() > 1 {
+                let keep = *open
+                    .iter()
+                    .max_by_key(|&&e| (site_cost(cfg, e), std::cmp::Reverse(e)))
+                    .unwrap_or(&open[0]);
+                for e in open {
+                    if e != keep {
+                        measured[e as usize] = true;
+                    }
+                }
+            }
+        }
+        // Derived edges must not form a cycle (a loop's count cannot come from itself): every
+        // cycle of derived edges gets one measured edge, the one closing it in a DFS.
+        break_cycles(cfg, &mut measured);
+        // A block whose outgoing edges all ended up measured can leave one derived again if
+        // that closes no cycle.
+        for outs in &cfg.out {
+            if outs.len() > 1 && outs.iter().all(|&e| measured[e as usize]) {
+                let mut cands: Vec<u32> = outs
+                    .iter()
+                    .copied()
+                    .filter(|&e| cfg.edges[e as usize].kind != EdgeKind::AfterCall)
+                    .collect();
+                cands.sort_by_key(|&e| std::cmp::Reverse(site_cost(cfg, e)));
+                for e in cands {
+                    measured[e as usize] = false;
+                    if derived_reaches(cfg, &measured, e) {
+                        measured[e as usize] = true;
+                    } else {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut counters = vec![Counter::Entry];
+        for (b, blk) in cfg.blocks.iter().enumerate() {
+            if blk.handler {
+                counters.push(Counter::Block(b as u32));
+            }
+        }
+        let mut edge_counter = vec![None; ne];
+        for (e, m) in measured.iter().enumerate() {
+            if *m {
+                edge_counter[e] = Some(counters.len() as u32);
+                counters.push(Counter::Edge(e as u32));
+            }
+        }
+        Plan {
+            counters,
+            edge_counter,
+        }
+    }
+
+    /// Where counter `i` is bumped.
+    pub fn site(&self, cfg: &Cfg, i: usize) -> Option<Site> {
+        Some(match *self.counters.get(i)? {
+            Counter::Entry => Site::Entry,
+            Counter::Block(b) => Site::Before(cfg.blocks[b as usize].first),
+            Counter::Edge(e) => edge_site(cfg, e),
+        })
+    }
+
+    /// Block and edge counts from counter values (indexed like `counters`). Arithmetic
+    /// saturates; a derived edge whose siblings exceed its block (only possible with
+    /// unmodelled exceptions or saturated counters) is 0.
+    pub fn solve(&self, cfg: &Cfg, values: &[u64]) -> Counts {
+        let (block, edge) = self.derive(cfg, values);
+        Counts {
+            blocks: block.into_iter().map(|c| c.unwrap_or(0)).collect(),
+            edges: edge.into_iter().map(|c| c.unwrap_or(0)).collect(),
+        }
+    }
+
+    /// Forward derivation: block and edge counts, `None` where the counters do not fix them.
+    fn derive(&self, cfg: &Cfg, values: &[u64]) -> (Vec<Option<u64>>, Vec<Option<u64>>) {
+        let nb = cfg.blocks.len();
+        let value = |i: u32| values.get(i as usize).copied().unwrap_or(0);
+        let mut edge: Vec<Option<u64>> = self.edge_counter.iter().map(|c| c.map(value)).collect();
+        let mut block: Vec<Option<u64>> = vec![None; nb];
+        let mut handler = vec![None; nb];
+        for (i, c) in self.counters.iter().enumerate() {
+            if let Counter::Block(b) = c {
+                handler[*b as usize] = Some(value(i as u32));
+            }
+        }
+        let entries = self
+            .counters
+            .iter()
+            .position(|c| *c == Counter::Entry)
+            .map_or(0, |i| value(i as u32));
+        // Forward derivation in dependency order (a worklist; each block and edge once).
+        let mut progress = true;
+        while progress {
+            progress = false;
+            for b in 0..nb {
+                if block[b].is_none() {
+                    let c = if let Some(h) = handler[b] {
+                        Some(h)
+                    } else {
+                        let mut sum = if b == 0 { entries } else { 0 };
+                        let mut all = true;
+                        for &e in &cfg.ins[b] {
+                            match edge[e as usize] {
+                                Some(v) => sum = sum.saturating_add(v),
+                                None => all = false,
+                            }
+                        }
+                        all.then_some(sum)
+                    };
+                    if c.is_some() {
+                        block[b] = c;
+                        progress = true;
+                    }
+                }
+                if let Some(c) = block[b] {
+                    let unknown: Vec<u32> = cfg.out[b]
+                        .iter()
+                        .copied()
+                        .filter(|&e| edge[e as usize].is_none())
+                        .collect();
+                    if unknown.len() == 1 {
+                        let known: u64 = cfg.out[b]
+                            .iter()
+                            .filter_map(|&e| edge[e as usize])
+                            .fold(0u64, |a, v| a.saturating_add(v));
+                        edge[unknown[0] as usize] = Some(c.saturating_sub(known));
+                        progress = true;
+                    }
+                }
+            }
+        }
+        (block, edge)
+    }
+
+    /// True when every reachable block and edge count follows from the counters.
+    pub fn is_complete(&self, cfg: &Cfg) -> bool {
+        let (block, edge) = self.derive(cfg, &vec![0; self.counters.len()]);
+        // Blocks no edge reaches (dead code) are known as 0 without a derivation.
+        let reachable = reachable(cfg);
+        block.iter().zip(&reachable).all(|(c, r)| c.is_some() || !r)
+            && cfg
+                .edges
+                .iter()
+                .zip(&edge)
+                .all(|(ed, c)| c.is_some() || !reachable[ed.from as usize])
+    }
+}
+
+/// Block and edge counts of one method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counts {
+    pub blocks: Vec<u64>,
+    pub edges: Vec<u64>,
+}
+
+/// Blocks reachable from the entry or a handler.
+fn reachable(cfg: &Cfg) -> Vec<bool> {
+    let mut seen = vec![false; cfg.blocks.len()];
+    let mut stack: Vec<u32> = vec![0];
+    for (b, blk) in cfg.blocks.iter().enumerate() {
+        if blk.handler {
+            stack.push(b as u32);
+        }
+    }
+    while let Some(b) = stack.pop() {
+        if std::mem::replace(&mut seen[b as usize], true) {
+            continue;
+        }
+        for &e in &cfg.out[b as usize] {
+            if let Some(t) = cfg.edges[e as usize].to {
+                stack.push(t);
+            }
+        }
+    }
+    seen
+}
+
+/// Cost of counting on edge `e`: 1 when the counter can go at one end of the edge, 3 when the
+/// edge needs a trampoline.
+fn site_cost(cfg: &Cfg, e: u32) -> u32 {
+    match edge_site(cfg, e) {
+        Site::Trampoline(_) => 3,
+        _ => 1,
+    }
+}
+
+/// The cheapest place that counts edge `e` and nothing else.
+fn edge_site(cfg: &Cfg, e: u32) -> Site {
+    let edge = &cfg.edges[e as usize];
+    let from = &cfg.blocks[edge.from as usize];
+    if let Some(t) = edge.to {
+        let tb = &cfg.blocks[t as usize];
+        if t != 0 && !tb.handler && cfg.ins[t as usize].len() == 1 {
+            return Site::Before(tb.first);
+        }
+    }
+    if cfg.out[edge.from as usize].len() == 1 {
+        let last = from.end - 1;
+        return match edge.kind {
+            EdgeKind::Fall | EdgeKind::AfterCall => Site::After(last),
+            // A goto, a switch with one target, a return or athrow: everything that reaches
+            // the instruction takes this edge. (A conditional jump always has two edges.)
+            _ => Site::Before(last),
+        };
+    }
+    Site::Trampoline(e)
+}
+
+/// Marks measured the edges that close cycles of derived edges.
+fn break_cycles(cfg: &Cfg, measured: &mut [bool]) {
+    let nb = cfg.blocks.len();
+    // 0 = unseen, 1 = on the DFS stack, 2 = done.
+    let mut state = vec![0u8; nb];
+    for root in 0..nb {
+        if state[root] != 0 {
+            continue;
+        }
+        // Iterative DFS: (block, position in its out-edge list).
+        let mut stack: Vec<(u32, usize)> = vec![(root as u32, 0)];
+        state[root] = 1;
+        while let Some(&mut (b, ref mut pos)) = stack.last_mut() {
+            let outs = &cfg.out[b as usize];
+            if *pos == outs.len() {
+                state[b as usize] = 2;
+                stack.pop();
+                continue;
+            }
+            let e = outs[*pos];
+            *pos += 1;
+            if measured[e as usize] {
+                continue;
+            }
+            let Some(t) = derived_target(cfg, e) else {
+                continue;
+            };
+            match state[t as usize] {
+                0 => {
+                    state[t as usize] = 1;
+                    stack.push((t, 0));
+                }
+                1 => measured[e as usize] = true,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// With edge `e` derived: does its target reach its source through derived edges (a cycle)?
+fn derived_reaches(cfg: &Cfg, measured: &[bool], e: u32) -> bool {
+    let Some(start) = derived_target(cfg, e) else {
+        return false;
+    };
+    let goal = cfg.edges[e as usize].from;
+    let mut seen = vec![false; cfg.blocks.len()];
+    let mut stack = vec![start];
+    while let Some(b) = stack.pop() {
+        if b == goal {
+            return true;
+        }
+        if std::mem::replace(&mut seen[b as usize], true) {
+            continue;
+        }
+        for &x in &cfg.out[b as usize] {
+            if !measured[x as usize] {
+                if let Some(t) = derived_target(cfg, x) {
+                    stack.push(t);
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The block whose count depends on edge `e` (none for exits and handlers, which are counted
+/// at their start).
+fn derived_target(cfg: &Cfg, e: u32) -> Option<u32> {
+    let t = cfg.edges[e as usize].to?;
+    (!cfg.blocks[t as usize].handler).then_some(t)
+}

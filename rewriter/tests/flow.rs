@@ -1,0 +1,356 @@
+//! Coverage flow: counters placed by `flow::Plan` determine every block and edge count.
+//! Random graphs and random runs check the solver against counts taken by walking the graph;
+//! real methods (test-classes compiled by javac, and the JDK image) check that every method
+//! gets a complete plan.
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use bci_rewriter::flow::{Block, Cfg, Counter, Edge, EdgeKind, Plan, Site, Split};
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random graph shaped like bytecode: blocks in order, the last one never falls through.
+fn random_cfg(r: &mut Rng) -> Cfg {
+    let n = 2 + r.below(24) as u32;
+    let mut blocks = Vec::new();
+    let mut edges = Vec::new();
+    for b in 0..n {
+        blocks.push(Block {
+            first: b,
+            end: b + 1,
+            handler: b > 0 && r.below(8) == 0,
+        });
+        let last = b + 1 == n;
+        let any = |r: &mut Rng| r.below(n as u64) as u32;
+        let kind = if last { 3 + r.below(4) } else { r.below(7) };
+        match kind {
+            0 => edges.push(Edge {
+                from: b,
+                to: Some(b + 1),
+                kind: EdgeKind::Fall,
+            }),
+            1 => edges.push(Edge {
+                from: b,
+                to: Some(b + 1),
+                kind: EdgeKind::AfterCall,
+            }),
+            2 => {
+                edges.push(Edge {
+                    from: b,
+                    to: Some(b + 1),
+                    kind: EdgeKind::NotTaken,
+                });
+                let t = any(r);
+                edges.push(Edge {
+                    from: b,
+                    to: Some(t),
+                    kind: EdgeKind::Taken,
+                });
+            }
+            3 => {
+                let t = any(r);
+                edges.push(Edge {
+                    from: b,
+                    to: Some(t),
+                    kind: EdgeKind::Goto,
+                });
+            }
+            4 => {
+                let mut ts: Vec<u32> = (0..2 + r.below(3)).map(|_| any(r)).collect();
+                ts.sort();
+                ts.dedup();
+                for (k, t) in ts.into_iter().enumerate() {
+                    edges.push(Edge {
+                        from: b,
+                        to: Some(t),
+                        kind: EdgeKind::Switch {
+                            keys: vec![k as i32],
+                            default: k == 0,
+                        },
+                    });
+                }
+            }
+            5 => edges.push(Edge {
+                from: b,
+                to: None,
+                kind: EdgeKind::Return,
+            }),
+            _ => edges.push(Edge {
+                from: b,
+                to: None,
+                kind: EdgeKind::Throw,
+            }),
+        }
+    }
+    Cfg::from_parts(blocks, edges)
+}
+
+/// What really happened in some runs of a method.
+#[derive(Default)]
+struct Truth {
+    entries: u64,
+    blocks: Vec<u64>,
+    edges: Vec<u64>,
+    handler_arrivals: Vec<u64>,
+}
+
+/// Runs the method `runs` times along random edges. A block whose only way on is an
+/// `AfterCall` edge may throw (the call threw) to a handler or out of the method; with
+/// `leaks`, any block may also throw (an implicit exception). Runs that do not end within
+/// 300 blocks are abandoned (not recorded).
+fn walk(cfg: &Cfg, r: &mut Rng, runs: usize, leaks: bool) -> Truth {
+    let nb = cfg.blocks.len();
+    let handlers: Vec<u32> = (0..nb as u32)
+        .filter(|&b| cfg.blocks[b as usize].handler)
+        .collect();
+    let mut t = Truth {
+        blocks: vec![0; nb],
+        edges: vec![0; cfg.edges.len()],
+        handler_arrivals: vec![0; nb],
+        ..Truth::default()
+    };
+    for _ in 0..runs {
+        let mut blocks = vec![0u64; nb];
+        let mut edges = vec![0u64; cfg.edges.len()];
+        let mut arrivals = vec![0u64; nb];
+        let mut b = 0u32;
+        let mut done = false;
+        for _ in 0..300 {
+            blocks[b as usize] += 1;
+            let outs = &cfg.out[b as usize];
+            let after_call =
+                outs.len() == 1 && cfg.edges[outs[0] as usize].kind == EdgeKind::AfterCall;
+            let throws = (after_call && r.below(5) == 0) || (leaks && r.below(9) == 0);
+            if throws {
+                if !handlers.is_empty() && r.below(2) == 0 {
+                    let h = handlers[r.below(handlers.len() as u64) as usize];
+                    arrivals[h as usize] += 1;
+                    b = h;
+                    continue;
+                }
+                done = true;
+                break;
+            }
+            let e = outs[r.below(outs.len() as u64) as usize];
+            edges[e as usize] += 1;
+            match cfg.edges[e as usize].to {
+                Some(to) => {
+                    if cfg.blocks[to as usize].handler {
+                        arrivals[to as usize] += 1;
+                    }
+                    b = to;
+                }
+                None => {
+                    done = true;
+                    break;
+                }
+            }
+        }
+        if done {
+            t.entries += 1;
+            add(&mut t.blocks, &blocks);
+            add(&mut t.handler_arrivals, &arrivals);
+            add(&mut t.edges, &edges);
+        }
+    }
+    t
+}
+
+fn add(into: &mut [u64], v: &[u64]) {
+    into.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+}
+
+fn counter_values(plan: &Plan, t: &Truth) -> Vec<u64> {
+    plan.counters
+        .iter()
+        .map(|c| match *c {
+            Counter::Entry => t.entries,
+            Counter::Block(b) => t.handler_arrivals[b as usize],
+            Counter::Edge(e) => t.edges[e as usize],
+        })
+        .collect()
+}
+
+#[test]
+fn random_graphs_exact_when_only_calls_throw() {
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut counters = 0usize;
+    let mut bound = 0usize;
+    for _ in 0..3000 {
+        let cfg = random_cfg(&mut r);
+        let plan = Plan::new(&cfg);
+        assert!(plan.is_complete(&cfg), "incomplete plan for {cfg:?}");
+        for i in 0..plan.counters.len() {
+            assert!(plan.site(&cfg, i).is_some());
+        }
+        let t = walk(&cfg, &mut r, 20, false);
+        let got = plan.solve(&cfg, &counter_values(&plan, &t));
+        // Unreachable blocks may stay unknown (0); reachable ones must be exact.
+        assert_eq!(got.blocks, t.blocks, "blocks of {cfg:?}\nplan {plan:?}");
+        assert_eq!(got.edges, t.edges, "edges of {cfg:?}\nplan {plan:?}");
+        counters += plan.counters.len();
+        let after_calls = cfg
+            .edges
+            .iter()
+            .filter(|e| e.kind == EdgeKind::AfterCall)
+            .count();
+        let handlers = cfg.blocks.iter().filter(|b| b.handler).count();
+        // Ball-Larus: E - N + 1 counters (E counting exits); ours adds the forced ones.
+        bound += (cfg.edges.len() + 1).saturating_sub(cfg.blocks.len()) + after_calls + handlers;
+    }
+    println!("counters {counters}, bound {bound}");
+    assert!(
+        counters <= bound + bound / 10,
+        "{counters} counters against ~{bound}"
+    );
+}
+
+#[test]
+fn random_graphs_never_undercount_with_implicit_exceptions() {
+    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+    let mut over = 0;
+    for _ in 0..3000 {
+        let cfg = random_cfg(&mut r);
+        let plan = Plan::new(&cfg);
+        let t = walk(&cfg, &mut r, 20, true);
+        let got = plan.solve(&cfg, &counter_values(&plan, &t));
+        for b in 0..cfg.blocks.len() {
+            assert!(
+                got.blocks[b] >= t.blocks[b],
+                "block {b}: {} < {} in {cfg:?}\nplan {plan:?}",
+                got.blocks[b],
+                t.blocks[b]
+            );
+            over += (got.blocks[b] > t.blocks[b]) as usize;
+        }
+        for (e, edge) in cfg.edges.iter().enumerate() {
+            if edge.kind.is_branch() && plan.edge_counter[e].is_some() {
+                assert_eq!(got.edges[e], t.edges[e], "measured branch edge {e}");
+            }
+        }
+    }
+    // The test must be able to see the over-count it allows.
+    assert!(over > 0, "no run threw implicitly");
+}
+
+/// A method: its path, code bytes, instructions and exception table.
+type Method = (String, Vec<u8>, Vec<bci::Insn>, Vec<bci::Handler>);
+
+fn methods_of(bytes: &[u8]) -> Vec<Method> {
+    let cf = bci::ClassFile::parse(bytes).unwrap();
+    let mut out = Vec::new();
+    for m in &cf.methods {
+        let Some((_, a)) = cf.find_attr(&m.attributes, "Code") else {
+            continue;
+        };
+        let code = bci::CodeAttr::parse(&cf, a).unwrap();
+        let insns = code.decode_all().unwrap();
+        out.push((
+            cf.method_path(m),
+            code.code.to_vec(),
+            insns,
+            code.handlers.clone(),
+        ));
+    }
+    out
+}
+
+fn check_method(
+    path: &str,
+    code: &[u8],
+    insns: &[bci::Insn],
+    handlers: &[bci::Handler],
+) -> (usize, usize) {
+    let cfg = match Cfg::build(code, insns, handlers, Split::AfterCalls) {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                insns.iter().any(|i| matches!(i.opcode, 0xa8 | 0xa9 | 0xc9)),
+                "{path}: {e}"
+            );
+            return (0, 0);
+        }
+    };
+    let plan = Plan::new(&cfg);
+    assert!(plan.is_complete(&cfg), "{path}: incomplete plan");
+    // Blocks tile the code; every edge's target is a block start.
+    assert_eq!(cfg.blocks[0].first, 0, "{path}");
+    for w in cfg.blocks.windows(2) {
+        assert_eq!(w[0].end, w[1].first, "{path}");
+    }
+    assert_eq!(
+        cfg.blocks.last().unwrap().end as usize,
+        insns.len(),
+        "{path}"
+    );
+    let mut trampolines = 0;
+    for i in 0..plan.counters.len() {
+        if let Some(Site::Trampoline(_)) = plan.site(&cfg, i) {
+            trampolines += 1;
+        }
+    }
+    (plan.counters.len(), trampolines)
+}
+
+#[test]
+fn test_classes_get_complete_plans() {
+    let ws = common::workspace();
+    let dir = ws.join(format!("target/flow-test-classes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sources: Vec<_> = std::fs::read_dir(ws.join("test-classes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    let st = std::process::Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&dir)
+        .args(&sources)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac failed");
+    let mut methods = 0;
+    for p in common::class_files(&dir) {
+        let bytes = std::fs::read(&p).unwrap();
+        for (path, code, insns, handlers) in methods_of(&bytes) {
+            check_method(&path, &code, &insns, &handlers);
+            methods += 1;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(methods > 50, "only {methods} methods compiled");
+}
+
+#[test]
+fn jdk_methods_get_complete_plans() {
+    let root = common::jdk_corpus();
+    let (mut methods, mut counters, mut trampolines, mut insns_total) = (0, 0, 0, 0);
+    for p in common::class_files(&root) {
+        let bytes = std::fs::read(&p).unwrap();
+        for (path, code, insns, handlers) in methods_of(&bytes) {
+            let (c, t) = check_method(&path, &code, &insns, &handlers);
+            methods += 1;
+            counters += c;
+            trampolines += t;
+            insns_total += insns.len();
+        }
+    }
+    println!(
+        "{methods} methods, {insns_total} instructions: {counters} counters ({trampolines} on trampolines)"
+    );
+    assert!(methods > 100_000, "only {methods} JDK methods");
+}
