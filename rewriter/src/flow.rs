@@ -552,6 +552,10 @@ fn edge_site(cfg: &Cfg, e: u32) -> Site {
             _ => Site::Before(last),
         };
     }
+    if edge.kind == EdgeKind::NotTaken {
+        // Code after a conditional jump runs only when it falls through.
+        return Site::After(from.end - 1);
+    }
     Site::Trampoline(e)
 }
 

@@ -2,6 +2,7 @@
 //! edits through bci. Pure: bytes in, bytes out.
 #![forbid(unsafe_code)]
 
+pub mod coverage;
 pub mod flow;
 mod glob;
 mod rules;

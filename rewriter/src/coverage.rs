@@ -1,0 +1,260 @@
+//! Coverage instrumentation: every method with code gets the counters of its [`flow::Plan`],
+//! numbered in method order within the class (a pure function of the class bytes, so the
+//! agent, the offline instrumenter and the report agree without a registry).
+//!
+//! The code a method gets (runtime ABI, defined once here):
+//!
+//! ```text
+//! entry:    <class id> ; invokestatic RUNTIME.arr(I)[J ; astore C     -- this thread's counters
+//! counter:  aload C ; <index> ; dup2 ; laload ; lconst_1 ; ladd ; lastore
+//! ```
+//!
+//! `arr` returns the calling thread's counter array of the class (the runtime keeps one per
+//! thread and class and sums them, so counts are exact without a lock or an atomic on the
+//! path). 64-bit counters do not wrap in practice (2^63 increments at one a nanosecond take
+//! 292 years); sums over threads and merges saturate.
+
+use crate::flow::{Cfg, Counter, Plan, Site, Split};
+use crate::Outcome;
+use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};
+use bci::opcodes::op;
+use bci::{ClassFile, ClassWriter, Error, ErrorKind, MethodEditor, Result, Snippet, VType};
+
+/// How instrumented code names its class to the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassId {
+    /// A constant chosen by the caller (the agent numbers classes as they load).
+    Constant(i32),
+}
+
+/// Knobs of [`instrument`].
+#[derive(Clone, Debug)]
+pub struct Options<'a> {
+    /// Internal name of the runtime class that provides `arr(I)[J`.
+    pub runtime: &'a str,
+    pub split: Split,
+    pub class_id: ClassId,
+}
+
+/// Why a method has no counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Skipped {
+    /// Abstract or native: no code.
+    NoCode,
+    /// An empty `finalize()`: probing it would make every object of the class finalizable.
+    EmptyFinalize,
+    /// The graph or the edit failed (subroutines, a counter that needs a trampoline, a method
+    /// that would outgrow 64 KiB …).
+    Error(String),
+}
+
+/// The counters of one method.
+#[derive(Clone, Debug)]
+pub struct MethodCoverage {
+    /// Index in the class's method table.
+    pub index: usize,
+    pub name: String,
+    pub desc: String,
+    pub access: u16,
+    /// Its counters are the class's `first .. first + plan.counters.len()`.
+    pub first: u32,
+    pub cfg: Cfg,
+    pub plan: Plan,
+}
+
+/// The counters of one class.
+#[derive(Clone, Debug)]
+pub struct ClassCoverage {
+    /// Internal name.
+    pub name: String,
+    /// [`class_hash`] of the original bytes.
+    pub hash: u64,
+    /// Length of the class's counter array.
+    pub counters: u32,
+    pub methods: Vec<MethodCoverage>,
+    /// Methods without counters: (name, descriptor, why).
+    pub skipped: Vec<(String, String, Skipped)>,
+}
+
+/// 64-bit FNV-1a of the class bytes: data recorded for a class is keyed by it, so data from
+/// another build of the class is detected, never misattributed.
+pub fn class_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+fn empty_finalize(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
+    name == "finalize"
+        && desc == "()V"
+        && cf
+            .find_attr(&m.attributes, "Code")
+            .and_then(|(_, a)| bci::CodeAttr::parse(cf, a).ok())
+            .is_some_and(|c| c.code == [op::RETURN])
+}
+
+/// The plan of every method of a class, from its original bytes (what the report uses; the
+/// same as [`instrument`] computes). Methods the instrumenter could not edit are found only by
+/// instrumenting, so the report should take `skipped` from the instrumenter's run when it has
+/// it; a method listed here but skipped there simply has no data.
+pub fn plan_class(bytes: &[u8], split: Split) -> Result<ClassCoverage> {
+    let cf = ClassFile::parse(bytes)?;
+    let name = cf.name()?.into_owned();
+    let mut out = ClassCoverage {
+        name,
+        hash: class_hash(bytes),
+        counters: 0,
+        methods: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for (k, m) in cf.methods.iter().enumerate() {
+        let mname = cf.member_name(m).into_owned();
+        let mdesc = cf.member_desc(m).into_owned();
+        let why = if m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0 {
+            Some(Skipped::NoCode)
+        } else if empty_finalize(&cf, m, &mname, &mdesc) {
+            Some(Skipped::EmptyFinalize)
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            out.skipped.push((mname, mdesc, why));
+            continue;
+        }
+        let planned = (|| -> Result<(Cfg, Plan)> {
+            let (_, a) = cf
+                .find_attr(&m.attributes, "Code")
+                .ok_or_else(|| Error::new(ErrorKind::Format, "method without Code"))?;
+            let code = bci::CodeAttr::parse(&cf, a)?;
+            let insns = code.decode_all()?;
+            let cfg = Cfg::build(code.code, &insns, &code.handlers, split)?;
+            let plan = Plan::new(&cfg);
+            Ok((cfg, plan))
+        })();
+        match planned {
+            Ok((cfg, plan)) => {
+                let n = plan.counters.len() as u32;
+                out.methods.push(MethodCoverage {
+                    index: k,
+                    name: mname,
+                    desc: mdesc,
+                    access: m.access,
+                    first: out.counters,
+                    cfg,
+                    plan,
+                });
+                out.counters += n;
+            }
+            Err(e) => out
+                .skipped
+                .push((mname, mdesc, Skipped::Error(e.to_string()))),
+        }
+    }
+    Ok(out)
+}
+
+/// Instruments every method of a class with its counters. Returns the rewritten class (or
+/// `Unchanged` for a module descriptor or a class without code) and its plan; a method that
+/// cannot be edited is left original and listed in `skipped`, its counters unused.
+pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCoverage)> {
+    let cf = ClassFile::parse(bytes)?;
+    let mut cov = plan_class(bytes, opts.split)?;
+    if cf.access & ACC_MODULE != 0 || cov.methods.is_empty() {
+        return Ok((Outcome::Unchanged, cov));
+    }
+    let mut w = ClassWriter::new(&cf);
+    let mut kept = Vec::with_capacity(cov.methods.len());
+    for m in std::mem::take(&mut cov.methods) {
+        let body = (|| -> Result<Vec<u8>> {
+            let mut ed = MethodEditor::new(&cf, m.index)?;
+            emit(&mut ed, &mut w.cp, &m, opts)?;
+            ed.finish(&mut w.cp)
+        })();
+        match body.and_then(|b| w.set_code(m.index, b)) {
+            Ok(()) => kept.push(m),
+            Err(e) => {
+                let e = if e.path().is_empty() {
+                    e.context(format!("{}.{}{}", cov.name, m.name, m.desc))
+                } else {
+                    e
+                };
+                cov.skipped.push((
+                    m.name.clone(),
+                    m.desc.clone(),
+                    Skipped::Error(e.to_string()),
+                ))
+            }
+        }
+    }
+    cov.methods = kept;
+    if cov.methods.is_empty() {
+        return Ok((Outcome::Unchanged, cov));
+    }
+    Ok((Outcome::Rewritten(w.finish()?), cov))
+}
+
+/// Inserts one method's counters.
+fn emit(
+    ed: &mut MethodEditor<'_, '_>,
+    cp: &mut bci::CpBuilder<'_>,
+    m: &MethodCoverage,
+    opts: &Options<'_>,
+) -> Result<()> {
+    let local = ed.new_local(VType::Object(cp.class("[J")?))?;
+    let mut entry = Snippet::new();
+    match opts.class_id {
+        ClassId::Constant(id) => entry.int(cp, id)?,
+    };
+    entry.invokestatic(cp, opts.runtime, "arr", "(I)[J")?;
+    entry.store('A', local)?;
+    for (i, c) in m.plan.counters.iter().enumerate() {
+        let mut s = Snippet::new();
+        s.load('A', local)?;
+        s.int(cp, (m.first + i as u32) as i32)?;
+        s.op(op::DUP2)?
+            .op(op::LALOAD)?
+            .op(op::LCONST_1)?
+            .op(op::LADD)?
+            .op(op::LASTORE)?;
+        match m.plan.site(&m.cfg, i) {
+            Some(Site::Entry) => entry.append(&s),
+            Some(Site::Before(k)) => ed.insert_before(insn(&m.cfg, k)?, &s)?,
+            Some(Site::After(k)) => ed.insert_after(insn(&m.cfg, k)?, &s)?,
+            Some(Site::Trampoline(e)) => {
+                return Err(Error::new(
+                    ErrorKind::Edit,
+                    format!("counter {i} ({c:?}) needs a trampoline on edge {e} (not built yet)"),
+                ))
+            }
+            None => unreachable!("counter {i} is in the plan"),
+        }
+    }
+    ed.insert_entry(&entry)
+}
+
+fn insn(cfg: &Cfg, k: u32) -> Result<usize> {
+    let last = cfg.blocks.last().map_or(0, |b| b.end);
+    if k >= last {
+        return Err(Error::new(ErrorKind::Edit, format!("no instruction {k}")));
+    }
+    Ok(k as usize)
+}
+
+/// Counts of the counters of one method, from the class's counter array.
+pub fn method_counts<'v>(m: &MethodCoverage, class_counts: &'v [u64]) -> &'v [u64] {
+    let a = (m.first as usize).min(class_counts.len());
+    let b = (m.first as usize + m.plan.counters.len()).min(class_counts.len());
+    &class_counts[a..b]
+}
+
+/// The counter that counts entries (always the method's first).
+pub fn entry_counter(m: &MethodCoverage) -> Option<u32> {
+    m.plan
+        .counters
+        .iter()
+        .position(|c| *c == Counter::Entry)
+        .map(|i| m.first + i as u32)
+}
