@@ -206,7 +206,7 @@ fn jdk_coverage_counters_verify_in_hotspot() {
             };
             let (o, cov) = instrument(b, &opts)?;
             methods += cov.methods.len();
-        max_counters = max_counters.max(cov.counters);
+            max_counters = max_counters.max(cov.counters);
             for (m, d, why) in cov.skipped {
                 if let Skipped::Error(e) = why {
                     skipped.push(format!("{}.{m}{d}: {e}", cov.name));
@@ -223,7 +223,10 @@ fn jdk_coverage_counters_verify_in_hotspot() {
         eprintln!("  {s}");
     }
     assert!(classes > 20_000 && methods > 150_000);
-    assert!(max_counters <= 32768, "the probe's array is too small for {max_counters}");
+    assert!(
+        max_counters <= 32768,
+        "the probe's array is too small for {max_counters}"
+    );
     // Only methods whose counters need a switch trampoline (not built yet) may be left out.
     assert!(
         skipped.iter().all(|s| s.contains("trampoline")),

@@ -301,7 +301,8 @@ impl Cfg {
 pub enum Counter {
     /// Entries into the method.
     Entry,
-    /// Arrivals at a handler block (exceptional or not).
+    /// Arrivals at a block (exceptional or not): handlers, and loop blocks whose edges would
+    /// need trampolines.
     Block(u32),
     /// Times an edge was taken.
     Edge(u32),
@@ -358,9 +359,11 @@ impl Plan {
                 }
             }
         }
-        // Derived edges must not form a cycle (a loop's count cannot come from itself): every
-        // cycle of derived edges gets one measured edge, the one closing it in a DFS.
-        break_cycles(cfg, &mut measured);
+        // Blocks counted at their start: handlers (exceptions reach them from anywhere), and
+        // blocks chosen to break a cycle whose edges would all need trampolines.
+        let mut counted: Vec<bool> = cfg.blocks.iter().map(|b| b.handler).collect();
+        // Derived edges must not form a cycle (a loop's count cannot come from itself).
+        break_cycles(cfg, &mut measured, &mut counted);
         // A block whose outgoing edges all ended up measured can leave one derived again if
         // that closes no cycle.
         for outs in &cfg.out {
@@ -373,7 +376,7 @@ impl Plan {
                 cands.sort_by_key(|&e| std::cmp::Reverse(site_cost(cfg, e)));
                 for e in cands {
                     measured[e as usize] = false;
-                    if derived_reaches(cfg, &measured, e) {
+                    if derived_reaches(cfg, &measured, &counted, e) {
                         measured[e as usize] = true;
                     } else {
                         break;
@@ -382,8 +385,8 @@ impl Plan {
             }
         }
         let mut counters = vec![Counter::Entry];
-        for (b, blk) in cfg.blocks.iter().enumerate() {
-            if blk.handler {
+        for (b, c) in counted.iter().enumerate() {
+            if *c {
                 counters.push(Counter::Block(b as u32));
             }
         }
@@ -559,8 +562,28 @@ fn edge_site(cfg: &Cfg, e: u32) -> Site {
     Site::Trampoline(e)
 }
 
-/// Marks measured the edges that close cycles of derived edges.
-fn break_cycles(cfg: &Cfg, measured: &mut [bool]) {
+/// Breaks every cycle of derived edges: measures the cheapest of the cycle's edges (the one
+/// closing it in a depth-first search when several cost the same), or, when each would need
+/// a trampoline, counts the block the closing edge enters at its start. After each choice the
+/// search starts again, so the cycles left are found in the updated graph.
+fn break_cycles(cfg: &Cfg, measured: &mut [bool], counted: &mut [bool]) {
+    while let Some(cycle) = find_cycle(cfg, measured, counted) {
+        let last = cycle[cycle.len() - 1];
+        let e = cycle
+            .iter()
+            .copied()
+            .rev()
+            .min_by_key(|&e| site_cost(cfg, e))
+            .unwrap_or(last);
+        match cfg.edges[last as usize].to {
+            Some(t) if site_cost(cfg, e) > 1 => counted[t as usize] = true,
+            _ => measured[e as usize] = true,
+        }
+    }
+}
+
+/// The edges of one cycle of derived edges (the closing edge last), if there is one.
+fn find_cycle(cfg: &Cfg, measured: &[bool], counted: &[bool]) -> Option<Vec<u32>> {
     let nb = cfg.blocks.len();
     // 0 = unseen, 1 = on the DFS stack, 2 = done.
     let mut state = vec![0u8; nb];
@@ -583,7 +606,7 @@ fn break_cycles(cfg: &Cfg, measured: &mut [bool]) {
             if measured[e as usize] {
                 continue;
             }
-            let Some(t) = derived_target(cfg, e) else {
+            let Some(t) = derived_target(cfg, counted, e) else {
                 continue;
             };
             match state[t as usize] {
@@ -591,16 +614,26 @@ fn break_cycles(cfg: &Cfg, measured: &mut [bool]) {
                     state[t as usize] = 1;
                     stack.push((t, 0));
                 }
-                1 => measured[e as usize] = true,
+                1 => {
+                    // The path from t to b on the stack, then e.
+                    let from = stack.iter().position(|&(x, _)| x == t).unwrap_or(0);
+                    let mut cycle: Vec<u32> = stack[from..stack.len() - 1]
+                        .iter()
+                        .map(|&(x, p)| cfg.out[x as usize][p - 1])
+                        .collect();
+                    cycle.push(e);
+                    return Some(cycle);
+                }
                 _ => {}
             }
         }
     }
+    None
 }
 
 /// With edge `e` derived: does its target reach its source through derived edges (a cycle)?
-fn derived_reaches(cfg: &Cfg, measured: &[bool], e: u32) -> bool {
-    let Some(start) = derived_target(cfg, e) else {
+fn derived_reaches(cfg: &Cfg, measured: &[bool], counted: &[bool], e: u32) -> bool {
+    let Some(start) = derived_target(cfg, counted, e) else {
         return false;
     };
     let goal = cfg.edges[e as usize].from;
@@ -615,7 +648,7 @@ fn derived_reaches(cfg: &Cfg, measured: &[bool], e: u32) -> bool {
         }
         for &x in &cfg.out[b as usize] {
             if !measured[x as usize] {
-                if let Some(t) = derived_target(cfg, x) {
+                if let Some(t) = derived_target(cfg, counted, x) {
                     stack.push(t);
                 }
             }
@@ -624,9 +657,9 @@ fn derived_reaches(cfg: &Cfg, measured: &[bool], e: u32) -> bool {
     false
 }
 
-/// The block whose count depends on edge `e` (none for exits and handlers, which are counted
-/// at their start).
-fn derived_target(cfg: &Cfg, e: u32) -> Option<u32> {
+/// The block whose count depends on edge `e` (none for exits and blocks counted at their
+/// start).
+fn derived_target(cfg: &Cfg, counted: &[bool], e: u32) -> Option<u32> {
     let t = cfg.edges[e as usize].to?;
-    (!cfg.blocks[t as usize].handler).then_some(t)
+    (!counted[t as usize]).then_some(t)
 }

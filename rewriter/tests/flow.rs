@@ -177,7 +177,8 @@ fn counter_values(plan: &Plan, t: &Truth) -> Vec<u64> {
         .iter()
         .map(|c| match *c {
             Counter::Entry => t.entries,
-            Counter::Block(b) => t.handler_arrivals[b as usize],
+            // Counted at the block's start: every arrival.
+            Counter::Block(b) => t.blocks[b as usize],
             Counter::Edge(e) => t.edges[e as usize],
         })
         .collect()
@@ -297,7 +298,15 @@ fn check_method(
     );
     let mut trampolines = 0;
     for i in 0..plan.counters.len() {
-        if let Some(Site::Trampoline(_)) = plan.site(&cfg, i) {
+        if let Some(Site::Trampoline(e)) = plan.site(&cfg, i) {
+            if std::env::var("FLOW_DEBUG").is_ok() {
+                let ed = &cfg.edges[e as usize];
+                println!(
+                    "{path}: trampoline {:?} outs {}",
+                    ed.kind,
+                    cfg.out[ed.from as usize].len()
+                );
+            }
             trampolines += 1;
         }
     }
