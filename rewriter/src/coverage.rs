@@ -5,7 +5,7 @@
 //! The code a method gets (runtime ABI, defined once here):
 //!
 //! ```text
-//! entry:    <class id> ; invokestatic RUNTIME.arr(I)[J ; astore C     -- this thread's counters
+//! entry:    <class id> ; <counters of the class> ; invokestatic RUNTIME.arr(II)[J ; astore C
 //! counter:  aload C ; <index> ; dup2 ; laload ; lconst_1 ; ladd ; lastore
 //! ```
 //!
@@ -30,7 +30,8 @@ pub enum ClassId {
 /// Knobs of [`instrument`].
 #[derive(Clone, Debug)]
 pub struct Options<'a> {
-    /// Internal name of the runtime class that provides `arr(I)[J`.
+    /// Internal name of the runtime class that provides `arr(II)[J` (class id, its number of
+    /// counters -> the calling thread's counter array of the class).
     pub runtime: &'a str,
     pub split: Split,
     pub class_id: ClassId,
@@ -167,10 +168,11 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     }
     let mut w = ClassWriter::new(&cf);
     let mut kept = Vec::with_capacity(cov.methods.len());
+    let counters = cov.counters;
     for m in std::mem::take(&mut cov.methods) {
         let body = (|| -> Result<Vec<u8>> {
             let mut ed = MethodEditor::new(&cf, m.index)?;
-            emit(&mut ed, &mut w.cp, &m, opts)?;
+            emit(&mut ed, &mut w.cp, &m, counters, opts)?;
             ed.finish(&mut w.cp)
         })();
         match body.and_then(|b| w.set_code(m.index, b)) {
@@ -201,6 +203,7 @@ fn emit(
     ed: &mut MethodEditor<'_, '_>,
     cp: &mut bci::CpBuilder<'_>,
     m: &MethodCoverage,
+    class_counters: u32,
     opts: &Options<'_>,
 ) -> Result<()> {
     let local = ed.new_local(VType::Object(cp.class("[J")?))?;
@@ -208,7 +211,8 @@ fn emit(
     match opts.class_id {
         ClassId::Constant(id) => entry.int(cp, id)?,
     };
-    entry.invokestatic(cp, opts.runtime, "arr", "(I)[J")?;
+    entry.int(cp, class_counters as i32)?;
+    entry.invokestatic(cp, opts.runtime, "arr", "(II)[J")?;
     entry.store('A', local)?;
     for (i, c) in m.plan.counters.iter().enumerate() {
         let mut s = Snippet::new();
