@@ -296,7 +296,10 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
                 let _ = writeln!(out, "TRACE {}:", serial(i));
             }
         }
-        for &f in &t.frames {
+        // Line numbers: the top frame was at its method's first line when the call was counted
+        // (HPROF's cpu=times took its traces at entry too); where a caller frame was (the call
+        // site) is not recorded, so it gets HPROF's "Unknown line", never a line it was not at.
+        for (depth, &f) in t.frames.iter().enumerate() {
             let (class, name, src, line) = match s.methods.get(f as usize) {
                 Some(m) => (
                     m.dotted_class(),
@@ -304,7 +307,7 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
                     m.source_file
                         .clone()
                         .unwrap_or_else(|| "Unknown Source".into()),
-                    match (o.lineno, m.first_line) {
+                    match (o.lineno && depth == 0, m.first_line) {
                         (true, Some(l)) => l.to_string(),
                         _ => "Unknown line".to_string(),
                     },
@@ -549,7 +552,7 @@ mod tests {
         );
         assert!(
             txt.contains(
-                "TRACE 300001:\n\tFib.fib(F.java:3)\n\tFib.fib(F.java:3)\n\tFib.main(F.java:3)\n"
+                "TRACE 300001:\n\tFib.fib(F.java:3)\n\tFib.fib(F.java:Unknown line)\n\tFib.main(F.java:Unknown line)\n"
             ),
             "{txt}"
         );
