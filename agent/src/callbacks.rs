@@ -3,6 +3,7 @@
 
 use crate::jvm::{Jni, Jvmti};
 use crate::options::{self, Options};
+use crate::outfile::{self, OutFile};
 use crate::registry::Registry;
 use crate::rewrite::Engine;
 use crate::{report, runtime, sys};
@@ -29,7 +30,8 @@ pub struct Agent {
     failed: AtomicUsize,
     /// Time spent in the rewriter, ns.
     hook_ns: AtomicU64,
-    dumps: Mutex<usize>,
+    /// The report file, opened and locked at load (outfile.rs).
+    out: Mutex<OutFile>,
 }
 
 #[derive(Clone, Copy)]
@@ -92,6 +94,24 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     }
     let engine = match Engine::new(&opts) {
         Ok(e) => e,
+        Err(e) => {
+            log(&e);
+            return sys::JNI_ERR;
+        }
+    };
+    // the report file now, not at exit: a path that cannot be written stops the JVM here
+    let pid = std::process::id();
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let out = match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
+        Ok((out, warnings)) => {
+            for w in warnings {
+                log(&w);
+            }
+            out
+        }
         Err(e) => {
             log(&e);
             return sys::JNI_ERR;
@@ -165,7 +185,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         instrumented: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
         hook_ns: AtomicU64::new(0),
-        dumps: Mutex::new(0),
+        out: Mutex::new(out),
     };
     if AGENT.set(agent).is_err() {
         log("loaded twice; the second instance does nothing");
@@ -313,6 +333,21 @@ unsafe extern "system" fn cpu_nanos(_env: *mut sys::JNIEnv, _cls: sys::jclass) -
     guard("cpuNanos", runtime::thread_cpu_ns).unwrap_or(0)
 }
 
+/// `java.lang.BciProbes.cpuNanos()`, found by the VM under its JNI name in the agent library
+/// (HotSpot searches agent libraries for natives of boot classes). Registering it with
+/// RegisterNatives instead makes HotSpot print a warning on the program's stdout.
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciProbes_cpuNanos(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+) -> sys::jlong {
+    // SAFETY: same contract as cpu_nanos (the arguments are not used).
+    unsafe { cpu_nanos(env, cls) }
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn class_file_load_hook(
     _jvmti: *mut sys::jvmtiEnv,
@@ -412,7 +447,7 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         }
         let _ = runtime::stop(&jni);
         if a.opts.doe {
-            dump(a, &jni);
+            dump(a, &jni, true);
         }
         if a.opts.verbose {
             log(&format!(
@@ -444,12 +479,12 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         }
         // SAFETY: env is the current thread's JNIEnv.
         let jni = unsafe { Jni::from_raw(env.cast()) };
-        dump(a, &jni);
+        dump(a, &jni, false);
     });
 }
 
-fn dump(a: &Agent, jni: &Jni) {
-    let mut n = a.dumps.lock().unwrap_or_else(|p| p.into_inner());
+fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
+    let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
     let threads = match runtime::collect(jni) {
         Ok(t) => t,
         Err(e) => {
@@ -480,19 +515,12 @@ fn dump(a: &Agent, jni: &Jni) {
         ));
     }
     let text = report::render(&a.opts, &snap);
-    use std::io::Write;
-    let file = if *n == 0 {
-        std::fs::File::create(&a.opts.file)
-    } else {
-        std::fs::OpenOptions::new().append(true).open(&a.opts.file)
-    };
-    match file.and_then(|mut f| f.write_all(text.as_bytes())) {
-        Ok(()) => {
-            *n += 1;
+    match out.write(&text, a.opts.format, at_exit) {
+        Ok(path) => {
             if a.opts.verbose {
-                log(&format!("profile written to {}", a.opts.file));
+                log(&format!("profile written to {path}"));
             }
         }
-        Err(e) => log(&format!("cannot write {}: {e}", a.opts.file)),
+        Err(e) => log(&e),
     }
 }

@@ -1,0 +1,268 @@
+//! End-to-end checks of the agent's reliability: the report file (checked at start, never
+//! shared by two JVMs), nothing on the program's stdout, collapsed snapshots, classes and
+//! methods left original, constructors with several initialization calls.
+//!
+//! Needs a JDK (JAVA_HOME, or /usr/lib/jvm/java-17-openjdk-amd64, or java/javac on PATH).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn jdk_tool(name: &str) -> PathBuf {
+    if let Ok(home) = std::env::var("JAVA_HOME") {
+        let p = PathBuf::from(home).join("bin").join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    let p = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin").join(name);
+    if p.exists() {
+        return p;
+    }
+    PathBuf::from(name)
+}
+
+/// The cdylib of this test's profile (built on first use, as in cpu_times.rs).
+fn agent_lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--lib", "-p", "bci-agent"])
+            .env("CARGO_TARGET_DIR", target_dir);
+        if release {
+            cmd.arg("--release");
+        }
+        let o = cmd.output().unwrap();
+        let p = profile_dir.join("libbciagent.so");
+        assert!(
+            p.exists(),
+            "cargo build: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        p
+    })
+    .clone()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bciagent-rel-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Writes `src` as `<dir>/<class>.java` and compiles it into `dir`.
+fn compile(dir: &Path, class: &str, src: &str, cp: &[&str]) {
+    let f = dir.join(format!("{class}.java"));
+    std::fs::write(&f, src).unwrap();
+    let mut cmd = Command::new(jdk_tool("javac"));
+    cmd.arg("-g").arg("-d").arg(dir);
+    if !cp.is_empty() {
+        cmd.arg("-cp").arg(cp.join(":"));
+    }
+    let o = cmd.arg(&f).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn java(cp: &str, main: &str, opts: &str, extra: &[&str], args: &[&str]) -> Output {
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg(format!("-agentpath:{}={}", agent_lib().display(), opts));
+    cmd.args(extra).arg("-cp").arg(cp).arg(main).args(args);
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Count of `method` (e.g. `Two.f(I)I`) in a report's METHODS table, 0 if absent.
+fn method_count(report: &str, method: &str) -> u64 {
+    let mut inside = false;
+    for l in report.lines() {
+        if l.starts_with("METHODS BEGIN") {
+            inside = true;
+            continue;
+        }
+        if l.starts_with("METHODS END") {
+            inside = false;
+        }
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        if inside && cols.len() == 7 && cols[6] == method {
+            return cols[3].parse().unwrap();
+        }
+    }
+    0
+}
+
+const SMALL: &str = r#"
+public class Small {
+    static int f(int x) { return x + 1; }
+    public static void main(String[] a) {
+        int s = 0;
+        for (int i = 0; i < 321; i++) s += f(i);
+        System.out.println("small " + s);
+    }
+}
+"#;
+
+/// An unwritable `file=` stops the JVM at start, naming the path and the OS error (it was
+/// found only at exit, the run's data lost and the exit status 0).
+#[test]
+fn unwritable_file_refused_at_start() {
+    let dir = tmp("unwritable");
+    compile(&dir, "Small", SMALL, &[]);
+    let bad = dir.join("no-such-dir").join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("file={}", bad.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "must not start: {out}{err}");
+    assert!(!out.contains("small"), "the program ran: {out}");
+    assert!(
+        err.contains(&bad.display().to_string()) && err.contains("No such file or directory"),
+        "{err}"
+    );
+    // a bad % sequence is a bad option too
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("file={}/x%q", dir.display()),
+        &[],
+        &[],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success() && err.contains("%q"), "{err}");
+}
+
+/// Two JVMs running at the same time with the same `file=`: both reports are kept (the second
+/// writes `<file>.<pid>` and says so); `%p` gives each JVM its own file.
+#[test]
+fn two_jvms_same_file_both_reports_kept() {
+    let dir = tmp("twojvms");
+    // each JVM announces itself, then waits until the other has started too: both agents
+    // hold their report files at the same time
+    compile(
+        &dir,
+        "Two",
+        r#"
+import java.nio.file.*;
+public class Two {
+    static int f(int x) { return x + 1; }
+    public static void main(String[] a) throws Exception {
+        int n = Integer.parseInt(a[1]);
+        int s = 0;
+        for (int i = 0; i < n; i++) s += f(i);
+        Path dir = Path.of(a[0]);
+        Files.writeString(dir.resolve("started-" + n), "");
+        for (int i = 0; i < 600; i++) {
+            long k;
+            try (var st = Files.list(dir)) { k = st.filter(p -> p.getFileName().toString().startsWith("started-")).count(); }
+            if (k >= 2) break;
+            Thread.sleep(50);
+        }
+        System.out.println("two " + s);
+    }
+}
+"#,
+        &[],
+    );
+    let rep = dir.join("reports");
+    std::fs::create_dir_all(&rep).unwrap();
+    let sync = dir.join("sync");
+    std::fs::create_dir_all(&sync).unwrap();
+    let file = rep.join("out.txt");
+    let spawn = |n: &str| {
+        let mut cmd = Command::new(jdk_tool("java"));
+        cmd.arg(format!(
+            "-agentpath:{}=file={}",
+            agent_lib().display(),
+            file.display()
+        ))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("Two")
+        .arg(&sync)
+        .arg(n)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let a = spawn("111");
+    let b = spawn("222");
+    let (oa, ob) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(oa.status.success() && ob.status.success());
+    let warned = [&oa, &ob]
+        .iter()
+        .filter(|o| text(o).1.contains("in use by another running JVM"))
+        .count();
+    assert_eq!(warned, 1, "exactly one JVM is told to use another file");
+    let mut counts = Vec::new();
+    for e in std::fs::read_dir(&rep).unwrap() {
+        let r = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        counts.push(method_count(&r, "Two.f(I)I"));
+    }
+    counts.sort();
+    assert_eq!(counts, vec![111, 222], "one report per JVM");
+
+    // %p: one file per process id
+    let o = java(
+        dir.to_str().unwrap(),
+        "Two",
+        &format!("file={}/p-%p.txt", rep.display()),
+        &[],
+        &[sync.to_str().unwrap(), "5"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let named: Vec<String> = std::fs::read_dir(&rep)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("p-"))
+        .collect();
+    assert_eq!(named.len(), 1, "{named:?}");
+    let pid = named[0]
+        .trim_start_matches("p-")
+        .trim_end_matches(".txt")
+        .parse::<u32>();
+    assert!(pid.is_ok(), "{named:?}");
+}
+
+/// clock=cpu: the program's stdout holds only the program's output (HotSpot printed
+/// "Re-registering of platform native method: java.lang.BciProbes.cpuNanos()J" there when the
+/// agent registered the native), and the CPU clock still works.
+#[test]
+fn clock_cpu_writes_nothing_to_stdout() {
+    let dir = tmp("cpustdout");
+    compile(&dir, "Small", SMALL, &[]);
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("file={},clock=cpu", f.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out, "small 51681\n", "stderr: {err}");
+    let r = std::fs::read_to_string(&f).unwrap();
+    assert_eq!(method_count(&r, "Small.f(I)I"), 321);
+    let total: f64 = r
+        .lines()
+        .find(|l| l.starts_with("METHODS BEGIN"))
+        .and_then(|l| l.split("total = ").nth(1))
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap();
+    assert!(total > 0.0, "the CPU clock read nothing: {r}");
+}
