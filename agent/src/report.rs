@@ -89,6 +89,7 @@ impl ThreadData {
     }
 }
 
+#[derive(Clone)]
 pub struct Snapshot {
     pub threads: Vec<ThreadData>,
     pub methods: Vec<MethodRec>,
@@ -444,16 +445,18 @@ pub fn timer_table(s: &Snapshot) -> String {
 /// Collapsed stacks (`a;b;c weight`, oldest frame first) for flame-graph tools. The weight is
 /// self time in microseconds; with `thread=y` the thread name is the first frame.
 pub fn collapsed(o: &Options, s: &Snapshot) -> String {
-    let mut out = String::new();
     let mut all = traces(s, o.thread);
     all.sort_by(|a, b| {
         a.thread
             .cmp(&b.thread)
             .then(a.frames.iter().rev().cmp(b.frames.iter().rev()))
     });
+    // one line per distinct stack text: overloads (same class and name) and threads of the same
+    // name would otherwise repeat a stack, which flame-graph tools add up anyway
+    let mut lines: Vec<(String, u64)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for t in &all {
-        let us = t.self_ns / 1000;
-        if us == 0 {
+        if t.self_ns == 0 {
             continue;
         }
         let mut parts: Vec<String> = Vec::new();
@@ -470,7 +473,21 @@ pub fn collapsed(o: &Options, s: &Snapshot) -> String {
             let (c, n) = method_parts(&s.methods, f);
             parts.push(format!("{c}.{n}").replace([';', ' '], "_"));
         }
-        let _ = writeln!(out, "{} {}", parts.join(";"), us);
+        let stack = parts.join(";");
+        match index.get(&stack) {
+            Some(&i) => lines[i].1 += t.self_ns,
+            None => {
+                index.insert(stack.clone(), lines.len());
+                lines.push((stack, t.self_ns));
+            }
+        }
+    }
+    let mut out = String::new();
+    for (stack, ns) in lines {
+        let us = ns / 1000;
+        if us > 0 {
+            let _ = writeln!(out, "{stack} {us}");
+        }
     }
     out
 }
@@ -569,6 +586,18 @@ mod tests {
         assert_eq!(rows[0].total_ns, 5_000_000);
         let c = collapsed(&o, &s);
         assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3000\n"), "{c}");
+        // an overload of fib (same class and name, another id) on the same path: one line
+        let mut s2 = s.clone();
+        s2.methods.push(rec("Fib", "fib"));
+        s2.threads[0].nodes.push(Node {
+            prefix: 2,
+            id: 2,
+            count: 1,
+            self_ns: 500_000,
+        });
+        let c = collapsed(&o, &s2);
+        assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3500\n"), "{c}");
+        assert_eq!(c.matches("Fib.main;Fib.fib;Fib.fib ").count(), 1, "{c}");
     }
 
     #[test]

@@ -266,3 +266,69 @@ fn clock_cpu_writes_nothing_to_stdout() {
         .unwrap();
     assert!(total > 0.0, "the CPU clock read nothing: {r}");
 }
+
+/// format=collapsed: a SIGQUIT dump is a file of its own (`<file>.1`), the dump at exit is
+/// `<file>` (snapshots were appended to one file, which flame-graph tools add up); stacks are
+/// whole by default (depth=4 cut them, making every cut stack a root).
+#[test]
+fn collapsed_one_snapshot_per_file_full_stacks() {
+    let dir = tmp("collapsed");
+    compile(
+        &dir,
+        "Chain",
+        r#"
+import java.nio.file.*;
+public class Chain {
+    static long e(int n) { long s = 0; for (int i = 0; i < n; i++) s += i ^ (s >>> 3); return s; }
+    static long d(int n) { return e(n) + 1; }
+    static long c(int n) { return d(n) + 1; }
+    static long b(int n) { return c(n) + 1; }
+    static long a(int n) { return b(n) + 1; }
+    public static void main(String[] args) throws Exception {
+        long s = 0;
+        for (int i = 0; i < 50; i++) s += a(100000);
+        long pid = ProcessHandle.current().pid();
+        new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+        Path p = Path.of(args[0] + ".1");
+        for (int i = 0; i < 200 && !(Files.exists(p) && Files.size(p) > 0); i++) Thread.sleep(50);
+        Thread.sleep(200);
+        for (int i = 0; i < 50; i++) s += a(100000);
+        System.out.println("chain " + s);
+    }
+}
+"#,
+        &[],
+    );
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Chain",
+        &format!("file={},format=collapsed,clock=wall", f.display()),
+        &[],
+        &[f.to_str().unwrap()],
+    );
+    let (out, err) = text(&o);
+    // (stdout also has the JVM's own SIGQUIT thread dump)
+    assert!(o.status.success() && out.contains("chain "), "{err}");
+    let first = std::fs::read_to_string(dir.join("out.txt.1")).expect("SIGQUIT dump in out.txt.1");
+    let last = std::fs::read_to_string(&f).unwrap();
+    assert!(!dir.join("out.txt.2").exists());
+    let whole = "Chain.main;Chain.a;Chain.b;Chain.c;Chain.d;Chain.e ";
+    for (what, t) in [("out.txt.1", &first), ("out.txt", &last)] {
+        let lines: Vec<&str> = t.lines().filter(|l| l.contains("Chain.e ")).collect();
+        assert_eq!(lines.len(), 1, "{what}: one line for e, its whole stack: {t}");
+        assert!(lines[0].starts_with(whole), "{what}: {}", lines[0]);
+        // one snapshot: every stack once
+        let mut stacks: Vec<&str> = t.lines().map(|l| l.rsplit_once(' ').unwrap().0).collect();
+        let n = stacks.len();
+        stacks.sort();
+        stacks.dedup();
+        assert_eq!(stacks.len(), n, "{what}: a stack appears twice");
+        assert!(!t.lines().any(|l| l.starts_with("Chain.b;")), "{what}: cut stack");
+    }
+    let weight = |t: &str| -> u64 {
+        let l = t.lines().find(|l| l.starts_with(whole)).unwrap();
+        l.rsplit_once(' ').unwrap().1.parse().unwrap()
+    };
+    assert!(weight(&last) > weight(&first), "the exit snapshot includes the later calls");
+}
