@@ -28,6 +28,8 @@ pub struct Agent {
     thread_fields: AtomicBool,
     instrumented: AtomicUsize,
     failed: AtomicUsize,
+    /// Classes and methods left original after errors, for the report.
+    left: Mutex<LeftOriginal>,
     /// Time spent in the rewriter, ns.
     hook_ns: AtomicU64,
     /// The report file, opened and locked at load (outfile.rs).
@@ -41,7 +43,21 @@ unsafe impl Send for VmPtr {}
 // SAFETY: as above.
 unsafe impl Sync for VmPtr {}
 
+#[derive(Default)]
+struct LeftOriginal {
+    classes: Vec<String>,
+    methods: Vec<String>,
+}
+
 static AGENT: OnceLock<Agent> = OnceLock::new();
+
+/// A class left original after an error: logged once and listed in the report.
+fn class_left_original(a: &Agent, name: &str, why: &str) {
+    a.failed.fetch_add(1, Ordering::Relaxed);
+    log(&format!("{name}: left original: {why}"));
+    let mut l = a.left.lock().unwrap_or_else(|p| p.into_inner());
+    l.classes.push(format!("{name}: {why}"));
+}
 
 pub fn log(msg: &str) {
     eprintln!("bciagent: {msg}");
@@ -184,6 +200,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         thread_fields: AtomicBool::new(false),
         instrumented: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
+        left: Mutex::new(LeftOriginal::default()),
         hook_ns: AtomicU64::new(0),
         out: Mutex::new(out),
     };
@@ -391,16 +408,24 @@ unsafe extern "C" fn class_file_load_hook(
             (runtime::monotonic_ns() - t0).max(0) as u64,
             Ordering::Relaxed,
         );
+        if let Ok((_, methods)) = &result {
+            if !methods.is_empty() {
+                for m in methods {
+                    log(&format!("method left original: {m}"));
+                }
+                let mut l = a.left.lock().unwrap_or_else(|p| p.into_inner());
+                l.methods.extend(methods.iter().cloned());
+            }
+        }
         match result {
-            Ok(None) => {
+            Ok((None, _)) => {
                 if a.opts.verbose {
                     log(&format!("{name}: unchanged"));
                 }
             }
-            Ok(Some(out)) => {
+            Ok((Some(out), _)) => {
                 if out.len() > i32::MAX as usize {
-                    a.failed.fetch_add(1, Ordering::Relaxed);
-                    log(&format!("{name}: left original: rewritten class too large"));
+                    class_left_original(a, name, "rewritten class too large");
                     return;
                 }
                 match a.jvmti.allocate_copy(&out) {
@@ -422,16 +447,10 @@ unsafe extern "C" fn class_file_load_hook(
                             ));
                         }
                     }
-                    Err(e) => {
-                        a.failed.fetch_add(1, Ordering::Relaxed);
-                        log(&format!("{name}: left original: {e}"));
-                    }
+                    Err(e) => class_left_original(a, name, &e),
                 }
             }
-            Err(e) => {
-                a.failed.fetch_add(1, Ordering::Relaxed);
-                log(&format!("{name}: left original: {e}"));
-            }
+            Err(e) => class_left_original(a, name, &e),
         }
     });
 }
@@ -492,11 +511,17 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
             return;
         }
     };
+    let (left_classes, left_methods) = {
+        let l = a.left.lock().unwrap_or_else(|p| p.into_inner());
+        (l.classes.clone(), l.methods.clone())
+    };
     let snap = report::Snapshot {
         threads,
         methods: a.registry.snapshot(),
         date: runtime::ctime_now(),
         uninstrumented_early: a.early_skipped.load(Ordering::Relaxed),
+        left_classes,
+        left_methods,
     };
     if a.opts.verbose {
         let calls: u64 = snap

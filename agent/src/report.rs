@@ -96,6 +96,10 @@ pub struct Snapshot {
     /// `ctime()` text for the header and the CPU TIME line.
     pub date: String,
     pub uninstrumented_early: usize,
+    /// Classes the agent could not instrument (`name: reason`), left original.
+    pub left_classes: Vec<String>,
+    /// Methods left original in instrumented classes (`class.method(desc): reason`).
+    pub left_methods: Vec<String>,
 }
 
 struct Trace {
@@ -251,12 +255,27 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
          when an exception leaves it. {}.\n\
          CPU TIME (ms) rows are call paths of the top {} frames{}; count = invocations (counted at\n\
          entry); self = time not spent in instrumented callees. Classes loaded before the\n\
-         runtime existed and so left original: {}.\n",
+         runtime existed and so left original: {}.\n\
+         Could not be instrumented and so left original: {} classes, {} methods{}",
         clock_description(o),
         o.depth,
         if o.thread { ", per thread" } else { "" },
-        s.uninstrumented_early
+        s.uninstrumented_early,
+        s.left_classes.len(),
+        s.left_methods.len(),
+        if s.left_classes.is_empty() && s.left_methods.is_empty() {
+            "."
+        } else {
+            ":"
+        }
     );
+    for c in &s.left_classes {
+        let _ = writeln!(out, "  class {c}");
+    }
+    for m in &s.left_methods {
+        let _ = writeln!(out, "  method {m}");
+    }
+    out.push('\n');
     if o.thread {
         for (i, t) in s.threads.iter().enumerate() {
             let _ = writeln!(
@@ -384,6 +403,14 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
             class,
             name,
             desc
+        );
+    }
+    if !s.left_classes.is_empty() || !s.left_methods.is_empty() {
+        let _ = writeln!(
+            out,
+            "# left original (not counted): {} classes, {} methods",
+            s.left_classes.len(),
+            s.left_methods.len()
         );
     }
     let mism: u64 = s.threads.iter().map(|t| t.mismatches).sum();
@@ -547,6 +574,8 @@ mod tests {
             methods: vec![rec("Fib", "main"), rec("Fib", "fib")],
             date: "Sun Nov 22 07:31:02 2026".into(),
             uninstrumented_early: 0,
+            left_classes: Vec::new(),
+            left_methods: Vec::new(),
         }
     }
 
@@ -574,6 +603,20 @@ mod tests {
             "{txt}"
         );
         assert!(txt.ends_with("CPU TIME (ms) END\n"));
+        assert!(
+            txt.contains("left original: 0 classes, 0 methods.\n"),
+            "{txt}"
+        );
+        let mut s = snap();
+        s.left_methods
+            .push("Big.big(I)I: Code: code too large".into());
+        let txt = hprof(&o, &s);
+        assert!(
+            txt.contains(
+                "left original: 0 classes, 1 methods:\n  method Big.big(I)I: Code: code too large\n"
+            ),
+            "{txt}"
+        );
     }
 
     #[test]
