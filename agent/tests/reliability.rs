@@ -332,3 +332,168 @@ public class Chain {
     };
     assert!(weight(&last) > weight(&first), "the exit snapshot includes the later calls");
 }
+
+/// Generates `Alt.class` with ASM (Debian's libasm-java): constructors in which different
+/// branches call different initialization calls, as Groovy emits when the delegate
+/// constructor is chosen at run time:
+/// - `Alt(Z)V`: `if (b) super() else super()` (two `Object.<init>` calls), then `check(b)`,
+///   which throws when `b` is false (an exceptional exit after initialization);
+/// - `Alt(I)V`: `if (i > 0) this(true) else this(i == 0)` (two `this(...)` calls).
+const GEN_ALT: &str = r#"
+import org.objectweb.asm.*;
+import static org.objectweb.asm.Opcodes.*;
+public class GenAlt {
+    public static void main(String[] a) throws Exception {
+        ClassWriter cw = new ClassWriter(ClassWriter.COMPUTE_FRAMES | ClassWriter.COMPUTE_MAXS);
+        cw.visit(V11, ACC_PUBLIC | ACC_SUPER, "Alt", null, "java/lang/Object", null);
+        cw.visitSource("Alt.java", null);
+        MethodVisitor m = cw.visitMethod(ACC_PUBLIC, "<init>", "(Z)V", null, null);
+        m.visitCode();
+        Label other = new Label(), joined = new Label();
+        m.visitVarInsn(ILOAD, 1);
+        m.visitJumpInsn(IFEQ, other);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitMethodInsn(INVOKESPECIAL, "java/lang/Object", "<init>", "()V", false);
+        m.visitJumpInsn(GOTO, joined);
+        m.visitLabel(other);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitMethodInsn(INVOKESPECIAL, "java/lang/Object", "<init>", "()V", false);
+        m.visitLabel(joined);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitVarInsn(ILOAD, 1);
+        m.visitMethodInsn(INVOKEVIRTUAL, "Alt", "check", "(Z)V", false);
+        m.visitInsn(RETURN);
+        m.visitMaxs(0, 0);
+        m.visitEnd();
+        m = cw.visitMethod(ACC_PUBLIC, "<init>", "(I)V", null, null);
+        m.visitCode();
+        Label neg = new Label(), done = new Label();
+        m.visitVarInsn(ILOAD, 1);
+        m.visitJumpInsn(IFLE, neg);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitInsn(ICONST_1);
+        m.visitMethodInsn(INVOKESPECIAL, "Alt", "<init>", "(Z)V", false);
+        m.visitJumpInsn(GOTO, done);
+        m.visitLabel(neg);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitVarInsn(ILOAD, 1);
+        Label nz = new Label(), pushed = new Label();
+        m.visitJumpInsn(IFNE, nz);
+        m.visitInsn(ICONST_1);
+        m.visitJumpInsn(GOTO, pushed);
+        m.visitLabel(nz);
+        m.visitInsn(ICONST_0);
+        m.visitLabel(pushed);
+        m.visitMethodInsn(INVOKESPECIAL, "Alt", "<init>", "(Z)V", false);
+        m.visitLabel(done);
+        m.visitInsn(RETURN);
+        m.visitMaxs(0, 0);
+        m.visitEnd();
+        m = cw.visitMethod(0, "check", "(Z)V", null, null);
+        m.visitCode();
+        Label ok = new Label();
+        m.visitVarInsn(ILOAD, 1);
+        m.visitJumpInsn(IFNE, ok);
+        m.visitTypeInsn(NEW, "java/lang/IllegalStateException");
+        m.visitInsn(DUP);
+        m.visitMethodInsn(INVOKESPECIAL, "java/lang/IllegalStateException", "<init>", "()V", false);
+        m.visitInsn(ATHROW);
+        m.visitLabel(ok);
+        m.visitInsn(RETURN);
+        m.visitMaxs(0, 0);
+        m.visitEnd();
+        cw.visitEnd();
+        java.nio.file.Files.write(java.nio.file.Path.of(a[0], "Alt.class"), cw.toByteArray());
+    }
+}
+"#;
+
+const ALT_MAIN: &str = r#"
+public class AltMain {
+    public static void main(String[] a) {
+        int made = 0, failed = 0;
+        for (int i = 0; i < 3; i++) { new Alt(true); made++; }
+        for (int i = 0; i < 2; i++) {
+            try { new Alt(false); } catch (IllegalStateException e) { failed++; }
+        }
+        for (int i = 0; i < 4; i++) { new Alt(7); made++; }
+        for (int i = 0; i < 5; i++) {
+            try { new Alt(-1); } catch (IllegalStateException e) { failed++; }
+        }
+        new Alt(0);
+        made++;
+        System.out.println("alt " + made + " " + failed);
+    }
+}
+"#;
+
+/// Builds Alt.class (ASM) and AltMain.class in a fresh directory; None (with the reason
+/// printed) without Debian's libasm-java.
+fn alt_classes(name: &str) -> Option<PathBuf> {
+    let asm = Path::new("/usr/share/java/asm.jar");
+    if !asm.exists() {
+        eprintln!("skipped: {} not installed (apt-get install libasm-java)", asm.display());
+        return None;
+    }
+    let dir = tmp(name);
+    let gen = dir.join("gen");
+    std::fs::create_dir_all(&gen).unwrap();
+    compile(&gen, "GenAlt", GEN_ALT, &[asm.to_str().unwrap()]);
+    let o = Command::new(jdk_tool("java"))
+        .arg("-cp")
+        .arg(format!("{}:{}", gen.display(), asm.display()))
+        .arg("GenAlt")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    compile(&dir, "AltMain", ALT_MAIN, &[dir.to_str().unwrap()]);
+    Some(dir)
+}
+
+/// Constructors whose branches call different super()/this() constructors: HotSpot
+/// (-Xverify:all) accepts the instrumented class (the catch-all covered code where `this` was
+/// uninitialized: VerifyError "flagThisUninit"), every constructor run is counted once and
+/// every exit matches its entry, exceptional exits after initialization included.
+#[test]
+fn constructor_with_alternative_super_calls() {
+    let Some(dir) = alt_classes("altctor") else {
+        return;
+    };
+    // bare run: the generated class is valid to begin with
+    let o = Command::new(jdk_tool("java"))
+        .args(["-Xverify:all", "-cp"])
+        .arg(&dir)
+        .arg("AltMain")
+        .output()
+        .unwrap();
+    assert_eq!(text(&o).0, "alt 8 7\n", "{}", text(&o).1);
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "AltMain",
+        &format!("file={},verbose=y", f.display()),
+        &["-Xverify:all"],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert_eq!(out, "alt 8 7\n", "{err}");
+    assert!(
+        err.lines().any(|l| l.contains("Alt: instrumented")),
+        "Alt instrumented: {err}"
+    );
+    assert!(
+        !err.lines()
+            .any(|l| l.contains("Alt") && l.contains("left original")),
+        "{err}"
+    );
+    let r = std::fs::read_to_string(&f).unwrap();
+    // (Z)V: 3 + 2 direct, plus one per (I)V run (4 + 5 + 1)
+    assert_eq!(method_count(&r, "Alt.<init>(Z)V"), 15, "{r}");
+    // (I)V: counted once its this(...) call returned (the entry probe's place): not the 5 runs
+    // in which this(false) threw
+    assert_eq!(method_count(&r, "Alt.<init>(I)V"), 5, "{r}");
+    assert_eq!(method_count(&r, "Alt.check(Z)V"), 15, "{r}");
+    assert!(!r.contains("did not match the shadow stack"), "{r}");
+}

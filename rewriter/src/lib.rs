@@ -380,10 +380,15 @@ fn probe_method(
         let s = calls.with_id(cp, enter, id)?;
         // In a constructor, `enter` runs right after the super()/this() call: no handler may
         // cover that call (HotSpot rejects it), so an exception thrown by it could never reach
-        // `unwind`, and an earlier `enter` would leave a frame that is never popped.
-        match ed.super_call()? {
-            Some(k) => ed.insert_after(k, &s)?,
-            None => ed.insert_entry(&s)?,
+        // `unwind`, and an earlier `enter` would leave a frame that is never popped. A
+        // constructor whose branches call different super()/this() constructors gets `enter`
+        // after each (every run passes exactly one).
+        let calls = ed.super_calls()?.to_vec();
+        if calls.is_empty() {
+            ed.insert_entry(&s)?;
+        }
+        for k in calls {
+            ed.insert_after(k, &s)?;
         }
     }
     if probes.contains(Probe::Exit) || timed.is_some() {
