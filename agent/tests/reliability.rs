@@ -497,3 +497,53 @@ fn constructor_with_alternative_super_calls() {
     assert_eq!(method_count(&r, "Alt.check(Z)V"), 15, "{r}");
     assert!(!r.contains("did not match the shadow stack"), "{r}");
 }
+
+/// Threads that ran before recording started (Reference Handler, Common-Cleaner) return later
+/// from methods entered then: those exits match no frame and are not mismatches (every javac
+/// report ended with "# 1 probe exits did not match the shadow stack", this among them).
+#[test]
+fn exits_of_frames_entered_before_recording_are_not_mismatches() {
+    let dir = tmp("early");
+    compile(
+        &dir,
+        "Early",
+        r#"
+import java.lang.ref.*;
+public class Early {
+    static Object keep;
+    public static void main(String[] a) throws Exception {
+        ReferenceQueue<Object> q = new ReferenceQueue<>();
+        WeakReference<Object> w = new WeakReference<>(new Object(), q);
+        for (int i = 0; i < 50; i++) {
+            // garbage the common cleaner handles (Inflater registers with it)
+            new java.util.zip.Inflater();
+        }
+        Reference<?> r = null;
+        for (int i = 0; i < 20 && r == null; i++) {
+            System.gc();
+            r = q.remove(100);
+        }
+        Thread.sleep(300);
+        System.out.println("early " + (r == w));
+    }
+}
+"#,
+        &[],
+    );
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Early",
+        &format!("file={}", f.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out, "early true\n", "the reference was enqueued: {err}");
+    let r = std::fs::read_to_string(&f).unwrap();
+    // the Reference Handler ran: it enqueued w
+    assert!(method_count(&r, "java.lang.ref.Reference.enqueueFromPending()V") > 0
+        || method_count(&r, "java.lang.ref.ReferenceQueue.enqueue(Ljava/lang/ref/Reference;)Z") > 0, "{r}");
+    assert!(!r.contains("did not match the shadow stack"), "{r}");
+}
