@@ -69,6 +69,7 @@ fn java_lang_variant(text: &str, gen: &std::path::Path, out: &std::path::Path, s
              BciProbes.T bci$t;\n\
              public static native Thread currentThread();\n\
              public final String getName() { return null; }\n\
+             public final ThreadGroup getThreadGroup() { return null; }\n\
              public void run() {}\n\
              }\n",
         )

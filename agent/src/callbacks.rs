@@ -3,6 +3,7 @@
 
 use crate::jvm::{Jni, Jvmti};
 use crate::options::{self, Options};
+use crate::outfile::{self, OutFile};
 use crate::registry::Registry;
 use crate::rewrite::Engine;
 use crate::{report, runtime, sys};
@@ -27,9 +28,12 @@ pub struct Agent {
     thread_fields: AtomicBool,
     instrumented: AtomicUsize,
     failed: AtomicUsize,
+    /// Classes and methods left original after errors, for the report.
+    left: Mutex<LeftOriginal>,
     /// Time spent in the rewriter, ns.
     hook_ns: AtomicU64,
-    dumps: Mutex<usize>,
+    /// The report file, opened and locked at load (outfile.rs).
+    out: Mutex<OutFile>,
 }
 
 #[derive(Clone, Copy)]
@@ -39,7 +43,21 @@ unsafe impl Send for VmPtr {}
 // SAFETY: as above.
 unsafe impl Sync for VmPtr {}
 
+#[derive(Default)]
+struct LeftOriginal {
+    classes: Vec<String>,
+    methods: Vec<String>,
+}
+
 static AGENT: OnceLock<Agent> = OnceLock::new();
+
+/// A class left original after an error: logged once and listed in the report.
+fn class_left_original(a: &Agent, name: &str, why: &str) {
+    a.failed.fetch_add(1, Ordering::Relaxed);
+    log(&format!("{name}: left original: {why}"));
+    let mut l = a.left.lock().unwrap_or_else(|p| p.into_inner());
+    l.classes.push(format!("{name}: {why}"));
+}
 
 pub fn log(msg: &str) {
     eprintln!("bciagent: {msg}");
@@ -92,6 +110,24 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     }
     let engine = match Engine::new(&opts) {
         Ok(e) => e,
+        Err(e) => {
+            log(&e);
+            return sys::JNI_ERR;
+        }
+    };
+    // the report file now, not at exit: a path that cannot be written stops the JVM here
+    let pid = std::process::id();
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let out = match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
+        Ok((out, warnings)) => {
+            for w in warnings {
+                log(&w);
+            }
+            out
+        }
         Err(e) => {
             log(&e);
             return sys::JNI_ERR;
@@ -164,8 +200,9 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         thread_fields: AtomicBool::new(false),
         instrumented: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
+        left: Mutex::new(LeftOriginal::default()),
         hook_ns: AtomicU64::new(0),
-        dumps: Mutex::new(0),
+        out: Mutex::new(out),
     };
     if AGENT.set(agent).is_err() {
         log("loaded twice; the second instance does nothing");
@@ -313,6 +350,21 @@ unsafe extern "system" fn cpu_nanos(_env: *mut sys::JNIEnv, _cls: sys::jclass) -
     guard("cpuNanos", runtime::thread_cpu_ns).unwrap_or(0)
 }
 
+/// `java.lang.BciProbes.cpuNanos()`, found by the VM under its JNI name in the agent library
+/// (HotSpot searches agent libraries for natives of boot classes). Registering it with
+/// RegisterNatives instead makes HotSpot print a warning on the program's stdout.
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciProbes_cpuNanos(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+) -> sys::jlong {
+    // SAFETY: same contract as cpu_nanos (the arguments are not used).
+    unsafe { cpu_nanos(env, cls) }
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn class_file_load_hook(
     _jvmti: *mut sys::jvmtiEnv,
@@ -356,16 +408,24 @@ unsafe extern "C" fn class_file_load_hook(
             (runtime::monotonic_ns() - t0).max(0) as u64,
             Ordering::Relaxed,
         );
+        if let Ok((_, methods)) = &result {
+            if !methods.is_empty() {
+                for m in methods {
+                    log(&format!("method left original: {m}"));
+                }
+                let mut l = a.left.lock().unwrap_or_else(|p| p.into_inner());
+                l.methods.extend(methods.iter().cloned());
+            }
+        }
         match result {
-            Ok(None) => {
+            Ok((None, _)) => {
                 if a.opts.verbose {
                     log(&format!("{name}: unchanged"));
                 }
             }
-            Ok(Some(out)) => {
+            Ok((Some(out), _)) => {
                 if out.len() > i32::MAX as usize {
-                    a.failed.fetch_add(1, Ordering::Relaxed);
-                    log(&format!("{name}: left original: rewritten class too large"));
+                    class_left_original(a, name, "rewritten class too large");
                     return;
                 }
                 match a.jvmti.allocate_copy(&out) {
@@ -387,16 +447,10 @@ unsafe extern "C" fn class_file_load_hook(
                             ));
                         }
                     }
-                    Err(e) => {
-                        a.failed.fetch_add(1, Ordering::Relaxed);
-                        log(&format!("{name}: left original: {e}"));
-                    }
+                    Err(e) => class_left_original(a, name, &e),
                 }
             }
-            Err(e) => {
-                a.failed.fetch_add(1, Ordering::Relaxed);
-                log(&format!("{name}: left original: {e}"));
-            }
+            Err(e) => class_left_original(a, name, &e),
         }
     });
 }
@@ -412,7 +466,7 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         }
         let _ = runtime::stop(&jni);
         if a.opts.doe {
-            dump(a, &jni);
+            dump(a, &jni, true);
         }
         if a.opts.verbose {
             log(&format!(
@@ -444,12 +498,12 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         }
         // SAFETY: env is the current thread's JNIEnv.
         let jni = unsafe { Jni::from_raw(env.cast()) };
-        dump(a, &jni);
+        dump(a, &jni, false);
     });
 }
 
-fn dump(a: &Agent, jni: &Jni) {
-    let mut n = a.dumps.lock().unwrap_or_else(|p| p.into_inner());
+fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
+    let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
     let threads = match runtime::collect(jni) {
         Ok(t) => t,
         Err(e) => {
@@ -457,11 +511,17 @@ fn dump(a: &Agent, jni: &Jni) {
             return;
         }
     };
+    let (left_classes, left_methods) = {
+        let l = a.left.lock().unwrap_or_else(|p| p.into_inner());
+        (l.classes.clone(), l.methods.clone())
+    };
     let snap = report::Snapshot {
         threads,
         methods: a.registry.snapshot(),
         date: runtime::ctime_now(),
         uninstrumented_early: a.early_skipped.load(Ordering::Relaxed),
+        left_classes,
+        left_methods,
     };
     if a.opts.verbose {
         let calls: u64 = snap
@@ -480,19 +540,12 @@ fn dump(a: &Agent, jni: &Jni) {
         ));
     }
     let text = report::render(&a.opts, &snap);
-    use std::io::Write;
-    let file = if *n == 0 {
-        std::fs::File::create(&a.opts.file)
-    } else {
-        std::fs::OpenOptions::new().append(true).open(&a.opts.file)
-    };
-    match file.and_then(|mut f| f.write_all(text.as_bytes())) {
-        Ok(()) => {
-            *n += 1;
+    match out.write(&text, a.opts.format, at_exit) {
+        Ok(path) => {
             if a.opts.verbose {
-                log(&format!("profile written to {}", a.opts.file));
+                log(&format!("profile written to {path}"));
             }
         }
-        Err(e) => log(&format!("cannot write {}: {e}", a.opts.file)),
+        Err(e) => log(&e),
     }
 }

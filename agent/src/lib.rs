@@ -3,12 +3,13 @@
 //!
 //! Modules: [`sys`] raw JNI/JVMTI bindings; [`jvm`] safe wrappers; [`callbacks`] the `extern`
 //! entry points (each behind `catch_unwind`); [`runtime`] the Java probe class and its data;
-//! [`options`], [`registry`], [`report`], [`rewrite`] are safe Rust without JVM pointers.
+//! [`options`], [`outfile`], [`registry`], [`report`], [`rewrite`] are safe Rust without JVM pointers.
 //! `unsafe` appears only in sys, jvm, runtime and callbacks, each block with a SAFETY line.
 
 pub mod callbacks;
 pub mod jvm;
 pub mod options;
+pub mod outfile;
 pub mod registry;
 pub mod report;
 pub mod rewrite;

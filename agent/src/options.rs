@@ -89,6 +89,9 @@ impl fmt::Display for OptionError {
     }
 }
 
+/// The deepest call path recorded (`depth=`), and the default of `format=collapsed`.
+pub const MAX_DEPTH: usize = 64;
+
 pub const OPTION_NAMES: &str =
     "help, cpu, depth, file, cutoff, lineno, thread, doe, verbose, rules, clock, interval, include, exclude, format";
 
@@ -99,8 +102,10 @@ bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
 Option Name and Value  Description                    Default
 ---------------------  -----------                    -------
 cpu=times              exact call counts and times    times
-depth=<size>           stack trace depth              4
+depth=<size>           stack trace depth              4 (collapsed: 64)
 file=<file>            write data to file             java.hprof.txt
+                         %p = process id, %t = start time; a file in use by another
+                         JVM: this one writes <file>.<pid>
 cutoff=<value>         output cutoff point            0.0001
 lineno=y|n             line number in traces?         y
 thread=y|n             thread in traces?              n
@@ -117,6 +122,7 @@ interval=<ms>          sampling interval (clock=sample)  1
 include=<pat>[:<pat>]  only classes matching (glob on dotted names, e.g. java.util.*)
 exclude=<pat>[:<pat>]  never these classes
 format=hprof|collapsed|methods  output format         hprof
+                         collapsed: one snapshot per file (SIGQUIT: <file>.1, .2, ...)
 
 Data is written at VM exit (doe=y) and on SIGQUIT (kill -QUIT <pid>).
 Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
@@ -135,6 +141,7 @@ fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
 /// Parses the option string (`None` or empty = defaults).
 pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     let mut o = Options::default();
+    let mut depth_given = false;
     let s = s.unwrap_or("");
     for part in s.split(',') {
         let part = part.trim();
@@ -164,12 +171,13 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
                 }
             }
             "depth" => {
+                depth_given = true;
                 let v = need(value)?;
                 o.depth = match v.parse::<usize>() {
-                    Ok(d) if (1..=64).contains(&d) => d,
+                    Ok(d) if (1..=MAX_DEPTH).contains(&d) => d,
                     _ => {
                         return Err(OptionError(format!(
-                            "bad value for option depth: '{v}' (valid: an integer from 1 to 64)"
+                            "bad value for option depth: '{v}' (valid: an integer from 1 to {MAX_DEPTH})"
                         )))
                     }
                 };
@@ -247,6 +255,11 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             }
         }
     }
+    if !depth_given && o.format == Format::Collapsed {
+        // a flame graph wants whole stacks, not HPROF's 4-frame traces (which would make every
+        // cut stack a root of its own)
+        o.depth = MAX_DEPTH;
+    }
     Ok(o)
 }
 
@@ -290,5 +303,13 @@ mod tests {
         assert!(parse(Some("depth=0")).is_err());
         assert!(parse(Some("lineno=maybe")).is_err());
         assert!(parse(Some("file=")).is_err());
+        assert!(parse(Some("depth=65")).is_err());
+    }
+
+    #[test]
+    fn collapsed_defaults_to_full_depth() {
+        assert_eq!(parse(Some("format=collapsed")).unwrap().depth, MAX_DEPTH);
+        assert_eq!(parse(Some("depth=3,format=collapsed")).unwrap().depth, 3);
+        assert_eq!(parse(Some("format=hprof")).unwrap().depth, 4);
     }
 }

@@ -89,12 +89,17 @@ impl ThreadData {
     }
 }
 
+#[derive(Clone)]
 pub struct Snapshot {
     pub threads: Vec<ThreadData>,
     pub methods: Vec<MethodRec>,
     /// `ctime()` text for the header and the CPU TIME line.
     pub date: String,
     pub uninstrumented_early: usize,
+    /// Classes the agent could not instrument (`name: reason`), left original.
+    pub left_classes: Vec<String>,
+    /// Methods left original in instrumented classes (`class.method(desc): reason`).
+    pub left_methods: Vec<String>,
 }
 
 struct Trace {
@@ -250,12 +255,27 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
          when an exception leaves it. {}.\n\
          CPU TIME (ms) rows are call paths of the top {} frames{}; count = invocations (counted at\n\
          entry); self = time not spent in instrumented callees. Classes loaded before the\n\
-         runtime existed and so left original: {}.\n",
+         runtime existed and so left original: {}.\n\
+         Could not be instrumented and so left original: {} classes, {} methods{}",
         clock_description(o),
         o.depth,
         if o.thread { ", per thread" } else { "" },
-        s.uninstrumented_early
+        s.uninstrumented_early,
+        s.left_classes.len(),
+        s.left_methods.len(),
+        if s.left_classes.is_empty() && s.left_methods.is_empty() {
+            "."
+        } else {
+            ":"
+        }
     );
+    for c in &s.left_classes {
+        let _ = writeln!(out, "  class {c}");
+    }
+    for m in &s.left_methods {
+        let _ = writeln!(out, "  method {m}");
+    }
+    out.push('\n');
     if o.thread {
         for (i, t) in s.threads.iter().enumerate() {
             let _ = writeln!(
@@ -296,7 +316,10 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
                 let _ = writeln!(out, "TRACE {}:", serial(i));
             }
         }
-        for &f in &t.frames {
+        // Line numbers: the top frame was at its method's first line when the call was counted
+        // (HPROF's cpu=times took its traces at entry too); where a caller frame was (the call
+        // site) is not recorded, so it gets HPROF's "Unknown line", never a line it was not at.
+        for (depth, &f) in t.frames.iter().enumerate() {
             let (class, name, src, line) = match s.methods.get(f as usize) {
                 Some(m) => (
                     m.dotted_class(),
@@ -304,7 +327,7 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
                     m.source_file
                         .clone()
                         .unwrap_or_else(|| "Unknown Source".into()),
-                    match (o.lineno, m.first_line) {
+                    match (o.lineno && depth == 0, m.first_line) {
                         (true, Some(l)) => l.to_string(),
                         _ => "Unknown line".to_string(),
                     },
@@ -382,6 +405,14 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
             desc
         );
     }
+    if !s.left_classes.is_empty() || !s.left_methods.is_empty() {
+        let _ = writeln!(
+            out,
+            "# left original (not counted): {} classes, {} methods",
+            s.left_classes.len(),
+            s.left_methods.len()
+        );
+    }
     let mism: u64 = s.threads.iter().map(|t| t.mismatches).sum();
     if mism > 0 {
         let _ = writeln!(
@@ -441,16 +472,18 @@ pub fn timer_table(s: &Snapshot) -> String {
 /// Collapsed stacks (`a;b;c weight`, oldest frame first) for flame-graph tools. The weight is
 /// self time in microseconds; with `thread=y` the thread name is the first frame.
 pub fn collapsed(o: &Options, s: &Snapshot) -> String {
-    let mut out = String::new();
     let mut all = traces(s, o.thread);
     all.sort_by(|a, b| {
         a.thread
             .cmp(&b.thread)
             .then(a.frames.iter().rev().cmp(b.frames.iter().rev()))
     });
+    // one line per distinct stack text: overloads (same class and name) and threads of the same
+    // name would otherwise repeat a stack, which flame-graph tools add up anyway
+    let mut lines: Vec<(String, u64)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for t in &all {
-        let us = t.self_ns / 1000;
-        if us == 0 {
+        if t.self_ns == 0 {
             continue;
         }
         let mut parts: Vec<String> = Vec::new();
@@ -467,7 +500,21 @@ pub fn collapsed(o: &Options, s: &Snapshot) -> String {
             let (c, n) = method_parts(&s.methods, f);
             parts.push(format!("{c}.{n}").replace([';', ' '], "_"));
         }
-        let _ = writeln!(out, "{} {}", parts.join(";"), us);
+        let stack = parts.join(";");
+        match index.get(&stack) {
+            Some(&i) => lines[i].1 += t.self_ns,
+            None => {
+                index.insert(stack.clone(), lines.len());
+                lines.push((stack, t.self_ns));
+            }
+        }
+    }
+    let mut out = String::new();
+    for (stack, ns) in lines {
+        let us = ns / 1000;
+        if us > 0 {
+            let _ = writeln!(out, "{stack} {us}");
+        }
     }
     out
 }
@@ -527,6 +574,8 @@ mod tests {
             methods: vec![rec("Fib", "main"), rec("Fib", "fib")],
             date: "Sun Nov 22 07:31:02 2026".into(),
             uninstrumented_early: 0,
+            left_classes: Vec::new(),
+            left_methods: Vec::new(),
         }
     }
 
@@ -549,11 +598,25 @@ mod tests {
         );
         assert!(
             txt.contains(
-                "TRACE 300001:\n\tFib.fib(F.java:3)\n\tFib.fib(F.java:3)\n\tFib.main(F.java:3)\n"
+                "TRACE 300001:\n\tFib.fib(F.java:3)\n\tFib.fib(F.java:Unknown line)\n\tFib.main(F.java:Unknown line)\n"
             ),
             "{txt}"
         );
         assert!(txt.ends_with("CPU TIME (ms) END\n"));
+        assert!(
+            txt.contains("left original: 0 classes, 0 methods.\n"),
+            "{txt}"
+        );
+        let mut s = snap();
+        s.left_methods
+            .push("Big.big(I)I: Code: code too large".into());
+        let txt = hprof(&o, &s);
+        assert!(
+            txt.contains(
+                "left original: 0 classes, 1 methods:\n  method Big.big(I)I: Code: code too large\n"
+            ),
+            "{txt}"
+        );
     }
 
     #[test]
@@ -566,6 +629,18 @@ mod tests {
         assert_eq!(rows[0].total_ns, 5_000_000);
         let c = collapsed(&o, &s);
         assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3000\n"), "{c}");
+        // an overload of fib (same class and name, another id) on the same path: one line
+        let mut s2 = s.clone();
+        s2.methods.push(rec("Fib", "fib"));
+        s2.threads[0].nodes.push(Node {
+            prefix: 2,
+            id: 2,
+            count: 1,
+            self_ns: 500_000,
+        });
+        let c = collapsed(&o, &s2);
+        assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3500\n"), "{c}");
+        assert_eq!(c.matches("Fib.main;Fib.fib;Fib.fib ").count(), 1, "{c}");
     }
 
     #[test]

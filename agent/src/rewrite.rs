@@ -28,10 +28,14 @@ pub const THREAD_CLASS: &str = "java/lang/Thread";
 pub const THREAD_FIELDS: &[(&str, &str)] = &[("bci$t", "Ljava/lang/BciProbes$T;")];
 const THREAD_FIELD_ACCESS: u16 = 0x0080 | 0x1000;
 
+/// What [`Engine::instrument`] returns: the new class bytes (`None`: unchanged) and the methods
+/// left original (`class.method(desc): reason`).
+pub type Rewritten = (Option<Vec<u8>>, Vec<String>);
+
 #[cfg(feature = "rewriter")]
 mod imp {
     use super::*;
-    use bci_rewriter::{instrument_with, MethodInfo, NewField, Outcome, ProbeRegistry, Rules};
+    use bci_rewriter::{instrument_methods, MethodInfo, NewField, Outcome, ProbeRegistry, Rules};
 
     pub struct Engine {
         rules: Rules,
@@ -70,7 +74,11 @@ mod imp {
                             .collect::<Vec<_>>(),
                     ),
             };
-            let mut opts = bci_rewriter::Options::default();
+            let mut opts = bci_rewriter::Options {
+                // a method that cannot take probes stays original, not its whole class
+                method_fallback: true,
+                ..Default::default()
+            };
             // BCIAGENT_NO_THREAD_FIELDS (tests): leave Thread alone, so that the runtime
             // build that looks threads up by hash is used
             if rules.runtime_class() == EARLY_RUNTIME_CLASS
@@ -112,10 +120,17 @@ mod imp {
             self.rules.runtime_class()
         }
 
-        pub fn instrument(&self, bytes: &[u8], reg: &Registry) -> Result<Option<Vec<u8>>, String> {
-            match instrument_with(bytes, &self.rules, &mut Reg(reg), &self.opts) {
-                Ok(Outcome::Unchanged) => Ok(None),
-                Ok(Outcome::Rewritten(b)) => Ok(Some(b)),
+        /// The rewritten class (`None`: unchanged) and the methods left original, each as
+        /// `class.method(desc): reason`.
+        pub fn instrument(&self, bytes: &[u8], reg: &Registry) -> Result<Rewritten, String> {
+            match instrument_methods(bytes, &self.rules, &mut Reg(reg), &self.opts) {
+                Ok((o, left)) => Ok((
+                    match o {
+                        Outcome::Unchanged => None,
+                        Outcome::Rewritten(b) => Some(b),
+                    },
+                    left.iter().map(|e| e.to_string()).collect(),
+                )),
                 Err(e) => Err(e.to_string()),
             }
         }
@@ -144,12 +159,8 @@ mod imp {
         pub fn runtime_class(&self) -> &str {
             DEFAULT_RUNTIME_CLASS
         }
-        pub fn instrument(
-            &self,
-            _bytes: &[u8],
-            _reg: &Registry,
-        ) -> Result<Option<Vec<u8>>, String> {
-            Ok(None)
+        pub fn instrument(&self, _bytes: &[u8], _reg: &Registry) -> Result<Rewritten, String> {
+            Ok((None, Vec::new()))
         }
     }
 

@@ -137,8 +137,11 @@ pub fn define(
             jni.define_boot_class(PROBES, PROBES_CLASS)?
         }
     };
-    if o.clock == Clock::Cpu {
-        // (HotSpot warns once when a java.base class gets natives from an agent: only when used)
+    if o.clock == Clock::Cpu && !early {
+        // java.lang.BciProbes (java.base) is not given its native this way: HotSpot logs
+        // "Re-registering of platform native method" to stdout when agent code registers a
+        // native of a named module's class. The VM finds it by its JNI name in this library
+        // instead (callbacks::Java_java_lang_BciProbes_cpuNanos), when start() first calls it.
         jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
     }
     jni.set_static_int(cls, "clock", o.clock.code())?;

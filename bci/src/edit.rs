@@ -51,8 +51,9 @@ pub struct MethodEditor<'c, 'a> {
     next_local: u16,
     /// Force every 16-bit branch to its wide form (tests).
     pub force_wide_jumps: bool,
-    /// [`MethodEditor::super_call`], found once (the rewriter asks, and so does `finish`).
-    super_call: std::cell::OnceCell<Option<usize>>,
+    /// [`MethodEditor::super_calls`] and where `this` is initialized, found once (the
+    /// rewriter asks, and so does `finish`).
+    ctor: std::cell::OnceCell<Option<Ctor>>,
     /// Indices of the branches and switches (relocated on finish), increasing.
     specials: Vec<u32>,
     /// The end of the highest local-variable slot the instructions use.
@@ -128,6 +129,21 @@ struct Event {
     /// New position minus old position of the instructions that follow it.
     shift_after: i64,
 }
+
+/// A constructor's initialization of `this`.
+#[derive(Clone, Debug)]
+struct Ctor {
+    /// The super()/this() calls (invokespecial <init> on uninitializedThis), increasing. Each
+    /// run of the constructor passes exactly one of them.
+    calls: Vec<usize>,
+    /// Per instruction: [`THIS_UNINIT`], [`THIS_INIT`] (every path to it passed a call), or
+    /// [`UNREACHED`].
+    state: Vec<u8>,
+}
+
+const UNREACHED: u8 = 0;
+const THIS_UNINIT: u8 = 1;
+const THIS_INIT: u8 = 2;
 
 /// Positions of the new code at the events (see `finish_inner`); between events
 /// instructions keep their distance.
@@ -243,7 +259,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             new_locals: Vec::new(),
             next_local,
             force_wide_jumps: false,
-            super_call: std::cell::OnceCell::new(),
+            ctor: std::cell::OnceCell::new(),
             specials,
             locals_end,
         })
@@ -478,25 +494,34 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         Ok(())
     }
 
-    /// Index of the instruction that initializes `this` in a constructor (the invokespecial
-    /// <init> on uninitializedThis), or None for methods that are not constructors or for
-    /// java/lang/Object.<init>.
-    pub fn super_call(&self) -> Result<Option<usize>> {
-        if let Some(&k) = self.super_call.get() {
-            return Ok(k);
+    /// Indices of the instructions that initialize `this` in a constructor (the invokespecial
+    /// <init> on uninitializedThis: one per branch when branches call different super()/this()
+    /// constructors), increasing; empty for methods that are not constructors and for
+    /// java/lang/Object.<init>. An error if a constructor has none, or if an instruction is
+    /// reached both before and after the call (no place for an entry probe and a handler).
+    pub fn super_calls(&self) -> Result<&[usize]> {
+        if self.ctor.get().is_none() {
+            let c = self.find_ctor()?;
+            let _ = self.ctor.set(c);
         }
-        let k = self.find_super_call()?;
-        let _ = self.super_call.set(k);
-        Ok(k)
+        Ok(match self.ctor.get() {
+            Some(Some(c)) => &c.calls,
+            _ => &[],
+        })
     }
 
-    fn find_super_call(&self) -> Result<Option<usize>> {
+    fn ctor(&self) -> Result<Option<&Ctor>> {
+        self.super_calls()?;
+        Ok(self.ctor.get().and_then(Option::as_ref))
+    }
+
+    fn find_ctor(&self) -> Result<Option<Ctor>> {
         if !self.is_constructor() || self.is_static() || self.cf.name()? == "java/lang/Object" {
             return Ok(None);
         }
         let code = self.code.code;
         let cp = &self.cf.cp;
-        let mut found = None;
+        let mut calls = Vec::new();
         self.simulate(&mut Untyped, |k, s| {
             let i = &self.insns[k];
             if i.opcode == op::INVOKESPECIAL {
@@ -507,20 +532,96 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     if depth > a as usize
                         && s.stack[depth - 1 - a as usize] == VType::UninitializedThis
                     {
-                        found = Some(k);
-                        return Ok(true);
+                        calls.push(k);
                     }
                 }
             }
             Ok(false)
         })?;
-        match found {
-            Some(k) => Ok(Some(k)),
-            None => Err(Error::new(
+        if calls.is_empty() {
+            return Err(Error::new(
                 ErrorKind::Edit,
                 "constructor without a super()/this() call",
-            )),
+            ));
         }
+        let state = self.this_states(&calls)?;
+        Ok(Some(Ctor { calls, state }))
+    }
+
+    /// Forward data flow over the original code (branches, switches, handlers, jsr/ret): at
+    /// each instruction, whether `this` has been initialized by one of `calls`.
+    fn this_states(&self, calls: &[usize]) -> Result<Vec<u8>> {
+        let n = self.insns.len();
+        let code = self.code.code;
+        let mut state = vec![UNREACHED; n];
+        let mut work = vec![0usize];
+        if n > 0 {
+            state[0] = THIS_UNINIT;
+        }
+        let after_jsr: Vec<usize> = (0..n)
+            .filter(|&k| self.insns[k].flow() == Flow::Jsr && k + 1 < n)
+            .map(|k| k + 1)
+            .collect();
+        while let Some(k) = work.pop() {
+            let i = self.insns[k];
+            let st_in = state[k];
+            let st_out = if calls.binary_search(&k).is_ok() {
+                THIS_INIT
+            } else {
+                st_in
+            };
+            let mut succ: Vec<(usize, u8)> = Vec::new();
+            let mut bad = None;
+            if !sim::ends_block(&i) && k + 1 < n {
+                succ.push((k + 1, st_out));
+            }
+            i.for_each_target(code, |t| match u32::try_from(t).ok().map(|t| self.idx(t)) {
+                Some(Ok(j)) => succ.push((j, st_out)),
+                _ => bad = Some(t),
+            });
+            if let Some(t) = bad {
+                return Err(Error::format(format!(
+                    "pc {}: branch target {t} is not an instruction",
+                    i.pc
+                )));
+            }
+            if i.flow() == Flow::Ret {
+                succ.extend(after_jsr.iter().map(|&j| (j, st_out)));
+            }
+            for h in &self.code.handlers {
+                if (h.start as u32) <= i.pc && i.pc < h.end as u32 {
+                    // an exception thrown by the instruction: the state before it
+                    succ.push((self.idx(h.handler as u32)?, st_in));
+                }
+            }
+            for (j, st) in succ {
+                if state[j] == UNREACHED {
+                    state[j] = st;
+                    work.push(j);
+                } else if state[j] != st {
+                    return Err(Error::new(
+                        ErrorKind::Edit,
+                        format!(
+                            "constructor: pc {} is reached both before and after a \
+                             super()/this() call",
+                            self.insns[j].pc
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(k) =
+            (0..n).find(|&k| self.insns[k].flow() == Flow::Return && state[k] == THIS_UNINIT)
+        {
+            return Err(Error::new(
+                ErrorKind::Edit,
+                format!(
+                    "constructor: return at pc {} without a super()/this() call found before it",
+                    self.insns[k].pc
+                ),
+            ));
+        }
+        Ok(state)
     }
 
     fn idx(&self, pc: u32) -> Result<usize> {
@@ -819,15 +920,41 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             ];
             row(&mut out, r);
         }
-        let super_call = self.super_call()?;
-        let catch_start = match super_call {
-            Some(k) => lay.after_pos(k),
-            None => lay.before_pos(0),
-        };
-        let add_catch_all = self.catch_all.is_some() && catch_start < end_pos;
+        // The catch-all covers the code that runs after the entry probe: all of it, or in a
+        // constructor every run of code where `this` is initialized, each starting after a
+        // super()/this() call (no handler may cover code where `this` is uninitialized).
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        match self.ctor()? {
+            None => ranges.push((lay.before_pos(0), end_pos)),
+            Some(c) => {
+                let mut start = None;
+                for k in 0..n {
+                    if c.state[k] != THIS_INIT {
+                        if let Some(s) = start.take() {
+                            ranges.push((s, lay.before_pos(k)));
+                        }
+                    } else if start.is_none() {
+                        start = Some(lay.before_pos(k));
+                    }
+                    if c.calls.binary_search(&k).is_ok() {
+                        start = Some(lay.after_pos(k));
+                    }
+                }
+                if let Some(s) = start {
+                    ranges.push((s, end_pos));
+                }
+            }
+        }
+        ranges.retain(|&(s, e)| s < e);
+        let add_catch_all = self.catch_all.is_some() && !ranges.is_empty();
         if add_catch_all {
-            row(&mut out, [catch_start, end_pos, handler_pos, 0]);
-            n_handlers += 1;
+            for &(s, e) in &ranges {
+                row(&mut out, [s, e, handler_pos, 0]);
+                n_handlers += 1;
+            }
+            if n_handlers > 0xFFFF {
+                return Err(Error::new(ErrorKind::TooLarge, "exception table over 65535 rows"));
+            }
         }
         out[handlers_at..handlers_at + 2].copy_from_slice(&(n_handlers as u16).to_be_bytes());
 

@@ -153,6 +153,11 @@ pub struct Options {
     /// `leafEnter(I)V` and `leafExit(I)V` instead, which the runtime must provide. No other
     /// method can run between them on the thread, so the runtime needs no frame for them.
     pub leaf_probes: bool,
+    /// A method that cannot take its probes (e.g. its code would grow past 65,535 bytes) is
+    /// left original and the class's other methods are still instrumented; the methods left
+    /// original are returned by [`instrument_methods`]. Without it such a method fails the
+    /// whole class.
+    pub method_fallback: bool,
 }
 
 /// A field [`instrument_with`] adds to a class (no attributes).
@@ -187,14 +192,27 @@ pub fn instrument_with(
     reg: &mut dyn ProbeRegistry,
     opts: &Options,
 ) -> Result<Outcome, RewriteError> {
+    instrument_methods(class_bytes, rules, reg, opts).map(|(o, _)| o)
+}
+
+/// [`instrument_with`], also returning the selected methods left original (only with
+/// [`Options::method_fallback`]; otherwise their error is the class's), each error naming the
+/// method and the reason.
+pub fn instrument_methods(
+    class_bytes: &[u8],
+    rules: &Rules,
+    reg: &mut dyn ProbeRegistry,
+    opts: &Options,
+) -> Result<(Outcome, Vec<RewriteError>), RewriteError> {
+    let mut left = Vec::new();
     let cf = ClassFile::parse(class_bytes)?;
     let name = cf.name()?;
     if cf.access & ACC_MODULE != 0 {
-        return Ok(Outcome::Unchanged);
+        return Ok((Outcome::Unchanged, left));
     }
     let selected = rules.selects_class(&name);
     if !selected && !opts.adds_fields_to(&name) {
-        return Ok(Outcome::Unchanged);
+        return Ok((Outcome::Unchanged, left));
     }
     let source = cf.source_file();
     let runtime = rules.runtime_class();
@@ -228,8 +246,19 @@ pub fn instrument_with(
             first_line: first_line(&cf, ed.code()),
         };
         let id = reg.register(&info) as i32;
-        let body = probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes)
-            .map_err(|e| with_path(e, || cf.method_path(m)))?;
+        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes)
+        {
+            Ok(b) => b,
+            Err(e) => {
+                let e = with_path(e, || cf.method_path(m));
+                if !opts.method_fallback {
+                    return Err(e);
+                }
+                // the constants the attempt added stay in the pool, unused
+                left.push(e);
+                continue;
+            }
+        };
         w.set_code(k, body)?;
         changed = true;
     }
@@ -239,10 +268,10 @@ pub fn instrument_with(
         changed = true;
     }
     if !changed {
-        return Ok(Outcome::Unchanged);
+        return Ok((Outcome::Unchanged, left));
     }
     w.finish()
-        .map(Outcome::Rewritten)
+        .map(|b| (Outcome::Rewritten(b), left))
         .map_err(|e| with_path(e, || name.to_string()))
 }
 
@@ -353,10 +382,15 @@ fn probe_method(
         let s = calls.with_id(cp, enter, id)?;
         // In a constructor, `enter` runs right after the super()/this() call: no handler may
         // cover that call (HotSpot rejects it), so an exception thrown by it could never reach
-        // `unwind`, and an earlier `enter` would leave a frame that is never popped.
-        match ed.super_call()? {
-            Some(k) => ed.insert_after(k, &s)?,
-            None => ed.insert_entry(&s)?,
+        // `unwind`, and an earlier `enter` would leave a frame that is never popped. A
+        // constructor whose branches call different super()/this() constructors gets `enter`
+        // after each (every run passes exactly one).
+        let calls = ed.super_calls()?.to_vec();
+        if calls.is_empty() {
+            ed.insert_entry(&s)?;
+        }
+        for k in calls {
+            ed.insert_after(k, &s)?;
         }
     }
     if probes.contains(Probe::Exit) || timed.is_some() {

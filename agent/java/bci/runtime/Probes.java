@@ -169,7 +169,9 @@ public final class Probes {
                     k -= 8;
                 }
                 if (k < 8) {
-                    s.mismatches++;
+                    if (!s.early) {
+                        s.mismatches++;
+                    }
                     return;
                 }
                 s.mismatches += (b - 8 - k) >> 3;
@@ -399,6 +401,7 @@ public final class Probes {
                     name = null;
                 }
                 s = new T(t, nall, name, depth);
+                s.early = startedEarly(t);
                 if (nall == all.length) {
                     T[] n = new T[all.length * 2];
                     System.arraycopy(all, 0, n, 0, nall);
@@ -422,7 +425,30 @@ public final class Probes {
      * off, and not later in every probe (where the error's own instrumented constructor would
      * call probes again, without end).
      */
+    /** The threads alive when recording started (see {@link T#early}). */
+    static Thread[] earlyThreads = new Thread[0];
+
+    static boolean startedEarly(Thread t) {
+        for (Thread e : earlyThreads) {
+            if (e == t) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     public static void start() {
+        ThreadGroup g = Thread.currentThread().getThreadGroup();
+        while (g != null && g.getParent() != null) {
+            g = g.getParent();
+        }
+        if (g != null) {
+            Thread[] ts = new Thread[g.activeCount() + 16];
+            int n = g.enumerate(ts, true);
+            Thread[] e = new Thread[n];
+            System.arraycopy(ts, 0, e, 0, n);
+            earlyThreads = e;
+        }
         cur();
         T t = new T(Thread.currentThread(), -1, "self-test", depth);
         t.enter(0);
@@ -506,7 +532,14 @@ public final class Probes {
         int hUsed;
 
 
+        /** Exits that matched no frame (and frames that lost their exit). */
         long mismatches;
+        /**
+         * The thread ran before recording started (e.g. Reference Handler, Common-Cleaner):
+         * its methods entered then (blocked in a wait) exit later with no frame on the shadow
+         * stack. Such exits are expected, not counted as mismatches.
+         */
+        boolean early;
         /** Entries that missed the callee cache of their context (statistics). */
         long misses;
         /** Entries that took the out-of-line path (statistics). */
@@ -656,7 +689,9 @@ public final class Probes {
         void exit(int id) {
             int b = sp;
             if (b <= 8) {
-                mismatches++;
+                if (!early) {
+                    mismatches++;
+                }
                 return;
             }
             long[] fr = this.fr;
@@ -673,7 +708,9 @@ public final class Probes {
                     k -= 8;
                 }
                 if (k < 8) {
-                    mismatches++;
+                    if (!early) {
+                        mismatches++;
+                    }
                     return;
                 }
                 // frames above k lost their exit (e.g. an error inside a probe): end them now

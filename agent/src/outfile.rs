@@ -1,0 +1,202 @@
+//! The report file (`file=`): opened and locked when the agent loads, so that a path that
+//! cannot be written stops the JVM at start, and two JVMs given the same path never write
+//! into one file.
+//!
+//! Rules (agent/README.md): `%p` in the path becomes the process id, `%t` the start time
+//! (UTC, `YYYY-MM-DD_HH-MM-SS`), `%%` a `%`. The file is created (not yet emptied) at start and
+//! locked (advisory `flock`) for the life of the JVM. If another running JVM holds the lock,
+//! this JVM writes to `<path>.<pid>` instead and says so. A file left by an earlier run is
+//! replaced at the first dump, with a warning at start. `format=hprof|methods`: later dumps
+//! (SIGQUIT) are appended; `format=collapsed`: each SIGQUIT dump is a file of its own,
+//! `<path>.1`, `<path>.2`, …, and the dump at exit is `<path>`: one snapshot per file.
+
+use crate::options::Format;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Seek, SeekFrom, Write};
+
+/// Expands `%p`, `%t` and `%%` in a `file=` value. Any other `%` sequence is an error.
+pub fn expand(pattern: &str, pid: u32, unix_secs: u64) -> Result<String, String> {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('p') => out.push_str(&pid.to_string()),
+            Some('t') => out.push_str(&utc_stamp(unix_secs)),
+            Some('%') => out.push('%'),
+            other => {
+                return Err(format!(
+                    "bad value for option file: '{pattern}': unknown '%{}' (valid: %p = process id, \
+                     %t = start time, %% = %)",
+                    other.map(String::from).unwrap_or_default()
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `YYYY-MM-DD_HH-MM-SS` in UTC (civil-from-days, proleptic Gregorian).
+fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}_{:02}-{:02}-{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The open, locked report file.
+pub struct OutFile {
+    pub path: String,
+    file: File,
+    /// Dumps written so far.
+    dumps: usize,
+}
+
+fn open_unlocked(path: &str) -> Result<File, String> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("cannot open file={path} for the profile: {e}"))
+}
+
+impl OutFile {
+    /// Opens (creates) and locks the file for `path`, already expanded. Returns the file and
+    /// the warnings to log (another JVM holds the path; an existing file will be replaced).
+    pub fn open(path: &str, pid: u32) -> Result<(OutFile, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        let mut path = path.to_string();
+        let mut file = open_unlocked(&path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let alt = format!("{path}.{pid}");
+                warnings.push(format!(
+                    "file={path} is in use by another running JVM; this JVM writes its profile \
+                     to {alt} (use %p in file= for one file per JVM)"
+                ));
+                file = open_unlocked(&alt)?;
+                if let Err(TryLockError::WouldBlock) = file.try_lock() {
+                    return Err(format!("cannot lock file={alt}: in use by another JVM"));
+                }
+                path = alt;
+            }
+            Err(TryLockError::Error(e)) => warnings.push(format!(
+                "cannot lock file={path} ({e}); another JVM given the same file could replace \
+                 this one's profile"
+            )),
+        }
+        if file.metadata().map(|m| m.len() > 0).unwrap_or(false) {
+            warnings.push(format!(
+                "file={path} exists and will be replaced by this run's profile (use %p or %t \
+                 in file= to keep each run's)"
+            ));
+        }
+        Ok((
+            OutFile {
+                path,
+                file,
+                dumps: 0,
+            },
+            warnings,
+        ))
+    }
+
+    /// Writes one dump. `at_exit`: the dump at VM death. Returns the path written.
+    pub fn write(&mut self, text: &str, format: Format, at_exit: bool) -> Result<String, String> {
+        let err = |p: &str, e: std::io::Error| format!("cannot write {p}: {e}");
+        if format == Format::Collapsed && !at_exit {
+            // one snapshot per file: flame-graph tools add up every line of a file
+            let p = format!("{}.{}", self.path, self.dumps + 1);
+            std::fs::write(&p, text).map_err(|e| err(&p, e))?;
+            self.dumps += 1;
+            return Ok(p);
+        }
+        let first = self.dumps == 0 || format == Format::Collapsed;
+        let f = &mut self.file;
+        let r = if first {
+            f.set_len(0).and_then(|_| f.seek(SeekFrom::Start(0)))
+        } else {
+            f.seek(SeekFrom::End(0))
+        };
+        r.and_then(|_| f.write_all(text.as_bytes()))
+            .and_then(|_| f.flush())
+            .map_err(|e| err(&self.path, e))?;
+        self.dumps += 1;
+        Ok(self.path.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_pid_time_percent() {
+        assert_eq!(expand("a-%p.txt", 42, 0).unwrap(), "a-42.txt");
+        assert_eq!(
+            expand("%t", 0, 1_700_000_000).unwrap(),
+            "2023-11-14_22-13-20"
+        );
+        assert_eq!(expand("x%%p", 7, 0).unwrap(), "x%p");
+        assert_eq!(expand("plain", 7, 0).unwrap(), "plain");
+        let e = expand("a%q", 1, 0).unwrap_err();
+        assert!(e.contains("'a%q'") && e.contains("%p"), "{e}");
+        assert!(expand("a%", 1, 0).is_err());
+    }
+
+    #[test]
+    fn second_opener_gets_its_own_file() {
+        let d = std::env::temp_dir().join(format!("bciagent-outfile-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        let p = d.join("x.txt").display().to_string();
+        let _ = std::fs::remove_file(&p);
+        let (mut a, w) = OutFile::open(&p, 1).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        // flock locks belong to the open file description: a second open conflicts
+        let (mut b, w) = OutFile::open(&p, 2).unwrap();
+        assert_eq!(b.path, format!("{p}.2"));
+        assert!(w[0].contains("another running JVM"), "{w:?}");
+        a.write("A1\n", Format::Hprof, false).unwrap();
+        a.write("A2\n", Format::Hprof, true).unwrap();
+        b.write("B\n", Format::Hprof, true).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "A1\nA2\n");
+        assert_eq!(std::fs::read_to_string(format!("{p}.2")).unwrap(), "B\n");
+        drop(a);
+        let (mut c, w) = OutFile::open(&p, 3).unwrap();
+        assert!(w.iter().any(|w| w.contains("replaced")), "{w:?}");
+        c.write("C1\n", Format::Collapsed, false).unwrap();
+        c.write("C2\n", Format::Collapsed, true).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "C2\n");
+        assert_eq!(std::fs::read_to_string(format!("{p}.1")).unwrap(), "C1\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn unwritable_path_names_path_and_os_error() {
+        let e = OutFile::open("/nonexistent-bci-dir/x.txt", 1)
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("/nonexistent-bci-dir/x.txt") && e.contains("No such file"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,549 @@
+//! End-to-end checks of the agent's reliability: the report file (checked at start, never
+//! shared by two JVMs), nothing on the program's stdout, collapsed snapshots, classes and
+//! methods left original, constructors with several initialization calls.
+//!
+//! Needs a JDK (JAVA_HOME, or /usr/lib/jvm/java-17-openjdk-amd64, or java/javac on PATH).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn jdk_tool(name: &str) -> PathBuf {
+    if let Ok(home) = std::env::var("JAVA_HOME") {
+        let p = PathBuf::from(home).join("bin").join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    let p = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin").join(name);
+    if p.exists() {
+        return p;
+    }
+    PathBuf::from(name)
+}
+
+/// The cdylib of this test's profile (built on first use, as in cpu_times.rs).
+fn agent_lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--lib", "-p", "bci-agent"])
+            .env("CARGO_TARGET_DIR", target_dir);
+        if release {
+            cmd.arg("--release");
+        }
+        let o = cmd.output().unwrap();
+        let p = profile_dir.join("libbciagent.so");
+        assert!(
+            p.exists(),
+            "cargo build: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        p
+    })
+    .clone()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bciagent-rel-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Writes `src` as `<dir>/<class>.java` and compiles it into `dir`.
+fn compile(dir: &Path, class: &str, src: &str, cp: &[&str]) {
+    let f = dir.join(format!("{class}.java"));
+    std::fs::write(&f, src).unwrap();
+    let mut cmd = Command::new(jdk_tool("javac"));
+    cmd.arg("-g").arg("-d").arg(dir);
+    if !cp.is_empty() {
+        cmd.arg("-cp").arg(cp.join(":"));
+    }
+    let o = cmd.arg(&f).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn java(cp: &str, main: &str, opts: &str, extra: &[&str], args: &[&str]) -> Output {
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg(format!("-agentpath:{}={}", agent_lib().display(), opts));
+    cmd.args(extra).arg("-cp").arg(cp).arg(main).args(args);
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Count of `method` (e.g. `Two.f(I)I`) in a report's METHODS table, 0 if absent.
+fn method_count(report: &str, method: &str) -> u64 {
+    let mut inside = false;
+    for l in report.lines() {
+        if l.starts_with("METHODS BEGIN") {
+            inside = true;
+            continue;
+        }
+        if l.starts_with("METHODS END") {
+            inside = false;
+        }
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        if inside && cols.len() == 7 && cols[6] == method {
+            return cols[3].parse().unwrap();
+        }
+    }
+    0
+}
+
+const SMALL: &str = r#"
+public class Small {
+    static int f(int x) { return x + 1; }
+    public static void main(String[] a) {
+        int s = 0;
+        for (int i = 0; i < 321; i++) s += f(i);
+        System.out.println("small " + s);
+    }
+}
+"#;
+
+/// An unwritable `file=` stops the JVM at start, naming the path and the OS error (it was
+/// found only at exit, the run's data lost and the exit status 0).
+#[test]
+fn unwritable_file_refused_at_start() {
+    let dir = tmp("unwritable");
+    compile(&dir, "Small", SMALL, &[]);
+    let bad = dir.join("no-such-dir").join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("file={}", bad.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "must not start: {out}{err}");
+    assert!(!out.contains("small"), "the program ran: {out}");
+    assert!(
+        err.contains(&bad.display().to_string()) && err.contains("No such file or directory"),
+        "{err}"
+    );
+    // a bad % sequence is a bad option too
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("file={}/x%q", dir.display()),
+        &[],
+        &[],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success() && err.contains("%q"), "{err}");
+}
+
+/// Two JVMs running at the same time with the same `file=`: both reports are kept (the second
+/// writes `<file>.<pid>` and says so); `%p` gives each JVM its own file.
+#[test]
+fn two_jvms_same_file_both_reports_kept() {
+    let dir = tmp("twojvms");
+    // each JVM announces itself, then waits until the other has started too: both agents
+    // hold their report files at the same time
+    compile(
+        &dir,
+        "Two",
+        r#"
+import java.nio.file.*;
+public class Two {
+    static int f(int x) { return x + 1; }
+    public static void main(String[] a) throws Exception {
+        int n = Integer.parseInt(a[1]);
+        int s = 0;
+        for (int i = 0; i < n; i++) s += f(i);
+        Path dir = Path.of(a[0]);
+        Files.writeString(dir.resolve("started-" + n), "");
+        for (int i = 0; i < 600; i++) {
+            long k;
+            try (var st = Files.list(dir)) { k = st.filter(p -> p.getFileName().toString().startsWith("started-")).count(); }
+            if (k >= 2) break;
+            Thread.sleep(50);
+        }
+        System.out.println("two " + s);
+    }
+}
+"#,
+        &[],
+    );
+    let rep = dir.join("reports");
+    std::fs::create_dir_all(&rep).unwrap();
+    let sync = dir.join("sync");
+    std::fs::create_dir_all(&sync).unwrap();
+    let file = rep.join("out.txt");
+    let spawn = |n: &str| {
+        let mut cmd = Command::new(jdk_tool("java"));
+        cmd.arg(format!(
+            "-agentpath:{}=file={}",
+            agent_lib().display(),
+            file.display()
+        ))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("Two")
+        .arg(&sync)
+        .arg(n)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let a = spawn("111");
+    let b = spawn("222");
+    let (oa, ob) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(oa.status.success() && ob.status.success());
+    let warned = [&oa, &ob]
+        .iter()
+        .filter(|o| text(o).1.contains("in use by another running JVM"))
+        .count();
+    assert_eq!(warned, 1, "exactly one JVM is told to use another file");
+    let mut counts = Vec::new();
+    for e in std::fs::read_dir(&rep).unwrap() {
+        let r = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        counts.push(method_count(&r, "Two.f(I)I"));
+    }
+    counts.sort();
+    assert_eq!(counts, vec![111, 222], "one report per JVM");
+
+    // %p: one file per process id
+    let o = java(
+        dir.to_str().unwrap(),
+        "Two",
+        &format!("file={}/p-%p.txt", rep.display()),
+        &[],
+        &[sync.to_str().unwrap(), "5"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    let named: Vec<String> = std::fs::read_dir(&rep)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("p-"))
+        .collect();
+    assert_eq!(named.len(), 1, "{named:?}");
+    let pid = named[0]
+        .trim_start_matches("p-")
+        .trim_end_matches(".txt")
+        .parse::<u32>();
+    assert!(pid.is_ok(), "{named:?}");
+}
+
+/// clock=cpu: the program's stdout holds only the program's output (HotSpot printed
+/// "Re-registering of platform native method: java.lang.BciProbes.cpuNanos()J" there when the
+/// agent registered the native), and the CPU clock still works.
+#[test]
+fn clock_cpu_writes_nothing_to_stdout() {
+    let dir = tmp("cpustdout");
+    compile(&dir, "Small", SMALL, &[]);
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("file={},clock=cpu", f.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out, "small 51681\n", "stderr: {err}");
+    let r = std::fs::read_to_string(&f).unwrap();
+    assert_eq!(method_count(&r, "Small.f(I)I"), 321);
+    let total: f64 = r
+        .lines()
+        .find(|l| l.starts_with("METHODS BEGIN"))
+        .and_then(|l| l.split("total = ").nth(1))
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap();
+    assert!(total > 0.0, "the CPU clock read nothing: {r}");
+}
+
+/// format=collapsed: a SIGQUIT dump is a file of its own (`<file>.1`), the dump at exit is
+/// `<file>` (snapshots were appended to one file, which flame-graph tools add up); stacks are
+/// whole by default (depth=4 cut them, making every cut stack a root).
+#[test]
+fn collapsed_one_snapshot_per_file_full_stacks() {
+    let dir = tmp("collapsed");
+    compile(
+        &dir,
+        "Chain",
+        r#"
+import java.nio.file.*;
+public class Chain {
+    static long e(int n) { long s = 0; for (int i = 0; i < n; i++) s += i ^ (s >>> 3); return s; }
+    static long d(int n) { return e(n) + 1; }
+    static long c(int n) { return d(n) + 1; }
+    static long b(int n) { return c(n) + 1; }
+    static long a(int n) { return b(n) + 1; }
+    public static void main(String[] args) throws Exception {
+        long s = 0;
+        for (int i = 0; i < 50; i++) s += a(100000);
+        long pid = ProcessHandle.current().pid();
+        new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+        Path p = Path.of(args[0] + ".1");
+        for (int i = 0; i < 200 && !(Files.exists(p) && Files.size(p) > 0); i++) Thread.sleep(50);
+        Thread.sleep(200);
+        for (int i = 0; i < 50; i++) s += a(100000);
+        System.out.println("chain " + s);
+    }
+}
+"#,
+        &[],
+    );
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Chain",
+        &format!("file={},format=collapsed,clock=wall", f.display()),
+        &[],
+        &[f.to_str().unwrap()],
+    );
+    let (out, err) = text(&o);
+    // (stdout also has the JVM's own SIGQUIT thread dump)
+    assert!(o.status.success() && out.contains("chain "), "{err}");
+    let first = std::fs::read_to_string(dir.join("out.txt.1")).expect("SIGQUIT dump in out.txt.1");
+    let last = std::fs::read_to_string(&f).unwrap();
+    assert!(!dir.join("out.txt.2").exists());
+    let whole = "Chain.main;Chain.a;Chain.b;Chain.c;Chain.d;Chain.e ";
+    for (what, t) in [("out.txt.1", &first), ("out.txt", &last)] {
+        let lines: Vec<&str> = t.lines().filter(|l| l.contains("Chain.e ")).collect();
+        assert_eq!(lines.len(), 1, "{what}: one line for e, its whole stack: {t}");
+        assert!(lines[0].starts_with(whole), "{what}: {}", lines[0]);
+        // one snapshot: every stack once
+        let mut stacks: Vec<&str> = t.lines().map(|l| l.rsplit_once(' ').unwrap().0).collect();
+        let n = stacks.len();
+        stacks.sort();
+        stacks.dedup();
+        assert_eq!(stacks.len(), n, "{what}: a stack appears twice");
+        assert!(!t.lines().any(|l| l.starts_with("Chain.b;")), "{what}: cut stack");
+    }
+    let weight = |t: &str| -> u64 {
+        let l = t.lines().find(|l| l.starts_with(whole)).unwrap();
+        l.rsplit_once(' ').unwrap().1.parse().unwrap()
+    };
+    assert!(weight(&last) > weight(&first), "the exit snapshot includes the later calls");
+}
+
+/// Generates `Alt.class` with ASM (Debian's libasm-java): constructors in which different
+/// branches call different initialization calls, as Groovy emits when the delegate
+/// constructor is chosen at run time:
+/// - `Alt(Z)V`: `if (b) super() else super()` (two `Object.<init>` calls), then `check(b)`,
+///   which throws when `b` is false (an exceptional exit after initialization);
+/// - `Alt(I)V`: `if (i > 0) this(true) else this(i == 0)` (two `this(...)` calls).
+const GEN_ALT: &str = r#"
+import org.objectweb.asm.*;
+import static org.objectweb.asm.Opcodes.*;
+public class GenAlt {
+    public static void main(String[] a) throws Exception {
+        ClassWriter cw = new ClassWriter(ClassWriter.COMPUTE_FRAMES | ClassWriter.COMPUTE_MAXS);
+        cw.visit(V11, ACC_PUBLIC | ACC_SUPER, "Alt", null, "java/lang/Object", null);
+        cw.visitSource("Alt.java", null);
+        MethodVisitor m = cw.visitMethod(ACC_PUBLIC, "<init>", "(Z)V", null, null);
+        m.visitCode();
+        Label other = new Label(), joined = new Label();
+        m.visitVarInsn(ILOAD, 1);
+        m.visitJumpInsn(IFEQ, other);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitMethodInsn(INVOKESPECIAL, "java/lang/Object", "<init>", "()V", false);
+        m.visitJumpInsn(GOTO, joined);
+        m.visitLabel(other);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitMethodInsn(INVOKESPECIAL, "java/lang/Object", "<init>", "()V", false);
+        m.visitLabel(joined);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitVarInsn(ILOAD, 1);
+        m.visitMethodInsn(INVOKEVIRTUAL, "Alt", "check", "(Z)V", false);
+        m.visitInsn(RETURN);
+        m.visitMaxs(0, 0);
+        m.visitEnd();
+        m = cw.visitMethod(ACC_PUBLIC, "<init>", "(I)V", null, null);
+        m.visitCode();
+        Label neg = new Label(), done = new Label();
+        m.visitVarInsn(ILOAD, 1);
+        m.visitJumpInsn(IFLE, neg);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitInsn(ICONST_1);
+        m.visitMethodInsn(INVOKESPECIAL, "Alt", "<init>", "(Z)V", false);
+        m.visitJumpInsn(GOTO, done);
+        m.visitLabel(neg);
+        m.visitVarInsn(ALOAD, 0);
+        m.visitVarInsn(ILOAD, 1);
+        Label nz = new Label(), pushed = new Label();
+        m.visitJumpInsn(IFNE, nz);
+        m.visitInsn(ICONST_1);
+        m.visitJumpInsn(GOTO, pushed);
+        m.visitLabel(nz);
+        m.visitInsn(ICONST_0);
+        m.visitLabel(pushed);
+        m.visitMethodInsn(INVOKESPECIAL, "Alt", "<init>", "(Z)V", false);
+        m.visitLabel(done);
+        m.visitInsn(RETURN);
+        m.visitMaxs(0, 0);
+        m.visitEnd();
+        m = cw.visitMethod(0, "check", "(Z)V", null, null);
+        m.visitCode();
+        Label ok = new Label();
+        m.visitVarInsn(ILOAD, 1);
+        m.visitJumpInsn(IFNE, ok);
+        m.visitTypeInsn(NEW, "java/lang/IllegalStateException");
+        m.visitInsn(DUP);
+        m.visitMethodInsn(INVOKESPECIAL, "java/lang/IllegalStateException", "<init>", "()V", false);
+        m.visitInsn(ATHROW);
+        m.visitLabel(ok);
+        m.visitInsn(RETURN);
+        m.visitMaxs(0, 0);
+        m.visitEnd();
+        cw.visitEnd();
+        java.nio.file.Files.write(java.nio.file.Path.of(a[0], "Alt.class"), cw.toByteArray());
+    }
+}
+"#;
+
+const ALT_MAIN: &str = r#"
+public class AltMain {
+    public static void main(String[] a) {
+        int made = 0, failed = 0;
+        for (int i = 0; i < 3; i++) { new Alt(true); made++; }
+        for (int i = 0; i < 2; i++) {
+            try { new Alt(false); } catch (IllegalStateException e) { failed++; }
+        }
+        for (int i = 0; i < 4; i++) { new Alt(7); made++; }
+        for (int i = 0; i < 5; i++) {
+            try { new Alt(-1); } catch (IllegalStateException e) { failed++; }
+        }
+        new Alt(0);
+        made++;
+        System.out.println("alt " + made + " " + failed);
+    }
+}
+"#;
+
+/// Builds Alt.class (ASM) and AltMain.class in a fresh directory; None (with the reason
+/// printed) without Debian's libasm-java.
+fn alt_classes(name: &str) -> Option<PathBuf> {
+    let asm = Path::new("/usr/share/java/asm.jar");
+    if !asm.exists() {
+        eprintln!("skipped: {} not installed (apt-get install libasm-java)", asm.display());
+        return None;
+    }
+    let dir = tmp(name);
+    let gen = dir.join("gen");
+    std::fs::create_dir_all(&gen).unwrap();
+    compile(&gen, "GenAlt", GEN_ALT, &[asm.to_str().unwrap()]);
+    let o = Command::new(jdk_tool("java"))
+        .arg("-cp")
+        .arg(format!("{}:{}", gen.display(), asm.display()))
+        .arg("GenAlt")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    compile(&dir, "AltMain", ALT_MAIN, &[dir.to_str().unwrap()]);
+    Some(dir)
+}
+
+/// Constructors whose branches call different super()/this() constructors: HotSpot
+/// (-Xverify:all) accepts the instrumented class (the catch-all covered code where `this` was
+/// uninitialized: VerifyError "flagThisUninit"), every constructor run is counted once and
+/// every exit matches its entry, exceptional exits after initialization included.
+#[test]
+fn constructor_with_alternative_super_calls() {
+    let Some(dir) = alt_classes("altctor") else {
+        return;
+    };
+    // bare run: the generated class is valid to begin with
+    let o = Command::new(jdk_tool("java"))
+        .args(["-Xverify:all", "-cp"])
+        .arg(&dir)
+        .arg("AltMain")
+        .output()
+        .unwrap();
+    assert_eq!(text(&o).0, "alt 8 7\n", "{}", text(&o).1);
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "AltMain",
+        &format!("file={},verbose=y", f.display()),
+        &["-Xverify:all"],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert_eq!(out, "alt 8 7\n", "{err}");
+    assert!(
+        err.lines().any(|l| l.contains("Alt: instrumented")),
+        "Alt instrumented: {err}"
+    );
+    assert!(
+        !err.lines()
+            .any(|l| l.contains("Alt") && l.contains("left original")),
+        "{err}"
+    );
+    let r = std::fs::read_to_string(&f).unwrap();
+    // (Z)V: 3 + 2 direct, plus one per (I)V run (4 + 5 + 1)
+    assert_eq!(method_count(&r, "Alt.<init>(Z)V"), 15, "{r}");
+    // (I)V: counted once its this(...) call returned (the entry probe's place): not the 5 runs
+    // in which this(false) threw
+    assert_eq!(method_count(&r, "Alt.<init>(I)V"), 5, "{r}");
+    assert_eq!(method_count(&r, "Alt.check(Z)V"), 15, "{r}");
+    assert!(!r.contains("did not match the shadow stack"), "{r}");
+}
+
+/// Threads that ran before recording started (Reference Handler, Common-Cleaner) return later
+/// from methods entered then: those exits match no frame and are not mismatches (every javac
+/// report ended with "# 1 probe exits did not match the shadow stack", this among them).
+#[test]
+fn exits_of_frames_entered_before_recording_are_not_mismatches() {
+    let dir = tmp("early");
+    compile(
+        &dir,
+        "Early",
+        r#"
+import java.lang.ref.*;
+public class Early {
+    static Object keep;
+    public static void main(String[] a) throws Exception {
+        ReferenceQueue<Object> q = new ReferenceQueue<>();
+        WeakReference<Object> w = new WeakReference<>(new Object(), q);
+        for (int i = 0; i < 50; i++) {
+            // garbage the common cleaner handles (Inflater registers with it)
+            new java.util.zip.Inflater();
+        }
+        Reference<?> r = null;
+        for (int i = 0; i < 20 && r == null; i++) {
+            System.gc();
+            r = q.remove(100);
+        }
+        Thread.sleep(300);
+        System.out.println("early " + (r == w));
+    }
+}
+"#,
+        &[],
+    );
+    let f = dir.join("out.txt");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Early",
+        &format!("file={}", f.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out, "early true\n", "the reference was enqueued: {err}");
+    let r = std::fs::read_to_string(&f).unwrap();
+    // the Reference Handler ran: it enqueued w
+    assert!(method_count(&r, "java.lang.ref.Reference.enqueueFromPending()V") > 0
+        || method_count(&r, "java.lang.ref.ReferenceQueue.enqueue(Ljava/lang/ref/Reference;)Z") > 0, "{r}");
+    assert!(!r.contains("did not match the shadow stack"), "{r}");
+}
