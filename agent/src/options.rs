@@ -290,7 +290,13 @@ mod tests {
         assert!(e.contains("cpu") && e.contains("times"), "{e}");
         assert!(parse(Some("depth=0")).is_err());
         assert!(parse(Some("lineno=maybe")).is_err());
-        for bad in ["thread=yes", "thread=no", "doe=yes", "verbose=no", "lineno=Y"] {
+        for bad in [
+            "thread=yes",
+            "thread=no",
+            "doe=yes",
+            "verbose=no",
+            "lineno=Y",
+        ] {
             let e = parse(Some(bad)).unwrap_err().0;
             assert!(e.contains("(valid: y, n)"), "{bad}: {e}");
         }
