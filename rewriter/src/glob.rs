@@ -34,9 +34,6 @@ impl Glob {
         }
         Ok(())
     }
-    pub fn is_match_all(&self) -> bool {
-        self.pat == b"*"
-    }
     pub fn matches(&self, s: &str) -> bool {
         if self.pat == b"*" {
             return true;
