@@ -130,8 +130,9 @@ Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
 
 fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
     match v {
-        "y" | "yes" => Ok(true),
-        "n" | "no" => Ok(false),
+        // y|n only, as the help says and as HPROF takes them (it refuses thread=yes too).
+        "y" => Ok(true),
+        "n" => Ok(false),
         _ => Err(OptionError(format!(
             "bad value for option {name}: '{v}' (valid: y, n)"
         ))),
@@ -302,6 +303,16 @@ mod tests {
         assert!(e.contains("cpu") && e.contains("times"), "{e}");
         assert!(parse(Some("depth=0")).is_err());
         assert!(parse(Some("lineno=maybe")).is_err());
+        for bad in [
+            "thread=yes",
+            "thread=no",
+            "doe=yes",
+            "verbose=no",
+            "lineno=Y",
+        ] {
+            let e = parse(Some(bad)).unwrap_err().0;
+            assert!(e.contains("(valid: y, n)"), "{bad}: {e}");
+        }
         assert!(parse(Some("file=")).is_err());
         assert!(parse(Some("depth=65")).is_err());
     }

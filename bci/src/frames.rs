@@ -74,11 +74,6 @@ pub struct Frame {
     pub stack: Vec<VType>,
 }
 
-/// Slot count of an entry-form list.
-pub fn slot_count(entries: &[VType]) -> usize {
-    entries.iter().map(|t| t.slots() as usize).sum()
-}
-
 /// Entry form -> slot form (a long/double is followed by Top).
 pub fn to_slots(entries: &[VType], out: &mut Vec<VType>) {
     out.clear();

@@ -8,7 +8,7 @@ use crate::cp::{tag, ConstantPool, CpBuilder};
 use crate::desc::{self, MethodDesc};
 use crate::error::{Error, Result};
 use crate::frames::VType;
-use crate::opcodes::{op, Operands};
+use crate::opcodes::op;
 
 /// [`depth_effect`] of the opcodes whose effect needs no operand: the table's fixed effects
 /// plus the `?` cases that are constant anyway (aload, ldc, new, …).
@@ -380,9 +380,4 @@ pub fn ends_block(i: &Insn) -> bool {
         i.flow(),
         Flow::Goto | Flow::Switch | Flow::Return | Flow::Throw | Flow::Ret
     )
-}
-
-/// Whether an operand layout is a branch (for callers that need it).
-pub fn is_branch(i: &Insn) -> bool {
-    matches!(i.operands(), Operands::Branch16 | Operands::Branch32)
 }

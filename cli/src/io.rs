@@ -1,5 +1,12 @@
 //! Walk a directory or jar of classes and write a transformed copy (directory or jar).
+//!
+//! Jar to jar, the output keeps every entry of the input in its order, directory entries
+//! included, with its timestamp, compression method and (unless the jar is signed) bytes:
+//! untouched entries are copied still compressed. Only instrumented classes are recompressed.
+//! A signed jar whose classes change loses its signature (`META-INF/*.SF|RSA|DSA|EC`,
+//! `SIG-*`, and the manifest's per-entry digests), since the JVM would refuse it otherwise.
 
+use crate::progress::Progress;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -7,15 +14,120 @@ fn is_archive(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "jar" || e == "zip")
 }
 
-/// Every file of `input` (relative name, bytes).
+fn named(p: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
+    move |e| format!("{}: {e}", p.display())
+}
+
+/// What [`transform`] did beyond replacing classes.
+#[derive(Default, Debug)]
+pub struct Report {
+    /// Signature files left out because the jar was signed and classes changed.
+    pub removed_signature: Vec<String>,
+}
+
+/// A signature-related file of a signed jar (JAR File Specification, "Signed JAR File"):
+/// `META-INF/<name>.SF|.RSA|.DSA|.EC` and `META-INF/SIG-*`, directly in META-INF/.
+pub fn is_signature_file(name: &str) -> bool {
+    let Some(f) = name.strip_prefix("META-INF/") else {
+        return false;
+    };
+    if f.is_empty() || f.contains('/') {
+        return false;
+    }
+    let up = f.to_ascii_uppercase();
+    up.starts_with("SIG-")
+        || [".SF", ".RSA", ".DSA", ".EC"]
+            .iter()
+            .any(|x| up.ends_with(x) && up.len() > x.len())
+}
+
+/// The manifest without per-entry digests (`*-Digest` attributes of the individual sections;
+/// sections left with only their `Name` go). The main section and every other byte, line ends
+/// and continuation lines included, stay as they were.
+pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
+    // Physical lines with their terminators (\r\n, \n or \r).
+    let mut lines: Vec<&[u8]> = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < mf.len() {
+        let end = match mf[i] {
+            b'\n' => i + 1,
+            b'\r' if mf.get(i + 1) == Some(&b'\n') => i + 2,
+            b'\r' => i + 1,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        lines.push(&mf[start..end]);
+        start = end;
+        i = end;
+    }
+    if start < mf.len() {
+        lines.push(&mf[start..]);
+    }
+    let is_blank = |l: &[u8]| l.iter().all(|&b| b == b'\r' || b == b'\n');
+    // Sections: runs of non-blank lines; attributes: a line and its continuation lines.
+    let mut out = Vec::with_capacity(mf.len());
+    let mut k = 0;
+    let mut first = true;
+    while k < lines.len() {
+        if is_blank(lines[k]) {
+            if first {
+                out.extend_from_slice(lines[k]);
+            }
+            k += 1;
+            continue;
+        }
+        let mut attrs: Vec<Vec<u8>> = Vec::new();
+        while k < lines.len() && !is_blank(lines[k]) {
+            if lines[k].first() == Some(&b' ') && !attrs.is_empty() {
+                attrs.last_mut().unwrap().extend_from_slice(lines[k]);
+            } else {
+                attrs.push(lines[k].to_vec());
+            }
+            k += 1;
+        }
+        // The blank line closing the section (if any).
+        let blank = if k < lines.len() {
+            k += 1;
+            lines[k - 1]
+        } else {
+            &[][..]
+        };
+        if first {
+            first = false;
+            attrs.iter().for_each(|a| out.extend_from_slice(a));
+            out.extend_from_slice(blank);
+            continue;
+        }
+        let kept: Vec<&Vec<u8>> = attrs
+            .iter()
+            .filter(|a| {
+                let name = a.split(|&b| b == b':').next().unwrap_or(&[]);
+                !name.to_ascii_lowercase().ends_with(b"-digest")
+            })
+            .collect();
+        let only_name = kept
+            .iter()
+            .all(|a| a.to_ascii_lowercase().starts_with(b"name:"));
+        if !only_name {
+            kept.iter().for_each(|a| out.extend_from_slice(a));
+            out.extend_from_slice(blank);
+        }
+    }
+    out
+}
+
+/// Every file of `input` (relative name, bytes); directories of a jar are left out.
 pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", input.display());
+    let err = named(input);
     let mut out = Vec::new();
     if input.is_dir() {
         let mut stack: Vec<PathBuf> = vec![input.to_path_buf()];
         while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).map_err(|e| err(&e))? {
-                let p = e.map_err(|e| err(&e))?.path();
+            for e in std::fs::read_dir(&d).map_err(|e| named(&d)(&e))? {
+                let p = e.map_err(|e| named(&d)(&e))?.path();
                 if p.is_dir() {
                     stack.push(p);
                 } else {
@@ -24,7 +136,7 @@ pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
                         .map_err(|e| err(&e))?
                         .to_string_lossy()
                         .replace('\\', "/");
-                    out.push((rel, std::fs::read(&p).map_err(|e| err(&e))?));
+                    out.push((rel, std::fs::read(&p).map_err(|e| named(&p)(&e))?));
                 }
             }
         }
@@ -38,14 +150,17 @@ pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
                 continue;
             }
             let mut b = Vec::with_capacity(e.size() as usize);
-            e.read_to_end(&mut b).map_err(|e| err(&e))?;
+            e.read_to_end(&mut b)
+                .map_err(|x| format!("{}: {}: {x}", input.display(), e.name()))?;
             out.push((e.name().to_string(), b));
         }
-    } else {
+    } else if input.exists() {
         return Err(format!(
             "{}: not a directory or a .jar/.zip",
             input.display()
         ));
+    } else {
+        return Err(format!("{}: no such file or directory", input.display()));
     }
     Ok(out)
 }
@@ -54,39 +169,181 @@ pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
 pub fn transform(
     input: &Path,
     output: &Path,
+    progress: &Progress,
     mut f: impl FnMut(&str, &[u8]) -> Option<Vec<u8>>,
-) -> Result<(), String> {
+) -> Result<Report, String> {
+    if is_archive(input) && is_archive(output) {
+        return jar_to_jar(input, output, progress, f);
+    }
     let files = read_all(input)?;
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", output.display());
-    if is_archive(output) {
+    progress.start(files.iter().filter(|(n, _)| n.ends_with(".class")).count());
+    let mut new: Vec<Option<Vec<u8>>> = Vec::with_capacity(files.len());
+    for (name, bytes) in &files {
+        new.push(if name.ends_with(".class") {
+            let r = f(name, bytes);
+            progress.inc();
+            r
+        } else {
+            None
+        });
+    }
+    progress.finish();
+    let mut report = Report::default();
+    let signed = new.iter().any(Option::is_some) && files.iter().any(|(n, _)| is_signature_file(n));
+    let err = named(output);
+    let mut z = if is_archive(output) {
         let file = std::fs::File::create(output).map_err(|e| err(&e))?;
-        let mut z = zip::ZipWriter::new(file);
-        let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated);
-        for (name, bytes) in &files {
-            let new = if name.ends_with(".class") {
-                f(name, bytes)
-            } else {
-                None
-            };
-            z.start_file(name.as_str(), opts).map_err(|e| err(&e))?;
-            z.write_all(new.as_deref().unwrap_or(bytes))
-                .map_err(|e| err(&e))?;
-        }
-        z.finish().map_err(|e| err(&e))?;
+        Some(zip::ZipWriter::new(file))
     } else {
-        for (name, bytes) in &files {
-            let new = if name.ends_with(".class") {
-                f(name, bytes)
-            } else {
-                None
-            };
+        None
+    };
+    for ((name, bytes), new) in files.iter().zip(&new) {
+        let mut bytes: &[u8] = new.as_deref().unwrap_or(bytes);
+        let stripped;
+        if signed && is_signature_file(name) {
+            report.removed_signature.push(name.clone());
+            continue;
+        }
+        if signed && name == "META-INF/MANIFEST.MF" {
+            stripped = strip_manifest_digests(bytes);
+            bytes = &stripped;
+        }
+        if let Some(z) = z.as_mut() {
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated);
+            z.start_file(name.as_str(), opts).map_err(|e| err(&e))?;
+            z.write_all(bytes).map_err(|e| err(&e))?;
+        } else {
             let p = output.join(name);
             if let Some(d) = p.parent() {
-                std::fs::create_dir_all(d).map_err(|e| err(&e))?;
+                std::fs::create_dir_all(d).map_err(|e| named(d)(&e))?;
             }
-            std::fs::write(&p, new.as_deref().unwrap_or(bytes)).map_err(|e| err(&e))?;
+            std::fs::write(&p, bytes).map_err(|e| named(&p)(&e))?;
         }
     }
-    Ok(())
+    if let Some(z) = z {
+        z.finish().map_err(|e| err(&e))?;
+    }
+    Ok(report)
+}
+
+/// Jar to jar: every entry in order; untouched ones (directories included) copied raw (still
+/// compressed, same timestamp and method), rewritten classes with their entry's timestamp,
+/// permissions and compression method.
+fn jar_to_jar(
+    input: &Path,
+    output: &Path,
+    progress: &Progress,
+    mut f: impl FnMut(&str, &[u8]) -> Option<Vec<u8>>,
+) -> Result<Report, String> {
+    let ierr = named(input);
+    let file = std::fs::File::open(input).map_err(|e| ierr(&e))?;
+    let mut z = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| ierr(&e))?;
+    let names: Vec<String> = (0..z.len())
+        .map(|i| z.name_for_index(i).unwrap_or_default().to_string())
+        .collect();
+    let entry_err =
+        |name: &str, e: &dyn std::fmt::Display| format!("{}: {name}: {e}", input.display());
+    progress.start(names.iter().filter(|n| n.ends_with(".class")).count());
+    let mut new: Vec<Option<Vec<u8>>> = vec![None; names.len()];
+    for (i, name) in names.iter().enumerate() {
+        if !name.ends_with(".class") {
+            continue;
+        }
+        let mut e = z.by_index(i).map_err(|e| entry_err(name, &e))?;
+        let mut b = Vec::with_capacity(e.size() as usize);
+        e.read_to_end(&mut b).map_err(|e| entry_err(name, &e))?;
+        drop(e);
+        new[i] = f(name, &b);
+        progress.inc();
+    }
+    progress.finish();
+    let signed = new.iter().any(Option::is_some) && names.iter().any(|n| is_signature_file(n));
+    let mut report = Report::default();
+    let oerr = named(output);
+    let out = std::fs::File::create(output).map_err(|e| oerr(&e))?;
+    let mut w = zip::ZipWriter::new(std::io::BufWriter::new(out));
+    for (i, name) in names.iter().enumerate() {
+        if signed && is_signature_file(name) {
+            report.removed_signature.push(name.clone());
+            continue;
+        }
+        let mut bytes = new[i].take();
+        if signed && name.eq_ignore_ascii_case("META-INF/MANIFEST.MF") {
+            let mut e = z.by_index(i).map_err(|e| entry_err(name, &e))?;
+            let mut b = Vec::new();
+            e.read_to_end(&mut b).map_err(|e| entry_err(name, &e))?;
+            bytes = Some(strip_manifest_digests(&b));
+        }
+        let e = z.by_index_raw(i).map_err(|e| entry_err(name, &e))?;
+        let time = e.last_modified().unwrap_or_default();
+        if let Some(b) = bytes {
+            let method = match e.compression() {
+                zip::CompressionMethod::Stored => zip::CompressionMethod::Stored,
+                _ => zip::CompressionMethod::Deflated,
+            };
+            let mut opts = zip::write::SimpleFileOptions::default()
+                .compression_method(method)
+                .last_modified_time(time)
+                .large_file(b.len() as u64 >= u32::MAX as u64);
+            if let Some(m) = e.unix_mode() {
+                opts = opts.unix_permissions(m & 0o777);
+            }
+            drop(e);
+            w.start_file(name.as_str(), opts).map_err(|e| oerr(&e))?;
+            w.write_all(&b).map_err(|e| oerr(&e))?;
+        } else {
+            // Directories too: add_directory would make the jar tool's deflated META-INF/ stored.
+            w.raw_copy_file(e).map_err(|e| oerr(&e))?;
+        }
+    }
+    if !z.comment().is_empty() {
+        w.set_raw_comment(z.comment().into());
+    }
+    w.finish().map_err(|e| oerr(&e))?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signature_files() {
+        for y in [
+            "META-INF/ECLIPSE_.SF",
+            "META-INF/ECLIPSE_.RSA",
+            "META-INF/x.dsa",
+            "META-INF/A.EC",
+            "META-INF/SIG-FOO",
+        ] {
+            assert!(is_signature_file(y), "{y}");
+        }
+        for n in [
+            "META-INF/MANIFEST.MF",
+            "META-INF/.SF",
+            "META-INF/sub/A.SF",
+            "A.SF",
+            "META-INF/versions/9/A.class",
+        ] {
+            assert!(!is_signature_file(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn manifest_digests_stripped_main_section_kept() {
+        let mf = b"Manifest-Version: 1.0\r\nMain-Class: a.B\r\nCreated-By: 17 (Debian)\r\n\r\n\
+Name: a/B.class\r\nSHA-256-Digest: abc\r\n\r\n\
+Name: a/very/long/name/that/goes/past/seventy/two/bytes/and/so/is/wrap\r\n ped/C.class\r\nSHA-256-Digest: def\r\n\r\n\
+Name: a/D.class\r\nSHA1-Digest: x\r\nX-Custom: keep\r\n\r\n";
+        let out = String::from_utf8(strip_manifest_digests(mf)).unwrap();
+        assert_eq!(
+            out,
+            "Manifest-Version: 1.0\r\nMain-Class: a.B\r\nCreated-By: 17 (Debian)\r\n\r\n\
+Name: a/D.class\r\nX-Custom: keep\r\n\r\n"
+        );
+        // No digests: unchanged, whatever the line ends.
+        let plain = b"Manifest-Version: 1.0\nA: b\n\nName: x\nY: z\n";
+        assert_eq!(strip_manifest_digests(plain), plain.to_vec());
+    }
 }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod io;
+mod progress;
 
 use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
 use clap::{Parser, Subcommand};
@@ -50,10 +51,7 @@ enum Cmd {
         strict: bool,
     },
     /// Verify every class of a directory or jar (independent verifier, no JVM needed).
-    Verify {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    Verify(bci_verify::cli::VerifyArgs),
     /// Check rule files.
     Rules {
         #[command(subcommand)]
@@ -64,21 +62,43 @@ enum Cmd {
 #[derive(Subcommand)]
 enum RulesCmd {
     /// Parse rule files and report errors as file:line:col.
-    Check { files: Vec<PathBuf> },
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Default)]
 struct Registry {
     map: Vec<String>,
+    /// N while instrumenting `META-INF/versions/N/` of a multi-release jar.
+    release: Option<u32>,
 }
 
 impl ProbeRegistry for Registry {
     fn register(&mut self, m: &MethodInfo<'_>) -> u32 {
         let id = self.map.len() as u32;
-        self.map
-            .push(format!("{id}\t{}\t{}\t{}", m.class, m.name, m.desc));
+        let mut line = format!("{id}\t{}\t{}\t{}", m.class, m.name, m.desc);
+        if let Some(n) = self.release {
+            line.push_str(&format!("\t{n}"));
+        }
+        self.map.push(line);
         id
     }
+}
+
+/// The release N of a class under `META-INF/versions/N/` (multi-release jar).
+fn release_of(entry: &str) -> Option<u32> {
+    let rest = entry.strip_prefix("META-INF/versions/")?;
+    rest[..rest.find('/')?].parse().ok()
+}
+
+/// Refuses a glob that would silently match nothing; the message names option and pattern.
+fn check_globs(option: &str, pats: &[String]) -> Result<(), String> {
+    for p in pats {
+        bci_rewriter::Glob::check(p).map_err(|e| format!("bci: {option} '{p}': bad glob: {e}"))?;
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -114,6 +134,12 @@ fn main() -> ExitCode {
             if let Some(rt) = &runtime {
                 r = r.with_runtime(rt);
             }
+            if let Err(e) =
+                check_globs("--include", &include).and_then(|()| check_globs("--exclude", &exclude))
+            {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
             let r = r.with_filters(&include, &exclude);
             let opts = Options {
                 force_wide_jumps: force_wide,
@@ -121,8 +147,10 @@ fn main() -> ExitCode {
             };
             let mut reg = Registry::default();
             let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);
-            let res = io::transform(&input, &output, |name, bytes| {
+            let progress = progress::Progress::new("classes");
+            let res = io::transform(&input, &output, &progress, |name, bytes| {
                 classes += 1;
+                reg.release = release_of(name);
                 match instrument_with(bytes, &r, &mut reg, &opts) {
                     Ok(Outcome::Rewritten(b)) => {
                         rewritten += 1;
@@ -131,14 +159,23 @@ fn main() -> ExitCode {
                     Ok(Outcome::Unchanged) => None,
                     Err(e) => {
                         failed += 1;
-                        eprintln!("bci: {name}: left original: {e}");
+                        progress.line(&format!("bci: {name}: left original: {e}"));
                         None
                     }
                 }
             });
-            if let Err(e) = res {
-                eprintln!("bci: {e}");
-                return ExitCode::from(2);
+            match res {
+                Err(e) => {
+                    eprintln!("bci: {e}");
+                    return ExitCode::from(2);
+                }
+                Ok(rep) if !rep.removed_signature.is_empty() => eprintln!(
+                    "bci: {}: signed jar: its signature ({}) and the manifest's per-entry \
+                     digests are left out, since instrumented classes no longer match them",
+                    input.display(),
+                    rep.removed_signature.join(", ")
+                ),
+                Ok(_) => {}
             }
             if let Some(m) = map {
                 let mut s = reg.map.join("\n");
@@ -158,8 +195,16 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Cmd::Verify { args } => {
-            let code = bci_verify::cli::run(&args);
+        Cmd::Verify(args) => {
+            let p = progress::Progress::new("classes");
+            let code = bci_verify::cli::execute(&args, &mut |lines, done, total| {
+                p.start(total);
+                lines.iter().for_each(|l| p.out(l));
+                p.set(done);
+                if done == total {
+                    p.finish();
+                }
+            });
             ExitCode::from(code.clamp(0, 255) as u8)
         }
         Cmd::Rules {

@@ -1,6 +1,7 @@
 //! Glob patterns for class and method names: `*` matches any run of characters (dots and
 //! slashes included), `?` one character. Class patterns are written with dots and matched
-//! against internal names (slashes), converted once at parse time.
+//! against internal names (slashes), converted once at parse time. [`Glob::check`] refuses
+//! patterns that would silently match nothing (empty, or using glob syntax we do not have).
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Glob {
@@ -19,8 +20,19 @@ impl Glob {
             pat: p.replace('.', "/").into_bytes(),
         }
     }
-    pub fn is_match_all(&self) -> bool {
-        self.pat == b"*"
+    /// A class pattern given by a user (`--include`, `include=`): refused when it is empty or
+    /// uses syntax this matcher does not have (`[...]`, `{a,b}`), or a character no class
+    /// name contains (`;`), since it would otherwise silently match nothing.
+    pub fn check(p: &str) -> Result<(), String> {
+        if p.is_empty() {
+            return Err("empty pattern matches no class".into());
+        }
+        if let Some(c) = p.chars().find(|c| matches!(c, '[' | ']' | '{' | '}' | ';')) {
+            return Err(format!(
+                "'{c}' is not supported (only * and ? are wildcards; no class name contains it)"
+            ));
+        }
+        Ok(())
     }
     pub fn matches(&self, s: &str) -> bool {
         if self.pat == b"*" {
@@ -66,5 +78,14 @@ mod tests {
         assert!(Glob::new("a?c").matches("abc"));
         assert!(Glob::new("*Test*Case").matches("MyTestFooCase"));
         assert!(!Glob::new("*Test*Case").matches("MyTestFooCases"));
+    }
+    #[test]
+    fn check_refuses_patterns_that_match_nothing() {
+        for bad in ["", "[", "com.[ab].*", "com.{a,b}.*", "a;b"] {
+            assert!(Glob::check(bad).is_err(), "{bad:?}");
+        }
+        for good in ["*", "java.util.*", "a?c", "Outer$Inner", "bci/runtime/*"] {
+            assert_eq!(Glob::check(good), Ok(()), "{good:?}");
+        }
     }
 }

@@ -1,46 +1,68 @@
-//! `bci verify <dir|jar>... [--classpath a:b] [--no-jdk] [--cross]`
+//! `bci verify <dir|jar>... [--classpath a:b] [--no-jdk] [--cross]`: the arguments (clap, so
+//! `bci verify --help` lists them like every other subcommand) and the run.
 use crate::{hierarchy::ClassPath, verify_class};
+use clap::{Args, Parser};
 use std::path::PathBuf;
 
-const USAGE: &str = "usage: bci verify <dir|jar>... [--classpath a:b] [--no-jdk] [--cross]";
+/// Arguments of `bci verify`.
+#[derive(Args, Debug, Clone)]
+pub struct VerifyArgs {
+    /// Directories of classes or .jar/.zip files to verify.
+    #[arg(required = true, value_name = "DIR|JAR")]
+    pub inputs: Vec<PathBuf>,
+    /// Where classes referenced by the inputs are found: directories and jars separated by ':'
+    /// (repeatable). The inputs themselves come first.
+    #[arg(long, value_name = "PATH")]
+    pub classpath: Vec<String>,
+    /// Do not look classes up in the running JDK (by default its lib/modules is extracted
+    /// once into a cache and searched last).
+    #[arg(long)]
+    pub no_jdk: bool,
+    /// Also parse every class with independent parsers and report where they disagree.
+    #[arg(long)]
+    pub cross: bool,
+}
 
-/// Run the `verify` subcommand (`args` excludes the program and subcommand names).
-/// Prints one error per line; returns 0 if all classes are valid, 1 on any error, 2 on usage/IO errors.
+#[derive(Parser)]
+#[command(
+    name = "bci verify",
+    about = "Verify every class of a directory or jar (independent verifier, no JVM needed)"
+)]
+struct Command {
+    #[command(flatten)]
+    args: VerifyArgs,
+}
+
+/// Run `verify` on command-line words (`args` excludes the program and subcommand names).
+/// Prints one error per line; returns 0 if all classes are valid, 1 on any error, 2 on usage/IO
+/// errors.
 pub fn run(args: &[String]) -> i32 {
-    let mut inputs = Vec::new();
-    let mut cp: Vec<PathBuf> = Vec::new();
-    let mut jdk = true;
-    let mut cross = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--classpath" | "-cp" => match it.next() {
-                Some(v) => cp.extend(std::env::split_paths(v)),
-                None => {
-                    eprintln!("{USAGE}");
-                    return 2;
-                }
-            },
-            "--no-jdk" => jdk = false,
-            "--cross" => cross = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return 0;
+    let words = std::iter::once("bci verify".to_string()).chain(args.iter().cloned());
+    match Command::try_parse_from(words) {
+        Ok(c) => execute(&c.args, &mut |lines, _, _| {
+            for l in lines {
+                println!("{l}");
             }
-            s if s.starts_with('-') => {
-                eprintln!("unknown option {s}\n{USAGE}");
-                return 2;
+        }),
+        Err(e) => {
+            let _ = e.print();
+            if e.use_stderr() {
+                2
+            } else {
+                0
             }
-            s => inputs.push(PathBuf::from(s)),
         }
     }
-    if inputs.is_empty() {
-        eprintln!("{USAGE}");
-        return 2;
+}
+
+/// Run `verify` on parsed arguments. After each class, `report(lines, done, total)` gets its
+/// error lines (to print on stdout) and the progress so far.
+pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) -> i32 {
+    let mut entries = a.inputs.clone();
+    for cp in &a.classpath {
+        entries.extend(std::env::split_paths(cp));
     }
-    let mut entries = inputs.clone();
-    entries.extend(cp);
-    let mut path = match ClassPath::new(&entries, jdk) {
+    let mut path = match ClassPath::new(&entries, !a.no_jdk) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("bci verify: {e}");
@@ -48,7 +70,7 @@ pub fn run(args: &[String]) -> i32 {
         }
     };
     let mut classes = Vec::new();
-    for i in &inputs {
+    for i in &a.inputs {
         match ClassPath::read_all(i) {
             Ok(v) => classes.extend(v),
             Err(e) => {
@@ -61,17 +83,18 @@ pub fn run(args: &[String]) -> i32 {
         path.add_class_bytes(b);
     }
     let mut n_err = 0usize;
-    for (file, b) in &classes {
-        for e in verify_class(b, &path) {
-            println!("{e}");
-            n_err += 1;
-        }
-        if cross {
+    for (i, (file, b)) in classes.iter().enumerate() {
+        let mut lines: Vec<String> = verify_class(b, &path)
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        if a.cross {
             for d in crate::crosscheck::cross_check(b) {
-                println!("{file}: {d}");
-                n_err += 1;
+                lines.push(format!("{file}: {d}"));
             }
         }
+        n_err += lines.len();
+        report(&lines, i + 1, classes.len());
     }
     eprintln!("bci verify: {} classes, {n_err} errors", classes.len());
     (n_err > 0) as i32

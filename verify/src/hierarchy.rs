@@ -148,7 +148,8 @@ pub fn jdk_tree(java_home: &Path) -> io::Result<PathBuf> {
         }
     }
     let modules = java_home.join("lib/modules");
-    let meta = std::fs::metadata(&modules)?;
+    let meta = std::fs::metadata(&modules)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", modules.display())))?;
     let mtime = meta
         .modified()
         .ok()
@@ -168,21 +169,29 @@ pub fn jdk_tree(java_home: &Path) -> io::Result<PathBuf> {
     if dest.is_dir() {
         return Ok(dest);
     }
-    std::fs::create_dir_all(&root)?;
+    std::fs::create_dir_all(&root)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
     // Unique per call: threads of one process may extract at the same time.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = root.join(format!("tmp-{}-{seq}-{}", std::process::id(), mtime));
     let _ = std::fs::remove_dir_all(&tmp);
-    let status = std::process::Command::new(java_home.join("bin/jimage"))
+    let jimage = java_home.join("bin/jimage");
+    let status = std::process::Command::new(&jimage)
         .arg("extract")
         .arg("--dir")
         .arg(&tmp)
         .arg(&modules)
-        .status()?;
+        .status()
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", jimage.display())))?;
     if !status.success() {
         let _ = std::fs::remove_dir_all(&tmp);
-        return Err(io::Error::other("jimage extract failed"));
+        return Err(io::Error::other(format!(
+            "{} extract --dir {} {}: {status}",
+            jimage.display(),
+            tmp.display(),
+            modules.display()
+        )));
     }
     if std::fs::rename(&tmp, &dest).is_err() {
         // lost the race: someone else made it
@@ -191,7 +200,10 @@ pub fn jdk_tree(java_home: &Path) -> io::Result<PathBuf> {
     if dest.is_dir() {
         Ok(dest)
     } else {
-        Err(io::Error::other("could not create JDK class cache"))
+        Err(io::Error::other(format!(
+            "{}: could not create the JDK class cache",
+            dest.display()
+        )))
     }
 }
 
@@ -216,7 +228,13 @@ impl ClassPath {
         })
     }
 
+    /// Opens one class path entry; an error names its path.
     fn open_entry(e: &Path) -> io::Result<Entry> {
+        Self::open_entry_unnamed(e)
+            .map_err(|err| io::Error::new(err.kind(), format!("{}: {err}", e.display())))
+    }
+
+    fn open_entry_unnamed(e: &Path) -> io::Result<Entry> {
         if e.is_dir() {
             if is_module_layout(e) {
                 Ok(Entry::Modules(index_modules(e)))
@@ -293,7 +311,9 @@ impl ClassPath {
         let mut out = Vec::new();
         if path.is_dir() {
             for (rel, p) in class_files_under(path)? {
-                out.push((rel, std::fs::read(&p)?));
+                let b = std::fs::read(&p)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+                out.push((rel, b));
             }
         } else {
             let mut z = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;

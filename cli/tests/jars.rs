@@ -1,0 +1,285 @@
+//! Jar to jar, `bci instrument` changes only the instrumented classes (issue 14, items 1, 5):
+//! a signed jar (signed here with `jarsigner` and a throwaway `keytool` key) loses its signature
+//! and runs with `java -cp`; every entry keeps its place, directory entries, timestamp,
+//! compression method and bytes (manifest included); `--map` names the release of a class from
+//! `META-INF/versions/N/` of a multi-release jar.
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn run(cmd: &mut Command) -> Output {
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn jdk(tool: &str) -> Command {
+    Command::new(common::java_home().join("bin").join(tool))
+}
+
+fn fresh(name: &str) -> PathBuf {
+    let d = common::workspace().join("target/test-out/jars").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles `Hello` (package `p`) and the counting probe into `dir/classes` and `dir/probe`.
+fn compile(dir: &Path) -> (PathBuf, PathBuf) {
+    let src = dir.join("src/p");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("Hello.java"),
+        "package p; public class Hello { static int twice(int x) { return 2 * x; } \
+         public static void main(String[] a) { System.out.println(\"hello \" + twice(21)); } }",
+    )
+    .unwrap();
+    let classes = dir.join("classes");
+    run(jdk("javac")
+        .arg("-d")
+        .arg(&classes)
+        .arg(src.join("Hello.java")));
+    let probe = dir.join("probe");
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/CountProbe.java");
+    run(jdk("javac").arg("-d").arg(&probe).arg(fx));
+    (classes, probe)
+}
+
+fn instrument(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    run(Command::new(env!("CARGO_BIN_EXE_bci"))
+        .arg("instrument")
+        .arg(input)
+        .arg(output)
+        .args(["--runtime", "CountProbe", "--strict"])
+        .args(extra))
+}
+
+/// (name, is_dir, DOS date-time, compression method, bytes) of every entry, in order.
+type Entry = (String, bool, String, String, Vec<u8>);
+
+fn entries(jar: &Path) -> Vec<Entry> {
+    let mut z = zip::ZipArchive::new(std::fs::File::open(jar).unwrap()).unwrap();
+    (0..z.len())
+        .map(|i| {
+            let mut e = z.by_index(i).unwrap();
+            let mut b = Vec::new();
+            e.read_to_end(&mut b).unwrap();
+            (
+                e.name().to_string(),
+                e.is_dir(),
+                format!("{:?}", e.last_modified()),
+                format!("{:?}", e.compression()),
+                b,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn signed_jar_is_instrumented_and_runs() {
+    let dir = fresh("signed");
+    let (classes, probe) = compile(&dir);
+    let jar = dir.join("hello.jar");
+    run(jdk("jar")
+        .arg("cf")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg("."));
+    let ks = dir.join("keys.p12");
+    run(jdk("keytool")
+        .args([
+            "-genkeypair",
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-alias",
+            "t",
+        ])
+        .args([
+            "-dname",
+            "CN=bci test",
+            "-validity",
+            "2",
+            "-storetype",
+            "PKCS12",
+        ])
+        .arg("-keystore")
+        .arg(&ks)
+        .args(["-storepass", "changeit", "-keypass", "changeit"]));
+    run(jdk("jarsigner")
+        .arg("-keystore")
+        .arg(&ks)
+        .args(["-storepass", "changeit"])
+        .arg(&jar)
+        .arg("t"));
+    let signed = entries(&jar);
+    let names: Vec<&str> = signed.iter().map(|e| e.0.as_str()).collect();
+    assert!(
+        names.contains(&"META-INF/T.SF") && names.contains(&"META-INF/T.RSA"),
+        "{names:?}"
+    );
+    let cp = |j: &Path| format!("{}:{}", j.display(), probe.display());
+    let o = run(jdk("java").arg("-cp").arg(cp(&jar)).arg("p.Hello"));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "hello 42");
+
+    let out = dir.join("hello-instrumented.jar");
+    let o = instrument(&jar, &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.matches("signed jar").count(),
+        1,
+        "said once on stderr: {err}"
+    );
+    assert!(
+        err.contains(&jar.display().to_string()) && err.contains("META-INF/T.SF"),
+        "{err}"
+    );
+    let got = entries(&out);
+    let names: Vec<&str> = got.iter().map(|e| e.0.as_str()).collect();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with(".SF") || n.ends_with(".RSA")),
+        "{names:?}"
+    );
+    let mf = &got
+        .iter()
+        .find(|e| e.0 == "META-INF/MANIFEST.MF")
+        .unwrap()
+        .4;
+    let mf = String::from_utf8_lossy(mf);
+    assert!(!mf.contains("-Digest"), "{mf}");
+    assert!(mf.starts_with("Manifest-Version: 1.0"), "{mf}");
+
+    let o = run(jdk("java").arg("-cp").arg(cp(&out)).arg("p.Hello"));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "hello 42");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("probes: enter=2 exit=2"),
+        "instrumented: {err}"
+    );
+}
+
+#[test]
+fn jar_entries_order_times_methods_and_manifest_are_kept() {
+    let dir = fresh("fidelity");
+    let (classes, probe) = compile(&dir);
+    // Resources in nested directories with distinct old timestamps, a manifest with a
+    // Main-Class, then one more entry added stored (jar -u -0), so both methods occur.
+    let res = classes.join("p/res/deep");
+    std::fs::create_dir_all(&res).unwrap();
+    std::fs::write(res.join("data.txt"), "some text ".repeat(50)).unwrap();
+    for (p, t) in [
+        ("p/res/deep/data.txt", "2001-02-03 04:05:06"),
+        ("p/res/deep", "2002-03-04 05:06:08"),
+        ("p/res", "2003-04-05 06:07:08"),
+        ("p/Hello.class", "2004-05-06 07:08:10"),
+        ("p", "2005-06-07 08:09:10"),
+    ] {
+        assert!(Command::new("touch")
+            .args(["-d", t])
+            .arg(classes.join(p))
+            .status()
+            .unwrap()
+            .success());
+    }
+    let jar = dir.join("app.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .args(["--main-class", "p.Hello", "-C"])
+        .arg(&classes)
+        .arg("."));
+    let extra = dir.join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    std::fs::write(extra.join("stored.txt"), "stored ".repeat(40)).unwrap();
+    run(jdk("jar")
+        .arg("uf0")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&extra)
+        .arg("stored.txt"));
+    let before = entries(&jar);
+    let methods: Vec<&str> = before.iter().map(|e| e.3.as_str()).collect();
+    assert!(
+        methods.contains(&"Stored") && methods.contains(&"Deflated"),
+        "{methods:?}"
+    );
+    assert!(before.iter().filter(|e| e.1).count() >= 4, "directories");
+
+    let out = dir.join("app-instrumented.jar");
+    instrument(&jar, &out, &[]);
+    let after = entries(&out);
+    let list = |v: &[Entry]| -> Vec<(String, bool, String, String)> {
+        v.iter()
+            .map(|e| (e.0.clone(), e.1, e.2.clone(), e.3.clone()))
+            .collect()
+    };
+    assert_eq!(
+        list(&after),
+        list(&before),
+        "entries, order, times, methods"
+    );
+    for (a, b) in after.iter().zip(&before) {
+        if a.0 == "p/Hello.class" {
+            assert_ne!(a.4, b.4, "Hello.class is instrumented");
+        } else {
+            assert_eq!(a.4, b.4, "{} changed", a.0);
+        }
+    }
+    // The copy is a working jar (the manifest, Main-Class included, compared above).
+    let o = run(jdk("java")
+        .arg("-cp")
+        .arg(format!("{}:{}", out.display(), probe.display()))
+        .arg("p.Hello"));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "hello 42");
+}
+
+#[test]
+fn map_names_the_release_of_multi_release_classes() {
+    let dir = fresh("mr");
+    let (classes, _probe) = compile(&dir);
+    let v11 = dir.join("v11");
+    run(jdk("javac")
+        .args(["--release", "11", "-d"])
+        .arg(&v11)
+        .arg(dir.join("src/p/Hello.java")));
+    let jar = dir.join("mr.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg(".")
+        .args(["--release", "11", "-C"])
+        .arg(&v11)
+        .arg("."));
+    assert!(entries(&jar)
+        .iter()
+        .any(|e| e.0 == "META-INF/versions/11/p/Hello.class"));
+    let map = dir.join("probes.tsv");
+    instrument(
+        &jar,
+        &dir.join("mr-out.jar"),
+        &["--map", map.to_str().unwrap()],
+    );
+    let text = std::fs::read_to_string(&map).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    let main_rows: Vec<&Vec<&str>> = rows.iter().filter(|r| r[2] == "main").collect();
+    assert_eq!(main_rows.len(), 2, "{text}");
+    assert_eq!(main_rows[0].len(), 4, "base class: no release: {text}");
+    assert_eq!(main_rows[1][1], "p/Hello");
+    assert_eq!(main_rows[1].get(4), Some(&"11"), "{text}");
+}

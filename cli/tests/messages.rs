@@ -1,0 +1,202 @@
+//! What a user sees when a command is used wrongly: every I/O error names its path, usage
+//! errors exit 2 with a usage line, bad globs are refused (issue 14, item 6).
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bci(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bci"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn work(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/test-out/messages")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn verify_missing_input_names_its_path() {
+    let o = bci(&["verify", "/nonexist/in.jar"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("/nonexist/in.jar"), "{}", text(&o));
+}
+
+#[test]
+fn verify_missing_classpath_entry_names_its_path() {
+    let d = work("cp");
+    let o = bci(&[
+        "verify",
+        d.to_str().unwrap(),
+        "--no-jdk",
+        "--classpath",
+        "/nonexist/dep.jar",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("/nonexist/dep.jar"), "{}", text(&o));
+}
+
+#[test]
+fn verify_help_lists_its_options() {
+    let o = bci(&["verify", "--help"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    for opt in ["--classpath", "--no-jdk", "--cross"] {
+        assert!(t.contains(opt), "{opt} missing from help:\n{t}");
+    }
+}
+
+#[test]
+fn verify_unknown_option_and_no_input_are_usage_errors() {
+    let o = bci(&["verify", "--bogus", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--bogus"), "{}", text(&o));
+    let o = bci(&["verify"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).to_lowercase().contains("usage"), "{}", text(&o));
+}
+
+#[test]
+fn rules_check_without_a_file_is_a_usage_error() {
+    let o = bci(&["rules", "check"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).to_lowercase().contains("usage"), "{}", text(&o));
+}
+
+#[test]
+fn rules_check_missing_file_names_its_path() {
+    let o = bci(&["rules", "check", "/nonexist/r.toml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("/nonexist/r.toml"), "{}", text(&o));
+}
+
+#[test]
+fn bad_include_and_exclude_globs_are_refused() {
+    let d = work("glob");
+    let out = d.join("out");
+    for (opt, pat) in [
+        ("--include", "["),
+        ("--exclude", "com.{a,b}.*"),
+        ("--include", ""),
+    ] {
+        let o = bci(&[
+            "instrument",
+            opt,
+            pat,
+            d.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{opt} '{pat}': {}", text(&o));
+        assert!(
+            text(&o).contains(&format!("'{pat}'")) && text(&o).contains(opt),
+            "{}",
+            text(&o)
+        );
+        assert!(!out.exists(), "nothing written for a bad glob");
+    }
+}
+
+#[test]
+fn instrument_missing_input_and_unwritable_output_name_their_paths() {
+    let d = work("io");
+    let o = bci(&[
+        "instrument",
+        "/nonexist/in.jar",
+        d.join("o.jar").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("/nonexist/in.jar"), "{}", text(&o));
+    std::fs::write(d.join("A.txt"), "x").unwrap();
+    let o = bci(&["instrument", d.to_str().unwrap(), "/nonexist/dir/o.jar"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("/nonexist/dir/o.jar"), "{}", text(&o));
+    let o = bci(&[
+        "instrument",
+        "--map",
+        "/nonexist/dir/map.tsv",
+        d.to_str().unwrap(),
+        work("io-out").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("/nonexist/dir/map.tsv"), "{}", text(&o));
+}
+
+/// Classes to work on: the test fixtures compiled into `dir`.
+fn some_classes(dir: &Path) -> PathBuf {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let classes = dir.join("classes");
+    let javac = std::env::var_os("JAVA_HOME")
+        .map(|h| PathBuf::from(h).join("bin/javac"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac"));
+    let st = Command::new(javac)
+        .arg("-d")
+        .arg(&classes)
+        .args(["Probe.java", "Subject.java", "Main.java"].map(|f| fx.join(f)))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    classes
+}
+
+#[test]
+fn progress_bar_on_a_terminal_only() {
+    let d = work("progress");
+    let classes = some_classes(&d);
+    let n = std::fs::read_dir(&classes).unwrap().count();
+    let exe = env!("CARGO_BIN_EXE_bci");
+    let jar = d.join("out.jar");
+    // Not a terminal: the one-line summary, no bar, no control characters.
+    let o = bci(&[
+        "instrument",
+        classes.to_str().unwrap(),
+        jar.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains(&format!("bci: {n} classes,")), "{t}");
+    assert!(!t.contains('\r') && !t.contains('\x1b'), "{t:?}");
+    let o = bci(&["verify", jar.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains('\r'), "{:?}", text(&o));
+    // A terminal (script(1) runs the command on a pseudo-terminal): a bar counting classes.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED terminal half: script(1) not installed (package bsdutils)");
+        return;
+    }
+    for cmd in [
+        format!("{exe} instrument {} {}", classes.display(), jar.display()),
+        format!("{exe} verify {}", jar.display()),
+    ] {
+        let o = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(o.status.success(), "{cmd}: {t}");
+        assert!(t.contains(&format!("/{n} classes")), "{cmd}: no bar: {t:?}");
+        assert!(
+            t.contains(&format!(
+                "bci{} {n} classes",
+                if cmd.contains("verify") {
+                    " verify:"
+                } else {
+                    ":"
+                }
+            )),
+            "{cmd}: {t:?}"
+        );
+    }
+}
