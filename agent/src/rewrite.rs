@@ -28,6 +28,19 @@ pub const THREAD_CLASS: &str = "java/lang/Thread";
 pub const THREAD_FIELDS: &[(&str, &str)] = &[("bci$t", "Ljava/lang/BciProbes$T;")];
 const THREAD_FIELD_ACCESS: u16 = 0x0080 | 0x1000;
 
+/// Whether the class carries the marker of `bci instrument` (the rewriter leaves it alone).
+pub fn is_marked(bytes: &[u8]) -> bool {
+    #[cfg(feature = "rewriter")]
+    {
+        matches!(bci_rewriter::offline::marker(bytes), Ok(Some(_)))
+    }
+    #[cfg(not(feature = "rewriter"))]
+    {
+        let _ = bytes;
+        false
+    }
+}
+
 #[cfg(feature = "rewriter")]
 mod imp {
     use super::*;

@@ -1,6 +1,11 @@
 //! The classes of the runtime jar (`bci runtime-jar OUT`): bci/runtime/Probes, its thread
 //! state and bci/runtime/Offline (method ids of offline-instrumented classes, standalone
-//! recording), as build.rs compiled them. The agent defines the same Probes at VMInit.
+//! recording), as build.rs compiled them. The agent defines the same Probes (rules naming it)
+//! and Offline at VMInit.
+
+pub const OFFLINE: &str = "bci/runtime/Offline";
+pub const OFFLINE_CLASS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Offline.class"));
 
 /// (path in the jar, class bytes)
 pub const CLASSES: &[(&str, &[u8])] = &[
@@ -12,8 +17,5 @@ pub const CLASSES: &[(&str, &[u8])] = &[
         "bci/runtime/Probes$T.class",
         include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class")),
     ),
-    (
-        "bci/runtime/Offline.class",
-        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Offline.class")),
-    ),
+    ("bci/runtime/Offline.class", OFFLINE_CLASS),
 ];

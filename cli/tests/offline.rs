@@ -317,3 +317,85 @@ fn modular_jar_instrumented_and_run() {
         assert_eq!(counts.get("com.acme.Main.main"), Some(&1), "{counts:?}");
     }
 }
+
+/// The agent's cdylib next to the bci binary, built first (`cargo test` builds only the rlib).
+fn agent_lib() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_bci"));
+    let profile_dir = bin.parent().unwrap().to_path_buf();
+    let target_dir = profile_dir.parent().unwrap();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--lib", "-p", "bci-agent"])
+        .env("CARGO_TARGET_DIR", target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let o = cmd.output().unwrap();
+    let lib = profile_dir.join("libbciagent.so");
+    assert!(
+        o.status.success() || lib.exists(),
+        "cargo build: {}",
+        text(&o.stderr)
+    );
+    lib
+}
+
+/// Offline-instrumented classes run under the agent: the agent leaves them as they are (one
+/// verbose line each), their `<clinit>` registers their methods in the agent's table, and the
+/// agent's report names them with exact counts (no probe added twice, no `unknown.mN`); the
+/// runtime jar on the class path stays unused (no data file).
+#[test]
+fn offline_classes_under_the_agent_are_named_and_counted_once() {
+    let out = fresh("agent");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("Offl.java")]);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let lib = agent_lib();
+    let rules = out.join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[runtime]\nclass = \"bci/runtime/Probes\"\n\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n",
+    )
+    .unwrap();
+    let report = out.join("java.hprof.txt");
+    let data = out.join("unused.data");
+    let run = java(&[
+        &format!(
+            "-agentpath:{}=rules={},file={},verbose=y",
+            lib.display(),
+            rules.display(),
+            report.display()
+        ),
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"Offl",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let err = text(&run.stderr);
+    for c in ["Offl", "Offl$Sq", "Offl$Shape", "Offl$Color"] {
+        assert_eq!(
+            err.matches(&format!(
+                "bciagent: {c}: instrumented already (bci instrument)"
+            ))
+            .count(),
+            1,
+            "{err}"
+        );
+    }
+    assert!(!data.exists(), "the standalone runtime recorded too");
+    let r = std::fs::read_to_string(&report).unwrap();
+    assert!(!r.contains("unknown."), "{r}");
+    let counts: BTreeMap<String, u64> = method_counts(&r)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("Offl"))
+        .collect();
+    assert_eq!(counts.get("Offl.fib"), Some(&177), "{counts:?}");
+    assert_eq!(counts.get("Offl.thrower"), Some(&9), "{counts:?}");
+    assert_eq!(counts.get("Offl$Sq.<init>"), Some(&5), "{counts:?}");
+    assert_eq!(counts.get("Offl$Shape.describe"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("Offl.main"), Some(&1), "{counts:?}");
+    assert_eq!(counts.len(), 13, "{counts:?}");
+}

@@ -280,7 +280,8 @@ pub fn instrument_with(
                 first_line: first,
             });
         }
-        let t = offline::table_string(source.as_deref(), &table);
+        let t = offline::table_string(source.as_deref(), &table)
+            .map_err(|e| with_path(e, || name.to_string()))?;
         let s = offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
             .map_err(|e| with_path(e, || name.to_string()))?;
         register = Some(s);

@@ -113,23 +113,32 @@ pub(crate) struct TableEntry {
     pub first_line: Option<u32>,
 }
 
-/// The method table handed to `register`: `source\0` then `name\0desc\0line\0` per method
-/// (line empty when unknown). One String constant: at most 65535 bytes (modified UTF-8).
-pub(crate) fn table_string(source: Option<&str>, methods: &[TableEntry]) -> String {
+/// The method table handed to `register`: `source\n` then `name\ndesc\nline\n` per method
+/// (line empty when unknown). One String constant: at most 65535 bytes (modified UTF-8). Names
+/// with a line break (legal, but no compiler makes them) cannot be listed: `Err` names them.
+pub(crate) fn table_string(source: Option<&str>, methods: &[TableEntry]) -> bci::Result<String> {
     let mut s = String::new();
-    s.push_str(source.unwrap_or(""));
-    s.push('\0');
-    for m in methods {
-        s.push_str(&m.name);
-        s.push('\0');
-        s.push_str(&m.desc);
-        s.push('\0');
-        if let Some(l) = m.first_line {
-            s.push_str(&l.to_string());
+    let push = |s: &mut String, part: &str| {
+        if part.contains('\n') {
+            return Err(bci::Error::new(
+                bci::ErrorKind::Unsupported,
+                format!("{part:?}: a line break in a name cannot go into the method table"),
+            ));
         }
-        s.push('\0');
+        s.push_str(part);
+        s.push('\n');
+        Ok(())
+    };
+    push(&mut s, source.unwrap_or(""))?;
+    for m in methods {
+        push(&mut s, &m.name)?;
+        push(&mut s, &m.desc)?;
+        push(
+            &mut s,
+            &m.first_line.map(|l| l.to_string()).unwrap_or_default(),
+        )?;
     }
-    s
+    Ok(s)
 }
 
 /// `<clinit>`'s first code: (for a class in a named module) a read edge from its module to the
@@ -221,7 +230,14 @@ mod tests {
                     first_line: None,
                 },
             ],
-        );
-        assert_eq!(t, "A.java\0m\0()V\x003\0<init>\0(I)V\0\0");
+        )
+        .unwrap();
+        assert_eq!(t, "A.java\nm\n()V\n3\n<init>\n(I)V\n\n");
+        let bad = TableEntry {
+            name: "a\nb".into(),
+            desc: "()V".into(),
+            first_line: None,
+        };
+        assert!(table_string(None, &[bad]).is_err());
     }
 }

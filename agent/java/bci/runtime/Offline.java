@@ -25,6 +25,15 @@ import java.util.Locale;
 public final class Offline {
     private Offline() {}
 
+    /**
+     * Set by the agent (through JNI) when it defines this class next to its own Probes: ids then
+     * come from the agent's method table, which names them in its report.
+     */
+    static boolean agent;
+
+    /** The agent's registration (registered by the agent; never linked without it). */
+    static native int agentRegister(String className, long hash, String table);
+
     private static boolean started;
     /** Recording here (not in an agent's runtime). */
     private static boolean standalone;
@@ -38,24 +47,27 @@ public final class Offline {
     private static long[] hashes = new long[64];
 
     /**
-     * Registers the methods of one class: {@code table} is {@code source\0} then
-     * {@code name\0desc\0line\0} per method (line empty when unknown). Returns the id of the
+     * Registers the methods of one class: {@code table} is {@code source\n} then
+     * {@code name\ndesc\nline\n} per method (line empty when unknown). Returns the id of the
      * first; the others follow in table order.
      */
     public static int register(String className, long hash, String table) {
+        if (agent) {
+            return agentRegister(className, hash, table);
+        }
         synchronized (Offline.class) {
             if (!started) {
                 started = true;
                 start();
             }
             int base = n;
-            int p = table.indexOf('\0');
+            int p = table.indexOf('\n');
             String source = p < 0 ? "" : table.substring(0, p);
             p++;
             while (p > 0 && p < table.length()) {
-                int a = table.indexOf('\0', p);
-                int b = a < 0 ? -1 : table.indexOf('\0', a + 1);
-                int c = b < 0 ? -1 : table.indexOf('\0', b + 1);
+                int a = table.indexOf('\n', p);
+                int b = a < 0 ? -1 : table.indexOf('\n', a + 1);
+                int c = b < 0 ? -1 : table.indexOf('\n', b + 1);
                 if (c < 0) {
                     break;
                 }
