@@ -32,6 +32,12 @@ fn main() {
         &out,
         &src,
     );
+    // The offline runtime (bci runtime-jar): method ids for classes instrumented by
+    // `bci instrument` and the standalone recorder, next to bci.runtime.Probes.
+    let offline = PathBuf::from("java/bci/runtime/Offline.java");
+    println!("cargo:rerun-if-changed={}", offline.display());
+    let cp = out.display().to_string();
+    run_javac(&["-cp", &cp], &out, &offline);
     // The same runtime as java.lang.BciProbes, a member of java.base (defined by the agent at
     // early VMStart): callable from every module without read edges, and before VMInit. Two
     // builds: one reads the thread's state from the fields the agent adds to java.lang.Thread,

@@ -258,6 +258,14 @@ unsafe extern "C" fn vm_init(
                 jni.take_exception(true);
                 return;
             }
+            // classes instrumented by `bci instrument` call bci/runtime/Offline.register
+            if let Err(e) = runtime::define_offline(&jni, offline_register as *mut c_void) {
+                log(&format!(
+                    "cannot define {} ({e}); offline-instrumented classes will not be named",
+                    crate::runtime_jar::OFFLINE
+                ));
+                jni.take_exception(true);
+            }
         } else if runtime::get().is_none() {
             return;
         }
@@ -365,6 +373,41 @@ pub unsafe extern "system" fn Java_java_lang_BciProbes_cpuNanos(
     unsafe { cpu_nanos(env, cls) }
 }
 
+/// `bci/runtime/Offline.agentRegister(className, hash, table)`: the methods of a class
+/// instrumented by `bci instrument` (its `<clinit>` calls it), registered under consecutive ids
+/// in the agent's table; returns the first.
+unsafe extern "system" fn offline_register(
+    env: *mut sys::JNIEnv,
+    _cls: sys::jclass,
+    class: sys::jstring,
+    _hash: sys::jlong,
+    table: sys::jstring,
+) -> sys::jint {
+    guard("Offline.agentRegister", || {
+        let Some(a) = AGENT.get() else { return 0 };
+        // SAFETY: env is this thread's JNIEnv for the duration of the native call.
+        let jni = unsafe { Jni::from_raw(env) };
+        // SAFETY: the VM passes the String arguments as local references valid for the call.
+        let (class, table) = unsafe {
+            (
+                crate::jvm::JRef::from_native_arg(class),
+                crate::jvm::JRef::from_native_arg(table),
+            )
+        };
+        let class = jni.string(class).unwrap_or_default();
+        let table = jni.string(table).unwrap_or_default();
+        let methods = crate::registry::offline_methods(&class, &table);
+        if a.opts.verbose {
+            log(&format!(
+                "{class}: instrumented offline, {} methods registered",
+                methods.len()
+            ));
+        }
+        a.registry.register_all(methods) as sys::jint
+    })
+    .unwrap_or(0)
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn class_file_load_hook(
     _jvmti: *mut sys::jvmtiEnv,
@@ -420,7 +463,13 @@ unsafe extern "C" fn class_file_load_hook(
         match result {
             Ok((None, _)) => {
                 if a.opts.verbose {
-                    log(&format!("{name}: unchanged"));
+                    if crate::rewrite::is_marked(bytes) {
+                        log(&format!(
+                            "{name}: instrumented already (bci instrument); left as it is"
+                        ));
+                    } else {
+                        log(&format!("{name}: unchanged"));
+                    }
                 }
             }
             Ok((Some(out), _)) => {

@@ -456,6 +456,14 @@ impl Jni {
 pub struct JRef(sys::jobject);
 
 impl JRef {
+    /// A reference the VM passed to a native method.
+    ///
+    /// # Safety
+    /// `o` must be null or a local or global reference valid on the current thread for as long
+    /// as the result is used (a native method's arguments are, for the call).
+    pub unsafe fn from_native_arg(o: sys::jobject) -> JRef {
+        JRef(o)
+    }
     pub fn is_null(&self) -> bool {
         self.0.is_null()
     }

@@ -14,4 +14,5 @@ pub mod registry;
 pub mod report;
 pub mod rewrite;
 pub mod runtime;
+pub mod runtime_jar;
 pub mod sys;

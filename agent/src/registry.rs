@@ -42,6 +42,15 @@ impl Registry {
         (v.len() - 1) as u32
     }
 
+    /// Registers `ms` under consecutive ids (one lock: no other registration in between);
+    /// returns the first.
+    pub fn register_all(&self, ms: Vec<MethodRec>) -> u32 {
+        let mut v = self.methods.lock().unwrap_or_else(|p| p.into_inner());
+        let base = v.len() as u32;
+        v.extend(ms);
+        base
+    }
+
     pub fn snapshot(&self) -> Vec<MethodRec> {
         self.methods
             .lock()
@@ -76,5 +85,41 @@ mod tests {
         assert_eq!(r.register(m("y")), 1);
         assert_eq!(r.snapshot()[1].name, "y");
         assert_eq!(r.snapshot()[0].dotted_class(), "a.B");
+        assert_eq!(r.register_all(vec![m("p"), m("q")]), 2);
+        assert_eq!(r.register(m("z")), 4);
+        assert_eq!(r.snapshot()[3].name, "q");
+    }
+}
+
+/// The methods of an offline-instrumented class from the table its `<clinit>` passes to
+/// `bci/runtime/Offline.register`: `source\n` then `name\ndesc\nline\n` per method.
+pub fn offline_methods(class: &str, table: &str) -> Vec<MethodRec> {
+    let mut parts = table.split('\n');
+    let source = parts.next().filter(|s| !s.is_empty()).map(str::to_string);
+    let mut out = Vec::new();
+    while let (Some(name), Some(desc), Some(line)) = (parts.next(), parts.next(), parts.next()) {
+        out.push(MethodRec {
+            class: class.to_string(),
+            name: name.to_string(),
+            desc: desc.to_string(),
+            source_file: source.clone(),
+            first_line: line.parse().ok(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod offline_tests {
+    #[test]
+    fn offline_table() {
+        let v = super::offline_methods("a/B", "B.java\nm\n()V\n3\n<init>\n(I)V\n\n");
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].name, "m");
+        assert_eq!(v[0].first_line, Some(3));
+        assert_eq!(v[1].desc, "(I)V");
+        assert_eq!(v[1].first_line, None);
+        assert_eq!(v[1].source_file.as_deref(), Some("B.java"));
+        assert!(super::offline_methods("a/B", "").is_empty());
     }
 }

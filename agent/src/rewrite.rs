@@ -31,6 +31,18 @@ const THREAD_FIELD_ACCESS: u16 = 0x0080 | 0x1000;
 /// What [`Engine::instrument`] returns: the new class bytes (`None`: unchanged) and the methods
 /// left original (`class.method(desc): reason`).
 pub type Rewritten = (Option<Vec<u8>>, Vec<String>);
+/// Whether the class carries the marker of `bci instrument` (the rewriter leaves it alone).
+pub fn is_marked(bytes: &[u8]) -> bool {
+    #[cfg(feature = "rewriter")]
+    {
+        matches!(bci_rewriter::offline::marker(bytes), Ok(Some(_)))
+    }
+    #[cfg(not(feature = "rewriter"))]
+    {
+        let _ = bytes;
+        false
+    }
+}
 
 #[cfg(feature = "rewriter")]
 mod imp {

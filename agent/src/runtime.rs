@@ -170,6 +170,23 @@ pub fn define(
     Ok(())
 }
 
+/// Defines bci/runtime/Offline (boot loader, next to bci/runtime/Probes) in agent mode: the
+/// `<clinit>` of an offline-instrumented class registers its methods through `native`
+/// (`agentRegister(String, long, String)I`), so the agent's report names them.
+pub fn define_offline(jni: &Jni, native: *mut std::ffi::c_void) -> Result<(), String> {
+    let cls = jni.define_boot_class(
+        crate::runtime_jar::OFFLINE,
+        crate::runtime_jar::OFFLINE_CLASS,
+    )?;
+    jni.register_native(
+        cls,
+        c"agentRegister",
+        c"(Ljava/lang/String;JLjava/lang/String;)I",
+        native,
+    )?;
+    jni.set_static_bool(cls, "agent", true)
+}
+
 /// Read edges: every named module must read the boot loader's unnamed module (where Probes
 /// is) to call it. Done at VMInit for every module, and again from the class hook whenever the
 /// number of modules changed (a new ModuleLayer defines its modules before loading classes).

@@ -149,6 +149,46 @@ impl Snippet {
         self.effect(0, desc::slots(desc) as i32);
         Ok(self)
     }
+    /// putstatic of a field.
+    pub fn putstatic(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let i = cp.fieldref(class, name, desc)?;
+        self.bytes.push(op::PUTSTATIC);
+        self.bytes.extend_from_slice(&i.to_be_bytes());
+        self.effect(desc::slots(desc) as i32, 0);
+        Ok(self)
+    }
+    /// invokevirtual of a class method (pops the receiver and the arguments).
+    pub fn invokevirtual(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let (a, r) = desc::method_slots(desc)?;
+        let i = cp.methodref(class, name, desc)?;
+        self.bytes.push(op::INVOKEVIRTUAL);
+        self.bytes.extend_from_slice(&i.to_be_bytes());
+        self.effect(a as i32 + 1, r as i32);
+        Ok(self)
+    }
+    /// Pushes a Class constant (`ldc` of a CONSTANT_Class; class files of version 49 and later).
+    pub fn class_const(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        internal_name: &str,
+    ) -> Result<&mut Self> {
+        let i = cp.class(internal_name)?;
+        self.ldc_index(i);
+        self.effect(0, 1);
+        Ok(self)
+    }
     fn local_op(&mut self, base: u8, short0: u8, index: u16, slots: i32, load: bool) {
         if index < 4 {
             self.bytes.push(short0 + index as u8);

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod io;
+mod offline;
 mod progress;
 
 use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
@@ -49,6 +50,25 @@ enum Cmd {
         /// Exit with status 1 if any class could not be instrumented.
         #[arg(long)]
         strict: bool,
+    },
+    /// Write the runtime jar that offline-instrumented programs run with (bci/runtime/Probes and
+    /// Offline): `java -cp app.jar:bci-runtime.jar Main` writes bci.data at exit.
+    RuntimeJar {
+        /// The jar to write, e.g. bci-runtime.jar.
+        output: PathBuf,
+    },
+    /// Render the data file an offline-instrumented program wrote (bci.data) as the agent's
+    /// report (HPROF cpu=times text by default).
+    Report {
+        /// The data file (bci.data).
+        data: PathBuf,
+        /// Write the report here instead of stdout.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Report options in the agent's syntax: thread=y, format=hprof|collapsed|methods,
+        /// cutoff=, lineno=n.
+        #[arg(default_value = "")]
+        options: String,
     },
     /// Verify every class of a directory or jar (independent verifier, no JVM needed).
     Verify(bci_verify::cli::VerifyArgs),
@@ -141,16 +161,34 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             let r = r.with_filters(&include, &exclude);
+            if offline::same_path(&input, &output) {
+                eprintln!(
+                    "bci: {}: output is the input; write the instrumented copy elsewhere",
+                    output.display()
+                );
+                return ExitCode::from(2);
+            }
+            // the runtime jar's Probes: ids handed out at run time (bci/runtime/Offline)
+            let runtime_ids = r.runtime_class() == "bci/runtime/Probes";
             let opts = Options {
                 force_wide_jumps: force_wide,
+                marker: true,
+                runtime_ids,
+                module_reads: runtime_ids && offline::is_modular(&input),
                 ..Default::default()
             };
+            let mut marked = 0usize;
             let mut reg = Registry::default();
             let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);
             let progress = progress::Progress::new("classes");
             let res = io::transform(&input, &output, &progress, |name, bytes| {
                 classes += 1;
                 reg.release = release_of(name);
+                if let Ok(Some(_)) = bci_rewriter::offline::marker(bytes) {
+                    marked += 1;
+                    progress.line(&format!("bci: {name}: already instrumented by bci; left as it is"));
+                    return None;
+                }
                 match instrument_with(bytes, &r, &mut reg, &opts) {
                     Ok(Outcome::Rewritten(b)) => {
                         rewritten += 1;
@@ -189,12 +227,55 @@ fn main() -> ExitCode {
                 "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
                 reg.map.len()
             );
+            if marked > 0 {
+                println!(
+                    "bci: {marked} classes were instrumented already and were copied as they are"
+                );
+            }
             if strict && failed > 0 {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
             }
         }
+        Cmd::RuntimeJar { output } => match offline::runtime_jar(&output) {
+            Ok(()) => {
+                println!("bci: wrote {}", output.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bci: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Report {
+            data,
+            output,
+            options,
+        } => match offline::report(&data, &options) {
+            Ok(text) => {
+                let res = match &output {
+                    Some(p) => std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display())),
+                    None => {
+                        use std::io::Write;
+                        std::io::stdout()
+                            .write_all(text.as_bytes())
+                            .map_err(|e| format!("stdout: {e}"))
+                    }
+                };
+                match res {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("bci: {e}");
+                        ExitCode::from(2)
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("bci: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Verify(args) => {
             let p = progress::Progress::new("classes");
             let code = bci_verify::cli::execute(&args, &mut |lines, done, total| {

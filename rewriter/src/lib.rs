@@ -5,12 +5,16 @@
 pub mod coverage;
 pub mod flow;
 mod glob;
+pub mod offline;
 mod rules;
 
 pub use glob::Glob;
 pub use rules::{Probe, ProbeSet, RuleError, Rules};
 
-use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};
+use bci::class::{
+    ACC_ABSTRACT, ACC_FINAL, ACC_INTERFACE, ACC_MODULE, ACC_NATIVE, ACC_PRIVATE, ACC_PUBLIC,
+    ACC_STATIC, ACC_SYNTHETIC,
+};
 use bci::{ClassFile, ClassWriter, MethodEditor, Snippet};
 
 /// What the rewriter tells the registry about a method it instruments.
@@ -76,6 +80,8 @@ fn first_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Option<u32> {
 struct Calls<'r> {
     runtime: &'r str,
     cache: [Option<Snippet>; 7],
+    /// Runtime ids: the class whose `bci$base` field the ids are relative to.
+    base: Option<&'r str>,
 }
 
 impl<'r> Calls<'r> {
@@ -104,6 +110,21 @@ impl<'r> Calls<'r> {
         }
         Ok(self.cache[which].as_ref().unwrap_or_else(|| unreachable!()))
     }
+    /// Pushes method id `id`: a constant, or with runtime ids `bci$base + id`.
+    fn push_id(&self, s: &mut Snippet, cp: &mut bci::CpBuilder<'_>, id: i32) -> bci::Result<()> {
+        match self.base {
+            None => {
+                s.int(cp, id)?;
+            }
+            Some(class) => {
+                s.getstatic(cp, class, offline::BASE_FIELD, "I")?;
+                if id != 0 {
+                    s.int(cp, id)?.op(bci::opcodes::op::IADD)?;
+                }
+            }
+        }
+        Ok(())
+    }
     /// `push id; invokestatic <which>(I)V`
     fn with_id(
         &mut self,
@@ -112,7 +133,7 @@ impl<'r> Calls<'r> {
         id: i32,
     ) -> bci::Result<Snippet> {
         let mut s = Snippet::new();
-        s.int(cp, id)?;
+        self.push_id(&mut s, cp, id)?;
         s.append(self.get(cp, which)?);
         Ok(s)
     }
@@ -158,6 +179,19 @@ pub struct Options {
     /// original are returned by [`instrument_methods`]. Without it such a method fails the
     /// whole class.
     pub method_fallback: bool,
+    /// Write the `BciInstrumented` marker attribute ([`offline::MARKER_ATTR`]) on every class
+    /// whose methods get probes (`bci instrument`). Classes that have it are never
+    /// instrumented again, with or without this option ([`Outcome::Unchanged`]).
+    pub marker: bool,
+    /// Method ids handed out at run time: `<clinit>` (created if absent) first calls
+    /// `bci/runtime/Offline.register(class, hash, table)I` and stores the base id in a new
+    /// static final int `bci$base`; each probe passes `bci$base + index of the method in the
+    /// class`. Separately instrumented jars then cannot collide.
+    pub runtime_ids: bool,
+    /// With `runtime_ids`: `<clinit>` first adds a read edge from the class's module to the
+    /// runtime's (classes of a modular jar; a no-op in an unnamed module). Needs class files of
+    /// version 49 or later (`ldc` of a class).
+    pub module_reads: bool,
 }
 
 /// A field [`instrument_with`] adds to a class (no attributes).
@@ -214,14 +248,15 @@ pub fn instrument_methods(
     if !selected && !opts.adds_fields_to(&name) {
         return Ok((Outcome::Unchanged, left));
     }
+    if offline::marker_of(&cf).is_some() {
+        // ours already (bci instrument): instrumenting again would count every call twice
+        return Ok((Outcome::Unchanged, left));
+    }
     let source = cf.source_file();
     let runtime = rules.runtime_class();
     let mut w = ClassWriter::new(&cf);
-    let mut calls = Calls {
-        runtime,
-        cache: Default::default(),
-    };
-    let mut changed = false;
+    // methods that get probes, in order: with runtime ids, the index is the method's id
+    let mut chosen: Vec<(usize, rules::ProbeSet)> = Vec::new();
     for (k, m) in cf.methods.iter().enumerate() {
         if !selected {
             break;
@@ -235,7 +270,73 @@ pub fn instrument_methods(
         if probes.is_empty() || changes_jvm_semantics(&cf, m, &mname, &mdesc) {
             continue;
         }
+        chosen.push((k, probes));
+    }
+    let runtime_ids = opts.runtime_ids && !chosen.is_empty();
+    let mut calls = Calls {
+        runtime,
+        cache: Default::default(),
+        base: runtime_ids.then_some(&*name),
+    };
+    let hash = if opts.marker || runtime_ids {
+        offline::class_hash(class_bytes)
+    } else {
+        0
+    };
+    // <clinit>'s first code with runtime ids, and whether the class has a <clinit> to put it in
+    let mut register = None;
+    let mut has_clinit = false;
+    if runtime_ids {
+        let mut table = Vec::with_capacity(chosen.len());
+        for &(k, _) in &chosen {
+            let m = &cf.methods[k];
+            let first = cf
+                .find_attr(&m.attributes, "Code")
+                .and_then(|(_, a)| bci::CodeAttr::parse(&cf, a).ok())
+                .and_then(|c| first_line(&cf, &c));
+            table.push(offline::TableEntry {
+                name: cf.member_name(m).into_owned(),
+                desc: cf.member_desc(m).into_owned(),
+                first_line: first,
+            });
+        }
+        let t = offline::table_string(source.as_deref(), &table)
+            .map_err(|e| with_path(e, || name.to_string()))?;
+        let s = offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
+            .map_err(|e| with_path(e, || name.to_string()))?;
+        register = Some(s);
+        has_clinit = cf
+            .methods
+            .iter()
+            .any(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
+    }
+    let mut changed = false;
+    let mut done_clinit = false;
+    for (k, m) in cf.methods.iter().enumerate() {
+        let mname = cf.member_name(m);
+        let mdesc = cf.member_desc(m);
+        let is_clinit = mname == "<clinit>" && mdesc == "()V";
+        let Some(index) = chosen.iter().position(|c| c.0 == k) else {
+            if let (true, Some(reg_s)) = (is_clinit, &register) {
+                // a <clinit> the rules leave alone still registers first
+                let mut ed = MethodEditor::new(&cf, k)?;
+                ed.insert_entry(reg_s)?;
+                let body = ed
+                    .finish(&mut w.cp)
+                    .map_err(|e| with_path(e, || cf.method_path(m)))?;
+                w.set_code(k, body)?;
+                done_clinit = true;
+            }
+            continue;
+        };
+        let probes = chosen[index].1;
         let mut ed = MethodEditor::new(&cf, k)?;
+        if is_clinit {
+            if let Some(reg_s) = &register {
+                ed.insert_entry(reg_s)?;
+                done_clinit = true;
+            }
+        }
         ed.force_wide_jumps = opts.force_wide_jumps;
         let info = MethodInfo {
             class: &name,
@@ -245,7 +346,8 @@ pub fn instrument_methods(
             source_file: source.as_deref(),
             first_line: first_line(&cf, ed.code()),
         };
-        let id = reg.register(&info) as i32;
+        let global = reg.register(&info) as i32;
+        let id = if runtime_ids { index as i32 } else { global };
         let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes)
         {
             Ok(b) => b,
@@ -261,6 +363,41 @@ pub fn instrument_methods(
         };
         w.set_code(k, body)?;
         changed = true;
+    }
+    if let Some(reg_s) = &register {
+        if has_clinit != done_clinit {
+            return Err(with_path(
+                bci::Error::new(bci::ErrorKind::Edit, "<clinit> has no code to register in"),
+                || name.to_string(),
+            ));
+        }
+        if !has_clinit {
+            w.add_method(ACC_STATIC, "<clinit>", "()V", &offline::clinit_body(reg_s))
+                .map_err(|e| with_path(e, || name.to_string()))?;
+        }
+        let access = if cf.access & ACC_INTERFACE != 0 {
+            ACC_PUBLIC | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
+        } else {
+            ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
+        };
+        w.add_field(access, offline::BASE_FIELD, "I")
+            .map_err(|e| with_path(e, || name.to_string()))?;
+    }
+    if opts.marker && !chosen.is_empty() {
+        let methods: Vec<(String, String)> = chosen
+            .iter()
+            .map(|&(k, _)| {
+                let m = &cf.methods[k];
+                (
+                    cf.member_name(m).into_owned(),
+                    cf.member_desc(m).into_owned(),
+                )
+            })
+            .collect();
+        let data = offline::marker_data(&mut w.cp, hash, runtime_ids, &methods)
+            .and_then(|d| w.add_attribute(offline::MARKER_ATTR, &d).map(|_| ()))
+            .map_err(|e| with_path(e, || name.to_string()));
+        data?;
     }
     for f in opts.fields.iter().filter(|f| f.class == name) {
         w.add_field(f.access, &f.name, &f.desc)
@@ -374,7 +511,8 @@ fn probe_method(
         s.store('J', t)?;
         ed.insert_entry(&s)?;
         let mut s = Snippet::new();
-        s.int(cp, id)?.load('J', t)?;
+        calls.push_id(&mut s, cp, id)?;
+        s.load('J', t)?;
         s.append(calls.get(cp, Calls::TIMED)?);
         timed = Some(s);
     }

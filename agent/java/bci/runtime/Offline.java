@@ -1,0 +1,171 @@
+package bci.runtime;
+
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.util.Date;
+import java.util.Locale;
+
+/**
+ * Method ids for classes instrumented offline ({@code bci instrument}), and the standalone mode
+ * of the runtime (no agent): the runtime jar ({@code bci runtime-jar OUT}) holds this class and
+ * {@link Probes}.
+ *
+ * <p>Each instrumented class's {@code <clinit>} first calls {@link #register} with its name,
+ * the hash of its original bytes and its method table, and keeps the returned base id in a
+ * static final field; its probes pass base + the method's index in the class. The first call
+ * switches {@link Probes} on with the wall clock ({@code System.nanoTime} at every entry and
+ * exit) and installs a shutdown hook that writes every thread's data and the method table to
+ * {@code bci.data} (system property {@code bci.file}), which {@code bci report} turns into the
+ * agent's HPROF text. System property {@code bci.depth} (default 4): frames per call path.
+ * Nothing is written to stdout.
+ */
+public final class Offline {
+    private Offline() {}
+
+    /**
+     * Set by the agent (through JNI) when it defines this class next to its own Probes: ids then
+     * come from the agent's method table, which names them in its report.
+     */
+    static boolean agent;
+
+    /** The agent's registration (registered by the agent; never linked without it). */
+    static native int agentRegister(String className, long hash, String table);
+
+    private static boolean started;
+    /** Recording here (not in an agent's runtime). */
+    private static boolean standalone;
+    private static String file;
+    private static int n;
+    private static String[] cls = new String[64];
+    private static String[] names = new String[64];
+    private static String[] descs = new String[64];
+    private static String[] sources = new String[64];
+    private static int[] lines = new int[64];
+    private static long[] hashes = new long[64];
+
+    /**
+     * Registers the methods of one class: {@code table} is {@code source\n} then
+     * {@code name\ndesc\nline\n} per method (line empty when unknown). Returns the id of the
+     * first; the others follow in table order.
+     */
+    public static int register(String className, long hash, String table) {
+        if (agent) {
+            return agentRegister(className, hash, table);
+        }
+        synchronized (Offline.class) {
+            if (!started) {
+                started = true;
+                start();
+            }
+            int base = n;
+            int p = table.indexOf('\n');
+            String source = p < 0 ? "" : table.substring(0, p);
+            p++;
+            while (p > 0 && p < table.length()) {
+                int a = table.indexOf('\n', p);
+                int b = a < 0 ? -1 : table.indexOf('\n', a + 1);
+                int c = b < 0 ? -1 : table.indexOf('\n', b + 1);
+                if (c < 0) {
+                    break;
+                }
+                int line = -1;
+                if (c > b + 1) {
+                    try {
+                        line = Integer.parseInt(table.substring(b + 1, c));
+                    } catch (NumberFormatException e) {
+                        line = -1;
+                    }
+                }
+                add(className, hash, source, table.substring(p, a), table.substring(a + 1, b), line);
+                p = c + 1;
+            }
+            return base;
+        }
+    }
+
+    private static void add(String c, long h, String src, String name, String desc, int line) {
+        if (n == cls.length) {
+            int m = n * 2;
+            cls = java.util.Arrays.copyOf(cls, m);
+            names = java.util.Arrays.copyOf(names, m);
+            descs = java.util.Arrays.copyOf(descs, m);
+            sources = java.util.Arrays.copyOf(sources, m);
+            lines = java.util.Arrays.copyOf(lines, m);
+            hashes = java.util.Arrays.copyOf(hashes, m);
+        }
+        cls[n] = c;
+        names[n] = name;
+        descs[n] = desc;
+        sources[n] = src;
+        lines[n] = line;
+        hashes[n] = h;
+        n++;
+    }
+
+    private static void start() {
+        if (Probes.class.getClassLoader() != Offline.class.getClassLoader() || Probes.on) {
+            // an agent's runtime records (and names) these calls
+            return;
+        }
+        standalone = true;
+        file = System.getProperty("bci.file", "bci.data");
+        Integer depth = Integer.getInteger("bci.depth");
+        if (depth != null && depth > 0) {
+            Probes.depth = depth;
+        }
+        Probes.clock = 1;
+        Probes.timed = true;
+        Probes.start();
+        Runtime.getRuntime().addShutdownHook(new Thread(Offline::dump, "bci runtime: write data"));
+    }
+
+    private static String clean(String s) {
+        return s == null ? "" : s.replace('\t', ' ').replace('\n', ' ').replace('\r', ' ');
+    }
+
+    /** Writes the data file (shutdown hook). */
+    static void dump() {
+        if (!standalone) {
+            return;
+        }
+        Probes.stop();
+        StringBuilder sb = new StringBuilder();
+        sb.append("bci-data\t1\n");
+        sb.append("clock\twall\n");
+        sb.append("depth\t").append(Probes.depth).append('\n');
+        sb.append("date\t")
+                .append(String.format(Locale.US, "%1$ta %1$tb %1$2te %1$tT %1$tY", new Date()))
+                .append('\n');
+        synchronized (Offline.class) {
+            for (int i = 0; i < n; i++) {
+                sb.append("method\t").append(i).append('\t').append(clean(cls[i])).append('\t')
+                        .append(clean(names[i])).append('\t').append(clean(descs[i])).append('\t')
+                        .append(clean(sources[i])).append('\t').append(lines[i]).append('\t')
+                        .append(Long.toHexString(hashes[i])).append('\n');
+            }
+        }
+        int threads = Probes.threadCount();
+        for (int i = 0; i < threads; i++) {
+            long[] d = Probes.export(i);
+            if (d == null) {
+                continue;
+            }
+            sb.append("thread\t").append(clean(Probes.threadName(i))).append('\n');
+            sb.append("data");
+            for (long v : d) {
+                sb.append('\t').append(v);
+            }
+            sb.append('\n');
+        }
+        try (Writer w = new OutputStreamWriter(new FileOutputStream(file), StandardCharsets.UTF_8)) {
+            w.write(sb.toString());
+            System.err.println("bci: profile data (wall clock) written to " + file
+                    + "; render it with: bci report " + file);
+        } catch (IOException e) {
+            System.err.println("bci: cannot write " + file + ": " + e);
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! The classes of the runtime jar (`bci runtime-jar OUT`): bci/runtime/Probes, its thread
+//! state and bci/runtime/Offline (method ids of offline-instrumented classes, standalone
+//! recording), as build.rs compiled them. The agent defines the same Probes (rules naming it)
+//! and Offline at VMInit.
+
+pub const OFFLINE: &str = "bci/runtime/Offline";
+pub const OFFLINE_CLASS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Offline.class"));
+
+/// (path in the jar, class bytes)
+pub const CLASSES: &[(&str, &[u8])] = &[
+    (
+        "bci/runtime/Probes.class",
+        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes.class")),
+    ),
+    (
+        "bci/runtime/Probes$T.class",
+        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class")),
+    ),
+    ("bci/runtime/Offline.class", OFFLINE_CLASS),
+];

@@ -1,0 +1,202 @@
+//! Running offline-instrumented programs: the runtime jar (`bci runtime-jar`), the data file the
+//! runtime writes at exit rendered by the agent's report writer (`bci report`), and the checks
+//! `bci instrument` makes on its paths and input.
+
+use bciagent::options::Clock;
+use bciagent::registry::MethodRec;
+use bciagent::report::{self, Snapshot, ThreadData};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Writes the runtime jar: bci/runtime/Probes (+ its thread state) and bci/runtime/Offline, with
+/// `Automatic-Module-Name: bci.runtime` (usable on the class path and the module path).
+pub fn runtime_jar(out: &Path) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", out.display());
+    let file = std::fs::File::create(out).map_err(|e| err(&e))?;
+    let mut z = zip::ZipWriter::new(file);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    z.add_directory("META-INF/", opts).map_err(|e| err(&e))?;
+    z.start_file("META-INF/MANIFEST.MF", opts)
+        .map_err(|e| err(&e))?;
+    let manifest = format!(
+        "Manifest-Version: 1.0\r\nCreated-By: bci {}\r\nAutomatic-Module-Name: bci.runtime\r\n\r\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    z.write_all(manifest.as_bytes()).map_err(|e| err(&e))?;
+    for (name, bytes) in bciagent::runtime_jar::CLASSES {
+        z.start_file(*name, opts).map_err(|e| err(&e))?;
+        z.write_all(bytes).map_err(|e| err(&e))?;
+    }
+    z.finish().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// The path a file would have once created: canonical parent joined with the file name.
+fn resolved(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(parent.join(p.file_name()?))
+}
+
+/// Whether `output` names the same file or directory as `input` (instrumenting in place would
+/// read what it is overwriting).
+pub fn same_path(input: &Path, output: &Path) -> bool {
+    match (resolved(input), resolved(output)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Whether the input is a modular jar or directory (a `module-info.class` at its root or under
+/// META-INF/versions/N/): its classes then need a read edge to the runtime's module.
+pub fn is_modular(input: &Path) -> bool {
+    let modinfo = |name: &str| {
+        name == "module-info.class"
+            || (name.starts_with("META-INF/versions/") && name.ends_with("/module-info.class"))
+    };
+    if input.is_dir() {
+        if input.join("module-info.class").is_file() {
+            return true;
+        }
+        let Ok(rd) = std::fs::read_dir(input.join("META-INF/versions")) else {
+            return false;
+        };
+        return rd
+            .flatten()
+            .any(|e| e.path().join("module-info.class").is_file());
+    }
+    let Ok(f) = std::fs::File::open(input) else {
+        return false;
+    };
+    let Ok(z) = zip::ZipArchive::new(f) else {
+        return false;
+    };
+    let found = z.file_names().any(modinfo);
+    found
+}
+
+/// Reads the data file the runtime writes at exit (bci/runtime/Offline.dump).
+pub fn read_data(path: &Path) -> Result<(Snapshot, Clock, usize), String> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = |line: usize, what: &str| format!("{}:{line}: {what}", path.display());
+    let mut lines = text.lines().enumerate();
+    match lines.next() {
+        Some((_, l)) if l.starts_with("bci-data\t") => {
+            if l != "bci-data\t1" {
+                return Err(bad(
+                    1,
+                    &format!("unsupported data version {l:?} (expected 1)"),
+                ));
+            }
+        }
+        _ => return Err(bad(1, "not a bci data file (no `bci-data` header)")),
+    }
+    let mut clock = Clock::Wall;
+    let mut depth = 4usize;
+    let mut date = String::new();
+    let mut methods: Vec<MethodRec> = Vec::new();
+    let mut threads = Vec::new();
+    let mut thread_name: Option<String> = None;
+    for (i, l) in lines {
+        let n = i + 1;
+        let f: Vec<&str> = l.split('\t').collect();
+        match f[0] {
+            "clock" => {
+                clock = match f.get(1) {
+                    Some(&"wall") => Clock::Wall,
+                    Some(&"sample") => Clock::Sample,
+                    Some(&"cpu") => Clock::Cpu,
+                    _ => return Err(bad(n, "unknown clock")),
+                }
+            }
+            "depth" => {
+                depth = f
+                    .get(1)
+                    .and_then(|d| d.parse().ok())
+                    .filter(|&d| d > 0)
+                    .ok_or_else(|| bad(n, "bad depth"))?
+            }
+            "date" => date = f.get(1).unwrap_or(&"").to_string(),
+            "method" => {
+                if f.len() < 7 {
+                    return Err(bad(n, "method line with fewer than 7 fields"));
+                }
+                let id: usize = f[1].parse().map_err(|_| bad(n, "bad method id"))?;
+                if id != methods.len() {
+                    return Err(bad(
+                        n,
+                        &format!("method id {id}, expected {}", methods.len()),
+                    ));
+                }
+                methods.push(MethodRec {
+                    class: f[2].to_string(),
+                    name: f[3].to_string(),
+                    desc: f[4].to_string(),
+                    source_file: (!f[5].is_empty()).then(|| f[5].to_string()),
+                    first_line: f[6].parse::<u32>().ok(),
+                });
+            }
+            "thread" => thread_name = Some(f.get(1).unwrap_or(&"").to_string()),
+            "data" => {
+                let v: Vec<i64> = f[1..]
+                    .iter()
+                    .map(|x| x.parse::<i64>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| bad(n, "bad number in thread data"))?;
+                let t = ThreadData::decode(thread_name.take(), &v)
+                    .ok_or_else(|| bad(n, "malformed thread data"))?;
+                threads.push(t);
+            }
+            "" => {}
+            other => return Err(bad(n, &format!("unknown record {other:?}"))),
+        }
+    }
+    Ok((
+        Snapshot {
+            threads,
+            methods,
+            date,
+            uninstrumented_early: 0,
+            // what `bci instrument` left original it named when it ran; the data file has no
+            // record of it
+            left_classes: Vec::new(),
+            left_methods: Vec::new(),
+        },
+        clock,
+        depth,
+    ))
+}
+
+/// Renders a data file as the agent would (HPROF text by default); `options` in the agent's
+/// syntax (`thread=y,format=methods,cutoff=0.01,lineno=n`). Options that only steer recording
+/// (clock, depth: they come from the data file) are refused.
+pub fn report(data: &Path, options: &str) -> Result<String, String> {
+    let mut o = bciagent::options::parse(Some(options)).map_err(|e| format!("{e}"))?;
+    let given = |k: &str| {
+        options
+            .split(',')
+            .any(|p| p.trim().split('=').next() == Some(k))
+    };
+    for k in [
+        "clock", "depth", "interval", "rules", "include", "exclude", "file", "doe",
+    ] {
+        if given(k) {
+            return Err(format!(
+                "option {k}= is set when the program runs, not in the report"
+            ));
+        }
+    }
+    let (snap, clock, depth) = read_data(data)?;
+    o.clock = clock;
+    o.depth = depth;
+    Ok(report::render(&o, &snap))
+}

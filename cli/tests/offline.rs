@@ -1,0 +1,401 @@
+//! Running offline-instrumented programs: `bci instrument` output run with the runtime jar
+//! (`bci runtime-jar`) and no agent writes a data file that `bci report` renders with the
+//! methods named and their counts exact; a modular jar runs (read edge to the runtime);
+//! instrumenting the output again changes nothing; output = input is refused. Every run uses
+//! HotSpot -Xverify:all, and our verifier checks the instrumented classes.
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bci(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bci"));
+    for a in args {
+        c.arg(a);
+    }
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/offline")
+}
+
+fn fresh(name: &str) -> PathBuf {
+    let out = common::workspace()
+        .join("target/test-out/offline")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    out
+}
+
+fn javac(out: &Path, srcs: &[PathBuf]) {
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-d")
+        .arg(out)
+        .args(srcs)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac failed");
+}
+
+/// Every file under `dir`, relative name -> bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                m.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    m
+}
+
+/// The METHODS table of a report: "Class.method" -> count.
+fn method_counts(report: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    let mut inside = false;
+    for l in report.lines() {
+        if l.starts_with("METHODS BEGIN") {
+            inside = true;
+            continue;
+        }
+        if l.starts_with("METHODS END") {
+            break;
+        }
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if inside && f.len() == 7 && f[0].parse::<u32>().is_ok() {
+            let name = f[6].split('(').next().unwrap().to_string();
+            *m.entry(name).or_insert(0) += f[3].parse::<u64>().unwrap();
+        }
+    }
+    m
+}
+
+fn java(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let mut c = Command::new(common::java_home().join("bin/java"));
+    c.arg("-Xverify:all");
+    for a in args {
+        c.arg(a);
+    }
+    c.output().unwrap()
+}
+
+fn runtime_jar(out: &Path) -> PathBuf {
+    let rt = out.join("bci-runtime.jar");
+    let o = bci(&[&"runtime-jar", &rt]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    rt
+}
+
+/// Instrumenting the output of `bci instrument` again leaves every file as it is (no probes
+/// added twice), names each such class once on stderr; output = input is refused.
+#[test]
+fn instrumenting_twice_leaves_the_output_equal_to_the_first() {
+    let out = fresh("twice");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("Offl.java")]);
+    let first = out.join("first");
+    let second = out.join("second");
+    let o = bci(&[&"instrument", &classes, &first, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = bci(&[&"instrument", &first, &second, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let a = files(&first);
+    let b = files(&second);
+    assert_eq!(a.len(), 4, "{:?}", a.keys().collect::<Vec<_>>());
+    for (name, bytes) in &a {
+        assert!(b.get(name) == Some(bytes), "{name}: second output differs");
+    }
+    let err = text(&o.stderr);
+    for c in a.keys() {
+        assert_eq!(
+            err.matches(&format!("{c}: already instrumented by bci"))
+                .count(),
+            1,
+            "{err}"
+        );
+    }
+    // the same through jars
+    let j1 = out.join("first.jar");
+    let j2 = out.join("second.jar");
+    assert!(bci(&[&"instrument", &classes, &j1]).status.success());
+    assert!(bci(&[&"instrument", &j1, &j2]).status.success());
+    let unzip = |j: &Path, d: &Path| {
+        let mut z = zip::ZipArchive::new(std::fs::File::open(j).unwrap()).unwrap();
+        z.extract(d).unwrap();
+    };
+    unzip(&j1, &out.join("j1"));
+    unzip(&j2, &out.join("j2"));
+    assert_eq!(files(&out.join("j1")), files(&out.join("j2")));
+    // output = input: refused, nothing written
+    for (inp, outp) in [
+        (first.clone(), first.clone()),
+        (j1.clone(), out.join(".").join("first.jar")),
+    ] {
+        let before = std::fs::metadata(&inp).unwrap().modified().unwrap();
+        let o = bci(&[&"instrument", &inp, &outp]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("output is the input"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert_eq!(std::fs::metadata(&inp).unwrap().modified().unwrap(), before);
+    }
+    assert_eq!(files(&first), a);
+}
+
+/// An offline-instrumented program run with the shipped runtime jar and no agent writes its
+/// data at exit; `bci report` names every method with its exact count. The main class and the
+/// others are instrumented by two separate runs (both number their methods from 0): the ids
+/// handed out at run time keep them apart.
+#[test]
+fn offline_program_runs_with_the_runtime_jar_and_the_report_names_its_methods() {
+    let out = fresh("run");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("Offl.java")]);
+    let bare = java(&[&"-cp", &classes, &"Offl"]);
+    assert!(bare.status.success(), "{}", text(&bare.stderr));
+    // run 1: Offl only; run 2: the nested classes
+    let a = out.join("a");
+    let b = out.join("b");
+    let o = bci(&[
+        &"instrument",
+        &classes,
+        &a,
+        &"--include",
+        &"Offl",
+        &"--strict",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = bci(&[
+        &"instrument",
+        &classes,
+        &b,
+        &"--exclude",
+        &"Offl",
+        &"--strict",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for f in files(&a).keys().filter(|f| *f != "Offl.class") {
+        std::fs::remove_file(a.join(f)).unwrap();
+    }
+    let rt = runtime_jar(&out);
+    for dir in [&a, &b] {
+        let o = bci(&[
+            &"verify",
+            dir,
+            &"--classpath",
+            &format!("{}:{}", b.display(), rt.display()),
+        ]);
+        assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    }
+    let data = out.join("prof.data");
+    let cp = format!("{}:{}:{}", a.display(), b.display(), rt.display());
+    let run = java(&[
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &cp,
+        &"Offl",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(
+        text(&run.stdout),
+        text(&bare.stdout),
+        "program output changed"
+    );
+    assert!(
+        text(&run.stderr).contains("bci report"),
+        "{}",
+        text(&run.stderr)
+    );
+    let o = bci(&[&"report", &data]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report = text(&o.stdout);
+    assert!(report.contains("clock=wall"), "{report}");
+    assert!(!report.contains("unknown."), "{report}");
+    assert!(report.contains("CPU TIME (ms) BEGIN"), "{report}");
+    assert!(report.contains("\tOffl.fib(Offl.java:"), "{report}");
+    let counts = method_counts(&report);
+    let expect: BTreeMap<String, u64> = [
+        ("Offl.main", 1),
+        ("Offl.<clinit>", 1),
+        ("Offl.fib", 177),
+        ("Offl.thrower", 9),
+        ("Offl$Sq.<init>", 5),
+        ("Offl$Sq.area", 5),
+        ("Offl$Shape.unit", 1),
+        ("Offl$Shape.describe", 1),
+        ("Offl$Color.<clinit>", 1),
+        ("Offl$Color.<init>", 2),
+        ("Offl$Color.valueOf", 1),
+        ("Offl$Color.$values", 1),
+        ("Offl$Color.values", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(counts, expect, "{report}");
+    // report options in the agent's syntax
+    let o = bci(&[
+        &"report",
+        &data,
+        &"format=methods",
+        &"-o",
+        &out.join("m.txt"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let m = std::fs::read_to_string(out.join("m.txt")).unwrap();
+    assert_eq!(method_counts(&m), expect);
+    assert!(!m.contains("CPU TIME"));
+    let o = bci(&[&"report", &data, &"depth=2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("depth="), "{}", text(&o.stderr));
+}
+
+/// Classes of a named module call the runtime after a read edge their <clinit> adds: the
+/// runtime jar on the class path or on the module path.
+#[test]
+fn modular_jar_instrumented_and_run() {
+    let out = fresh("module");
+    let classes = out.join("classes");
+    let m = fixtures().join("mod");
+    javac(
+        &classes,
+        &[m.join("module-info.java"), m.join("com/acme/Main.java")],
+    );
+    let jar = out.join("acme.jar");
+    let st = Command::new(common::java_home().join("bin/jar"))
+        .arg("cf")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let inst = out.join("acme-instrumented.jar");
+    let o = bci(&[&"instrument", &jar, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let o = bci(&[&"verify", &inst, &"--classpath", &rt]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let mp_rt = format!("{}:{}", inst.display(), rt.display());
+    for (k, args) in [
+        vec!["-p", inst.to_str().unwrap(), "-cp", rt.to_str().unwrap()],
+        vec!["-p", &mp_rt, "--add-modules", "bci.runtime"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let data = out.join(format!("run{k}.data"));
+        let mut c = Command::new(common::java_home().join("bin/java"));
+        c.arg("-Xverify:all")
+            .arg(format!("-Dbci.file={}", data.display()))
+            .args(&args)
+            .args(["-m", "com.acme/com.acme.Main"]);
+        let run = c.output().unwrap();
+        assert!(run.status.success(), "{args:?}: {}", text(&run.stderr));
+        assert_eq!(text(&run.stdout), "sum 20\n");
+        let o = bci(&[&"report", &data]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let counts = method_counts(&text(&o.stdout));
+        assert_eq!(counts.get("com.acme.Main.twice"), Some(&5), "{counts:?}");
+        assert_eq!(counts.get("com.acme.Main.main"), Some(&1), "{counts:?}");
+    }
+}
+
+/// The agent's cdylib next to the bci binary, built first (`cargo test` builds only the rlib).
+fn agent_lib() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_bci"));
+    let profile_dir = bin.parent().unwrap().to_path_buf();
+    let target_dir = profile_dir.parent().unwrap();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--lib", "-p", "bci-agent"])
+        .env("CARGO_TARGET_DIR", target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let o = cmd.output().unwrap();
+    let lib = profile_dir.join("libbciagent.so");
+    assert!(
+        o.status.success() || lib.exists(),
+        "cargo build: {}",
+        text(&o.stderr)
+    );
+    lib
+}
+
+/// Offline-instrumented classes run under the agent: the agent leaves them as they are (one
+/// verbose line each), their `<clinit>` registers their methods in the agent's table, and the
+/// agent's report names them with exact counts (no probe added twice, no `unknown.mN`); the
+/// runtime jar on the class path stays unused (no data file).
+#[test]
+fn offline_classes_under_the_agent_are_named_and_counted_once() {
+    let out = fresh("agent");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("Offl.java")]);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let lib = agent_lib();
+    let rules = out.join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[runtime]\nclass = \"bci/runtime/Probes\"\n\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n",
+    )
+    .unwrap();
+    let report = out.join("java.hprof.txt");
+    let data = out.join("unused.data");
+    let run = java(&[
+        &format!(
+            "-agentpath:{}=rules={},file={},verbose=y",
+            lib.display(),
+            rules.display(),
+            report.display()
+        ),
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"Offl",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let err = text(&run.stderr);
+    for c in ["Offl", "Offl$Sq", "Offl$Shape", "Offl$Color"] {
+        assert_eq!(
+            err.matches(&format!(
+                "bciagent: {c}: instrumented already (bci instrument)"
+            ))
+            .count(),
+            1,
+            "{err}"
+        );
+    }
+    assert!(!data.exists(), "the standalone runtime recorded too");
+    let r = std::fs::read_to_string(&report).unwrap();
+    assert!(!r.contains("unknown."), "{r}");
+    let counts: BTreeMap<String, u64> = method_counts(&r)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("Offl"))
+        .collect();
+    assert_eq!(counts.get("Offl.fib"), Some(&177), "{counts:?}");
+    assert_eq!(counts.get("Offl.thrower"), Some(&9), "{counts:?}");
+    assert_eq!(counts.get("Offl$Sq.<init>"), Some(&5), "{counts:?}");
+    assert_eq!(counts.get("Offl$Shape.describe"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("Offl.main"), Some(&1), "{counts:?}");
+    assert_eq!(counts.len(), 13, "{counts:?}");
+}

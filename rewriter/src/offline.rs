@@ -1,0 +1,243 @@
+//! What offline instrumentation adds to a class besides the probes: the `BciInstrumented`
+//! marker attribute (so that neither `bci instrument` nor the agent instruments a class twice)
+//! and method ids handed out at run time (`<clinit>` registers the class's method table with the
+//! runtime and keeps the returned base in a static final field; each probe adds its method's
+//! index in the class to it), so that separately instrumented jars cannot collide.
+
+use bci::{ClassFile, CpBuilder, Snippet};
+
+/// Name of the class attribute `bci instrument` writes on every class it rewrites.
+pub const MARKER_ATTR: &str = "BciInstrumented";
+/// Version of the marker's layout (its first two bytes).
+pub const MARKER_VERSION: u16 = 1;
+/// The class offline-instrumented `<clinit>`s call: `register(class, hash, table)I`.
+pub const OFFLINE_CLASS: &str = "bci/runtime/Offline";
+pub const REGISTER: (&str, &str) = ("register", "(Ljava/lang/String;JLjava/lang/String;)I");
+/// The static final int field holding the class's first method id (set by `<clinit>`).
+pub const BASE_FIELD: &str = "bci$base";
+
+/// The class id: 64-bit FNV-1a hash of the original class bytes (the class name is part of
+/// them). The same bytes give the same id whoever instruments them.
+pub fn class_hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The marker of a class instrumented by `bci instrument`, as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub version: u16,
+    /// [`class_hash`] of the class bytes before instrumentation.
+    pub hash: u64,
+    /// Whether method ids are registered at run time ([`OFFLINE_CLASS`]).
+    pub runtime_ids: bool,
+    /// Instrumented methods (name, descriptor), in probe-index order.
+    pub methods: Vec<(String, String)>,
+}
+
+/// The class's `BciInstrumented` marker, if it has one. `Err` if the class cannot be parsed;
+/// `Ok(Some)` with an empty method list if the attribute is there but malformed (it is still
+/// ours: such a class is not instrumented again).
+pub fn marker(bytes: &[u8]) -> bci::Result<Option<Marker>> {
+    let cf = ClassFile::parse(bytes)?;
+    Ok(marker_of(&cf))
+}
+
+pub(crate) fn marker_of(cf: &ClassFile<'_>) -> Option<Marker> {
+    let a = cf.attributes.iter().find(|a| {
+        cf.cp
+            .utf8_bytes(a.name_index)
+            .is_ok_and(|n| n == MARKER_ATTR.as_bytes())
+    })?;
+    let empty = Marker {
+        version: 0,
+        hash: 0,
+        runtime_ids: false,
+        methods: Vec::new(),
+    };
+    Some(parse_marker(cf, a.data).unwrap_or(empty))
+}
+
+fn parse_marker(cf: &ClassFile<'_>, d: &[u8]) -> Option<Marker> {
+    let u16_at = |i: usize| Some(u16::from_be_bytes([*d.get(i)?, *d.get(i + 1)?]));
+    let version = u16_at(0)?;
+    let hash = u64::from_be_bytes(d.get(2..10)?.try_into().ok()?);
+    let flags = u16_at(10)?;
+    let n = u16_at(12)? as usize;
+    let mut methods = Vec::with_capacity(n);
+    for k in 0..n {
+        let at = 14 + 4 * k;
+        let name = cf.cp.utf8(u16_at(at)?).ok()?.into_owned();
+        let desc = cf.cp.utf8(u16_at(at + 2)?).ok()?.into_owned();
+        methods.push((name, desc));
+    }
+    Some(Marker {
+        version,
+        hash,
+        runtime_ids: flags & 1 != 0,
+        methods,
+    })
+}
+
+/// The marker attribute's data: version, hash, flags, then (name, descriptor) Utf8 indices of
+/// the instrumented methods.
+pub(crate) fn marker_data(
+    cp: &mut CpBuilder<'_>,
+    hash: u64,
+    runtime_ids: bool,
+    methods: &[(String, String)],
+) -> bci::Result<Vec<u8>> {
+    let n = u16::try_from(methods.len()).map_err(|_| {
+        bci::Error::new(bci::ErrorKind::TooLarge, "too many methods for the marker")
+    })?;
+    let mut d = Vec::with_capacity(14 + 4 * methods.len());
+    d.extend_from_slice(&MARKER_VERSION.to_be_bytes());
+    d.extend_from_slice(&hash.to_be_bytes());
+    d.extend_from_slice(&(runtime_ids as u16).to_be_bytes());
+    d.extend_from_slice(&n.to_be_bytes());
+    for (name, desc) in methods {
+        d.extend_from_slice(&cp.utf8(name)?.to_be_bytes());
+        d.extend_from_slice(&cp.utf8(desc)?.to_be_bytes());
+    }
+    Ok(d)
+}
+
+/// One instrumented method as the runtime learns it from the register call.
+pub(crate) struct TableEntry {
+    pub name: String,
+    pub desc: String,
+    pub first_line: Option<u32>,
+}
+
+/// The method table handed to `register`: `source\n` then `name\ndesc\nline\n` per method
+/// (line empty when unknown). One String constant: at most 65535 bytes (modified UTF-8). Names
+/// with a line break (legal, but no compiler makes them) cannot be listed: `Err` names them.
+pub(crate) fn table_string(source: Option<&str>, methods: &[TableEntry]) -> bci::Result<String> {
+    let mut s = String::new();
+    let push = |s: &mut String, part: &str| {
+        if part.contains('\n') {
+            return Err(bci::Error::new(
+                bci::ErrorKind::Unsupported,
+                format!("{part:?}: a line break in a name cannot go into the method table"),
+            ));
+        }
+        s.push_str(part);
+        s.push('\n');
+        Ok(())
+    };
+    push(&mut s, source.unwrap_or(""))?;
+    for m in methods {
+        push(&mut s, &m.name)?;
+        push(&mut s, &m.desc)?;
+        push(
+            &mut s,
+            &m.first_line.map(|l| l.to_string()).unwrap_or_default(),
+        )?;
+    }
+    Ok(s)
+}
+
+/// `<clinit>`'s first code: (for a class in a named module) a read edge from its module to the
+/// runtime's, then `bci$base = Offline.register(name, hash, table)`.
+pub(crate) fn register_snippet(
+    cp: &mut CpBuilder<'_>,
+    class: &str,
+    hash: u64,
+    table: &str,
+    module_reads: bool,
+) -> bci::Result<Snippet> {
+    let mut s = Snippet::new();
+    if module_reads {
+        // ThisClass.class.getModule().addReads(Class.forName("bci.runtime.Offline", false,
+        // ThisClass.class.getClassLoader()).getModule()): caller-sensitive, allowed because
+        // the caller is in the module that gets the edge; a no-op in an unnamed module.
+        s.class_const(cp, class)?
+            .invokevirtual(cp, "java/lang/Class", "getModule", "()Ljava/lang/Module;")?
+            .string(cp, &OFFLINE_CLASS.replace('/', "."))?
+            .int(cp, 0)?
+            .class_const(cp, class)?
+            .invokevirtual(
+                cp,
+                "java/lang/Class",
+                "getClassLoader",
+                "()Ljava/lang/ClassLoader;",
+            )?
+            .invokestatic(
+                cp,
+                "java/lang/Class",
+                "forName",
+                "(Ljava/lang/String;ZLjava/lang/ClassLoader;)Ljava/lang/Class;",
+            )?
+            .invokevirtual(cp, "java/lang/Class", "getModule", "()Ljava/lang/Module;")?
+            .invokevirtual(
+                cp,
+                "java/lang/Module",
+                "addReads",
+                "(Ljava/lang/Module;)Ljava/lang/Module;",
+            )?
+            .op(bci::opcodes::op::POP)?;
+    }
+    s.string(cp, class)?
+        .long(cp, hash as i64)?
+        .string(cp, table)?
+        .invokestatic(cp, OFFLINE_CLASS, REGISTER.0, REGISTER.1)?
+        .putstatic(cp, class, BASE_FIELD, "I")?;
+    Ok(s)
+}
+
+/// The Code attribute body of a new `<clinit>` made of `s` and `return`.
+pub(crate) fn clinit_body(s: &Snippet) -> Vec<u8> {
+    let code_len = s.len() + 1;
+    let mut b = Vec::with_capacity(12 + code_len);
+    b.extend_from_slice(&s.max_depth().to_be_bytes());
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b.extend_from_slice(&(code_len as u32).to_be_bytes());
+    b.extend_from_slice(s.bytes());
+    b.push(bci::opcodes::op::RETURN);
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_fnv1a() {
+        assert_eq!(class_hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(class_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(class_hash(b"ab"), class_hash(b"ba"));
+    }
+
+    #[test]
+    fn table_layout() {
+        let t = table_string(
+            Some("A.java"),
+            &[
+                TableEntry {
+                    name: "m".into(),
+                    desc: "()V".into(),
+                    first_line: Some(3),
+                },
+                TableEntry {
+                    name: "<init>".into(),
+                    desc: "(I)V".into(),
+                    first_line: None,
+                },
+            ],
+        )
+        .unwrap();
+        assert_eq!(t, "A.java\nm\n()V\n3\n<init>\n(I)V\n\n");
+        let bad = TableEntry {
+            name: "a\nb".into(),
+            desc: "()V".into(),
+            first_line: None,
+        };
+        assert!(table_string(None, &[bad]).is_err());
+    }
+}
