@@ -42,7 +42,7 @@ pub fn is_signature_file(name: &str) -> bool {
 }
 
 /// The manifest without per-entry digests (`*-Digest` attributes of the individual sections;
-/// sections left with only their `Name` go). The main section and every other byte, line ends
+/// sections that had digests and are left with only their `Name` go). The main section and every other byte, line ends
 /// and continuation lines included, stay as they were.
 pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
     // Physical lines with their terminators (\r\n, \n or \r).
@@ -111,7 +111,7 @@ pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
         let only_name = kept
             .iter()
             .all(|a| a.to_ascii_lowercase().starts_with(b"name:"));
-        if !only_name {
+        if !only_name || kept.len() == attrs.len() {
             kept.iter().for_each(|a| out.extend_from_slice(a));
             out.extend_from_slice(blank);
         }
@@ -343,7 +343,7 @@ Name: a/D.class\r\nSHA1-Digest: x\r\nX-Custom: keep\r\n\r\n";
 Name: a/D.class\r\nX-Custom: keep\r\n\r\n"
         );
         // No digests: unchanged, whatever the line ends.
-        let plain = b"Manifest-Version: 1.0\nA: b\n\nName: x\nY: z\n";
+        let plain = b"Manifest-Version: 1.0\nA: b\n\nName: x\nY: z\n\nName: only\n\n";
         assert_eq!(strip_manifest_digests(plain), plain.to_vec());
     }
 }
