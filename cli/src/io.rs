@@ -42,7 +42,7 @@ pub fn is_signature_file(name: &str) -> bool {
 }
 
 /// The manifest without per-entry digests (`*-Digest` attributes of the individual sections;
-/// sections left with only their `Name` go). The main section and every other byte, line ends
+/// sections that had digests and are left with only their `Name` go). The main section and every other byte, line ends
 /// and continuation lines included, stay as they were.
 pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
     // Physical lines with their terminators (\r\n, \n or \r).
@@ -111,7 +111,7 @@ pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
         let only_name = kept
             .iter()
             .all(|a| a.to_ascii_lowercase().starts_with(b"name:"));
-        if !only_name {
+        if !only_name || kept.len() == attrs.len() {
             kept.iter().for_each(|a| out.extend_from_slice(a));
             out.extend_from_slice(blank);
         }
@@ -209,8 +209,15 @@ pub fn transform(
             bytes = &stripped;
         }
         if let Some(z) = z.as_mut() {
-            let opts = zip::write::SimpleFileOptions::default()
+            let mut opts = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Deflated);
+            // From a directory: the file's modification time (UTC), as `jar` would keep it.
+            if input.is_dir() {
+                let modified = std::fs::metadata(input.join(name)).and_then(|m| m.modified());
+                if let Some(t) = modified.ok().and_then(dos_time) {
+                    opts = opts.last_modified_time(t);
+                }
+            }
             z.start_file(name.as_str(), opts).map_err(|e| err(&e))?;
             z.write_all(bytes).map_err(|e| err(&e))?;
         } else {
@@ -225,6 +232,32 @@ pub fn transform(
         z.finish().map_err(|e| err(&e))?;
     }
     Ok(report)
+}
+
+/// A file time as a zip (DOS) date-time in UTC; None outside 1980..=2107.
+fn dos_time(t: std::time::SystemTime) -> Option<zip::DateTime> {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible Low-Level Date
+    // Algorithms", civil_from_days).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    zip::DateTime::from_date_and_time(
+        u16::try_from(year).ok()?,
+        month,
+        day,
+        (rem / 3600) as u8,
+        (rem / 60 % 60) as u8,
+        (rem % 60) as u8,
+    )
+    .ok()
 }
 
 /// Jar to jar: every entry in order; untouched ones (directories included) copied raw (still
@@ -309,6 +342,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn dos_times_in_utc() {
+        let at = |s: u64| {
+            dos_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(s)).map(|d| {
+                (
+                    d.year(),
+                    d.month(),
+                    d.day(),
+                    d.hour(),
+                    d.minute(),
+                    d.second(),
+                )
+            })
+        };
+        assert_eq!(at(0), None, "1970 is before DOS time");
+        assert_eq!(at(315_532_800), Some((1980, 1, 1, 0, 0, 0)));
+        assert_eq!(at(951_782_400 + 3_723), Some((2000, 2, 29, 1, 2, 2)));
+        assert_eq!(at(1_795_398_245), Some((2026, 11, 23, 1, 44, 4)));
+    }
+
+    #[test]
     fn signature_files() {
         for y in [
             "META-INF/ECLIPSE_.SF",
@@ -343,7 +396,7 @@ Name: a/D.class\r\nSHA1-Digest: x\r\nX-Custom: keep\r\n\r\n";
 Name: a/D.class\r\nX-Custom: keep\r\n\r\n"
         );
         // No digests: unchanged, whatever the line ends.
-        let plain = b"Manifest-Version: 1.0\nA: b\n\nName: x\nY: z\n";
+        let plain = b"Manifest-Version: 1.0\nA: b\n\nName: x\nY: z\n\nName: only\n\n";
         assert_eq!(strip_manifest_digests(plain), plain.to_vec());
     }
 }

@@ -283,3 +283,23 @@ fn map_names_the_release_of_multi_release_classes() {
     assert_eq!(main_rows[1][1], "p/Hello");
     assert_eq!(main_rows[1].get(4), Some(&"11"), "{text}");
 }
+
+#[test]
+fn directory_to_jar_keeps_file_times() {
+    let dir = fresh("dir-times");
+    let (classes, _probe) = compile(&dir);
+    assert!(Command::new("touch")
+        .args(["-d", "2004-05-06 07:08:10 UTC"])
+        .arg(classes.join("p/Hello.class"))
+        .status()
+        .unwrap()
+        .success());
+    let out = dir.join("out.jar");
+    instrument(&classes, &out, &[]);
+    let got = entries(&out);
+    let hello = got.iter().find(|e| e.0 == "p/Hello.class").unwrap();
+    assert_eq!(
+        hello.2, "Some(DateTime::from_date_and_time(2004, 5, 6, 7, 8, 10)?)",
+        "UTC modification time of the file"
+    );
+}

@@ -200,3 +200,48 @@ fn progress_bar_on_a_terminal_only() {
         );
     }
 }
+
+#[test]
+fn a_damaged_jar_entry_is_named_by_instrument_and_verify() {
+    let d = work("damaged");
+    let classes = some_classes(&d);
+    let good = d.join("good.jar");
+    let o = bci(&[
+        "instrument",
+        "--include",
+        "NoSuchClass",
+        classes.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Flip bytes in the middle of Subject.class's compressed data: the CRC no longer matches.
+    let mut bytes = std::fs::read(&good).unwrap();
+    let (start, len) = {
+        let mut z = zip::ZipArchive::new(std::fs::File::open(&good).unwrap()).unwrap();
+        let e = z.by_name("Subject.class").unwrap();
+        (e.data_start() as usize, e.compressed_size() as usize)
+    };
+    for b in &mut bytes[start + len / 2..start + len / 2 + 4] {
+        *b ^= 0x55;
+    }
+    let bad = d.join("bad.jar");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = bci(&[
+        "instrument",
+        bad.to_str().unwrap(),
+        d.join("out.jar").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("{}: Subject.class: ", bad.display())),
+        "{}",
+        text(&o)
+    );
+    let o = bci(&["verify", "--no-jdk", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(bad.to_str().unwrap()) && text(&o).contains("Subject.class: "),
+        "{}",
+        text(&o)
+    );
+}

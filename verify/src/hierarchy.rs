@@ -322,7 +322,8 @@ impl ClassPath {
                 let n = f.name().to_string();
                 if n.ends_with(".class") && !n.starts_with("META-INF/versions/") {
                     let mut b = Vec::new();
-                    f.read_to_end(&mut b)?;
+                    f.read_to_end(&mut b)
+                        .map_err(|e| io::Error::new(e.kind(), format!("{n}: {e}")))?;
                     out.push((n, b));
                 }
             }
