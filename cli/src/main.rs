@@ -186,7 +186,9 @@ fn main() -> ExitCode {
                 reg.release = release_of(name);
                 if let Ok(Some(_)) = bci_rewriter::offline::marker(bytes) {
                     marked += 1;
-                    progress.line(&format!("bci: {name}: already instrumented by bci; left as it is"));
+                    progress.line(&format!(
+                        "bci: {name}: already instrumented by bci; left as it is"
+                    ));
                     return None;
                 }
                 match instrument_with(bytes, &r, &mut reg, &opts) {

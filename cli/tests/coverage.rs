@@ -5,7 +5,9 @@
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::coverage::{instrument, ClassCoverage, ClassId, Options, Skipped};
+use bci_rewriter::coverage::analysis::{analyze_plan, Line};
+use bci_rewriter::coverage::data::CovData;
+use bci_rewriter::coverage::{class_hash, instrument, ClassId, Options, Skipped};
 use bci_rewriter::flow::Split;
 use bci_rewriter::Outcome;
 use std::collections::BTreeMap;
@@ -23,56 +25,37 @@ fn javac(args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
     assert!(st.success(), "javac failed");
 }
 
-/// `line -> expected hits` per source file, from `// hits=N` comments.
-fn expectations(src: &Path) -> BTreeMap<u32, u64> {
+/// What a source line's comment says: `// hits=N` and optionally `br=C/T` (covered and total
+/// branch outcomes on the line).
+#[derive(Debug)]
+struct Expect {
+    hits: u64,
+    branches: Option<(u64, u64)>,
+}
+
+fn number(s: &str) -> Option<u64> {
+    let n: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+    n.parse().ok()
+}
+
+/// `line -> expectation` of a source file.
+fn expectations(src: &Path) -> BTreeMap<u32, Expect> {
     let text = std::fs::read_to_string(src).unwrap();
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
-        if let Some(p) = line.find("// hits=") {
-            let n: String = line[p + 8..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit())
-                .collect();
-            if let Ok(n) = n.parse() {
-                out.insert(i as u32 + 1, n);
-            }
-        }
-    }
-    out
-}
-
-/// Per line of the class's source: the count of the line's first instruction (lowest pc of
-/// any instruction the LineNumberTable puts on that line), over all methods.
-fn line_hits(bytes: &[u8], cov: &ClassCoverage, counts: &[u64], hits: &mut BTreeMap<u32, u64>) {
-    let cf = bci::ClassFile::parse(bytes).unwrap();
-    for m in &cov.methods {
-        let member = &cf.methods[m.index];
-        let (_, a) = cf.find_attr(&member.attributes, "Code").unwrap();
-        let code = bci::CodeAttr::parse(&cf, a).unwrap();
-        let insns = code.decode_all().unwrap();
-        let Some((_, lnt)) = cf.find_attr(&code.attributes, "LineNumberTable") else {
+        let Some(p) = line.find("// hits=") else {
             continue;
         };
-        let mut lines = bci::attrs::LineNumbers::parse(lnt.data, 0).unwrap().entries;
-        lines.sort();
-        let solved = m
-            .plan
-            .solve(&m.cfg, bci_rewriter::coverage::method_counts(m, counts));
-        // First instruction of each line in this method.
-        let mut first: BTreeMap<u32, u32> = BTreeMap::new();
-        for (k, i) in insns.iter().enumerate() {
-            let at = lines.partition_point(|&(pc, _)| pc as u32 <= i.pc);
-            if at == 0 {
-                continue;
-            }
-            let line = lines[at - 1].1 as u32;
-            first.entry(line).or_insert(k as u32);
-        }
-        for (line, k) in first {
-            let b = m.cfg.block_of(k).unwrap();
-            *hits.entry(line).or_insert(0) += solved.blocks[b as usize];
-        }
+        let Some(hits) = number(&line[p + 8..]) else {
+            continue;
+        };
+        let branches = line.find(" br=").and_then(|q| {
+            let (c, t) = line[q + 4..].split_once('/')?;
+            Some((number(c)?, number(t)?))
+        });
+        out.insert(i as u32 + 1, Expect { hits, branches });
     }
+    out
 }
 
 #[test]
@@ -141,32 +124,99 @@ fn coverage_counts_match_the_sources_exactly() {
         );
     }
 
-    // Per source file: solved line hits against the expectations.
-    let mut hits: BTreeMap<String, BTreeMap<u32, u64>> = BTreeMap::new();
-    for (k, (bytes, cov)) in classes.iter().enumerate() {
-        let cf = bci::ClassFile::parse(bytes).unwrap();
-        let src = cf.source_file().unwrap().into_owned();
-        let none = Vec::new();
-        let c = counts.get(&(k + 1)).unwrap_or(&none);
-        let zeros = vec![0; cov.counters as usize];
-        let c = if c.is_empty() { &zeros } else { c };
-        assert_eq!(c.len(), cov.counters as usize, "{}", cov.name);
-        line_hits(bytes, cov, c, hits.entry(src).or_default());
+    // The runtime's counts as a data file (through its binary form), keyed by class hash.
+    let mut data = CovData::default();
+    for (k, (_, cov)) in classes.iter().enumerate() {
+        if let Some(c) = counts.get(&(k + 1)) {
+            data.add_class(&cov.name, cov.hash, c).unwrap();
+        }
+    }
+    let data = CovData::parse(&data.to_bytes()).unwrap();
+
+    // Per source file: the analysis's lines against the expectations.
+    let mut analyzed = Vec::new();
+    for (bytes, cov) in &classes {
+        let c = data.counts(&cov.name, class_hash(bytes));
+        analyzed.push(analyze_plan(bytes, cov, c).unwrap());
     }
     let mut checked = 0;
     let mut wrong = Vec::new();
     for src in &sources {
         let name = src.file_name().unwrap().to_string_lossy().into_owned();
-        let got = hits.get(&name).cloned().unwrap_or_default();
+        let mut got: BTreeMap<u32, Line> = BTreeMap::new();
+        for c in analyzed
+            .iter()
+            .filter(|c| c.source_file.as_deref() == Some(&name))
+        {
+            for (l, x) in &c.lines {
+                let e = got.entry(*l).or_default();
+                e.hits += x.hits;
+                e.branches.add(x.branches);
+            }
+        }
         for (line, want) in expectations(src) {
-            let g = got.get(&line).copied().unwrap_or(0);
-            if g != want {
-                wrong.push(format!("{name}:{line}: hits {g}, expected {want}"));
+            let g = got.get(&line).cloned().unwrap_or_default();
+            if g.hits != want.hits {
+                wrong.push(format!(
+                    "{name}:{line}: hits {}, expected {}",
+                    g.hits, want.hits
+                ));
+            }
+            if let Some((c, t)) = want.branches {
+                if (g.branches.covered, g.branches.total()) != (c, t) {
+                    wrong.push(format!(
+                        "{name}:{line}: branches {}/{}, expected {c}/{t}",
+                        g.branches.covered,
+                        g.branches.total()
+                    ));
+                }
             }
             checked += 1;
         }
     }
     assert!(checked > 40, "only {checked} expectations");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    // Methods: entries exact; `never` not covered; filters.
+    let main = analyzed.iter().find(|c| c.name == "CovBasics").unwrap();
+    let method = |n: &str| main.methods.iter().find(|m| m.name == n).unwrap();
+    assert_eq!(method("loop").entries, 3);
+    assert_eq!(method("racy").entries, 400_000);
+    assert_eq!(method("never").entries, 0);
+    assert_eq!(method("never").counters.methods.missed, 1);
+    assert!(main.methods.iter().any(|m| m.name.starts_with("lambda$")));
+
+    // LCOV, read back by genhtml (Debian lcov) when installed: no warning, no error.
+    let lcov = bci_rewriter::coverage::lcov::write(&analyzed, "CovBasics run", &|p| {
+        src_dir.join(p).display().to_string()
+    });
+    assert!(lcov.contains("FNDA:3,CovBasics.loop(I)I"), "{lcov}");
+    if std::env::var("SHOW_LCOV").is_ok() {
+        println!("{lcov}");
+    }
+    let text = std::fs::read_to_string(src_dir.join("CovBasics.java")).unwrap();
+    let body = 1 + text
+        .lines()
+        .position(|l| l.contains("s += i; // hits=30"))
+        .unwrap();
+    assert!(lcov.contains(&format!("DA:{body},30\n")), "{lcov}");
+    let info = work.join("cov.info");
+    std::fs::write(&info, &lcov).unwrap();
+    let html = work.join("html");
+    let out = Command::new("genhtml")
+        .arg("--branch-coverage")
+        .arg("-o")
+        .arg(&html)
+        .arg(&info)
+        .output()
+        .expect("genhtml (Debian package lcov, in cli/ci-packages.txt)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(!text.to_lowercase().contains("warning"), "{text}");
+    assert!(html.join("index.html").exists());
     let _ = std::fs::remove_dir_all(&work);
 }

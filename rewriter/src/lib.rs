@@ -348,8 +348,7 @@ pub fn instrument_methods(
         };
         let global = reg.register(&info) as i32;
         let id = if runtime_ids { index as i32 } else { global };
-        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes)
-        {
+        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes) {
             Ok(b) => b,
             Err(e) => {
                 let e = with_path(e, || cf.method_path(m));

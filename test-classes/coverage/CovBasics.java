@@ -3,28 +3,29 @@ import java.util.List;
 
 /**
  * Coverage expectations: `// hits=N` on a line is the number of times the line's first
- * instruction ran (cli/tests/coverage.rs checks every one exactly against the solved counters).
+ * instruction ran; `br=C/T` its branch outcomes covered and in all (cli/tests/coverage.rs
+ * checks every one exactly against the analysis of the solved counters).
  */
 public class CovBasics {
     static int loop(int n) {
         int s = 0; // hits=3
-        for (int i = 0; i < n; i++) { // hits=3
+        for (int i = 0; i < n; i++) { // hits=3 br=2/2
             s += i; // hits=30
         }
         return s; // hits=3
     }
 
     static String sign(int x) {
-        if (x > 0) { // hits=5
+        if (x > 0) { // hits=5 br=2/2
             return "pos"; // hits=2
-        } else if (x < 0) { // hits=3
+        } else if (x < 0) { // hits=3 br=2/2
             return "neg"; // hits=1
         }
         return "zero"; // hits=2
     }
 
     static int check(int x) {
-        if (x == 13) { // hits=4
+        if (x == 13) { // hits=4 br=2/2
             throw new IllegalArgumentException("13"); // hits=1
         }
         return x; // hits=3
@@ -50,7 +51,7 @@ public class CovBasics {
     static int finallyRuns;
 
     static int cases(int k) {
-        switch (k) { // hits=6
+        switch (k) { // hits=6 br=3/4
             case 1:
                 return 10; // hits=1
             case 2:
@@ -75,14 +76,14 @@ public class CovBasics {
     }
 
     static boolean both(boolean a, boolean b) {
-        return a && b; // hits=4
+        return a && b; // hits=4 br=4/4
     }
 
     static int doWhile(int n) {
         int i = 0; // hits=2
         do {
             i++; // hits=7
-        } while (i < n); // hits=7
+        } while (i < n); // hits=7 br=2/2
         return i; // hits=2
     }
 
@@ -103,9 +104,9 @@ public class CovBasics {
 
     static void threads() throws InterruptedException {
         List<Thread> ts = new ArrayList<>();
-        for (int t = 0; t < 8; t++) { // hits=1
+        for (int t = 0; t < 8; t++) { // hits=1 br=2/2
             Thread th = new Thread(() -> {
-                for (int i = 0; i < 50000; i++) { // hits=8
+                for (int i = 0; i < 50000; i++) { // hits=8 br=2/2
                     bump(); // hits=400000
                     racy(i); // hits=400000
                 }

@@ -14,6 +14,10 @@
 //! path). 64-bit counters do not wrap in practice (2^63 increments at one a nanosecond take
 //! 292 years); sums over threads and merges saturate.
 
+pub mod analysis;
+pub mod data;
+pub mod lcov;
+
 use crate::flow::{Cfg, Counter, Plan, Site, Split};
 use crate::Outcome;
 use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};

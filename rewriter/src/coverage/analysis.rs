@@ -1,0 +1,411 @@
+//! From a class's original bytes and its counter values to coverage: JaCoCo's counters
+//! (INSTRUCTION, BRANCH, LINE, COMPLEXITY, METHOD, CLASS, with JaCoCo's definitions) plus what
+//! JaCoCo cannot give: hit counts per line, per branch outcome and per method.
+//!
+//! * An instruction ran as often as its block ([`flow::Plan::solve`]).
+//! * A line's `hits` is how often its first instruction (lowest pc on that line) ran; `max_hits`
+//!   the most any of its instructions ran (a loop condition on the line of its `for`).
+//! * Branches are the outcomes of `if*` (2) and switches (one per distinct target), each with
+//!   its count; a line is PARTLY covered when one of its branches was never taken.
+//! * Filters (JaCoCo's): synthetic methods except lambda bodies, bridge methods, an enum's
+//!   `values()`/`valueOf(String)`, private empty no-argument constructors, methods and classes
+//!   annotated with an annotation whose name contains `Generated`.
+
+use super::{plan_class, ClassCoverage, MethodCoverage};
+use crate::flow::Split;
+use bci::class::ClassFile;
+use bci::{Error, Result};
+use std::collections::BTreeMap;
+
+const ACC_PRIVATE: u16 = 0x0002;
+const ACC_STATIC: u16 = 0x0008;
+const ACC_BRIDGE: u16 = 0x0040;
+const ACC_SYNTHETIC: u16 = 0x1000;
+const ACC_ENUM: u16 = 0x4000;
+
+/// JaCoCo's counter: items missed and covered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counter {
+    pub missed: u64,
+    pub covered: u64,
+}
+
+impl Counter {
+    pub fn add(&mut self, o: Counter) {
+        self.missed += o.missed;
+        self.covered += o.covered;
+    }
+    pub fn total(&self) -> u64 {
+        self.missed + self.covered
+    }
+    fn one(covered: bool) -> Counter {
+        Counter {
+            missed: !covered as u64,
+            covered: covered as u64,
+        }
+    }
+}
+
+/// JaCoCo's line status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Empty,
+    NotCovered,
+    PartlyCovered,
+    FullyCovered,
+}
+
+/// One source line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Line {
+    pub instructions: Counter,
+    pub branches: Counter,
+    /// Times the line's first instruction ran (summed over the methods that have the line).
+    pub hits: u64,
+    /// The most any instruction of the line ran.
+    pub max_hits: u64,
+}
+
+impl Line {
+    pub fn status(&self) -> Status {
+        let ins = &self.instructions;
+        let br = &self.branches;
+        if ins.total() == 0 && br.total() == 0 {
+            Status::Empty
+        } else if ins.covered == 0 && br.covered == 0 {
+            Status::NotCovered
+        } else if ins.missed == 0 && br.missed == 0 {
+            Status::FullyCovered
+        } else {
+            Status::PartlyCovered
+        }
+    }
+}
+
+/// One decision point (an `if` or a switch) with the count of each outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Branch {
+    pub line: Option<u32>,
+    /// Program counter of the jump or switch.
+    pub pc: u32,
+    /// Per outcome, in instruction order (for `if`: not taken, then taken).
+    pub counts: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub instructions: Counter,
+    pub branches: Counter,
+    pub lines: Counter,
+    pub complexity: Counter,
+    pub methods: Counter,
+    pub classes: Counter,
+}
+
+impl Counters {
+    pub fn add(&mut self, o: &Counters) {
+        self.instructions.add(o.instructions);
+        self.branches.add(o.branches);
+        self.lines.add(o.lines);
+        self.complexity.add(o.complexity);
+        self.methods.add(o.methods);
+        self.classes.add(o.classes);
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Method {
+    pub name: String,
+    pub desc: String,
+    pub first_line: Option<u32>,
+    /// Times the method was entered.
+    pub entries: u64,
+    pub counters: Counters,
+    pub lines: BTreeMap<u32, Line>,
+    pub branches: Vec<Branch>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Class {
+    /// Internal name.
+    pub name: String,
+    pub source_file: Option<String>,
+    pub counters: Counters,
+    /// Lines of every method, merged.
+    pub lines: BTreeMap<u32, Line>,
+    pub methods: Vec<Method>,
+    /// Methods left out by a filter: (name, descriptor, filter).
+    pub filtered: Vec<(String, String, &'static str)>,
+}
+
+fn has_generated_annotation(cf: &ClassFile<'_>, attrs: &[bci::Attribute<'_>]) -> bool {
+    ["RuntimeVisibleAnnotations", "RuntimeInvisibleAnnotations"]
+        .iter()
+        .filter_map(|n| cf.find_attr(attrs, n))
+        .any(|(_, a)| {
+            annotation_types(cf, a.data)
+                .iter()
+                .any(|t| t.contains("Generated"))
+        })
+}
+
+/// The type descriptors of an annotations attribute's top-level annotations.
+fn annotation_types(cf: &ClassFile<'_>, d: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let n = match d.get(0..2) {
+        Some(b) => u16::from_be_bytes([b[0], b[1]]) as usize,
+        None => return out,
+    };
+    let mut at = 2;
+    for _ in 0..n {
+        let Some(b) = d.get(at..at + 2) else { break };
+        if let Ok(t) = cf.cp.utf8(u16::from_be_bytes([b[0], b[1]])) {
+            out.push(t.into_owned());
+        }
+        match skip_annotation(d, at) {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    out
+}
+
+fn skip_annotation(d: &[u8], at: usize) -> Option<usize> {
+    let n = u16::from_be_bytes([*d.get(at + 2)?, *d.get(at + 3)?]) as usize;
+    let mut p = at + 4;
+    for _ in 0..n {
+        p = skip_value(d, p + 2)?;
+    }
+    Some(p)
+}
+
+fn skip_value(d: &[u8], at: usize) -> Option<usize> {
+    Some(match *d.get(at)? {
+        b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z' | b's' | b'c' => at + 3,
+        b'e' => at + 5,
+        b'@' => skip_annotation(d, at + 1)?,
+        b'[' => {
+            let n = u16::from_be_bytes([*d.get(at + 1)?, *d.get(at + 2)?]) as usize;
+            let mut p = at + 3;
+            for _ in 0..n {
+                p = skip_value(d, p)?;
+            }
+            p
+        }
+        _ => return None,
+    })
+}
+
+/// Why a method is left out of the report, if it is.
+fn filter(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> Option<&'static str> {
+    if m.access & ACC_BRIDGE != 0 {
+        return Some("bridge");
+    }
+    if m.access & ACC_SYNTHETIC != 0 && !name.starts_with("lambda$") {
+        return Some("synthetic");
+    }
+    if cf.access & ACC_ENUM != 0 && m.access & ACC_STATIC != 0 {
+        let this = cf.name().ok()?;
+        if (name == "values" && desc == format!("()[L{this};"))
+            || (name == "valueOf" && desc == format!("(Ljava/lang/String;)L{this};"))
+        {
+            return Some("enum values/valueOf");
+        }
+    }
+    if name == "<init>" && desc == "()V" && m.access & ACC_PRIVATE != 0 {
+        // aload_0; invokespecial super.<init>()V; return
+        let code = cf
+            .find_attr(&m.attributes, "Code")
+            .and_then(|(_, a)| bci::CodeAttr::parse(cf, a).ok());
+        if code.is_some_and(|c| {
+            c.code.len() == 5 && c.code[0] == 0x2a && c.code[1] == 0xb7 && c.code[4] == 0xb1
+        }) {
+            return Some("private empty constructor");
+        }
+    }
+    if has_generated_annotation(cf, &m.attributes) {
+        return Some("Generated annotation");
+    }
+    None
+}
+
+/// Coverage of one class. `counts` are the class's counter values (`None`: the class never
+/// ran or was not loaded: everything missed).
+pub fn analyze(bytes: &[u8], counts: Option<&[u64]>, split: Split) -> Result<Class> {
+    let plan = plan_class(bytes, split)?;
+    analyze_plan(bytes, &plan, counts)
+}
+
+/// [`analyze`] with a plan already made.
+pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) -> Result<Class> {
+    let cf = ClassFile::parse(bytes)?;
+    let mut class = Class {
+        name: plan.name.clone(),
+        source_file: cf.source_file().map(|s| s.into_owned()),
+        counters: Counters::default(),
+        lines: BTreeMap::new(),
+        methods: Vec::new(),
+        filtered: Vec::new(),
+    };
+    if let Some(c) = counts {
+        if c.len() != plan.counters as usize {
+            return Err(Error::new(
+                bci::ErrorKind::Format,
+                format!(
+                    "{}: {} counter values for {} counters",
+                    plan.name,
+                    c.len(),
+                    plan.counters
+                ),
+            ));
+        }
+    }
+    let class_generated = has_generated_annotation(&cf, &cf.attributes);
+    for m in &plan.methods {
+        let member = &cf.methods[m.index];
+        let why = if class_generated {
+            Some("Generated annotation")
+        } else {
+            filter(&cf, member, &m.name, &m.desc)
+        };
+        if let Some(why) = why {
+            class.filtered.push((m.name.clone(), m.desc.clone(), why));
+            continue;
+        }
+        let method = analyze_method(&cf, m, counts)?;
+        for (l, line) in &method.lines {
+            let e = class.lines.entry(*l).or_default();
+            e.instructions.add(line.instructions);
+            e.branches.add(line.branches);
+            e.hits = e.hits.saturating_add(line.hits);
+            e.max_hits = e.max_hits.max(line.max_hits);
+        }
+        class.counters.add(&method.counters);
+        class.methods.push(method);
+    }
+    class.counters.lines = line_counter(&class.lines);
+    let covered = class.counters.methods.covered > 0;
+    class.counters.classes = Counter::one(covered);
+    Ok(class)
+}
+
+fn line_counter(lines: &BTreeMap<u32, Line>) -> Counter {
+    let mut c = Counter::default();
+    for l in lines.values() {
+        match l.status() {
+            Status::Empty => {}
+            Status::NotCovered => c.missed += 1,
+            _ => c.covered += 1,
+        }
+    }
+    c
+}
+
+fn analyze_method(
+    cf: &ClassFile<'_>,
+    m: &MethodCoverage,
+    counts: Option<&[u64]>,
+) -> Result<Method> {
+    let member = &cf.methods[m.index];
+    let (_, a) = cf
+        .find_attr(&member.attributes, "Code")
+        .ok_or_else(|| Error::new(bci::ErrorKind::Format, "method without Code"))?;
+    let code = bci::CodeAttr::parse(cf, a)?;
+    let insns = code.decode_all()?;
+    let mut table: Vec<(u16, u16)> = match cf.find_attr(&code.attributes, "LineNumberTable") {
+        Some((_, lnt)) => bci::attrs::LineNumbers::parse(lnt.data, 0)?.entries,
+        None => Vec::new(),
+    };
+    table.sort();
+    let line_of = |pc: u32| -> Option<u32> {
+        let at = table.partition_point(|&(p, _)| p as u32 <= pc);
+        (at > 0).then(|| table[at - 1].1 as u32)
+    };
+    let zeros;
+    let values = match counts {
+        Some(c) => super::method_counts(m, c),
+        None => {
+            zeros = vec![0u64; m.plan.counters.len()];
+            &zeros[..]
+        }
+    };
+    let solved = m.plan.solve(&m.cfg, values);
+    let entries = super::entry_counter(m)
+        .and_then(|i| counts.and_then(|c| c.get(i as usize)).copied())
+        .unwrap_or(0);
+    let mut counters = Counters::default();
+    let mut lines: BTreeMap<u32, Line> = BTreeMap::new();
+    let mut seen_first: BTreeMap<u32, ()> = BTreeMap::new();
+    for (b, blk) in m.cfg.blocks.iter().enumerate() {
+        let n = solved.blocks[b];
+        for k in blk.first..blk.end {
+            let i = &insns[k as usize];
+            let c = Counter::one(n > 0);
+            counters.instructions.add(c);
+            if let Some(l) = line_of(i.pc) {
+                let e = lines.entry(l).or_default();
+                e.instructions.add(c);
+                e.max_hits = e.max_hits.max(n);
+            }
+        }
+    }
+    // First instruction of each line: instructions in pc order.
+    for (k, i) in insns.iter().enumerate() {
+        if let Some(l) = line_of(i.pc) {
+            if seen_first.insert(l, ()).is_none() {
+                let b = m.cfg.block_of(k as u32).unwrap_or(0);
+                if let Some(e) = lines.get_mut(&l) {
+                    e.hits = solved.blocks[b as usize];
+                }
+            }
+        }
+    }
+    let mut branches = Vec::new();
+    for (b, outs) in m.cfg.out.iter().enumerate() {
+        let outcomes: Vec<u32> = outs
+            .iter()
+            .copied()
+            .filter(|&e| m.cfg.edges[e as usize].kind.is_branch())
+            .collect();
+        if outcomes.len() < 2 {
+            continue;
+        }
+        let last = &insns[m.cfg.blocks[b].end as usize - 1];
+        let line = line_of(last.pc);
+        let cs: Vec<u64> = outcomes.iter().map(|&e| solved.edges[e as usize]).collect();
+        let covered = cs.iter().filter(|&&c| c > 0).count() as u64;
+        let total = cs.len() as u64;
+        let bc = Counter {
+            missed: total - covered,
+            covered,
+        };
+        counters.branches.add(bc);
+        if total > 1 {
+            // JaCoCo: each decision adds (outcomes - 1) to the complexity.
+            let c = covered.saturating_sub(1);
+            let missed = total - c - 1;
+            counters.complexity.add(Counter { missed, covered: c });
+        }
+        if let Some(l) = line {
+            lines.entry(l).or_default().branches.add(bc);
+        }
+        branches.push(Branch {
+            line,
+            pc: last.pc,
+            counts: cs,
+        });
+    }
+    let ran = entries > 0 || counters.instructions.covered > 0;
+    counters.methods = Counter::one(ran);
+    counters.complexity.add(Counter::one(ran));
+    counters.lines = line_counter(&lines);
+    Ok(Method {
+        name: m.name.clone(),
+        desc: m.desc.clone(),
+        first_line: lines.keys().next().copied(),
+        entries,
+        counters,
+        lines,
+        branches,
+    })
+}

@@ -1,0 +1,296 @@
+//! The coverage data file (`bci.cov`): versioned, binary, big-endian.
+//!
+//! ```text
+//! magic    "BCICOV\0\n"                      8 bytes
+//! version  u16 = 1
+//! sessions u32, then per session:
+//!   id str, start_ms i64, dump_ms i64, jvm str, command str
+//! classes  u32, then per class (sorted by name, then hash):
+//!   name str (internal form), hash u64, counters u32, counts u64 × counters
+//! str = u32 byte length + UTF-8
+//! ```
+//!
+//! A class is keyed by its name and the 64-bit hash of its original bytes
+//! ([`super::class_hash`]); counts of the same key add up (saturating), the same name with
+//! another hash is stale data from another build and is refused unless asked to skip it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub const MAGIC: &[u8; 8] = b"BCICOV\0\n";
+pub const VERSION: u16 = 1;
+
+/// One JVM run (or dump) that contributed to the data.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Session {
+    pub id: String,
+    pub start_ms: i64,
+    pub dump_ms: i64,
+    pub jvm: String,
+    pub command: String,
+}
+
+/// Coverage data: sessions and per-class counter values.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct CovData {
+    pub sessions: Vec<Session>,
+    /// (internal class name, hash) -> counter values.
+    pub classes: BTreeMap<(String, u64), Vec<u64>>,
+}
+
+/// A malformed file or a merge conflict; says where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataError(pub String);
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DataError {}
+
+struct Rd<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Rd<'_> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&[u8], DataError> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| DataError(format!("offset {}: truncated {what}", self.at)))?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u16(&mut self, what: &str) -> Result<u16, DataError> {
+        let s = self.take(2, what)?;
+        Ok(u16::from_be_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, DataError> {
+        let s = self.take(4, what)?;
+        Ok(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, DataError> {
+        let s = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_be_bytes(a))
+    }
+    fn str(&mut self, what: &str) -> Result<String, DataError> {
+        let at = self.at;
+        let n = self.u32(what)? as usize;
+        let s = self.take(n, what)?;
+        String::from_utf8(s.to_vec())
+            .map_err(|_| DataError(format!("offset {at}: {what} is not UTF-8")))
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+impl CovData {
+    /// Parses a data file.
+    pub fn parse(bytes: &[u8]) -> Result<CovData, DataError> {
+        let mut r = Rd { b: bytes, at: 0 };
+        if r.take(8, "magic")? != MAGIC {
+            return Err(DataError("not a bci coverage file (bad magic)".into()));
+        }
+        let v = r.u16("version")?;
+        if v != VERSION {
+            return Err(DataError(format!(
+                "coverage file version {v}; this bci reads version {VERSION}"
+            )));
+        }
+        let mut d = CovData::default();
+        let ns = r.u32("session count")?;
+        for _ in 0..ns {
+            d.sessions.push(Session {
+                id: r.str("session id")?,
+                start_ms: r.u64("start time")? as i64,
+                dump_ms: r.u64("dump time")? as i64,
+                jvm: r.str("jvm")?,
+                command: r.str("command line")?,
+            });
+        }
+        let nc = r.u32("class count")?;
+        for _ in 0..nc {
+            let at = r.at;
+            let name = r.str("class name")?;
+            let hash = r.u64("class hash")?;
+            let n = r.u32("counter count")? as usize;
+            if n > (r.b.len() - r.at) / 8 {
+                return Err(DataError(format!(
+                    "offset {at}: class {name}: {n} counters run past the end"
+                )));
+            }
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(r.u64("counter")?);
+            }
+            d.add_class(&name, hash, &v)
+                .map_err(|e| DataError(format!("offset {at}: {e}")))?;
+        }
+        if r.at != bytes.len() {
+            return Err(DataError(format!(
+                "offset {}: {} bytes after the last class",
+                r.at,
+                bytes.len() - r.at
+            )));
+        }
+        Ok(d)
+    }
+
+    /// Encodes the data (classes sorted by name and hash).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_be_bytes());
+        out.extend_from_slice(&(self.sessions.len() as u32).to_be_bytes());
+        for s in &self.sessions {
+            put_str(&mut out, &s.id);
+            out.extend_from_slice(&s.start_ms.to_be_bytes());
+            out.extend_from_slice(&s.dump_ms.to_be_bytes());
+            put_str(&mut out, &s.jvm);
+            put_str(&mut out, &s.command);
+        }
+        out.extend_from_slice(&(self.classes.len() as u32).to_be_bytes());
+        for ((name, hash), v) in &self.classes {
+            put_str(&mut out, name);
+            out.extend_from_slice(&hash.to_be_bytes());
+            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            for c in v {
+                out.extend_from_slice(&c.to_be_bytes());
+            }
+        }
+        out
+    }
+
+    /// Adds one class's counts (saturating). The same class with another number of counters
+    /// under the same hash is malformed data.
+    pub fn add_class(&mut self, name: &str, hash: u64, counts: &[u64]) -> Result<(), DataError> {
+        let e = self
+            .classes
+            .entry((name.to_string(), hash))
+            .or_insert_with(|| vec![0; counts.len()]);
+        if e.len() != counts.len() {
+            return Err(DataError(format!(
+                "class {name} (hash {hash:016x}): {} counters here, {} before",
+                counts.len(),
+                e.len()
+            )));
+        }
+        for (a, b) in e.iter_mut().zip(counts) {
+            *a = a.saturating_add(*b);
+        }
+        Ok(())
+    }
+
+    /// Adds another data set: sessions appended, counts summed (saturating). A class present
+    /// under two hashes is stale: an error naming it, or with `ignore_stale` the incoming
+    /// class is skipped and named in the returned list.
+    pub fn merge(&mut self, other: &CovData, ignore_stale: bool) -> Result<Vec<String>, DataError> {
+        let mut skipped = Vec::new();
+        for ((name, hash), v) in &other.classes {
+            let stale = self
+                .classes
+                .range((name.clone(), 0)..=(name.clone(), u64::MAX))
+                .any(|((_, h), _)| h != hash);
+            if stale {
+                if ignore_stale {
+                    skipped.push(name.clone());
+                    continue;
+                }
+                return Err(DataError(format!(
+                    "class {name}: data from two different builds (hashes differ); \
+                     merge data of one build, or --ignore-stale"
+                )));
+            }
+            self.add_class(name, *hash, v)?;
+        }
+        self.sessions.extend(other.sessions.iter().cloned());
+        Ok(skipped)
+    }
+
+    /// Counts of a class with this hash, if recorded.
+    pub fn counts(&self, name: &str, hash: u64) -> Option<&[u64]> {
+        self.classes
+            .get(&(name.to_string(), hash))
+            .map(|v| v.as_slice())
+    }
+
+    /// Whether data for `name` exists under a hash other than `hash` (a different build).
+    pub fn is_stale(&self, name: &str, hash: u64) -> bool {
+        self.classes
+            .range((name.to_string(), 0)..=(name.to_string(), u64::MAX))
+            .any(|((_, h), _)| *h != hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CovData {
+        let mut d = CovData::default();
+        d.sessions.push(Session {
+            id: "host-1".into(),
+            start_ms: 1,
+            dump_ms: 2,
+            jvm: "17".into(),
+            command: "java Main ä".into(),
+        });
+        d.add_class("a/B", 7, &[1, 2, 3]).unwrap();
+        d.add_class("a/C", 9, &[u64::MAX - 1]).unwrap();
+        d
+    }
+
+    #[test]
+    fn round_trip_and_merge_saturate() {
+        let d = sample();
+        let b = d.to_bytes();
+        assert_eq!(CovData::parse(&b).unwrap(), d);
+        let mut m = d.clone();
+        m.merge(&d, false).unwrap();
+        assert_eq!(m.counts("a/B", 7).unwrap(), &[2, 4, 6]);
+        assert_eq!(m.counts("a/C", 9).unwrap(), &[u64::MAX]);
+        assert_eq!(m.sessions.len(), 2);
+    }
+
+    #[test]
+    fn stale_classes_are_refused_or_skipped() {
+        let mut d = sample();
+        let mut other = CovData::default();
+        other.add_class("a/B", 8, &[5]).unwrap();
+        let e = d.merge(&other, false).unwrap_err();
+        assert!(e.0.contains("class a/B"), "{e}");
+        assert_eq!(d.merge(&other, true).unwrap(), vec!["a/B".to_string()]);
+        assert!(d.is_stale("a/B", 8));
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        let b = sample().to_bytes();
+        for n in 0..b.len() {
+            assert!(CovData::parse(&b[..n]).is_err(), "prefix {n}");
+        }
+        let mut long = b.clone();
+        long.push(0);
+        assert!(CovData::parse(&long).is_err());
+        // A counter count far past the end is refused before allocating.
+        let mut huge = sample();
+        huge.classes.clear();
+        let mut hb = huge.to_bytes();
+        hb.truncate(hb.len() - 4);
+        hb.extend_from_slice(&1u32.to_be_bytes());
+        put_str(&mut hb, "x");
+        hb.extend_from_slice(&0u64.to_be_bytes());
+        hb.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(CovData::parse(&hb).unwrap_err().0.contains("past the end"));
+    }
+}

@@ -1,0 +1,124 @@
+//! LCOV tracefile (geninfo(1) format): `TN`, `SF`, `FN`/`FNDA` (entries), `DA` (line hits),
+//! `BRDA` (hits per branch outcome), and the `FNF/FNH/BRF/BRH/LF/LH` totals, one record per
+//! source file. Counts are exact: `DA` is the line's [`Line::hits`] (its first instruction),
+//! or, if that never ran but another instruction of the line did, [`Line::max_hits`] — a line
+//! that ran is never written as 0.
+
+use super::analysis::{Class, Line};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The source path of a class: its package directory and SourceFile (`a/b/C.java`); without a
+/// SourceFile attribute, the class name with `.java`.
+pub fn source_path(c: &Class) -> String {
+    let pkg = c.name.rfind('/').map_or("", |i| &c.name[..=i]);
+    match &c.source_file {
+        Some(f) => format!("{pkg}{f}"),
+        None => {
+            let outer = c.name.split('$').next().unwrap_or(&c.name);
+            format!("{outer}.java")
+        }
+    }
+}
+
+/// The count written in `DA` for a line.
+pub fn line_count(l: &Line) -> u64 {
+    if l.hits > 0 {
+        l.hits
+    } else {
+        l.max_hits
+    }
+}
+
+/// Writes one record per source file. `path` maps a class's [`source_path`] to what `SF:` says
+/// (e.g. joined to a source root); `test` names the test (`TN:`).
+pub fn write(classes: &[Class], test: &str, path: &dyn Fn(&str) -> String) -> String {
+    let mut by_file: BTreeMap<String, Vec<&Class>> = BTreeMap::new();
+    for c in classes {
+        by_file.entry(source_path(c)).or_default().push(c);
+    }
+    let mut out = String::new();
+    for (file, cs) in by_file {
+        let _ = writeln!(out, "TN:{}", sanitize(test));
+        let _ = writeln!(out, "SF:{}", path(&file));
+        let (mut fnf, mut fnh) = (0, 0);
+        let mut fns = String::new();
+        for c in &cs {
+            let simple = c.name.rsplit('/').next().unwrap_or(&c.name);
+            for m in &c.methods {
+                let name = format!("{simple}.{}{}", m.name, m.desc);
+                let line = m.first_line.unwrap_or(0);
+                let _ = writeln!(out, "FN:{line},{name}");
+                let _ = writeln!(fns, "FNDA:{},{name}", m.entries);
+                fnf += 1;
+                fnh += (m.entries > 0) as u32;
+            }
+        }
+        out.push_str(&fns);
+        let _ = writeln!(out, "FNF:{fnf}");
+        let _ = writeln!(out, "FNH:{fnh}");
+        // Branches in line order; the block number is the decision's index within its line.
+        let mut brs: Vec<(u32, u32, &Vec<u64>, bool)> = Vec::new();
+        let mut lines: BTreeMap<u32, Line> = BTreeMap::new();
+        for c in &cs {
+            for m in &c.methods {
+                for b in &m.branches {
+                    let Some(l) = b.line else { continue };
+                    let ran = m.lines.get(&l).is_some_and(|x| x.max_hits > 0);
+                    brs.push((l, b.pc, &b.counts, ran));
+                }
+            }
+            for (l, x) in &c.lines {
+                let e = lines.entry(*l).or_default();
+                e.instructions.add(x.instructions);
+                e.branches.add(x.branches);
+                e.hits = e.hits.saturating_add(x.hits);
+                e.max_hits = e.max_hits.max(x.max_hits);
+            }
+        }
+        brs.sort_by_key(|b| (b.0, b.1));
+        let (mut brf, mut brh) = (0, 0);
+        let mut block = 0;
+        let mut last_line = None;
+        for (l, _, counts, ran) in brs {
+            if last_line == Some(l) {
+                block += 1;
+            } else {
+                block = 0;
+                last_line = Some(l);
+            }
+            for (k, c) in counts.iter().enumerate() {
+                brf += 1;
+                brh += (*c > 0) as u32;
+                if ran {
+                    let _ = writeln!(out, "BRDA:{l},{block},{k},{c}");
+                } else {
+                    let _ = writeln!(out, "BRDA:{l},{block},{k},-");
+                }
+            }
+        }
+        let _ = writeln!(out, "BRF:{brf}");
+        let _ = writeln!(out, "BRH:{brh}");
+        let (mut lf, mut lh) = (0, 0);
+        for (l, x) in &lines {
+            if x.instructions.total() == 0 {
+                continue;
+            }
+            let n = line_count(x);
+            let _ = writeln!(out, "DA:{l},{n}");
+            lf += 1;
+            lh += (n > 0) as u32;
+        }
+        let _ = writeln!(out, "LF:{lf}");
+        let _ = writeln!(out, "LH:{lh}");
+        out.push_str("end_of_record\n");
+    }
+    out
+}
+
+/// LCOV test names may hold letters, digits and underscores only.
+fn sanitize(t: &str) -> String {
+    t.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
