@@ -1,6 +1,7 @@
 //! `bci`: offline instrumentation, verification and rule checking.
 #![forbid(unsafe_code)]
 
+mod coverage;
 mod io;
 mod offline;
 mod progress;
@@ -69,6 +70,25 @@ enum Cmd {
         /// cutoff=, lineno=n.
         #[arg(default_value = "")]
         options: String,
+        /// Coverage data (bci.cov): directories or jars of the original classes that ran.
+        #[arg(long)]
+        classes: Vec<PathBuf>,
+        /// Coverage data: source roots (LCOV's SF paths are resolved against them).
+        #[arg(long)]
+        sources: Vec<PathBuf>,
+        /// Coverage data: write an LCOV tracefile.
+        #[arg(long)]
+        lcov: Option<PathBuf>,
+    },
+    /// Sum coverage data files (counts add up exactly; the same class from two builds is an
+    /// error unless --ignore-stale).
+    Merge {
+        inputs: Vec<PathBuf>,
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Skip classes whose data comes from another build instead of failing.
+        #[arg(long)]
+        ignore_stale: bool,
     },
     /// Verify every class of a directory or jar (independent verifier, no JVM needed).
     Verify(bci_verify::cli::VerifyArgs),
@@ -250,11 +270,37 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Cmd::Merge {
+            inputs,
+            output,
+            ignore_stale,
+        } => match coverage::merge(&inputs, &output, ignore_stale) {
+            Ok(notes) => {
+                eprint!("{notes}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bci: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Report {
             data,
             output,
             options,
-        } => match offline::report(&data, &options) {
+            classes,
+            sources,
+            lcov,
+        } => match if coverage::is_coverage_file(&data) {
+            coverage::report(&coverage::ReportArgs {
+                data: &data,
+                classes: &classes,
+                sources: &sources,
+                lcov: lcov.as_deref(),
+            })
+        } else {
+            offline::report(&data, &options)
+        } {
             Ok(text) => {
                 let res = match &output {
                     Some(p) => std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display())),

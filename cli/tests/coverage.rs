@@ -218,5 +218,58 @@ fn coverage_counts_match_the_sources_exactly() {
     assert!(out.status.success(), "{text}");
     assert!(!text.to_lowercase().contains("warning"), "{text}");
     assert!(html.join("index.html").exists());
+
+    // bci merge of the same run twice doubles every count; bci report reads the merged data
+    // against the original classes and writes the LCOV.
+    let bci = env!("CARGO_BIN_EXE_bci");
+    let run = work.join("run.cov");
+    std::fs::write(&run, data.to_bytes()).unwrap();
+    let merged = work.join("merged.cov");
+    let st = Command::new(bci)
+        .args(["merge"])
+        .arg(&run)
+        .arg(&run)
+        .arg("-o")
+        .arg(&merged)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let m = CovData::parse(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_eq!(m.classes.len(), data.classes.len());
+    for (k, v) in &data.classes {
+        let doubled: Vec<u64> = v.iter().map(|c| 2 * c).collect();
+        assert_eq!(m.classes[k], doubled, "{k:?}");
+    }
+    let info2 = work.join("merged.info");
+    let out = Command::new(bci)
+        .arg("report")
+        .arg(&merged)
+        .arg("--classes")
+        .arg(&orig)
+        .arg("--sources")
+        .arg(&src_dir)
+        .arg("--lcov")
+        .arg(&info2)
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{console}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        console.contains("1 classes analysed, 1 with data"),
+        "{console}"
+    );
+    let total = console.lines().find(|l| l.starts_with("total")).unwrap();
+    let methods = main.counters.methods;
+    assert!(
+        total.contains(&format!("({}/{})", methods.covered, methods.total())),
+        "{console}"
+    );
+    let lcov2 = std::fs::read_to_string(&info2).unwrap();
+    assert!(lcov2.contains("FNDA:6,CovBasics.loop(I)I"), "{lcov2}");
+    assert!(lcov2.contains(&format!("DA:{body},60\n")), "{lcov2}");
     let _ = std::fs::remove_dir_all(&work);
 }
