@@ -359,13 +359,21 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
         "[runtime]\nclass = \"bci/runtime/Probes\"\n\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n",
     )
     .unwrap();
+    // the built-in rules (runtime java.lang.BciProbes: bci/runtime/Probes forwards to it) and
+    // rules naming bci/runtime/Probes (the agent's own copy of it)
+    for opt in [String::new(), format!("rules={},", rules.display())] {
+        check_under_agent(&out, &lib, &opt, &inst, &rt);
+    }
+}
+
+fn check_under_agent(out: &Path, lib: &Path, opt: &str, inst: &Path, rt: &Path) {
     let report = out.join("java.hprof.txt");
     let data = out.join("unused.data");
+    let _ = std::fs::remove_file(&report);
     let run = java(&[
         &format!(
-            "-agentpath:{}=rules={},file={},verbose=y",
+            "-agentpath:{}={opt}file={},verbose=y",
             lib.display(),
-            rules.display(),
             report.display()
         ),
         &format!("-Dbci.file={}", data.display()),
@@ -373,7 +381,7 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
         &format!("{}:{}", inst.display(), rt.display()),
         &"Offl",
     ]);
-    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(run.status.success(), "{opt}: {}", text(&run.stderr));
     let err = text(&run.stderr);
     for c in ["Offl", "Offl$Sq", "Offl$Shape", "Offl$Color"] {
         assert_eq!(
@@ -387,7 +395,7 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
     }
     assert!(!data.exists(), "the standalone runtime recorded too");
     let r = std::fs::read_to_string(&report).unwrap();
-    assert!(!r.contains("unknown."), "{r}");
+    assert!(!r.contains("unknown."), "{opt}: {r}");
     let counts: BTreeMap<String, u64> = method_counts(&r)
         .into_iter()
         .filter(|(k, _)| k.starts_with("Offl"))
@@ -397,5 +405,5 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
     assert_eq!(counts.get("Offl$Sq.<init>"), Some(&5), "{counts:?}");
     assert_eq!(counts.get("Offl$Shape.describe"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("Offl.main"), Some(&1), "{counts:?}");
-    assert_eq!(counts.len(), 13, "{counts:?}");
+    assert_eq!(counts.len(), 13, "{opt}: {counts:?}");
 }
