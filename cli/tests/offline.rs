@@ -407,3 +407,58 @@ fn check_under_agent(out: &Path, lib: &Path, opt: &str, inst: &Path, rt: &Path) 
     assert_eq!(counts.get("Offl.main"), Some(&1), "{counts:?}");
     assert_eq!(counts.len(), 13, "{opt}: {counts:?}");
 }
+
+/// A real jar (Debian's rhino, 549 classes) instrumented offline with ids handed out at run
+/// time, run with the runtime jar: same output, our verifier and -Xverify:all pass, the report
+/// names its methods; instrumenting the output again leaves every class as it is.
+#[test]
+fn rhino_offline_with_the_runtime_jar() {
+    const RHINO: &str = "/usr/share/java/rhino.jar";
+    if !Path::new(RHINO).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{RHINO} missing under CI (package rhino)"
+        );
+        eprintln!("SKIPPED: {RHINO} not installed (apt-get install rhino)");
+        return;
+    }
+    let out = fresh("rhino");
+    let inst = out.join("rhino-instrumented.jar");
+    let o = bci(&[&"instrument", &RHINO, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let o = bci(&[&"verify", &inst, &"--classpath", &rt]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let script = "function fib(n){return n<2?n:fib(n-1)+fib(n-2)}; var s=0; for (var i=0;i<5;i++) s+=fib(15); \
+                  try { null.x } catch (e) { s += 1 }; print('result ' + s);";
+    let data = out.join("rhino.data");
+    let run = java(&[
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"org.mozilla.javascript.tools.shell.Main",
+        &"-e",
+        &script,
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout).trim(), "result 3051");
+    let o = bci(&[&"report", &data]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = text(&o.stdout);
+    assert!(!r.contains("unknown."), "{r}");
+    let counts = method_counts(&r);
+    assert_eq!(
+        counts.get("org.mozilla.javascript.tools.shell.Main.main"),
+        Some(&1),
+        "{r}"
+    );
+    assert!(counts.len() > 500, "{} methods ran", counts.len());
+    let again = out.join("again.jar");
+    let o = bci(&[&"instrument", &inst, &again]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("0 instrumented (0 methods)"),
+        "{}",
+        text(&o.stdout)
+    );
+}
