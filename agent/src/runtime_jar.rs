@@ -25,4 +25,11 @@ pub const CLASSES: &[(&str, &[u8])] = &[
         include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class")),
     ),
     ("bci/runtime/Offline.class", OFFLINE_CLASS),
+    (
+        "bci/runtime/Offline$Sampler.class",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/bci/runtime/Offline$Sampler.class"
+        )),
+    ),
 ];

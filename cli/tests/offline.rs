@@ -225,10 +225,17 @@ fn offline_program_runs_with_the_runtime_jar_and_the_report_names_its_methods() 
     let o = bci(&[&"report", &data]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let report = text(&o.stdout);
-    assert!(report.contains("clock=wall"), "{report}");
+    assert!(
+        report.contains("clock=sample") && report.contains("ThreadMXBean"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Header for the bci runtime jar"),
+        "{report}"
+    );
     assert!(!report.contains("unknown."), "{report}");
     assert!(report.contains("CPU TIME (ms) BEGIN"), "{report}");
-    assert!(report.contains("\tOffl.fib(Offl.java:"), "{report}");
+    assert!(report.contains("\tOffl.main(Offl.java:"), "{report}");
     let counts = method_counts(&report);
     let expect: BTreeMap<String, u64> = [
         ("Offl.main", 1),
@@ -249,6 +256,24 @@ fn offline_program_runs_with_the_runtime_jar_and_the_report_names_its_methods() 
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(counts, expect, "{report}");
+    // clock=wall: same counts
+    let wall = out.join("wall.data");
+    let run = java(&[
+        &format!("-Dbci.file={}", wall.display()),
+        &"-Dbci.clock=wall",
+        &"-cp",
+        &cp,
+        &"Offl",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let o = bci(&[&"report", &wall]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("clock=wall"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert_eq!(method_counts(&text(&o.stdout)), expect);
     // report options in the agent's syntax
     let o = bci(&[
         &"report",
