@@ -487,3 +487,28 @@ fn rhino_offline_with_the_runtime_jar() {
         text(&o.stdout)
     );
 }
+
+/// Runtime ids add a `<clinit>` (and, in interfaces, a public field), which would change the
+/// serialVersionUID that serialization computes for classes declaring none: the rewriter
+/// declares the original value, so instrumented and original classes read each other's objects.
+#[test]
+fn serial_version_uids_stay_as_they_were() {
+    let out = fresh("suid");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("Suids.java")]);
+    let bare = java(&[&"-cp", &classes, &"Suids"]);
+    assert!(bare.status.success(), "{}", text(&bare.stderr));
+    assert_eq!(text(&bare.stdout).lines().count(), 5);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let run = java(&[
+        &format!("-Dbci.file={}", out.join("s.data").display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"Suids",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout), text(&bare.stdout));
+}
