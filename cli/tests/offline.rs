@@ -512,3 +512,75 @@ fn serial_version_uids_stay_as_they_were() {
     assert!(run.status.success(), "{}", text(&run.stderr));
     assert_eq!(text(&run.stdout), text(&bare.stdout));
 }
+
+/// A data file that is not one, or is cut short or corrupted, gives an error naming the file and
+/// line (exit 2), never a panic; so do options that belong to the run.
+#[test]
+fn report_rejects_bad_data_files_with_their_line() {
+    let out = fresh("bad-data");
+    let cases: &[(&str, &str)] = &[
+        ("", ":1: not a bci data file"),
+        ("bci-data\t9\n", ":1: unsupported data version"),
+        ("bci-data\t1\nclock\tfast\n", ":2: unknown clock"),
+        (
+            "bci-data\t1\nmethod\t0\ta\n",
+            ":2: method line with fewer than 7 fields",
+        ),
+        (
+            "bci-data\t1\nmethod\t5\ta\tb\t()V\t\t-1\t0\n",
+            ":2: method id 5, expected 0",
+        ),
+        (
+            "bci-data\t1\nthread\tmain\ndata\t3\t0\n",
+            ":3: malformed thread data",
+        ),
+        (
+            "bci-data\t1\nthread\tmain\ndata\tx\n",
+            ":3: bad number in thread data",
+        ),
+        (
+            "bci-data\t1\nthread\tmain\ndata\t2\t0\t0\t0\t0\t7\t0\t5\t0\t0\n",
+            ":3: malformed thread data",
+        ),
+        ("bci-data\t1\nwhat\n", ":2: unknown record \"what\""),
+    ];
+    for (k, (content, want)) in cases.iter().enumerate() {
+        let f = out.join(format!("bad{k}.data"));
+        std::fs::write(&f, content).unwrap();
+        let o = bci(&[&"report", &f]);
+        assert_eq!(o.status.code(), Some(2), "{content:?}: {}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&format!("{}{want}", f.display())),
+            "{content:?}: {err}"
+        );
+    }
+    // a valid file with a node naming a method id the table lacks: rendered, not a panic
+    let f = out.join("unknown-id.data");
+    std::fs::write(
+        &f,
+        "bci-data\t1\nclock\twall\nthread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n",
+    )
+    .unwrap();
+    let o = bci(&[&"report", &f]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("unknown.m9"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = bci(&[&"report", &f, &"clock=cpu"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("clock= is set when the program runs"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = bci(&[&"report", &out.join("missing.data")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("missing.data"),
+        "{}",
+        text(&o.stderr)
+    );
+}
