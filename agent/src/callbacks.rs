@@ -258,16 +258,17 @@ unsafe extern "C" fn vm_init(
                 jni.take_exception(true);
                 return;
             }
-            // classes instrumented by `bci instrument` call bci/runtime/Offline.register
-            if let Err(e) = runtime::define_offline(&jni, offline_register as *mut c_void) {
-                log(&format!(
-                    "cannot define {} ({e}); offline-instrumented classes will not be named",
-                    crate::runtime_jar::OFFLINE
-                ));
-                jni.take_exception(true);
-            }
         } else if runtime::get().is_none() {
             return;
+        }
+        // classes instrumented by `bci instrument` call bci/runtime/Offline.register and the
+        // probes of bci/runtime/Probes (with the built-in runtime: a forwarder to it)
+        if let Err(e) = runtime::define_offline(&jni, offline_register as *mut c_void, a.early) {
+            log(&format!(
+                "cannot define {} ({e}); offline-instrumented classes will not be named",
+                crate::runtime_jar::OFFLINE
+            ));
+            jni.take_exception(true);
         }
         if a.opts.clock == options::Clock::Sample {
             let started = jni
