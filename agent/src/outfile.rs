@@ -27,13 +27,11 @@ pub fn expand(pattern: &str, pid: u32, unix_secs: u64) -> Result<String, String>
             Some('p') => out.push_str(&pid.to_string()),
             Some('t') => out.push_str(&utc_stamp(unix_secs)),
             Some('%') => out.push('%'),
-            other => {
-                return Err(format!(
-                    "bad value for option file: '{pattern}': unknown '%{}' (valid: %p = process id, \
+            other => return Err(format!(
+                "bad value for option file: '{pattern}': unknown '%{}' (valid: %p = process id, \
                      %t = start time, %% = %)",
-                    other.map(String::from).unwrap_or_default()
-                ))
-            }
+                other.map(String::from).unwrap_or_default()
+            )),
         }
     }
     Ok(out)

@@ -316,7 +316,11 @@ public class Chain {
     let whole = "Chain.main;Chain.a;Chain.b;Chain.c;Chain.d;Chain.e ";
     for (what, t) in [("out.txt.1", &first), ("out.txt", &last)] {
         let lines: Vec<&str> = t.lines().filter(|l| l.contains("Chain.e ")).collect();
-        assert_eq!(lines.len(), 1, "{what}: one line for e, its whole stack: {t}");
+        assert_eq!(
+            lines.len(),
+            1,
+            "{what}: one line for e, its whole stack: {t}"
+        );
         assert!(lines[0].starts_with(whole), "{what}: {}", lines[0]);
         // one snapshot: every stack once
         let mut stacks: Vec<&str> = t.lines().map(|l| l.rsplit_once(' ').unwrap().0).collect();
@@ -324,13 +328,19 @@ public class Chain {
         stacks.sort();
         stacks.dedup();
         assert_eq!(stacks.len(), n, "{what}: a stack appears twice");
-        assert!(!t.lines().any(|l| l.starts_with("Chain.b;")), "{what}: cut stack");
+        assert!(
+            !t.lines().any(|l| l.starts_with("Chain.b;")),
+            "{what}: cut stack"
+        );
     }
     let weight = |t: &str| -> u64 {
         let l = t.lines().find(|l| l.starts_with(whole)).unwrap();
         l.rsplit_once(' ').unwrap().1.parse().unwrap()
     };
-    assert!(weight(&last) > weight(&first), "the exit snapshot includes the later calls");
+    assert!(
+        weight(&last) > weight(&first),
+        "the exit snapshot includes the later calls"
+    );
 }
 
 /// Generates `Alt.class` with ASM (Debian's libasm-java): constructors in which different
@@ -432,7 +442,10 @@ public class AltMain {
 fn alt_classes(name: &str) -> Option<PathBuf> {
     let asm = Path::new("/usr/share/java/asm.jar");
     if !asm.exists() {
-        eprintln!("skipped: {} not installed (apt-get install libasm-java)", asm.display());
+        eprintln!(
+            "skipped: {} not installed (apt-get install libasm-java)",
+            asm.display()
+        );
         return None;
     }
     let dir = tmp(name);
@@ -543,7 +556,13 @@ public class Early {
     assert_eq!(out, "early true\n", "the reference was enqueued: {err}");
     let r = std::fs::read_to_string(&f).unwrap();
     // the Reference Handler ran: it enqueued w
-    assert!(method_count(&r, "java.lang.ref.Reference.enqueueFromPending()V") > 0
-        || method_count(&r, "java.lang.ref.ReferenceQueue.enqueue(Ljava/lang/ref/Reference;)Z") > 0, "{r}");
+    assert!(
+        method_count(&r, "java.lang.ref.Reference.enqueueFromPending()V") > 0
+            || method_count(
+                &r,
+                "java.lang.ref.ReferenceQueue.enqueue(Ljava/lang/ref/Reference;)Z"
+            ) > 0,
+        "{r}"
+    );
     assert!(!r.contains("did not match the shadow stack"), "{r}");
 }

@@ -953,7 +953,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 n_handlers += 1;
             }
             if n_handlers > 0xFFFF {
-                return Err(Error::new(ErrorKind::TooLarge, "exception table over 65535 rows"));
+                return Err(Error::new(
+                    ErrorKind::TooLarge,
+                    "exception table over 65535 rows",
+                ));
             }
         }
         out[handlers_at..handlers_at + 2].copy_from_slice(&(n_handlers as u16).to_be_bytes());

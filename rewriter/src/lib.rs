@@ -244,8 +244,7 @@ pub fn instrument_methods(
             first_line: first_line(&cf, ed.code()),
         };
         let id = reg.register(&info) as i32;
-        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes)
-        {
+        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes) {
             Ok(b) => b,
             Err(e) => {
                 let e = with_path(e, || cf.method_path(m));

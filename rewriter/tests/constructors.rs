@@ -49,9 +49,9 @@ fn two_super_calls() -> Vec<u8> {
         2,
         &[
             0x1b, // 0 iload_1
-            0x99, 0, 10, // 1 ifeq 11
+            0x99, 0, 10,   // 1 ifeq 11
             0x2a, // 4 aload_0
-            0xb7, 0, 8,    // 5 invokespecial Object.<init>
+            0xb7, 0, 8, // 5 invokespecial Object.<init>
             0xa7, 0, 7,    // 8 goto 15
             0x2a, // 11 aload_0
             0xb7, 0, 8,    // 12 invokespecial Object.<init>
@@ -105,7 +105,10 @@ fn enter_after_each_initialization_and_no_handler_before_it() {
                 "handler {h:?} covers the initialization call at {pc}"
             );
         }
-        assert!(h.start as u32 > inits[0], "handler {h:?} covers uninitialized code");
+        assert!(
+            h.start as u32 > inits[0],
+            "handler {h:?} covers uninitialized code"
+        );
     }
 }
 
