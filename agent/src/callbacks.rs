@@ -115,6 +115,11 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
             return sys::JNI_ERR;
         }
     };
+    if AGENT.get().is_some() {
+        // before the report file is opened: a second instance would lock its own copy of it
+        log("loaded twice; the second instance does nothing");
+        return sys::JNI_OK;
+    }
     // the report file now, not at exit: a path that cannot be written stops the JVM here
     let pid = std::process::id();
     let secs = std::time::SystemTime::now()
