@@ -14,6 +14,10 @@ echo "== bci instrument (cpu-times rules) =="
 target/release/bci instrument --map "$OUT/probes.tsv" "$OUT/classes" "$OUT/instrumented"
 echo "== bci verify (independent verifier) =="
 target/release/bci verify "$OUT/instrumented" --classpath "$OUT/classes"
+echo "== the offline-instrumented program run with the runtime jar (no agent), then bci report =="
+target/release/bci runtime-jar "$OUT/bci-runtime.jar"
+"$JAVA_HOME/bin/java" -Xverify:all -Dbci.file="$OUT/bci.data" -cp "$OUT/instrumented:$OUT/bci-runtime.jar" Fib
+target/release/bci report "$OUT/bci.data" | sed -n '/CPU TIME (ms) BEGIN/,/CPU TIME (ms) END/p'
 echo "== HotSpot -Xverify:all on the rewritten JDK java.util (patched into java.base) =="
 "$JAVA_HOME/bin/jimage" extract --dir "$OUT/jdk" --include 'regex:/java.base/java/util/[^/]*\.class' "$JAVA_HOME/lib/modules"
 mkdir -p "$OUT/probe"

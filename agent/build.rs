@@ -51,6 +51,26 @@ fn main() {
         &out_dir.join("java-fallback"),
         false,
     );
+    // bci.runtime.Probes forwarding to java.lang.BciProbes: what offline-instrumented classes
+    // call under the agent's built-in rules. Compiled against the java.lang.BciProbes class
+    // just built (patched into java.base for this compilation only).
+    let fwd = PathBuf::from("java/forward/bci/runtime/Probes.java");
+    println!("cargo:rerun-if-changed={}", fwd.display());
+    let patch_dir = out_dir.join("forward-patch");
+    std::fs::create_dir_all(patch_dir.join("java/lang")).expect("create forward-patch");
+    for c in ["BciProbes.class", "BciProbes$T.class"] {
+        std::fs::copy(
+            out.join("java/lang").join(c),
+            patch_dir.join("java/lang").join(c),
+        )
+        .unwrap_or_else(|e| panic!("copy {c}: {e}"));
+    }
+    let patch = format!("java.base={}", patch_dir.display());
+    run_javac(
+        &["--patch-module", &patch],
+        &out_dir.join("java-forward"),
+        &fwd,
+    );
 }
 
 /// Compiles `text` (Probes.java) as java.lang.BciProbes into `out`, sources under `gen`.

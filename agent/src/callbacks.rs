@@ -115,6 +115,11 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
             return sys::JNI_ERR;
         }
     };
+    if AGENT.get().is_some() {
+        // before the report file is opened: a second instance would lock its own copy of it
+        log("loaded twice; the second instance does nothing");
+        return sys::JNI_OK;
+    }
     // the report file now, not at exit: a path that cannot be written stops the JVM here
     let pid = std::process::id();
     let secs = std::time::SystemTime::now()
@@ -258,16 +263,17 @@ unsafe extern "C" fn vm_init(
                 jni.take_exception(true);
                 return;
             }
-            // classes instrumented by `bci instrument` call bci/runtime/Offline.register
-            if let Err(e) = runtime::define_offline(&jni, offline_register as *mut c_void) {
-                log(&format!(
-                    "cannot define {} ({e}); offline-instrumented classes will not be named",
-                    crate::runtime_jar::OFFLINE
-                ));
-                jni.take_exception(true);
-            }
         } else if runtime::get().is_none() {
             return;
+        }
+        // classes instrumented by `bci instrument` call bci/runtime/Offline.register and the
+        // probes of bci/runtime/Probes (with the built-in runtime: a forwarder to it)
+        if let Err(e) = runtime::define_offline(&jni, offline_register as *mut c_void, a.early) {
+            log(&format!(
+                "cannot define {} ({e}); offline-instrumented classes will not be named",
+                crate::runtime_jar::OFFLINE
+            ));
+            jni.take_exception(true);
         }
         if a.opts.clock == options::Clock::Sample {
             let started = jni

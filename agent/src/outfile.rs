@@ -131,7 +131,11 @@ impl OutFile {
         }
         let first = self.dumps == 0 || format == Format::Collapsed;
         let f = &mut self.file;
-        let r = if first {
+        // a device or pipe (file=/dev/stderr) cannot be truncated or positioned: just written
+        let regular = f.metadata().map(|m| m.is_file()).unwrap_or(false);
+        let r = if !regular {
+            Ok(0)
+        } else if first {
             f.set_len(0).and_then(|_| f.seek(SeekFrom::Start(0)))
         } else {
             f.seek(SeekFrom::End(0))
@@ -187,6 +191,13 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "C2\n");
         assert_eq!(std::fs::read_to_string(format!("{p}.1")).unwrap(), "C1\n");
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn devices_are_written_without_truncation() {
+        let (mut f, _) = OutFile::open("/dev/null", 1).unwrap();
+        f.write("x\n", Format::Hprof, false).unwrap();
+        f.write("y\n", Format::Hprof, true).unwrap();
     }
 
     #[test]

@@ -415,9 +415,17 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
     }
     let mism: u64 = s.threads.iter().map(|t| t.mismatches).sum();
     if mism > 0 {
+        // which threads: a first clue to where a probe went missing
+        let by_thread: Vec<String> = s
+            .threads
+            .iter()
+            .filter(|t| t.mismatches > 0)
+            .map(|t| format!("{} ({})", t.name.as_deref().unwrap_or("?"), t.mismatches))
+            .collect();
         let _ = writeln!(
             out,
-            "# {mism} probe exits did not match the shadow stack (frames ended early)"
+            "# {mism} probe exits did not match the shadow stack (frames ended early); threads: {}",
+            by_thread.join(", ")
         );
     }
     out.push_str("METHODS END\n");
@@ -629,6 +637,17 @@ mod tests {
         assert_eq!(rows[0].total_ns, 5_000_000);
         let c = collapsed(&o, &s);
         assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3000\n"), "{c}");
+        let mut s3 = s.clone();
+        s3.threads[0].mismatches = 2;
+        let m = methods_table(&o, &s3);
+        assert!(
+            m.contains("# 2 probe exits did not match the shadow stack (frames ended early); threads: main (2)\n"),
+            "{m}"
+        );
+        assert!(
+            m.starts_with("METHODS BEGIN (total = 6 ms, methods = 2, clock = sample)"),
+            "{m}"
+        );
         // an overload of fib (same class and name, another id) on the same path: one line
         let mut s2 = s.clone();
         s2.methods.push(rec("Fib", "fib"));

@@ -173,7 +173,12 @@ pub fn define(
 /// Defines bci/runtime/Offline (boot loader, next to bci/runtime/Probes) in agent mode: the
 /// `<clinit>` of an offline-instrumented class registers its methods through `native`
 /// (`agentRegister(String, long, String)I`), so the agent's report names them.
-pub fn define_offline(jni: &Jni, native: *mut std::ffi::c_void) -> Result<(), String> {
+/// With the built-in runtime (`early`), bci/runtime/Probes is first defined as a forwarder to
+/// java.lang.BciProbes, which then records those classes with the rest.
+pub fn define_offline(jni: &Jni, native: *mut std::ffi::c_void, early: bool) -> Result<(), String> {
+    if early {
+        jni.define_boot_class(PROBES, crate::runtime_jar::FORWARD_PROBES_CLASS)?;
+    }
     let cls = jni.define_boot_class(
         crate::runtime_jar::OFFLINE,
         crate::runtime_jar::OFFLINE_CLASS,

@@ -7,6 +7,13 @@ pub const OFFLINE: &str = "bci/runtime/Offline";
 pub const OFFLINE_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Offline.class"));
 
+/// bci/runtime/Probes forwarding every probe to java.lang.BciProbes (java/forward/): what the
+/// agent defines at VMInit with its built-in runtime, for offline-instrumented classes.
+pub const FORWARD_PROBES_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java-forward/bci/runtime/Probes.class"
+));
+
 /// (path in the jar, class bytes)
 pub const CLASSES: &[(&str, &[u8])] = &[
     (
@@ -18,4 +25,11 @@ pub const CLASSES: &[(&str, &[u8])] = &[
         include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class")),
     ),
     ("bci/runtime/Offline.class", OFFLINE_CLASS),
+    (
+        "bci/runtime/Offline$Sampler.class",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/bci/runtime/Offline$Sampler.class"
+        )),
+    ),
 ];

@@ -566,3 +566,33 @@ public class Early {
     );
     assert!(!r.contains("did not match the shadow stack"), "{r}");
 }
+
+/// The agent given twice: the second instance does nothing, and opens no report file of its
+/// own (it found the first one's file locked and wrote an empty `<file>.<pid>`).
+#[test]
+fn loaded_twice_one_report() {
+    let dir = tmp("twice");
+    compile(&dir, "Small", SMALL, &[]);
+    let f = dir.join("out.txt");
+    let agent = format!("-agentpath:{}=file={}", agent_lib().display(), f.display());
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("file={}", f.display()),
+        &[&agent],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(out, "small 51681\n", "{err}");
+    assert!(err.contains("loaded twice"), "{err}");
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("out.txt"))
+        .collect();
+    assert_eq!(files, vec!["out.txt".to_string()]);
+    assert_eq!(
+        method_count(&std::fs::read_to_string(&f).unwrap(), "Small.f(I)I"),
+        321
+    );
+}

@@ -519,6 +519,31 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         if !self.is_constructor() || self.is_static() || self.cf.name()? == "java/lang/Object" {
             return Ok(None);
         }
+        // Usually one call: the simulation stops at the first, and if every return is reached
+        // after it (and nothing both before and after), other calls could only be on paths
+        // that never return, which then simply stay uninstrumented. Otherwise all calls.
+        let first = self.init_calls(true)?;
+        if first.len() == 1 {
+            if let Ok(state) = self.this_states(&first) {
+                return Ok(Some(Ctor {
+                    calls: first,
+                    state,
+                }));
+            }
+        }
+        let calls = self.init_calls(false)?;
+        if calls.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Edit,
+                "constructor without a super()/this() call",
+            ));
+        }
+        let state = self.this_states(&calls)?;
+        Ok(Some(Ctor { calls, state }))
+    }
+
+    /// The invokespecial <init> calls on uninitializedThis (`first_only`: the first found).
+    fn init_calls(&self, first_only: bool) -> Result<Vec<usize>> {
         let code = self.code.code;
         let cp = &self.cf.cp;
         let mut calls = Vec::new();
@@ -533,19 +558,13 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         && s.stack[depth - 1 - a as usize] == VType::UninitializedThis
                     {
                         calls.push(k);
+                        return Ok(first_only);
                     }
                 }
             }
             Ok(false)
         })?;
-        if calls.is_empty() {
-            return Err(Error::new(
-                ErrorKind::Edit,
-                "constructor without a super()/this() call",
-            ));
-        }
-        let state = self.this_states(&calls)?;
-        Ok(Some(Ctor { calls, state }))
+        Ok(calls)
     }
 
     /// Forward data flow over the original code (branches, switches, handlers, jsr/ret): at
@@ -562,15 +581,16 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             .filter(|&k| self.insns[k].flow() == Flow::Jsr && k + 1 < n)
             .map(|k| k + 1)
             .collect();
+        let mut succ: Vec<(usize, u8)> = Vec::new();
         while let Some(k) = work.pop() {
             let i = self.insns[k];
+            succ.clear();
             let st_in = state[k];
             let st_out = if calls.binary_search(&k).is_ok() {
                 THIS_INIT
             } else {
                 st_in
             };
-            let mut succ: Vec<(usize, u8)> = Vec::new();
             let mut bad = None;
             if !sim::ends_block(&i) && k + 1 < n {
                 succ.push((k + 1, st_out));
@@ -594,7 +614,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     succ.push((self.idx(h.handler as u32)?, st_in));
                 }
             }
-            for (j, st) in succ {
+            for &(j, st) in &succ {
                 if state[j] == UNREACHED {
                     state[j] = st;
                     work.push(j);

@@ -81,8 +81,14 @@ pub fn is_modular(input: &Path) -> bool {
     found
 }
 
+pub struct Recorded {
+    pub clock: Clock,
+    pub depth: usize,
+    pub interval_ms: u64,
+}
+
 /// Reads the data file the runtime writes at exit (bci/runtime/Offline.dump).
-pub fn read_data(path: &Path) -> Result<(Snapshot, Clock, usize), String> {
+pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_string(&mut text))
@@ -102,6 +108,7 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Clock, usize), String> {
     }
     let mut clock = Clock::Wall;
     let mut depth = 4usize;
+    let mut interval = 1u64;
     let mut date = String::new();
     let mut methods: Vec<MethodRec> = Vec::new();
     let mut threads = Vec::new();
@@ -117,6 +124,13 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Clock, usize), String> {
                     Some(&"cpu") => Clock::Cpu,
                     _ => return Err(bad(n, "unknown clock")),
                 }
+            }
+            "interval" => {
+                interval = f
+                    .get(1)
+                    .and_then(|d| d.parse().ok())
+                    .filter(|&d| d > 0)
+                    .ok_or_else(|| bad(n, "bad interval"))?
             }
             "depth" => {
                 depth = f
@@ -171,8 +185,11 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Clock, usize), String> {
             left_classes: Vec::new(),
             left_methods: Vec::new(),
         },
-        clock,
-        depth,
+        Recorded {
+            clock,
+            depth,
+            interval_ms: interval,
+        },
     ))
 }
 
@@ -195,8 +212,21 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
             ));
         }
     }
-    let (snap, clock, depth) = read_data(data)?;
-    o.clock = clock;
-    o.depth = depth;
-    Ok(report::render(&o, &snap))
+    let (snap, rec) = read_data(data)?;
+    o.clock = rec.clock;
+    o.depth = rec.depth;
+    o.interval_ms = rec.interval_ms;
+    // the agent's wording, told as it happened without the agent
+    Ok(report::render(&o, &snap)
+        .replacen(
+            "Header for -agentlib:bciagent",
+            "Header for the bci runtime jar (offline-instrumented classes, no agent)",
+            1,
+        )
+        .replacen(
+            "an agent thread read each profiled thread's CPU time (JVMTI GetThreadCpuTime)",
+            "the runtime's sampler thread read each profiled thread's CPU time \
+             (ThreadMXBean.getThreadCpuTime)",
+            1,
+        ))
 }

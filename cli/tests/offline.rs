@@ -225,10 +225,17 @@ fn offline_program_runs_with_the_runtime_jar_and_the_report_names_its_methods() 
     let o = bci(&[&"report", &data]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let report = text(&o.stdout);
-    assert!(report.contains("clock=wall"), "{report}");
+    assert!(
+        report.contains("clock=sample") && report.contains("ThreadMXBean"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Header for the bci runtime jar"),
+        "{report}"
+    );
     assert!(!report.contains("unknown."), "{report}");
     assert!(report.contains("CPU TIME (ms) BEGIN"), "{report}");
-    assert!(report.contains("\tOffl.fib(Offl.java:"), "{report}");
+    assert!(report.contains("\tOffl.main(Offl.java:"), "{report}");
     let counts = method_counts(&report);
     let expect: BTreeMap<String, u64> = [
         ("Offl.main", 1),
@@ -249,6 +256,24 @@ fn offline_program_runs_with_the_runtime_jar_and_the_report_names_its_methods() 
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(counts, expect, "{report}");
+    // clock=wall: same counts
+    let wall = out.join("wall.data");
+    let run = java(&[
+        &format!("-Dbci.file={}", wall.display()),
+        &"-Dbci.clock=wall",
+        &"-cp",
+        &cp,
+        &"Offl",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let o = bci(&[&"report", &wall]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("clock=wall"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert_eq!(method_counts(&text(&o.stdout)), expect);
     // report options in the agent's syntax
     let o = bci(&[
         &"report",
@@ -359,13 +384,21 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
         "[runtime]\nclass = \"bci/runtime/Probes\"\n\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n",
     )
     .unwrap();
+    // the built-in rules (runtime java.lang.BciProbes: bci/runtime/Probes forwards to it) and
+    // rules naming bci/runtime/Probes (the agent's own copy of it)
+    for opt in [String::new(), format!("rules={},", rules.display())] {
+        check_under_agent(&out, &lib, &opt, &inst, &rt);
+    }
+}
+
+fn check_under_agent(out: &Path, lib: &Path, opt: &str, inst: &Path, rt: &Path) {
     let report = out.join("java.hprof.txt");
     let data = out.join("unused.data");
+    let _ = std::fs::remove_file(&report);
     let run = java(&[
         &format!(
-            "-agentpath:{}=rules={},file={},verbose=y",
+            "-agentpath:{}={opt}file={},verbose=y",
             lib.display(),
-            rules.display(),
             report.display()
         ),
         &format!("-Dbci.file={}", data.display()),
@@ -373,7 +406,7 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
         &format!("{}:{}", inst.display(), rt.display()),
         &"Offl",
     ]);
-    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(run.status.success(), "{opt}: {}", text(&run.stderr));
     let err = text(&run.stderr);
     for c in ["Offl", "Offl$Sq", "Offl$Shape", "Offl$Color"] {
         assert_eq!(
@@ -387,7 +420,7 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
     }
     assert!(!data.exists(), "the standalone runtime recorded too");
     let r = std::fs::read_to_string(&report).unwrap();
-    assert!(!r.contains("unknown."), "{r}");
+    assert!(!r.contains("unknown."), "{opt}: {r}");
     let counts: BTreeMap<String, u64> = method_counts(&r)
         .into_iter()
         .filter(|(k, _)| k.starts_with("Offl"))
@@ -397,5 +430,157 @@ fn offline_classes_under_the_agent_are_named_and_counted_once() {
     assert_eq!(counts.get("Offl$Sq.<init>"), Some(&5), "{counts:?}");
     assert_eq!(counts.get("Offl$Shape.describe"), Some(&1), "{counts:?}");
     assert_eq!(counts.get("Offl.main"), Some(&1), "{counts:?}");
-    assert_eq!(counts.len(), 13, "{counts:?}");
+    assert_eq!(counts.len(), 13, "{opt}: {counts:?}");
+}
+
+/// A real jar (Debian's rhino, 549 classes) instrumented offline with ids handed out at run
+/// time, run with the runtime jar: same output, our verifier and -Xverify:all pass, the report
+/// names its methods; instrumenting the output again leaves every class as it is.
+#[test]
+fn rhino_offline_with_the_runtime_jar() {
+    const RHINO: &str = "/usr/share/java/rhino.jar";
+    if !Path::new(RHINO).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{RHINO} missing under CI (package rhino)"
+        );
+        eprintln!("SKIPPED: {RHINO} not installed (apt-get install rhino)");
+        return;
+    }
+    let out = fresh("rhino");
+    let inst = out.join("rhino-instrumented.jar");
+    let o = bci(&[&"instrument", &RHINO, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let o = bci(&[&"verify", &inst, &"--classpath", &rt]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let script = "function fib(n){return n<2?n:fib(n-1)+fib(n-2)}; var s=0; for (var i=0;i<5;i++) s+=fib(15); \
+                  try { null.x } catch (e) { s += 1 }; print('result ' + s);";
+    let data = out.join("rhino.data");
+    let run = java(&[
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"org.mozilla.javascript.tools.shell.Main",
+        &"-e",
+        &script,
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout).trim(), "result 3051");
+    let o = bci(&[&"report", &data]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = text(&o.stdout);
+    assert!(!r.contains("unknown."), "{r}");
+    let counts = method_counts(&r);
+    assert_eq!(
+        counts.get("org.mozilla.javascript.tools.shell.Main.main"),
+        Some(&1),
+        "{r}"
+    );
+    assert!(counts.len() > 500, "{} methods ran", counts.len());
+    let again = out.join("again.jar");
+    let o = bci(&[&"instrument", &inst, &again]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("0 instrumented (0 methods)"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+/// Runtime ids add a `<clinit>` (and, in interfaces, a public field), which would change the
+/// serialVersionUID that serialization computes for classes declaring none: the rewriter
+/// declares the original value, so instrumented and original classes read each other's objects.
+#[test]
+fn serial_version_uids_stay_as_they_were() {
+    let out = fresh("suid");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("Suids.java")]);
+    let bare = java(&[&"-cp", &classes, &"Suids"]);
+    assert!(bare.status.success(), "{}", text(&bare.stderr));
+    assert_eq!(text(&bare.stdout).lines().count(), 5);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let run = java(&[
+        &format!("-Dbci.file={}", out.join("s.data").display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"Suids",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(text(&run.stdout), text(&bare.stdout));
+}
+
+/// A data file that is not one, or is cut short or corrupted, gives an error naming the file and
+/// line (exit 2), never a panic; so do options that belong to the run.
+#[test]
+fn report_rejects_bad_data_files_with_their_line() {
+    let out = fresh("bad-data");
+    let cases: &[(&str, &str)] = &[
+        ("", ":1: not a bci data file"),
+        ("bci-data\t9\n", ":1: unsupported data version"),
+        ("bci-data\t1\nclock\tfast\n", ":2: unknown clock"),
+        (
+            "bci-data\t1\nmethod\t0\ta\n",
+            ":2: method line with fewer than 7 fields",
+        ),
+        (
+            "bci-data\t1\nmethod\t5\ta\tb\t()V\t\t-1\t0\n",
+            ":2: method id 5, expected 0",
+        ),
+        (
+            "bci-data\t1\nthread\tmain\ndata\t3\t0\n",
+            ":3: malformed thread data",
+        ),
+        (
+            "bci-data\t1\nthread\tmain\ndata\tx\n",
+            ":3: bad number in thread data",
+        ),
+        (
+            "bci-data\t1\nthread\tmain\ndata\t2\t0\t0\t0\t0\t7\t0\t5\t0\t0\n",
+            ":3: malformed thread data",
+        ),
+        ("bci-data\t1\nwhat\n", ":2: unknown record \"what\""),
+    ];
+    for (k, (content, want)) in cases.iter().enumerate() {
+        let f = out.join(format!("bad{k}.data"));
+        std::fs::write(&f, content).unwrap();
+        let o = bci(&[&"report", &f]);
+        assert_eq!(o.status.code(), Some(2), "{content:?}: {}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&format!("{}{want}", f.display())),
+            "{content:?}: {err}"
+        );
+    }
+    // a valid file with a node naming a method id the table lacks: rendered, not a panic
+    let f = out.join("unknown-id.data");
+    std::fs::write(
+        &f,
+        "bci-data\t1\nclock\twall\nthread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n",
+    )
+    .unwrap();
+    let o = bci(&[&"report", &f]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("unknown.m9"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = bci(&[&"report", &f, &"clock=cpu"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("clock= is set when the program runs"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = bci(&[&"report", &out.join("missing.data")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("missing.data"),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -7,6 +7,7 @@ pub mod flow;
 mod glob;
 pub mod offline;
 mod rules;
+pub mod suid;
 
 pub use glob::Glob;
 pub use rules::{Probe, ProbeSet, RuleError, Rules};
@@ -286,6 +287,7 @@ pub fn instrument_methods(
     // <clinit>'s first code with runtime ids, and whether the class has a <clinit> to put it in
     let mut register = None;
     let mut has_clinit = false;
+    let mut suid_field = None;
     if runtime_ids {
         let mut table = Vec::with_capacity(chosen.len());
         for &(k, _) in &chosen {
@@ -302,13 +304,29 @@ pub fn instrument_methods(
         }
         let t = offline::table_string(source.as_deref(), &table)
             .map_err(|e| with_path(e, || name.to_string()))?;
-        let s = offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
-            .map_err(|e| with_path(e, || name.to_string()))?;
-        register = Some(s);
         has_clinit = cf
             .methods
             .iter()
             .any(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
+        let mut s = Snippet::new();
+        // A new <clinit> (or a public field in an interface) changes the default
+        // serialVersionUID: declare the original one (set here, first thing)
+        let interface = cf.access & ACC_INTERFACE != 0;
+        if (!has_clinit || interface) && !suid::declares_suid(&cf) {
+            let v = suid::default_suid(&cf).map_err(|e| with_path(e, || name.to_string()))?;
+            s.long(&mut w.cp, v)?
+                .putstatic(&mut w.cp, &name, "serialVersionUID", "J")?;
+            suid_field = Some(if interface {
+                ACC_PUBLIC | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
+            } else {
+                ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
+            });
+        }
+        s.append(
+            &offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
+                .map_err(|e| with_path(e, || name.to_string()))?,
+        );
+        register = Some(s);
     }
     let mut changed = false;
     let mut done_clinit = false;
@@ -381,6 +399,10 @@ pub fn instrument_methods(
         };
         w.add_field(access, offline::BASE_FIELD, "I")
             .map_err(|e| with_path(e, || name.to_string()))?;
+        if let Some(access) = suid_field {
+            w.add_field(access, "serialVersionUID", "J")
+                .map_err(|e| with_path(e, || name.to_string()))?;
+        }
     }
     if opts.marker && !chosen.is_empty() {
         let methods: Vec<(String, String)> = chosen

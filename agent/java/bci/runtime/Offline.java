@@ -16,11 +16,14 @@ import java.util.Locale;
  * <p>Each instrumented class's {@code <clinit>} first calls {@link #register} with its name,
  * the hash of its original bytes and its method table, and keeps the returned base id in a
  * static final field; its probes pass base + the method's index in the class. The first call
- * switches {@link Probes} on with the wall clock ({@code System.nanoTime} at every entry and
- * exit) and installs a shutdown hook that writes every thread's data and the method table to
- * {@code bci.data} (system property {@code bci.file}), which {@code bci report} turns into the
- * agent's HPROF text. System property {@code bci.depth} (default 4): frames per call path.
- * Nothing is written to stdout.
+ * switches {@link Probes} on and installs a shutdown hook that writes every thread's data and
+ * the method table to {@code bci.data} (system property {@code bci.file}), which
+ * {@code bci report} turns into the agent's HPROF text. System properties: {@code bci.depth}
+ * (default 4) frames per call path; {@code bci.clock}: {@code sample} (default: probes read no
+ * clock, a daemon thread reads every profiled thread's CPU time through ThreadMXBean every
+ * {@code bci.interval} ms, default 1, and charges it to the thread's current call path; falls
+ * back to wall when java.management is not there) or {@code wall} (System.nanoTime at every
+ * entry and exit). Nothing is written to stdout.
  */
 public final class Offline {
     private Offline() {}
@@ -35,6 +38,10 @@ public final class Offline {
     static native int agentRegister(String className, long hash, String table);
 
     private static boolean started;
+    /** "sample" or "wall": what the data file says. */
+    private static String clock = "wall";
+    private static int interval = 1;
+    private static Sampler sampler;
     /** Recording here (not in an agent's runtime). */
     private static boolean standalone;
     private static String file;
@@ -116,9 +123,33 @@ public final class Offline {
         if (depth != null && depth > 0) {
             Probes.depth = depth;
         }
-        Probes.clock = 1;
-        Probes.timed = true;
+        String want = System.getProperty("bci.clock", "sample");
+        Integer ms = Integer.getInteger("bci.interval");
+        if (ms != null && ms > 0) {
+            interval = ms;
+        }
+        if (!want.equals("wall")) {
+            try {
+                sampler = new Sampler(interval);
+            } catch (Throwable e) {
+                // java.management not in the module graph, or no thread CPU time: wall clock
+                System.err.println("bci: clock=sample not available (" + e + "); using clock=wall");
+                sampler = null;
+            }
+        }
+        if (sampler != null) {
+            clock = "sample";
+            Probes.clock = 0;
+            Probes.timed = false;
+        } else {
+            clock = "wall";
+            Probes.clock = 1;
+            Probes.timed = true;
+        }
         Probes.start();
+        if (sampler != null) {
+            sampler.start();
+        }
         Runtime.getRuntime().addShutdownHook(new Thread(Offline::dump, "bci runtime: write data"));
     }
 
@@ -131,10 +162,14 @@ public final class Offline {
         if (!standalone) {
             return;
         }
+        if (sampler != null) {
+            sampler.running = false;
+        }
         Probes.stop();
         StringBuilder sb = new StringBuilder();
         sb.append("bci-data\t1\n");
-        sb.append("clock\twall\n");
+        sb.append("clock\t").append(clock).append('\n');
+        sb.append("interval\t").append(interval).append('\n');
         sb.append("depth\t").append(Probes.depth).append('\n');
         sb.append("date\t")
                 .append(String.format(Locale.US, "%1$ta %1$tb %1$2te %1$tT %1$tY", new Date()))
@@ -162,10 +197,77 @@ public final class Offline {
         }
         try (Writer w = new OutputStreamWriter(new FileOutputStream(file), StandardCharsets.UTF_8)) {
             w.write(sb.toString());
-            System.err.println("bci: profile data (wall clock) written to " + file
+            System.err.println("bci: profile data (clock=" + clock + ") written to " + file
                     + "; render it with: bci report " + file);
         } catch (IOException e) {
             System.err.println("bci: cannot write " + file + ": " + e);
+        }
+    }
+
+    /**
+     * clock=sample without an agent: every interval, each profiled thread's CPU time
+     * (ThreadMXBean) used since the previous sample goes to {@link Probes#sample}. Its own
+     * class, so that a program without java.management fails here (caught) and not in Offline.
+     */
+    static final class Sampler extends Thread {
+        private final java.lang.management.ThreadMXBean mx;
+        private final int ms;
+        volatile boolean running = true;
+
+        Sampler(int ms) {
+            super("bci runtime sampler");
+            setDaemon(true);
+            this.ms = ms;
+            mx = java.lang.management.ManagementFactory.getThreadMXBean();
+            if (!mx.isThreadCpuTimeSupported()) {
+                throw new UnsupportedOperationException("thread CPU time not supported");
+            }
+            if (!mx.isThreadCpuTimeEnabled()) {
+                mx.setThreadCpuTimeEnabled(true);
+            }
+        }
+
+        @Override
+        public void run() {
+            long[] ids = new long[16];
+            long[] last = new long[16];
+            long[] delta = new long[16];
+            int known = 0;
+            while (running) {
+                try {
+                    Thread.sleep(ms);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                int n = Probes.threadCount();
+                if (n > ids.length) {
+                    int m = Math.max(n, ids.length * 2);
+                    ids = java.util.Arrays.copyOf(ids, m);
+                    last = java.util.Arrays.copyOf(last, m);
+                    delta = new long[m];
+                }
+                for (; known < n; known++) {
+                    Thread t = Probes.thread(known);
+                    ids[known] = t == null ? -1 : t.getId();
+                    last[known] = t == null ? -1 : mx.getThreadCpuTime(ids[known]);
+                }
+                for (int i = 0; i < n; i++) {
+                    long d = 0;
+                    if (ids[i] >= 0 && last[i] >= 0) {
+                        long cpu = mx.getThreadCpuTime(ids[i]);
+                        if (cpu < 0) {
+                            ids[i] = -1;
+                        } else {
+                            d = cpu - last[i];
+                            last[i] = cpu;
+                        }
+                    }
+                    delta[i] = d > 0 ? d : 0;
+                }
+                if (running) {
+                    Probes.sample(java.util.Arrays.copyOf(delta, n));
+                }
+            }
         }
     }
 }

@@ -445,9 +445,18 @@ public final class Probes {
         if (g != null) {
             Thread[] ts = new Thread[g.activeCount() + 16];
             int n = g.enumerate(ts, true);
+            // not this thread: the agent calls start() from VMInit, below any Java frame
+            Thread self = Thread.currentThread();
             Thread[] e = new Thread[n];
-            System.arraycopy(ts, 0, e, 0, n);
-            earlyThreads = e;
+            int k = 0;
+            for (int i = 0; i < n; i++) {
+                if (ts[i] != self) {
+                    e[k++] = ts[i];
+                }
+            }
+            Thread[] early = new Thread[k];
+            System.arraycopy(e, 0, early, 0, k);
+            earlyThreads = early;
         }
         cur();
         T t = new T(Thread.currentThread(), -1, "self-test", depth);
