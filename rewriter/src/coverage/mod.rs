@@ -81,16 +81,10 @@ pub struct ClassCoverage {
     pub skipped: Vec<(String, String, Skipped)>,
 }
 
-/// 64-bit FNV-1a of the class bytes: data recorded for a class is keyed by it, so data from
-/// another build of the class is detected, never misattributed.
-pub fn class_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+/// Data recorded for a class is keyed by the 64-bit hash of its original bytes (the same id
+/// offline instrumentation writes in its marker), so data from another build of the class is
+/// detected, never misattributed.
+pub use crate::offline::class_hash;
 
 fn empty_finalize(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
     name == "finalize"
