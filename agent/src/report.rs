@@ -95,6 +95,8 @@ pub struct Snapshot {
     /// `ctime()` text for the header and the CPU TIME line.
     pub date: String,
     pub uninstrumented_early: usize,
+    /// Why the runtime stopped recording early (e.g. out of memory), if it did.
+    pub failure: Option<String>,
 }
 
 struct Trace {
@@ -165,6 +167,10 @@ pub fn method_rows(s: &Snapshot) -> Vec<MethodRow> {
             r.count += nd.count;
             r.self_ns += nd.self_ns;
         }
+    }
+    // totals after every thread's nodes: a total may come with another entry than the
+    // method's nodes (sampled totals are kept for all threads at once)
+    for t in &s.threads {
         for (id, tot) in t.total_ns.iter().enumerate() {
             if *tot > 0 {
                 if let Some(r) = rows.get_mut(&(id as u32)) {
@@ -256,6 +262,9 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
         if o.thread { ", per thread" } else { "" },
         s.uninstrumented_early
     );
+    if let Some(f) = &s.failure {
+        let _ = writeln!(out, "RECORDING STOPPED: {f}.\n");
+    }
     if o.thread {
         for (i, t) in s.threads.iter().enumerate() {
             let _ = writeln!(
@@ -388,6 +397,9 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
             out,
             "# {mism} probe exits did not match the shadow stack (frames ended early)"
         );
+    }
+    if let Some(f) = &s.failure {
+        let _ = writeln!(out, "# recording stopped: {f}");
     }
     out.push_str("METHODS END\n");
     out
@@ -527,6 +539,7 @@ mod tests {
             methods: vec![rec("Fib", "main"), rec("Fib", "fib")],
             date: "Sun Nov 22 07:31:02 2026".into(),
             uninstrumented_early: 0,
+            failure: None,
         }
     }
 
