@@ -160,6 +160,14 @@ pub fn define(
     jni.set_static_bool(cls, "timed", o.clock != Clock::Sample)?;
     jni.set_static_int(cls, "depth", o.depth as i32)?;
     jni.set_static_bool(cls, "perThread", o.thread)?;
+    // tests only: the runtime's memory budget in bytes (else a quarter of the heap)
+    if let Some(b) = std::env::var("BCIAGENT_TEST_BUDGET")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        let f = jni.static_field_id(cls, "testBudget", "J")?;
+        jni.set_static_long(cls, &f, b);
+    }
     let sample = jni.static_method_id(cls, "sample", "([J)[J")?;
     let ended = jni.static_method_id(cls, "ended", "(Ljava/lang/Thread;)V")?;
     let global = jni.new_global_ref(cls);

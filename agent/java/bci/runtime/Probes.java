@@ -79,8 +79,22 @@ public final class Probes {
      * Bounded by the number of distinct call paths, not by the number of threads.
      */
     static A ended = new A("other threads");
+    static long rowsBytes;
     /** The state a thread's field points to once the thread ended (field build; see ended()). */
     static final T GONE = new T(null, -2, "ended", 1, true);
+
+    /**
+     * Most bytes the recorded data may take (a quarter of the largest heap; 0 = no limit):
+     * checked when a thread registers, against the live threads (at the average size of the
+     * threads that ended so far) plus the aggregates. Above it recording stops: a heap that
+     * fills with profile data makes the program crawl from one full GC to the next.
+     */
+    static long budget;
+    /** Tests only (BCIAGENT_TEST_BUDGET): the budget in bytes instead of a quarter of the heap. */
+    static long testBudget;
+    static int nLive;
+    static long endedBytes;
+    static long endedCount;
 
     /** Why recording stopped early (null: it did not), for the report. */
     static String failure;
@@ -312,6 +326,8 @@ public final class Probes {
                 s.leafEnter(id);
             } catch (OutOfMemoryError e) {
                 fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
             }
         }
     }
@@ -342,12 +358,17 @@ public final class Probes {
                 s.timer(id, ns);
             } catch (OutOfMemoryError e) {
                 fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
             }
         }
     }
 
     static final String OOM_PROBE =
             "out of memory in a probe (the heap is full): recording stopped, counts are incomplete";
+
+    static final String BUG_PROBE =
+            "internal error in the runtime (a bug): recording stopped, counts are incomplete";
 
     @DontInline
     static void enter0(int id) {
@@ -360,6 +381,8 @@ public final class Probes {
                 s.enter(id);
             } catch (OutOfMemoryError e) {
                 fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
             }
         }
     }
@@ -551,7 +574,18 @@ public final class Probes {
                     }
                     slot = nall++;
                 }
+                if (budget > 0) {
+                    long avg = endedCount > 0 ? endedBytes / endedCount : 4096;
+                    long est = nLive * avg + ended.bytes() + rowsBytes;
+                    if (est > budget) {
+                        fail(null, text("the profile data (about ", est >> 20, " MB for ",
+                                nLive, " live threads) would exceed a quarter of the heap:"
+                                + " recording stopped, counts are incomplete"));
+                        return null;
+                    }
+                }
                 s = new T(t, nextSerial++, name, depth, false);
+                nLive++;
                 s.slot = slot;
                 s.row = perThread && rowsUsed < ROWS ? rowsUsed++ : -1;
                 all[slot] = s;
@@ -605,6 +639,9 @@ public final class Probes {
             }
             free[nfree++] = s.slot;
             version++;
+            nLive--;
+            endedBytes += s.bytes();
+            endedCount++;
             unpublish(s);
             if (failure != null) {
                 return; // recording stopped: its data is dropped, to give memory back
@@ -620,6 +657,7 @@ public final class Probes {
                     A a = new A(s.name);
                     a.add(e);
                     rows[s.row] = a;
+                    rowsBytes += a.bytes();
                 } else {
                     ended.add(e);
                 }
@@ -654,6 +692,7 @@ public final class Probes {
             sTotal = new long[0]; // the self-test's sample
             sMark = new int[0];
         }
+        budget = testBudget > 0 ? testBudget : Runtime.getRuntime().maxMemory() / 4;
         fast = !timed;
         on = true;
     }
@@ -718,7 +757,7 @@ public final class Probes {
                     }
                 }
                 if (other.threads > 0) {
-                    names[n] = "other threads (" + other.threads + ")";
+                    names[n] = "other threads";
                     data[n++] = other.export();
                 }
             }
@@ -752,6 +791,39 @@ public final class Probes {
             System.arraycopy(t, 0, out, 0, t.length);
             return out;
         }
+    }
+
+    /** a + x + b + y + c, without the JDK's string concatenation (invokedynamic). */
+    static String text(String a, long x, String b, long y, String c) {
+        char[] out = new char[a.length() + b.length() + c.length() + 40];
+        int o = put(out, 0, a);
+        o = put(out, o, x);
+        o = put(out, o, b);
+        o = put(out, o, y);
+        o = put(out, o, c);
+        return new String(out, 0, o);
+    }
+
+    private static int put(char[] out, int o, String s) {
+        s.getChars(0, s.length(), out, o);
+        return o + s.length();
+    }
+
+    private static int put(char[] out, int o, long v) {
+        if (v < 0) {
+            out[o++] = '-';
+            v = -v;
+        }
+        char[] d = new char[20];
+        int n = 0;
+        do {
+            d[n++] = (char) ('0' + (v % 10));
+            v /= 10;
+        } while (v > 0 && n < 20);
+        while (n > 0) {
+            out[o++] = d[--n];
+        }
+        return o;
     }
 
     /** Why recording stopped early, or null. */
@@ -842,6 +914,12 @@ public final class Probes {
             hVal[i] = node;
             hUsed++;
             return node;
+        }
+
+        /** About the bytes it takes. */
+        long bytes() {
+            return 64 + 24L * prefix.length + 12L * hKey.length + 8L * total.length
+                    + 16L * tmCount.length;
         }
 
         /** Adds one export (a thread's or an aggregate's, same layout). */
@@ -1035,11 +1113,19 @@ public final class Probes {
             fr[b] = ((long) id << 32) | node;
             fr[b + 1] = ctx = nCtx[node];
             if (timed) {
-                md[mdSlot(id)]++;
+                int j = mdSlot(id); // (md may grow in mdSlot: read it after)
+                md[j]++;
                 fr[b + 4] = 0;
                 fr[b + 3] = clockNow();
             }
             sp = b + 8;
+        }
+
+        /** About the bytes it takes (arrays read racily; an estimate). */
+        long bytes() {
+            return 200 + 8L * (fr.length + dm.length + nCount.length + nSelf.length + hKey.length
+                    + md.length + sSelf.length) + 4L * (nPrefix.length + nId.length + nLen.length
+                    + nCtx.length + hVal.length + mdKey.length);
         }
 
         /** A pure leaf's entry, off the fast path (see {@link Probes#leafEnter}). */
