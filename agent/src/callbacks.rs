@@ -312,7 +312,11 @@ unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
 }
 
 /// ThreadEnd and VirtualThreadEnd: the ending thread's data goes to the shared aggregate.
-unsafe extern "C" fn thread_end(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv, thread: sys::jthread) {
+unsafe extern "C" fn thread_end(
+    _jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+) {
     guard("ThreadEnd", || {
         if jni.is_null() {
             return;

@@ -363,7 +363,12 @@ impl Jni {
 
     /// Calls a static `(Ljava/lang/Thread;)V`-like method of `cls` with one object argument;
     /// an exception it throws is cleared (and reported as an error).
-    pub fn call_static_void_obj(&self, cls: JRef, m: &StaticMethod, arg: JRef) -> Result<(), String> {
+    pub fn call_static_void_obj(
+        &self,
+        cls: JRef,
+        m: &StaticMethod,
+        arg: JRef,
+    ) -> Result<(), String> {
         let f: sys::CallStaticVoidMethodAFn = self.f(ns::CALL_STATIC_VOID_METHOD_A);
         let args = [sys::jvalue { l: arg.0 }];
         // SAFETY: valid env; m is a static method of cls taking one reference (StaticMethod

@@ -1094,8 +1094,8 @@ public final class Probes {
         // timed clocks, per method the thread ran (open addressing on the method id; slot i:
         // mdKey[i] = id + 1, 0 = empty): md[2i] = its frames on the stack, md[2i + 1] = total
         // time of its outermost frames. Sized by the methods used, not by the largest id.
-        int[] mdKey = new int[16];
-        long[] md = new long[2 * 16];
+        int[] mdKey = new int[0]; // (allocated on first use: timed clocks only)
+        long[] md = new long[0];
         int mdUsed;
         // sampler-owned: sampled time per node (the per-method totals are Probes.sTotal)
         long[] sSelf = new long[0];
@@ -1278,7 +1278,8 @@ public final class Probes {
         }
 
         private void put(long key, int val) {
-            if ((hUsed + 1) * 2 > hKey.length) {
+            // (load up to 3/4: a thread's table is a large part of its memory)
+            if ((hUsed + 1) * 4 > hKey.length * 3) {
                 long[] ok = hKey;
                 int[] ov = hVal;
                 hKey = new long[ok.length * 2];
@@ -1344,6 +1345,9 @@ public final class Probes {
                 int m = k.length - 1;
                 int i = (id * 0x9E3779B1) & m;
                 for (;;) {
+                    if (m < 0) {
+                        break; // not allocated yet
+                    }
                     int v = k[i];
                     if (v == id + 1) {
                         return 2 * i;
@@ -1353,15 +1357,15 @@ public final class Probes {
                     }
                     i = (i + 1) & m;
                 }
-                if ((mdUsed + 1) * 2 <= k.length) {
+                if (k.length > 0 && (mdUsed + 1) * 2 <= k.length) {
                     k[i] = id + 1;
                     mdUsed++;
                     return 2 * i;
                 }
                 int[] ok = mdKey;
                 long[] om = md;
-                int[] nk = new int[ok.length * 2];
-                long[] nm = new long[om.length * 2];
+                int[] nk = new int[ok.length < 16 ? 16 : ok.length * 2];
+                long[] nm = new long[2 * nk.length];
                 int mm = nk.length - 1;
                 for (int q = 0; q < ok.length; q++) {
                     if (ok[q] != 0) {
