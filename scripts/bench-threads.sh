@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Memory of the bciagent cpu=times profile with many threads: peak RSS and the largest heap
-# after a GC (from -Xlog:gc), bare vs agent, medians of RUNS runs (default 3) run side by side
+# Memory of the bciagent cpu=times profile with many threads: peak RSS, the largest heap after
+# a GC and the heap used at exit (from -Xlog:gc,gc+heap+exit), bare vs agent, medians of RUNS runs (default 3) run side by side
 # (bare and agent alternating), all under -Xmx256m, on
 #   platform: test-classes/ManyThreads.java, 10,000 platform threads (JDK 17)
 #   virtual:  test-classes/jdk21/VirtualThreads.java, 100,000 virtual threads (JDK 25, skipped
@@ -24,40 +24,42 @@ trap 'rm -rf "$work"' EXIT
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# one JAVA ARGS... : prints "wall_ms rss_kb heap_mb" of one run (failure is fatal)
+# one JAVA ARGS... : prints "wall_ms rss_kb heap_after_gc_mb heap_at_exit_mb" of one run
+# (failure is fatal; 0 = no GC ran)
 one() {
     local java=$1
     shift
     rm -f "$work/gc.log"
     local t0 t1
     t0=$(date +%s%N)
-    /usr/bin/time -f '%M' -o "$work/rss" "$java" -Xmx256m "-Xlog:gc:file=$work/gc.log" "$@" \
+    /usr/bin/time -f '%M' -o "$work/rss" "$java" -Xmx256m "-Xlog:gc,gc+heap+exit:file=$work/gc.log" "$@" \
         >"$work/last.out" 2>"$work/last.err" || { cat "$work/last.err" >&2; exit 1; }
     t1=$(date +%s%N)
-    local heap
-    heap=$(grep -o '[0-9]*M->[0-9]*M' "$work/gc.log" 2>/dev/null | sed 's/.*->//; s/M//' | sort -n | tail -1)
-    echo "$(((t1 - t0) / 1000000)) $(tail -1 "$work/rss") ${heap:-0}"
+    local heap used
+    heap=$( (grep -o '[0-9]*M->[0-9]*M' "$work/gc.log" || true) | sed 's/.*->//; s/M//' | sort -n | tail -1)
+    used=$( (grep -o 'heap *total [0-9]*K, used [0-9]*K' "$work/gc.log" || true) | head -1 | sed 's/.*used //; s/K//')
+    echo "$(((t1 - t0) / 1000000)) $(tail -1 "$work/rss") ${heap:-0} $(((${used:-0} + 512) / 1024))"
 }
 
 # bench NAME JAVA ARGS... : bare and agent alternately, medians side by side
 bench() {
     local name=$1 java=$2
     shift 2
-    local bw="" br="" bh="" aw="" ar="" ah=""
+    local bw="" br="" bh="" bu="" aw="" ar="" ah="" au="" w r h u
     for ((i = 1; i <= runs; i++)); do
-        read -r w r h < <(one "$java" "$@")
-        bw+=" $w" br+=" $r" bh+=" $h"
-        read -r w r h < <(one "$java" "-agentpath:$lib=file=$work/$name.txt${opts:+,$opts}" "$@")
-        aw+=" $w" ar+=" $r" ah+=" $h"
+        read -r w r h u < <(one "$java" "$@")
+        bw+=" $w" br+=" $r" bh+=" $h" bu+=" $u"
+        read -r w r h u < <(one "$java" "-agentpath:$lib=file=$work/$name.txt${opts:+,$opts}" "$@")
+        aw+=" $w" ar+=" $r" ah+=" $h" au+=" $u"
         if grep -q "RECORDING STOPPED" "$work/$name.txt"; then
             echo "$name: agent run $i: $(grep -m1 'RECORDING STOPPED' "$work/$name.txt")"
         fi
     done
-    printf '%-8s runs=%d  bare: %6d ms, RSS %4d MB, heap after GC %4d MB  |  agent: %6d ms, RSS %4d MB, heap after GC %4d MB\n' \
-        "$name" "$runs" "$(echo "$bw" | median)" "$(($(echo "$br" | median) / 1024))" "$(echo "$bh" | median)" \
-        "$(echo "$aw" | median)" "$(($(echo "$ar" | median) / 1024))" "$(echo "$ah" | median)"
-    echo "         bare ms:$bw RSS KB:$br heap MB:$bh"
-    echo "         agent ms:$aw RSS KB:$ar heap MB:$ah"
+    printf '%-8s runs=%d  bare: %6d ms, RSS %4d MB, heap after GC %4d MB, at exit %4d MB  |  agent: %6d ms, RSS %4d MB, heap after GC %4d MB, at exit %4d MB\n' \
+        "$name" "$runs" "$(echo "$bw" | median)" "$(($(echo "$br" | median) / 1024))" "$(echo "$bh" | median)" "$(echo "$bu" | median)" \
+        "$(echo "$aw" | median)" "$(($(echo "$ar" | median) / 1024))" "$(echo "$ah" | median)" "$(echo "$au" | median)"
+    echo "         bare ms:$bw RSS KB:$br heap after GC MB:$bh at exit MB:$bu"
+    echo "         agent ms:$aw RSS KB:$ar heap after GC MB:$ah at exit MB:$au"
 }
 
 if [[ $what == platform || $what == all ]]; then

@@ -259,7 +259,11 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
          runtime existed and so left original: {}.\n",
         clock_description(o),
         o.depth,
-        if o.thread { ", per thread" } else { "" },
+        if o.thread {
+            ", per thread (the first 256 threads; later ones share the rows of \"other threads\")"
+        } else {
+            ""
+        },
         s.uninstrumented_early
     );
     if let Some(f) = &s.failure {
@@ -579,6 +583,29 @@ mod tests {
         assert_eq!(rows[0].total_ns, 5_000_000);
         let c = collapsed(&o, &s);
         assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3000\n"), "{c}");
+    }
+
+    /// Sampled totals are kept for all threads at once and come with the first entry, whose
+    /// nodes may not include the method: they still count.
+    #[test]
+    fn totals_from_another_entry() {
+        let mut s = snap();
+        let mut first = ThreadData {
+            name: Some("ended threads".into()),
+            nodes: vec![Node {
+                prefix: 0,
+                id: 0,
+                count: 0,
+                self_ns: 0,
+            }],
+            ..ThreadData::default()
+        };
+        first.total_ns = vec![0, 7_000_000];
+        s.threads[0].total_ns.clear();
+        s.threads.insert(0, first);
+        let rows = method_rows(&s);
+        let fib = rows.iter().find(|r| r.id == 1).unwrap();
+        assert_eq!(fib.total_ns, 7_000_000);
     }
 
     #[test]
