@@ -181,6 +181,16 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         log(&format!("cannot add class-hook capabilities: {e}"));
         return sys::JNI_ERR;
     }
+    // JDK 21+: VirtualThreadEnd, so that an ended virtual thread's data is folded like a
+    // platform thread's (ThreadEnd is not sent for virtual threads)
+    let virtual_threads = jvmti
+        .potential_capabilities()
+        .is_ok_and(|p| p.support_virtual_threads())
+        && {
+            let mut vt = sys::jvmtiCapabilities::default();
+            vt.set_support_virtual_threads();
+            jvmti.add_capabilities(&vt).is_ok()
+        };
     let mut cbs = sys::jvmtiEventCallbacks {
         slots: [std::ptr::null(); sys::CALLBACK_SLOTS],
     };
@@ -190,6 +200,8 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         class_file_load_hook as sys::ClassFileLoadHookFn as *const c_void;
     cbs.slots[sys::CB_DATA_DUMP_REQUEST] = data_dump_request as sys::DataDumpFn as *const c_void;
     cbs.slots[sys::CB_VM_START] = vm_start as sys::VmStartFn as *const c_void;
+    cbs.slots[sys::CB_THREAD_END] = thread_end as sys::ThreadEndFn as *const c_void;
+    cbs.slots[sys::CB_VIRTUAL_THREAD_END] = thread_end as sys::ThreadEndFn as *const c_void;
     let verbose = opts.verbose;
     let agent = Agent {
         opts,
@@ -220,8 +232,12 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
             sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
             sys::JVMTI_EVENT_DATA_DUMP_REQUEST,
             sys::JVMTI_EVENT_VM_START,
+            sys::JVMTI_EVENT_THREAD_END,
         ] {
             jvmti.enable_event(ev)?;
+        }
+        if virtual_threads {
+            jvmti.enable_event(sys::JVMTI_EVENT_VIRTUAL_THREAD_END)?;
         }
         Ok(())
     });
@@ -343,6 +359,23 @@ unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
                 a.instrumented.load(Ordering::Relaxed)
             ));
         }
+    });
+}
+
+/// ThreadEnd and VirtualThreadEnd: the ending thread's data goes to the shared aggregate.
+unsafe extern "C" fn thread_end(
+    _jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+) {
+    guard("ThreadEnd", || {
+        if jni.is_null() {
+            return;
+        }
+        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
+        let jni = unsafe { Jni::from_raw(jni) };
+        // SAFETY: thread is the VM's local reference to the ending thread, valid for the callback.
+        runtime::thread_ended(&jni, unsafe { crate::jvm::JRef::from_local(thread) });
     });
 }
 
@@ -559,7 +592,7 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
 
 fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
-    let threads = match runtime::collect(jni) {
+    let (threads, failure) = match runtime::collect(jni) {
         Ok(t) => t,
         Err(e) => {
             log(&format!("cannot read the profile: {e}"));
@@ -577,7 +610,11 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
         uninstrumented_early: a.early_skipped.load(Ordering::Relaxed),
         left_classes,
         left_methods,
+        failure,
     };
+    if let Some(f) = &snap.failure {
+        log(f);
+    }
     if a.opts.verbose {
         let calls: u64 = snap
             .threads

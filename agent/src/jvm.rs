@@ -349,6 +349,78 @@ impl Jni {
         Ok(JRef(v))
     }
 
+    /// Calls a static `()<sig-ret>` object method; returns the local reference (may be null).
+    pub fn call_static_object(&self, cls: JRef, name: &str, sig: &str) -> Result<JRef, String> {
+        let m = self.static_method(cls, name, sig)?;
+        let f: sys::CallStaticObjectMethodAFn = self.f(ns::CALL_STATIC_OBJECT_METHOD_A);
+        // SAFETY: valid env, static method id of cls taking no arguments.
+        let v = unsafe { f(self.0, cls.0, m, std::ptr::null()) };
+        if self.take_exception(true) {
+            return Err(format!("{name} threw"));
+        }
+        Ok(JRef(v))
+    }
+
+    /// Calls a static `(Ljava/lang/Thread;)V`-like method of `cls` with one object argument;
+    /// an exception it throws is cleared (and reported as an error).
+    pub fn call_static_void_obj(
+        &self,
+        cls: JRef,
+        m: &StaticMethod,
+        arg: JRef,
+    ) -> Result<(), String> {
+        let f: sys::CallStaticVoidMethodAFn = self.f(ns::CALL_STATIC_VOID_METHOD_A);
+        let args = [sys::jvalue { l: arg.0 }];
+        // SAFETY: valid env; m is a static method of cls taking one reference (StaticMethod
+        // only comes from static_method_id on that class).
+        unsafe { f(self.0, cls.0, m.0, args.as_ptr()) };
+        if self.take_exception(false) {
+            return Err("threw".into());
+        }
+        Ok(())
+    }
+
+    /// Calls a static `([J)[J` method of `cls` with a new `long[]` holding `v`; returns the
+    /// array it returned (None for null). An exception it throws is cleared.
+    pub fn call_static_longs_longs(
+        &self,
+        cls: JRef,
+        m: &StaticMethod,
+        v: &[i64],
+    ) -> Result<Option<Vec<i64>>, String> {
+        let new: sys::NewLongArrayFn = self.f(ns::NEW_LONG_ARRAY);
+        // SAFETY: valid env.
+        let arr = self.okr(unsafe { new(self.0, v.len() as i32) }, "NewLongArray")?;
+        let set: sys::SetLongArrayRegionFn = self.f(ns::SET_LONG_ARRAY_REGION);
+        // SAFETY: arr has v.len() elements; v is valid for that many reads.
+        unsafe { set(self.0, arr.0, 0, v.len() as i32, v.as_ptr()) };
+        let f: sys::CallStaticObjectMethodAFn = self.f(ns::CALL_STATIC_OBJECT_METHOD_A);
+        let args = [sys::jvalue { l: arr.0 }];
+        // SAFETY: valid env; m is a static ([J)[J method of cls (StaticMethod only comes from it).
+        let r = JRef(unsafe { f(self.0, cls.0, m.0, args.as_ptr()) });
+        let threw = self.take_exception(false);
+        self.delete_local_ref(arr);
+        if threw {
+            self.delete_local_ref(r);
+            return Err("threw".into());
+        }
+        if r.is_null() {
+            return Ok(None);
+        }
+        let out = self.long_array(r);
+        self.delete_local_ref(r);
+        Ok(Some(out))
+    }
+
+    pub fn delete_global_ref(&self, o: JRef) {
+        if o.is_null() {
+            return;
+        }
+        let f: sys::DeleteGlobalRefFn = self.f(ns::DELETE_GLOBAL_REF);
+        // SAFETY: valid env and a global reference from new_global_ref, deleted once.
+        unsafe { f(self.0, o.0) }
+    }
+
     /// Copies a `long[]` local reference into a Vec.
     pub fn long_array(&self, arr: JRef) -> Vec<i64> {
         if arr.is_null() {
@@ -466,6 +538,12 @@ impl JRef {
     }
     pub fn is_null(&self) -> bool {
         self.0.is_null()
+    }
+
+    /// # Safety
+    /// `o` must be null or a reference the VM handed to the current callback (valid for it).
+    pub unsafe fn from_local(o: sys::jobject) -> JRef {
+        JRef(o)
     }
 }
 

@@ -100,6 +100,8 @@ pub struct Snapshot {
     pub left_classes: Vec<String>,
     /// Methods left original in instrumented classes (`class.method(desc): reason`).
     pub left_methods: Vec<String>,
+    /// Why the runtime stopped recording early (e.g. out of memory), if it did.
+    pub failure: Option<String>,
 }
 
 struct Trace {
@@ -170,6 +172,10 @@ pub fn method_rows(s: &Snapshot) -> Vec<MethodRow> {
             r.count += nd.count;
             r.self_ns += nd.self_ns;
         }
+    }
+    // totals after every thread's nodes: a total may come with another entry than the
+    // method's nodes (sampled totals are kept for all threads at once)
+    for t in &s.threads {
         for (id, tot) in t.total_ns.iter().enumerate() {
             if *tot > 0 {
                 if let Some(r) = rows.get_mut(&(id as u32)) {
@@ -259,7 +265,11 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
          Could not be instrumented and so left original: {} classes, {} methods{}",
         clock_description(o),
         o.depth,
-        if o.thread { ", per thread" } else { "" },
+        if o.thread {
+            ", per thread (the first 256 threads; later ones share the rows of \"other threads\")"
+        } else {
+            ""
+        },
         s.uninstrumented_early,
         s.left_classes.len(),
         s.left_methods.len(),
@@ -276,6 +286,9 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
         let _ = writeln!(out, "  method {m}");
     }
     out.push('\n');
+    if let Some(f) = &s.failure {
+        let _ = writeln!(out, "RECORDING STOPPED: {f}.\n");
+    }
     if o.thread {
         for (i, t) in s.threads.iter().enumerate() {
             let _ = writeln!(
@@ -427,6 +440,9 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
             "# {mism} probe exits did not match the shadow stack (frames ended early); threads: {}",
             by_thread.join(", ")
         );
+    }
+    if let Some(f) = &s.failure {
+        let _ = writeln!(out, "# recording stopped: {f}");
     }
     out.push_str("METHODS END\n");
     out
@@ -584,6 +600,7 @@ mod tests {
             uninstrumented_early: 0,
             left_classes: Vec::new(),
             left_methods: Vec::new(),
+            failure: None,
         }
     }
 
@@ -660,6 +677,29 @@ mod tests {
         let c = collapsed(&o, &s2);
         assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3500\n"), "{c}");
         assert_eq!(c.matches("Fib.main;Fib.fib;Fib.fib ").count(), 1, "{c}");
+    }
+
+    /// Sampled totals are kept for all threads at once and come with the first entry, whose
+    /// nodes may not include the method: they still count.
+    #[test]
+    fn totals_from_another_entry() {
+        let mut s = snap();
+        let mut first = ThreadData {
+            name: Some("ended threads".into()),
+            nodes: vec![Node {
+                prefix: 0,
+                id: 0,
+                count: 0,
+                self_ns: 0,
+            }],
+            ..ThreadData::default()
+        };
+        first.total_ns = vec![0, 7_000_000];
+        s.threads[0].total_ns.clear();
+        s.threads.insert(0, first);
+        let rows = method_rows(&s);
+        let fib = rows.iter().find(|r| r.id == 1).unwrap();
+        assert_eq!(fib.total_ns, 7_000_000);
     }
 
     #[test]

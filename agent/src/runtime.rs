@@ -31,11 +31,23 @@ const PROBES_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes.class"));
 const PROBES_T_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class"));
+// the aggregate of ended threads (Probes.A), the same class file in both java.lang builds
+const EARLY_PROBES_A_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java/java/lang/BciProbes$A.class"
+));
+const FALLBACK_PROBES_A_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java-fallback/java/lang/BciProbes$A.class"
+));
+const PROBES_A_CLASS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$A.class"));
 
-/// The defined runtime class (a global reference) and its sampling method.
+/// The defined runtime class (a global reference) and its sampling and thread-end methods.
 pub struct Runtime {
     class: GlobalRef,
     sample: StaticMethod,
+    ended: StaticMethod,
     /// The module of Probes (the boot loader's unnamed module); None for java.lang.BciProbes,
     /// which every module reads already.
     module: Option<GlobalRef>,
@@ -126,14 +138,17 @@ pub fn define(
     let cls = match variant {
         Variant::ThreadFields => {
             jni.define_boot_class("java/lang/BciProbes$T", EARLY_PROBES_T_CLASS)?;
+            jni.define_boot_class("java/lang/BciProbes$A", EARLY_PROBES_A_CLASS)?;
             jni.define_boot_class(EARLY_PROBES, EARLY_PROBES_CLASS)?
         }
         Variant::Early => {
             jni.define_boot_class("java/lang/BciProbes$T", FALLBACK_PROBES_T_CLASS)?;
+            jni.define_boot_class("java/lang/BciProbes$A", FALLBACK_PROBES_A_CLASS)?;
             jni.define_boot_class(EARLY_PROBES, FALLBACK_PROBES_CLASS)?
         }
         Variant::VmInit => {
             jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
+            jni.define_boot_class("bci/runtime/Probes$A", PROBES_A_CLASS)?;
             jni.define_boot_class(PROBES, PROBES_CLASS)?
         }
     };
@@ -147,7 +162,17 @@ pub fn define(
     jni.set_static_int(cls, "clock", o.clock.code())?;
     jni.set_static_bool(cls, "timed", o.clock != Clock::Sample)?;
     jni.set_static_int(cls, "depth", o.depth as i32)?;
-    let sample = jni.static_method_id(cls, "sample", "([J)V")?;
+    jni.set_static_bool(cls, "perThread", o.thread)?;
+    // tests only: the runtime's memory budget in bytes (else a quarter of the heap)
+    if let Some(b) = std::env::var("BCIAGENT_TEST_BUDGET")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        let f = jni.static_field_id(cls, "testBudget", "J")?;
+        jni.set_static_long(cls, &f, b);
+    }
+    let sample = jni.static_method_id(cls, "sample", "([J)[J")?;
+    let ended = jni.static_method_id(cls, "ended", "(Ljava/lang/Thread;)V")?;
     let global = jni.new_global_ref(cls);
     if global.is_null() {
         return Err("NewGlobalRef failed".into());
@@ -163,6 +188,7 @@ pub fn define(
     let _ = RUNTIME.set(Runtime {
         class: GlobalRef(global),
         sample,
+        ended,
         module,
         modules_seen: Mutex::new(0),
     });
@@ -229,66 +255,117 @@ pub fn stop(jni: &Jni) -> Result<(), String> {
     jni.call_static_void(rt.class.0, "stop")
 }
 
+/// A thread ended (JVMTI ThreadEnd, or VirtualThreadEnd on JDK 21+; called on that thread):
+/// `Probes.ended` folds its data into the shared aggregate and frees its slot. Errors are
+/// cleared; nothing is thrown back into the VM.
+pub fn thread_ended(jni: &Jni, thread: JRef) {
+    let Some(rt) = get() else { return };
+    if thread.is_null() {
+        return;
+    }
+    let _ = jni.call_static_void_obj(rt.class.0, &rt.ended, thread);
+}
+
 /// Body of the sampler thread: every `ms` ms, reads each profiled thread's CPU time (JVMTI
 /// GetThreadCpuTime) and hands the CPU time used since the previous sample to `Probes.sample`,
-/// which charges it to that thread's current call path.
+/// which charges it to that thread's current call path. Live threads sit in slots that are
+/// reused once their thread ended: per slot the sampler keeps the thread's serial, a global
+/// reference (deleted when the slot changes hands, so that ended threads can be collected)
+/// and its CPU time at the previous sample.
 pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
     let Some(rt) = get() else { return };
-    // per profiled thread: global ref (None once dead), CPU time at the previous sample
-    let mut threads: Vec<(Option<JRef>, i64)> = Vec::new();
-    let mut deltas: Vec<i64> = Vec::new();
+    struct Slot {
+        serial: i64,
+        thread: Option<JRef>,
+        last: i64,
+    }
+    let mut slots: Vec<Slot> = Vec::new();
+    // [version, (serial, ns)*]; version -1 = never read
+    let mut msg: Vec<i64> = vec![-1];
     while !TICK_STOP.load(Ordering::Relaxed) {
         sleep_us(ms * 1000);
         if TICK_STOP.load(Ordering::Relaxed) {
             break;
         }
-        let n = jni
-            .call_static_int(rt.class.0, "threadCount")
-            .unwrap_or(0)
-            .max(0) as usize;
-        while threads.len() < n {
-            let i = threads.len() as i32;
-            let t = jni
-                .call_static_object_i(rt.class.0, "thread", "(I)Ljava/lang/Thread;", i)
-                .ok()
-                .filter(|t| !t.is_null());
-            let entry = match t {
-                Some(t) => {
-                    let g = jni.new_global_ref(t);
-                    jni.delete_local_ref(t);
-                    let cpu = jvmti.thread_cpu_time(g).unwrap_or(0);
-                    (Some(g), cpu)
-                }
-                None => (None, 0),
-            };
-            threads.push(entry);
-        }
-        deltas.clear();
-        for (t, last) in threads.iter_mut() {
-            let d = match *t {
+        msg.truncate(1);
+        for s in slots.iter_mut() {
+            let d = match s.thread {
                 Some(g) => match jvmti.thread_cpu_time(g) {
                     Ok(cpu) => {
-                        let d = cpu - *last;
-                        *last = cpu;
+                        let d = cpu - s.last;
+                        s.last = cpu;
                         d.max(0)
                     }
                     Err(_) => {
-                        *t = None;
+                        // ended, or a virtual thread (no CPU time of its own)
+                        jni.delete_global_ref(g);
+                        s.thread = None;
                         0
                     }
                 },
                 None => 0,
             };
-            deltas.push(d);
+            msg.push(s.serial);
+            msg.push(d);
         }
-        let _ = jni.call_static_void_longs(rt.class.0, &rt.sample, &deltas);
+        let table = match jni.call_static_longs_longs(rt.class.0, &rt.sample, &msg) {
+            Ok(Some(t)) if !t.is_empty() => t,
+            _ => continue,
+        };
+        msg[0] = table[0];
+        let serials = &table[1..];
+        for (i, &serial) in serials.iter().enumerate() {
+            if i == slots.len() {
+                slots.push(Slot {
+                    serial: -1,
+                    thread: None,
+                    last: 0,
+                });
+            }
+            let s = &mut slots[i];
+            if s.serial == serial {
+                continue;
+            }
+            if let Some(g) = s.thread.take() {
+                jni.delete_global_ref(g);
+            }
+            s.serial = serial;
+            s.last = 0;
+            if serial < 0 {
+                continue;
+            }
+            let t = jni
+                .call_static_object_i(rt.class.0, "thread", "(I)Ljava/lang/Thread;", i as i32)
+                .ok()
+                .filter(|t| !t.is_null());
+            if let Some(t) = t {
+                let g = jni.new_global_ref(t);
+                jni.delete_local_ref(t);
+                match jvmti.thread_cpu_time(g) {
+                    Ok(cpu) => {
+                        s.thread = Some(g);
+                        s.last = cpu;
+                    }
+                    Err(_) => jni.delete_global_ref(g),
+                }
+            }
+        }
+        for s in slots.iter_mut().skip(serials.len()) {
+            if let Some(g) = s.thread.take() {
+                jni.delete_global_ref(g);
+            }
+            s.serial = -1;
+        }
+        slots.truncate(serials.len());
     }
 }
 
-/// Reads every thread's data.
-pub fn collect(jni: &Jni) -> Result<Vec<ThreadData>, String> {
+/// Reads the data to report: `Probes.snapshot` takes it under the runtime's lock (ended
+/// threads folded, live threads, thread=y rows), then each entry is read by index. Sampled
+/// per-method totals (clock=sample) are kept for all threads at once and go to the first entry.
+pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
     let rt = get().ok_or("runtime not defined")?;
-    let n = jni.call_static_int(rt.class.0, "threadCount")?;
+    let n = jni.call_static_int(rt.class.0, "snapshot")?;
     let mut out = Vec::with_capacity(n.max(0) as usize);
     for i in 0..n {
         let name_ref =
@@ -303,5 +380,23 @@ pub fn collect(jni: &Jni) -> Result<Vec<ThreadData>, String> {
             None => return Err(format!("thread {i}: malformed export")),
         }
     }
-    Ok(out)
+    let arr = jni.call_static_object(rt.class.0, "sampledTotals", "()[J")?;
+    let totals = jni.long_array(arr);
+    jni.delete_local_ref(arr);
+    if totals.iter().any(|&t| t > 0) {
+        if out.is_empty() {
+            out.push(ThreadData::default());
+        }
+        let first = &mut out[0].total_ns;
+        if first.len() < totals.len() {
+            first.resize(totals.len(), 0);
+        }
+        for (d, t) in first.iter_mut().zip(&totals) {
+            *d += (*t).max(0) as u64;
+        }
+    }
+    let f = jni.call_static_object(rt.class.0, "failure", "()Ljava/lang/String;")?;
+    let failure = jni.string(f);
+    jni.delete_local_ref(f);
+    Ok((out, failure))
 }

@@ -42,6 +42,9 @@ pub const JVMTI_EVENT_VM_DEATH: c_int = 51;
 pub const JVMTI_EVENT_CLASS_FILE_LOAD_HOOK: c_int = 54;
 pub const JVMTI_EVENT_VM_START: c_int = 57;
 pub const JVMTI_EVENT_DATA_DUMP_REQUEST: c_int = 71;
+pub const JVMTI_EVENT_THREAD_END: c_int = 53;
+/// JDK 21+ (needs can_support_virtual_threads).
+pub const JVMTI_EVENT_VIRTUAL_THREAD_END: c_int = 88;
 
 pub const JVMTI_PHASE_ONLOAD: c_int = 1;
 pub const JVMTI_PHASE_PRIMORDIAL: c_int = 2;
@@ -75,6 +78,13 @@ impl jvmtiCapabilities {
     pub fn set_early_class_hook_events(&mut self) {
         self.bits[5] |= 0x04;
     }
+    /// can_support_virtual_threads (JDK 21+): byte 5, mask 0x10.
+    pub fn set_support_virtual_threads(&mut self) {
+        self.bits[5] |= 0x10;
+    }
+    pub fn support_virtual_threads(&self) -> bool {
+        self.bits[5] & 0x10 != 0
+    }
 }
 
 /// `JNINativeMethod`.
@@ -94,7 +104,8 @@ pub union jvalue {
     pub l: jobject,
 }
 
-// ---- JVMTI event callback types and the callbacks struct (37 pointer slots, 296 bytes)
+// ---- JVMTI event callback types and the callbacks struct (39 pointer slots up to JDK 21's
+// VirtualThreadEnd; an older VM copies only the slots it knows)
 
 pub type VmInitFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut JNIEnv);
@@ -112,9 +123,12 @@ pub type ClassFileLoadHookFn = unsafe extern "C" fn(
     *mut jint,
     *mut *mut c_uchar,
 );
+pub type ThreadEndFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut JNIEnv, jthread);
 pub type AgentThreadFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut JNIEnv, *mut c_void);
 
-pub const CALLBACK_SLOTS: usize = 37;
+pub const CALLBACK_SLOTS: usize = 39;
+pub const CB_THREAD_END: usize = 3;
+pub const CB_VIRTUAL_THREAD_END: usize = 38;
 pub const CB_VM_INIT: usize = 0;
 pub const CB_VM_DEATH: usize = 1;
 pub const CB_CLASS_FILE_LOAD_HOOK: usize = 4;
@@ -150,6 +164,7 @@ pub mod jni_slot {
     pub const EXCEPTION_DESCRIBE: usize = 16;
     pub const EXCEPTION_CLEAR: usize = 17;
     pub const NEW_GLOBAL_REF: usize = 21;
+    pub const DELETE_GLOBAL_REF: usize = 22;
     pub const DELETE_LOCAL_REF: usize = 23;
     pub const NEW_OBJECT_A: usize = 30;
     pub const GET_METHOD_ID: usize = 33;
@@ -212,6 +227,7 @@ pub type ExceptionOccurredFn = unsafe extern "C" fn(*mut JNIEnv) -> jobject;
 pub type ExceptionCheckFn = unsafe extern "C" fn(*mut JNIEnv) -> jboolean;
 pub type NewGlobalRefFn = unsafe extern "C" fn(*mut JNIEnv, jobject) -> jobject;
 pub type DeleteLocalRefFn = unsafe extern "C" fn(*mut JNIEnv, jobject);
+pub type DeleteGlobalRefFn = unsafe extern "C" fn(*mut JNIEnv, jobject);
 pub type NewObjectAFn =
     unsafe extern "C" fn(*mut JNIEnv, jclass, jmethodID, *const jvalue) -> jobject;
 pub type GetMethodIdFn =

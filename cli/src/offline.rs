@@ -113,6 +113,8 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
     let mut methods: Vec<MethodRec> = Vec::new();
     let mut threads = Vec::new();
     let mut thread_name: Option<String> = None;
+    let mut totals: Vec<i64> = Vec::new();
+    let mut failure = None;
     for (i, l) in lines {
         let n = i + 1;
         let f: Vec<&str> = l.split('\t').collect();
@@ -160,6 +162,18 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
                 });
             }
             "thread" => thread_name = Some(f.get(1).unwrap_or(&"").to_string()),
+            // clock=sample: sampled totals per method over all threads, kept with the first
+            // entry (as the agent does)
+            "totals" => {
+                let v: Vec<i64> = f[1..]
+                    .iter()
+                    .filter(|x| !x.is_empty())
+                    .map(|x| x.parse::<i64>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| bad(n, "bad number in totals"))?;
+                totals = v;
+            }
+            "failure" => failure = Some(f.get(1).unwrap_or(&"").to_string()),
             "data" => {
                 let v: Vec<i64> = f[1..]
                     .iter()
@@ -174,6 +188,18 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
             other => return Err(bad(n, &format!("unknown record {other:?}"))),
         }
     }
+    if totals.iter().any(|&t| t > 0) {
+        if threads.is_empty() {
+            threads.push(ThreadData::default());
+        }
+        let first = &mut threads[0].total_ns;
+        if first.len() < totals.len() {
+            first.resize(totals.len(), 0);
+        }
+        for (d, t) in first.iter_mut().zip(&totals) {
+            *d += (*t).max(0) as u64;
+        }
+    }
     Ok((
         Snapshot {
             threads,
@@ -184,6 +210,7 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
             // record of it
             left_classes: Vec::new(),
             left_methods: Vec::new(),
+            failure,
         },
         Recorded {
             clock,

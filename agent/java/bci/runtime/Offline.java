@@ -182,7 +182,7 @@ public final class Offline {
                         .append(Long.toHexString(hashes[i])).append('\n');
             }
         }
-        int threads = Probes.threadCount();
+        int threads = Probes.snapshot();
         for (int i = 0; i < threads; i++) {
             long[] d = Probes.export(i);
             if (d == null) {
@@ -194,6 +194,16 @@ public final class Offline {
                 sb.append('\t').append(v);
             }
             sb.append('\n');
+        }
+        long[] totals = Probes.sampledTotals();
+        sb.append("totals");
+        for (long v : totals) {
+            sb.append('\t').append(v);
+        }
+        sb.append('\n');
+        String failure = Probes.failure();
+        if (failure != null) {
+            sb.append("failure\t").append(clean(failure)).append('\n');
         }
         try (Writer w = new OutputStreamWriter(new FileOutputStream(file), StandardCharsets.UTF_8)) {
             w.write(sb.toString());
@@ -227,46 +237,72 @@ public final class Offline {
             }
         }
 
+        /**
+         * The agent's sampler protocol ({@link Probes#sample}): per slot, the serial of the
+         * thread read and the CPU time it used since the last round; the runtime answers with
+         * the slots' serials when they changed.
+         */
         @Override
         public void run() {
-            long[] ids = new long[16];
-            long[] last = new long[16];
-            long[] delta = new long[16];
-            int known = 0;
+            long version = -1;
+            long[] serial = new long[0];
+            long[] last = new long[0];
+            long[] tid = new long[0];
             while (running) {
                 try {
                     Thread.sleep(ms);
                 } catch (InterruptedException e) {
                     return;
                 }
-                int n = Probes.threadCount();
-                if (n > ids.length) {
-                    int m = Math.max(n, ids.length * 2);
-                    ids = java.util.Arrays.copyOf(ids, m);
-                    last = java.util.Arrays.copyOf(last, m);
-                    delta = new long[m];
-                }
-                for (; known < n; known++) {
-                    Thread t = Probes.thread(known);
-                    ids[known] = t == null ? -1 : t.getId();
-                    last[known] = t == null ? -1 : mx.getThreadCpuTime(ids[known]);
-                }
+                int n = serial.length;
+                long[] msg = new long[1 + 2 * n];
+                msg[0] = version;
                 for (int i = 0; i < n; i++) {
                     long d = 0;
-                    if (ids[i] >= 0 && last[i] >= 0) {
-                        long cpu = mx.getThreadCpuTime(ids[i]);
+                    if (tid[i] >= 0) {
+                        long cpu = mx.getThreadCpuTime(tid[i]);
                         if (cpu < 0) {
-                            ids[i] = -1;
+                            tid[i] = -1; // ended
                         } else {
-                            d = cpu - last[i];
+                            d = Math.max(0, cpu - last[i]);
                             last[i] = cpu;
                         }
                     }
-                    delta[i] = d > 0 ? d : 0;
+                    msg[1 + 2 * i] = serial[i];
+                    msg[2 + 2 * i] = d;
                 }
-                if (running) {
-                    Probes.sample(java.util.Arrays.copyOf(delta, n));
+                if (!running) {
+                    return;
                 }
+                long[] table = Probes.sample(msg);
+                if (table == null || table.length == 0) {
+                    continue;
+                }
+                version = table[0];
+                int m = table.length - 1;
+                long[] ns = new long[m];
+                long[] nl = new long[m];
+                long[] nt = new long[m];
+                for (int i = 0; i < m; i++) {
+                    ns[i] = table[1 + i];
+                    if (i < n && serial[i] == ns[i]) {
+                        nl[i] = last[i];
+                        nt[i] = tid[i];
+                        continue;
+                    }
+                    nt[i] = -1;
+                    Thread t = ns[i] < 0 ? null : Probes.thread(i);
+                    if (t != null) {
+                        long cpu = mx.getThreadCpuTime(t.getId());
+                        if (cpu >= 0) {
+                            nt[i] = t.getId();
+                            nl[i] = cpu;
+                        }
+                    }
+                }
+                serial = ns;
+                last = nl;
+                tid = nt;
             }
         }
     }

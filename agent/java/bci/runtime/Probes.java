@@ -50,11 +50,56 @@ public final class Probes {
     static boolean timed;
     /** Number of frames in a call path (HPROF depth). */
     static int depth = 4;
-    /** Every thread state ever registered, in registration order (index = serial). */
+    /**
+     * The live threads' states, by slot (null = free; a slot is reused once its thread ended).
+     * Written under the class lock; {@link #version} changes with every change.
+     */
     static T[] all = new T[64];
+    /** Slots in use or used before (all[nall..] are null). */
     static int nall;
+    /** Free slots below nall, a stack. */
+    static int[] free = new int[16];
+    static int nfree;
+    /** Changes whenever a slot gets or loses a thread (the sampler then re-reads the slots). */
+    static long version;
+    /** Serial of the next registered thread (unique; the sampler tells reused slots apart). */
+    static long nextSerial;
     /** The thread currently inside registration: its probe calls are ignored. */
     static Thread registering;
+
+    /** thread=y: the first {@link #ROWS} threads keep their own rows, the others share one. */
+    static boolean perThread;
+    /** thread=y: most threads with rows of their own in the report (the others: "other threads"). */
+    static final int ROWS = 256;
+    static int rowsUsed;
+    /** thread=y: ended threads with rows, by row (null: that row's thread is live). */
+    static A[] rows = new A[0];
+    /**
+     * Ended threads folded together: all of them (thread=n), those without a row (thread=y).
+     * Bounded by the number of distinct call paths, not by the number of threads.
+     */
+    static A ended = new A("other threads");
+    static long rowsBytes;
+    /** The state a thread's field points to once the thread ended (field build; see ended()). */
+    static final T GONE = new T(null, -2, "ended", 1, true);
+
+    /**
+     * Most bytes the recorded data may take (a quarter of the largest heap; 0 = no limit):
+     * checked when a thread registers, against the live threads (at the average size of the
+     * threads that ended so far) plus the aggregates. Above it recording stops: a heap that
+     * fills with profile data makes the program crawl from one full GC to the next.
+     */
+    static long budget;
+    /** Tests only (BCIAGENT_TEST_BUDGET): the budget in bytes instead of a quarter of the heap. */
+    static long testBudget;
+    static int nLive;
+    static long endedBytes;
+    static long endedCount;
+
+    /** Why recording stopped early (null: it did not), for the report. */
+    static String failure;
+    /** Released when the runtime runs out of memory, so that the report can still be written. */
+    static long[] reserve = new long[1 << 16];
 
     static native long cpuNanos();
 
@@ -65,36 +110,88 @@ public final class Probes {
         return cpuNanos();
     }
 
-    static int epoch;
+    /**
+     * Stops recording for good after {@code e} (out of memory inside a probe or the runtime):
+     * the program goes on unprofiled and the report says so. Never throws.
+     */
+    static void fail(Throwable e, String where) {
+        fast = false;
+        on = false;
+        reserve = null;
+        if (failure == null) {
+            failure = where;
+        }
+    }
+
+    /** Sampler-owned: sampled total time per method (all threads), and a mark per method. */
+    static long[] sTotal = new long[0];
+    static int[] sMark = new int[0];
+    static int mark;
 
     /**
-     * Called by the agent's sampler thread every interval with, per registered thread (index =
-     * serial), the CPU time it used since the previous call: charged to the thread's current
-     * call path (self) and once to every method on its shadow stack (total). Reads other
-     * threads' stacks racily; writes only sampler-owned arrays.
+     * Called by the agent's sampler thread every interval with {@code in = [version, (serial,
+     * ns)*]}: per slot, the serial of the thread the agent read and the CPU time that thread
+     * used since the previous call, charged to the thread's current call path (self) and once
+     * to every method on its shadow stack (total), if the slot still holds that thread. Reads
+     * other threads' stacks racily; writes only sampler-owned data. Returns null if the slots
+     * did not change since {@code version}, else {@code [version, serial per slot (-1 free)]}.
      */
-    public static void sample(long[] ns) {
-        T[] a = all;
-        int n = nall;
-        if (n > a.length) {
-            n = a.length;
-        }
-        if (n > ns.length) {
-            n = ns.length;
-        }
-        int ep = ++epoch;
-        for (int i = 0; i < n; i++) {
-            T s = a[i];
-            if (s != null && ns[i] > 0) {
-                s.sample(ns[i], ep);
+    public static long[] sample(long[] in) {
+        synchronized (Probes.class) {
+            try {
+                T[] a = all;
+                int n = nall;
+                if (n > a.length) {
+                    n = a.length;
+                }
+                if (n > (in.length - 1) / 2) {
+                    n = (in.length - 1) / 2;
+                }
+                for (int i = 0; i < n; i++) {
+                    T s = a[i];
+                    long ns = in[2 + 2 * i];
+                    if (s != null && s.serial == in[1 + 2 * i] && ns > 0) {
+                        s.sample(ns, ++mark);
+                    }
+                }
+                if (in.length > 0 && in[0] == version) {
+                    return null;
+                }
+                long[] out = new long[1 + nall];
+                out[0] = version;
+                for (int i = 0; i < nall; i++) {
+                    T s = all[i];
+                    out[1 + i] = s == null ? -1 : s.serial;
+                }
+                return out;
+            } catch (OutOfMemoryError e) {
+                fail(e, "out of memory in the sampler");
+                return null;
             }
         }
     }
 
-    /** The thread of serial {@code i} (for the sampler). */
+    /** The thread in slot {@code i} (for the sampler), null if free. */
     public static Thread thread(int i) {
         synchronized (Probes.class) {
-            return i >= 0 && i < nall ? all[i].thread : null;
+            T s = i >= 0 && i < nall ? all[i] : null;
+            return s == null ? null : s.thread;
+        }
+    }
+
+    /** Adds a sample to method {@code id}'s total, once per mark (recursion). */
+    static void charge(int id, long ns, int mk) {
+        if (id >= sMark.length) {
+            int n = sMark.length < 64 ? 64 : sMark.length;
+            while (n <= id) {
+                n *= 2;
+            }
+            sMark = T.copy(sMark, n);
+            sTotal = T.copy(sTotal, n);
+        }
+        if (sMark[id] != mk) {
+            sMark[id] = mk;
+            sTotal[id] += ns;
         }
     }
 
@@ -227,7 +324,13 @@ public final class Probes {
         }
         T s = self();
         if (s != null) {
-            s.leafEnter(id);
+            try {
+                s.leafEnter(id);
+            } catch (OutOfMemoryError e) {
+                fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
+            }
         }
     }
 
@@ -253,9 +356,21 @@ public final class Probes {
     static void timed0(int id, long ns) {
         T s = self();
         if (s != null && id >= 0) {
-            s.timer(id, ns);
+            try {
+                s.timer(id, ns);
+            } catch (OutOfMemoryError e) {
+                fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
+            }
         }
     }
+
+    static final String OOM_PROBE =
+            "out of memory in a probe (the heap is full): recording stopped, counts are incomplete";
+
+    static final String BUG_PROBE =
+            "internal error in the runtime (a bug): recording stopped, counts are incomplete";
 
     @DontInline
     static void enter0(int id) {
@@ -264,7 +379,13 @@ public final class Probes {
         }
         T s = self();
         if (s != null) {
-            s.enter(id);
+            try {
+                s.enter(id);
+            } catch (OutOfMemoryError e) {
+                fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
+            }
         }
     }
 
@@ -358,6 +479,43 @@ public final class Probes {
             }
         }
     }
+
+    /**
+     * Removes {@code s} from the thread table (under the class lock; backward-shift deletion,
+     * so that no probe sequence is cut). A thread probing meanwhile may miss its own entry once
+     * and then finds it under the lock in register().
+     */
+    static void unpublish(T s) {
+        T[] tab = table;
+        int m = tab.length - 1;
+        int i = s.hash & m;
+        while (tab[i] != null && tab[i] != s) {
+            i = (i + 1) & m;
+        }
+        if (tab[i] == null) {
+            return;
+        }
+        int j = i;
+        for (;;) {
+            j = (j + 1) & m;
+            T o = tab[j];
+            if (o == null) {
+                break;
+            }
+            int k = o.hash & m;
+            // o stays if its home k lies cyclically in (i, j]
+            if (i <= j ? (i < k && k <= j) : (i < k || k <= j)) {
+                continue;
+            }
+            tab[i] = o;
+            i = j;
+        }
+        tab[i] = null;
+        tableUsed--;
+        if (last == s) {
+            last = null;
+        }
+    }
     // @thread-lookup fallback end
 
     /* @thread-lookup field begin
@@ -367,15 +525,24 @@ public final class Probes {
         return Thread.currentThread().bci$t;
     }
 
-    // The current thread's state, registered on first use; null while registering.
+    // The current thread's state, registered on first use; null while registering and once
+    // the thread ended (GONE: what a virtual thread runs after its end event is not recorded).
     static T self() {
         Thread t = Thread.currentThread();
         T s = t.bci$t;
-        return s != null ? s : register(t, System.identityHashCode(t));
+        if (s == null) {
+            return register(t, System.identityHashCode(t));
+        }
+        return s == GONE ? null : s;
     }
 
     static void publish(T s) {
         s.thread.bci$t = s;
+    }
+
+    // The thread keeps GONE (not null): code it still runs is not registered again.
+    static void unpublish(T s) {
+        s.thread.bci$t = GONE;
     }
 
     static T registered(Thread t, int h) {
@@ -400,20 +567,105 @@ public final class Probes {
                 } catch (Throwable e) {
                     name = null;
                 }
-                s = new T(t, nall, name, depth);
-                s.early = startedEarly(t);
-                if (nall == all.length) {
-                    T[] n = new T[all.length * 2];
-                    System.arraycopy(all, 0, n, 0, nall);
-                    all = n;
+                int slot;
+                if (nfree > 0) {
+                    slot = free[--nfree];
+                } else {
+                    if (nall == all.length) {
+                        all = copy(all, all.length * 2);
+                    }
+                    slot = nall++;
                 }
-                all[nall++] = s;
+                if (budget > 0) {
+                    long avg = endedCount > 0 ? endedBytes / endedCount : 4096;
+                    long est = nLive * avg + ended.bytes() + rowsBytes;
+                    if (est > budget) {
+                        fail(null, text("the profile data (about ", est >> 20, " MB for ",
+                                nLive, " live threads) would exceed a quarter of the heap:"
+                                + " recording stopped, counts are incomplete"));
+                        return null;
+                    }
+                }
+                s = new T(t, nextSerial++, name, depth, false);
+                s.early = startedEarly(t);
+                nLive++;
+                s.slot = slot;
+                s.row = perThread && rowsUsed < ROWS ? rowsUsed++ : -1;
+                all[slot] = s;
+                version++;
                 publish(s);
                 return s;
+            } catch (OutOfMemoryError e) {
+                fail(e, "out of memory registering a thread: recording stopped, counts are incomplete");
+                return null;
             } catch (Throwable e) {
                 return null;
             } finally {
                 registering = null;
+            }
+        }
+    }
+
+    static T[] copy(T[] a, int n) {
+        T[] b = new T[n];
+        System.arraycopy(a, 0, b, 0, a.length < n ? a.length : n);
+        return b;
+    }
+
+    /**
+     * Thread {@code t} ended (the agent calls this from JVMTI ThreadEnd / VirtualThreadEnd, on
+     * that thread): its data is folded into the shared aggregate (or its row, thread=y), its
+     * slot freed and its state dropped, so memory follows the number of live threads and of
+     * distinct call paths, not of threads ever run. Counts still held in its cache entries go
+     * with it (export). Under the class lock, like the sampler and the dump, so neither sees a
+     * thread half folded. Never throws.
+     */
+    public static void ended(Thread t) {
+        if (t == null) {
+            return;
+        }
+        synchronized (Probes.class) {
+            T s;
+            try {
+                s = registered(t, System.identityHashCode(t));
+            } catch (Throwable e) {
+                return;
+            }
+            if (s == null || s == GONE || s.slot < 0 || all[s.slot] != s) {
+                return;
+            }
+            all[s.slot] = null;
+            if (nfree == free.length) {
+                int[] f = new int[free.length * 2];
+                System.arraycopy(free, 0, f, 0, nfree);
+                free = f;
+            }
+            free[nfree++] = s.slot;
+            version++;
+            nLive--;
+            endedBytes += s.bytes();
+            endedCount++;
+            unpublish(s);
+            if (failure != null) {
+                return; // recording stopped: its data is dropped, to give memory back
+            }
+            try {
+                long[] e = s.export();
+                if (s.row >= 0) {
+                    if (s.row >= rows.length) {
+                        A[] r = new A[rows.length < 16 ? 16 : rows.length * 2];
+                        System.arraycopy(rows, 0, r, 0, rows.length);
+                        rows = r;
+                    }
+                    A a = new A(s.name);
+                    a.add(e);
+                    rows[s.row] = a;
+                    rowsBytes += a.bytes();
+                } else {
+                    ended.add(e);
+                }
+            } catch (OutOfMemoryError e) {
+                fail(e, "out of memory folding an ended thread's data: recording stopped, counts are incomplete");
             }
         }
     }
@@ -459,16 +711,23 @@ public final class Probes {
             earlyThreads = early;
         }
         cur();
-        T t = new T(Thread.currentThread(), -1, "self-test", depth);
+        T t = new T(Thread.currentThread(), -1, "self-test", depth, false);
         t.enter(0);
         t.leafEnter(1);
         t.exit(0);
         t.timer(0, 1);
         t.sample(1, 1);
-        t.export();
+        A a = new A("self-test");
+        a.add(t.export());
+        a.add(a.export());
         if (timed) {
             clockNow();
         }
+        synchronized (Probes.class) {
+            sTotal = new long[0]; // the self-test's sample
+            sMark = new int[0];
+        }
+        budget = testBudget > 0 ? testBudget : Runtime.getRuntime().maxMemory() / 4;
         fast = !timed;
         on = true;
     }
@@ -479,47 +738,305 @@ public final class Probes {
         on = false;
     }
 
-    public static int threadCount() {
+    // The dump: snapshot() takes every thread's data under the class lock (no thread is folded
+    // or added meanwhile: nothing counted twice or missed), then the agent reads it by index.
+    static String[] snapNames = new String[0];
+    static long[][] snapData = new long[0][];
+
+    /**
+     * Takes the data to report: thread=n, the ended threads' aggregate then each live thread;
+     * thread=y, one entry per row (an ended thread's row or a live thread's) in registration
+     * order, then "other threads" (ended and live threads beyond {@link #ROWS}) if any. Returns
+     * the number of entries. Live threads are read racily while they run (each value whole).
+     */
+    public static int snapshot() {
         synchronized (Probes.class) {
-            return nall;
+            snapNames = new String[0];
+            snapData = new long[0][];
+            int n = 0;
+            String[] names = new String[1 + nall + rowsUsed];
+            long[][] data = new long[names.length][];
+            if (!perThread) {
+                names[n] = "ended threads";
+                data[n++] = ended.export();
+                for (int i = 0; i < nall; i++) {
+                    T s = all[i];
+                    if (s != null) {
+                        names[n] = s.name;
+                        data[n++] = s.export();
+                    }
+                }
+            } else {
+                A other = new A("other threads");
+                other.add(ended.export());
+                other.threads = ended.threads;
+                T[] live = new T[rowsUsed];
+                for (int i = 0; i < nall; i++) {
+                    T s = all[i];
+                    if (s == null) {
+                        continue;
+                    }
+                    if (s.row >= 0 && s.row < live.length) {
+                        live[s.row] = s;
+                    } else {
+                        other.add(s.export());
+                    }
+                }
+                for (int r = 0; r < rowsUsed; r++) {
+                    if (live[r] != null) {
+                        names[n] = live[r].name;
+                        data[n++] = live[r].export();
+                    } else if (r < rows.length && rows[r] != null) {
+                        names[n] = rows[r].name;
+                        data[n++] = rows[r].export();
+                    }
+                }
+                if (other.threads > 0) {
+                    names[n] = "other threads";
+                    data[n++] = other.export();
+                }
+            }
+            snapNames = names;
+            snapData = data;
+            return n;
         }
     }
 
     public static String threadName(int i) {
-        T s;
-        synchronized (Probes.class) {
-            if (i < 0 || i >= nall) {
-                return null;
-            }
-            s = all[i];
-        }
-        return s.name;
+        String[] a = snapNames;
+        return i >= 0 && i < a.length ? a[i] : null;
     }
 
     /**
-     * One thread's data, flattened: {@code [nodes, (prefix, method, count, self)*, methods,
-     * (total)*, mismatches]}. Node 0 is the root and is not exported; node {@code k >= 1} is the
-     * call path of its prefix node followed by its method. Read racily while the thread may run:
-     * a snapshot, each value whole.
+     * Entry {@code i} of the last {@link #snapshot}, flattened: {@code [nodes, (prefix, method,
+     * count, self)*, methods, (total)*, mismatches, misses, slow entries, timers, (count,
+     * total)*]}. Node 0 is the root; node {@code k >= 1} is the call path of its prefix node
+     * followed by its method.
      */
     public static long[] export(int i) {
-        T s;
+        long[][] a = snapData;
+        return i >= 0 && i < a.length ? a[i] : null;
+    }
+
+    /** clock=sample: sampled total time per method over all threads (index = method id). */
+    public static long[] sampledTotals() {
         synchronized (Probes.class) {
-            if (i < 0 || i >= nall) {
-                return null;
-            }
-            s = all[i];
+            long[] t = sTotal;
+            long[] out = new long[t.length];
+            System.arraycopy(t, 0, out, 0, t.length);
+            return out;
         }
-        return s.export();
+    }
+
+    /** a + x + b + y + c, without the JDK's string concatenation (invokedynamic). */
+    static String text(String a, long x, String b, long y, String c) {
+        char[] out = new char[a.length() + b.length() + c.length() + 40];
+        int o = put(out, 0, a);
+        o = put(out, o, x);
+        o = put(out, o, b);
+        o = put(out, o, y);
+        o = put(out, o, c);
+        return new String(out, 0, o);
+    }
+
+    private static int put(char[] out, int o, String s) {
+        s.getChars(0, s.length(), out, o);
+        return o + s.length();
+    }
+
+    private static int put(char[] out, int o, long v) {
+        if (v < 0) {
+            out[o++] = '-';
+            v = -v;
+        }
+        char[] d = new char[20];
+        int n = 0;
+        do {
+            d[n++] = (char) ('0' + (v % 10));
+            v /= 10;
+        } while (v > 0 && n < 20);
+        while (n > 0) {
+            out[o++] = d[--n];
+        }
+        return o;
+    }
+
+    /** Why recording stopped early, or null. */
+    public static String failure() {
+        return failure;
+    }
+
+    /**
+     * Call paths of many threads folded together (ended threads; see {@link #ended}): nodes
+     * keyed by (prefix node, method), counts and self time summed, per-method totals summed.
+     * Changed only under the class lock.
+     */
+    static final class A {
+        final String name;
+        /** Threads folded in. */
+        long threads;
+        int n = 1;
+        int[] prefix = new int[16];
+        int[] ids = new int[16];
+        long[] cnt = new long[16];
+        long[] slf = new long[16];
+        long[] hKey = new long[32];
+        int[] hVal = new int[32];
+        int hUsed;
+        long[] total = new long[0];
+        long mismatches;
+        long misses;
+        long slowEnters;
+        long[] tmCount = new long[0];
+        long[] tmTotal = new long[0];
+
+        A(String name) {
+            this.name = name;
+            for (int k = 0; k < hKey.length; k++) {
+                hKey[k] = -1L;
+            }
+        }
+
+        private int child(int p, int id) {
+            long key = ((long) p << 32) | (id & 0xffffffffL);
+            int m = hKey.length - 1;
+            int i = T.mix(key) & m;
+            for (;;) {
+                long k = hKey[i];
+                if (k == key) {
+                    return hVal[i];
+                }
+                if (k == -1L) {
+                    break;
+                }
+                i = (i + 1) & m;
+            }
+            if (n == prefix.length) {
+                int c = prefix.length * 2;
+                prefix = T.copy(prefix, c);
+                ids = T.copy(ids, c);
+                cnt = T.copy(cnt, c);
+                slf = T.copy(slf, c);
+            }
+            int node = n++;
+            prefix[node] = p;
+            ids[node] = id;
+            if ((hUsed + 1) * 2 > hKey.length) {
+                long[] ok = hKey;
+                int[] ov = hVal;
+                hKey = new long[ok.length * 2];
+                hVal = new int[ok.length * 2];
+                for (int k = 0; k < hKey.length; k++) {
+                    hKey[k] = -1L;
+                }
+                m = hKey.length - 1;
+                for (int k = 0; k < ok.length; k++) {
+                    if (ok[k] != -1L) {
+                        int j = T.mix(ok[k]) & m;
+                        while (hKey[j] != -1L) {
+                            j = (j + 1) & m;
+                        }
+                        hKey[j] = ok[k];
+                        hVal[j] = ov[k];
+                    }
+                }
+                i = T.mix(key) & m;
+                while (hKey[i] != -1L) {
+                    i = (i + 1) & m;
+                }
+            }
+            hKey[i] = key;
+            hVal[i] = node;
+            hUsed++;
+            return node;
+        }
+
+        /** About the bytes it takes. */
+        long bytes() {
+            return 64 + 24L * prefix.length + 12L * hKey.length + 8L * total.length
+                    + 16L * tmCount.length;
+        }
+
+        /** Adds one export (a thread's or an aggregate's, same layout). */
+        void add(long[] e) {
+            int o = 0;
+            int ne = (int) e[o++];
+            int[] map = new int[ne < 1 ? 1 : ne];
+            o += 4; // node 0: the root
+            for (int k = 1; k < ne; k++) {
+                int p = (int) e[o];
+                int id = (int) e[o + 1];
+                long c = e[o + 2];
+                long sl = e[o + 3];
+                o += 4;
+                if (p < 0 || p >= k) {
+                    continue; // not a node of a well-formed export (prefixes come first)
+                }
+                int node = child(map[p], id);
+                map[k] = node;
+                cnt[node] += c;
+                slf[node] += sl;
+            }
+            int nm = (int) e[o++];
+            if (nm > total.length) {
+                total = T.copy(total, nm);
+            }
+            for (int k = 0; k < nm; k++) {
+                total[k] += e[o++];
+            }
+            mismatches += e[o++];
+            misses += e[o++];
+            slowEnters += e[o++];
+            int nt = (int) e[o++];
+            if (nt > tmCount.length) {
+                tmCount = T.copy(tmCount, nt);
+                tmTotal = T.copy(tmTotal, nt);
+            }
+            for (int k = 0; k < nt; k++) {
+                tmCount[k] += e[o++];
+                tmTotal[k] += e[o++];
+            }
+            threads++;
+        }
+
+        long[] export() {
+            int nt = tmCount.length;
+            long[] out = new long[1 + 4 * n + 1 + total.length + 3 + 1 + 2 * nt];
+            int o = 0;
+            out[o++] = n;
+            for (int k = 0; k < n; k++) {
+                out[o++] = prefix[k];
+                out[o++] = ids[k];
+                out[o++] = cnt[k];
+                out[o++] = slf[k];
+            }
+            out[o++] = total.length;
+            for (int k = 0; k < total.length; k++) {
+                out[o++] = total[k];
+            }
+            out[o++] = mismatches;
+            out[o++] = misses;
+            out[o++] = slowEnters;
+            out[o++] = nt;
+            for (int k = 0; k < nt; k++) {
+                out[o++] = tmCount[k];
+                out[o++] = tmTotal[k];
+            }
+            return out;
+        }
     }
 
     /** A thread's state. Only its own thread writes it. */
     static final class T {
         final Thread thread;
         final int hash;
-        final int serial;
+        final long serial;
         final String name;
         final int depth;
+        /** Index in Probes.all while the thread is live. */
+        int slot = -1;
+        /** thread=y: its row in the report, -1 = "other threads". */
+        int row = -1;
 
         // shadow stack pointer (index into fr); fr[0..8) is the root frame
         int sp = 8;
@@ -531,13 +1048,14 @@ public final class Probes {
 
         // call-path nodes; node 0 is the root (empty path)
         int nNodes = 1;
-        int[] nPrefix = new int[256];
-        int[] nId = new int[256];
-        int[] nLen = new int[256];
+        // (every per-thread array starts small: a thread that makes few calls stays small)
+        int[] nPrefix = new int[16];
+        int[] nId = new int[16];
+        int[] nLen = new int[16];
 
         // (ctx, id) -> node
-        long[] hKey = new long[512];
-        int[] hVal = new int[512];
+        long[] hKey = new long[32];
+        int[] hVal = new int[32];
         int hUsed;
 
 
@@ -570,14 +1088,23 @@ public final class Probes {
             tmTotal[id] += ns < 0 ? 0 : ns;
         }
 
-        T(Thread thread, int serial, String name, int depth) {
+        /**
+         * {@code gone}: the state of every ended thread (Probes.GONE): an empty stack of
+         * capacity 0 and a 1-entry cache that never hits, so that every fast path goes to the
+         * slow path, which records nothing for it.
+         */
+        T(Thread thread, long serial, String name, int depth, boolean gone) {
             this.thread = thread;
             this.hash = System.identityHashCode(thread);
             this.serial = serial;
             this.name = name;
             this.depth = depth < 1 ? 1 : depth;
-            for (int k = 0; k < 8; k++) {
-                nCache[k] = -1L;
+            if (gone) {
+                fr = new long[8];
+                dm = new long[4];
+            }
+            if (timed) {
+                nSelf = new long[16];
             }
             for (int k = 0; k < hKey.length; k++) {
                 hKey[k] = -1L;
@@ -590,7 +1117,7 @@ public final class Probes {
 
         // Shadow stack, 8 longs per frame: [id << 32 | node, ctx for callees, -, start time,
         // time in callees, -, -, -]. fr[0..8) is the root frame.
-        long[] fr = new long[8 * 64];
+        long[] fr = new long[8 * 16];
         // Direct-mapped cache, 4 longs per entry: [key = ctx << 32 | id, the node's context
         // for callees << 32 | node, calls counted here and not yet in nCount, -], read by the
         // inlined fast paths of enter and leafEnter: a hit touches one cache line (no random
@@ -598,21 +1125,24 @@ public final class Probes {
         // nCount when the entry is replaced. Starts small (threads that make few calls stay
         // small) and doubles, up to DM_MAX entries, while entries keep missing it. Only the
         // owner thread writes it; export reads it.
-        long[] dm = new long[4 * 256];
+        long[] dm = new long[4 * 16];
         /** Most entries the direct-mapped cache grows to. */
         static final int DM_MAX = 1 << 16;
         // per node
-        long[] nCount = new long[256];
-        long[] nSelf = new long[256];
-        int[] nCtx = new int[256];
-        // per context node: the 8 callees seen most recently (id << 32 | node, -1 = empty)
-        long[] nCache = new long[8 * 256];
-        // per method: stride 2 in md: [frames on stack, total of outermost frames]
-        long[] md = new long[2 * 256];
-        // sampler-owned: time per node, total per method, epoch mark per method
-        long[] sSelf = new long[256];
-        long[] sTotal = new long[256];
-        int[] sMark = new int[256];
+        long[] nCount = new long[16];
+        /** Timed clocks only (else empty). */
+        long[] nSelf = new long[0];
+        int[] nCtx = new int[16];
+        // timed clocks, per method the thread ran (open addressing on the method id; slot i:
+        // mdKey[i] = id + 1, 0 = empty): md[2i] = its frames on the stack, md[2i + 1] = total
+        // time of its outermost frames. Sized by the methods used, not by the largest id.
+        int[] mdKey = new int[0]; // (allocated on first use: timed clocks only)
+        long[] md = new long[0];
+        int mdUsed;
+        // sampler-owned: sampled time per node (the per-method totals are Probes.sTotal)
+        long[] sSelf = new long[0];
+        /** slowEnters when the direct-mapped cache last grew. */
+        long dmGrown;
 
         void enter(int id) {
             slowEnters++;
@@ -625,16 +1155,19 @@ public final class Probes {
             fr[b] = ((long) id << 32) | node;
             fr[b + 1] = ctx = nCtx[node];
             if (timed) {
-                long[] md = this.md;
-                int mi = 2 * id;
-                if (mi + 1 >= md.length) {
-                    md = growMethods(id);
-                }
-                md[mi]++;
+                int j = mdSlot(id); // (md may grow in mdSlot: read it after)
+                md[j]++;
                 fr[b + 4] = 0;
                 fr[b + 3] = clockNow();
             }
             sp = b + 8;
+        }
+
+        /** About the bytes it takes (arrays read racily; an estimate). */
+        long bytes() {
+            return 200 + 8L * (fr.length + dm.length + nCount.length + nSelf.length + hKey.length
+                    + md.length + sSelf.length) + 4L * (nPrefix.length + nId.length + nLen.length
+                    + nCtx.length + hVal.length + mdKey.length);
         }
 
         /** A pure leaf's entry, off the fast path (see {@link Probes#leafEnter}). */
@@ -648,7 +1181,9 @@ public final class Probes {
          * entry of the direct-mapped cache of the fast paths, (re)filled from {@link #lookup}.
          */
         private int cached(int ctx, int id) {
-            if ((slowEnters & 0xFFFF) == 0 && dm.length < 4 * DM_MAX) {
+            // grows while entries keep missing: after 16 slow entries per entry it has
+            if (slowEnters - dmGrown > 4L * dm.length && dm.length < 4 * DM_MAX) {
+                dmGrown = slowEnters;
                 growDm();
             }
             long[] dm = this.dm;
@@ -675,24 +1210,10 @@ public final class Probes {
 
         /** The node of context {@code ctx} followed by method {@code id}. */
         private int lookup(int ctx, int id) {
-            long[] c = nCache;
-            int e = 8 * ctx;
-            for (int k = e; k < e + 8; k++) {
-                long v = c[k];
-                if ((int) (v >>> 32) == id) {
-                    return (int) v;
-                }
-                if (v == -1L) {
-                    break;
-                }
-            }
+            // (a per-context cache of recent callees in front of the hash table cost 64 bytes
+            // a node in every thread; it went when thread memory had to stay small)
             misses++;
-            int node = child(ctx, id);
-            c = nCache;
-            // most recent first: shift the others down, the oldest falls out
-            System.arraycopy(c, e, c, e + 1, 7);
-            c[e] = ((long) id << 32) | node;
-            return node;
+            return child(ctx, id);
         }
 
         void exit(int id) {
@@ -752,10 +1273,10 @@ public final class Probes {
             if (b > 0) {
                 fr[b - 4] += el;
             }
-            int id = (int) (f >>> 32);
+            int j = mdSlot((int) (f >>> 32));
             long[] md = this.md;
-            if (--md[2 * id] == 0) {
-                md[2 * id + 1] += el;
+            if (--md[j] == 0) {
+                md[j + 1] += el;
             }
             return b;
         }
@@ -782,9 +1303,6 @@ public final class Probes {
             nPrefix[node] = ctx;
             nId[node] = id;
             nLen[node] = nLen[ctx] + 1;
-            for (int k = 8 * node; k < 8 * node + 8; k++) {
-                nCache[k] = -1L;
-            }
             // insert before computing the ctx: drop() may add nodes and rehash
             put(key, node);
             int c = nLen[node] < depth ? node : drop(node);
@@ -800,13 +1318,14 @@ public final class Probes {
             return child(drop(nPrefix[node]), nId[node]);
         }
 
-        private static int mix(long key) {
+        static int mix(long key) {
             long h = key * 0x9E3779B97F4A7C15L;
             return (int) (h ^ (h >>> 29));
         }
 
         private void put(long key, int val) {
-            if ((hUsed + 1) * 2 > hKey.length) {
+            // (load up to 3/4: a thread's table is a large part of its memory)
+            if ((hUsed + 1) * 4 > hKey.length * 3) {
                 long[] ok = hKey;
                 int[] ov = hVal;
                 hKey = new long[ok.length * 2];
@@ -859,18 +1378,55 @@ public final class Probes {
             nLen = copy(nLen, n);
             nCtx = copy(nCtx, n);
             nCount = copy(nCount, n);
-            nSelf = copy(nSelf, n);
-            nCache = copy(nCache, 8 * n);
+            if (timed) {
+                nSelf = copy(nSelf, n);
+            }
             nPrefix = copy(nPrefix, n);
         }
 
-        private long[] growMethods(int id) {
-            int n = md.length;
-            while (n <= 2 * id + 1) {
-                n *= 2;
+        /** Index in md of method {@code id}'s pair, added if new. */
+        private int mdSlot(int id) {
+            for (;;) {
+                int[] k = mdKey;
+                int m = k.length - 1;
+                int i = (id * 0x9E3779B1) & m;
+                for (;;) {
+                    if (m < 0) {
+                        break; // not allocated yet
+                    }
+                    int v = k[i];
+                    if (v == id + 1) {
+                        return 2 * i;
+                    }
+                    if (v == 0) {
+                        break;
+                    }
+                    i = (i + 1) & m;
+                }
+                if (k.length > 0 && (mdUsed + 1) * 2 <= k.length) {
+                    k[i] = id + 1;
+                    mdUsed++;
+                    return 2 * i;
+                }
+                int[] ok = mdKey;
+                long[] om = md;
+                int[] nk = new int[ok.length < 16 ? 16 : ok.length * 2];
+                long[] nm = new long[2 * nk.length];
+                int mm = nk.length - 1;
+                for (int q = 0; q < ok.length; q++) {
+                    if (ok[q] != 0) {
+                        int j = ((ok[q] - 1) * 0x9E3779B1) & mm;
+                        while (nk[j] != 0) {
+                            j = (j + 1) & mm;
+                        }
+                        nk[j] = ok[q];
+                        nm[2 * j] = om[2 * q];
+                        nm[2 * j + 1] = om[2 * q + 1];
+                    }
+                }
+                md = nm;
+                mdKey = nk;
             }
-            md = copy(md, n);
-            return md;
         }
 
         void sample(long ns, int ep) {
@@ -908,7 +1464,7 @@ public final class Probes {
                 return;
             }
             if (node >= sSelf.length) {
-                int n = sSelf.length;
+                int n = sSelf.length < 16 ? 16 : sSelf.length;
                 while (n <= node) {
                     n *= 2;
                 }
@@ -924,33 +1480,18 @@ public final class Probes {
             }
         }
 
-        /** Adds a sample to method {@code id}'s total, once per sample (recursion). */
-        private void charge(int id, long ns, int ep) {
-            if (id >= sMark.length) {
-                int n = sMark.length;
-                while (n <= id) {
-                    n *= 2;
-                }
-                sMark = copy(sMark, n);
-                sTotal = copy(sTotal, n);
-            }
-            if (sMark[id] != ep) {
-                sMark[id] = ep;
-                sTotal[id] += ns;
-            }
-        }
 
         private static int min(int a, int b) {
             return a < b ? a : b;
         }
 
-        private static int[] copy(int[] a, int n) {
+        static int[] copy(int[] a, int n) {
             int[] b = new int[n];
             System.arraycopy(a, 0, b, 0, a.length);
             return b;
         }
 
-        private static long[] copy(long[] a, int n) {
+        static long[] copy(long[] a, int n) {
             long[] b = new long[n];
             System.arraycopy(a, 0, b, 0, a.length);
             return b;
@@ -964,12 +1505,25 @@ public final class Probes {
             long[] cache = dm;
             long[] slf = nSelf;
             long[] md = this.md;
+            int[] mk = mdKey;
             long[] ss = sSelf;
-            long[] st = sTotal;
             boolean tm = timed;
             int n = nNodes;
-            n = min(min(n, prefix.length), min(ids.length, min(cnt.length, slf.length)));
-            int nm = tm ? md.length / 2 : st.length;
+            n = min(min(n, prefix.length), min(ids.length, cnt.length));
+            if (tm) {
+                n = min(n, slf.length);
+            }
+            // timed: total per method id, dense (sampled totals are kept for all threads at
+            // once, Probes.sTotal); md and mdKey grow together, a torn pair is skipped
+            int nm = 0;
+            boolean pair = tm && md.length == 2 * mk.length;
+            if (pair) {
+                for (int k = 0; k < mk.length; k++) {
+                    if (mk[k] > nm) {
+                        nm = mk[k];
+                    }
+                }
+            }
             long[] tc = tmCount;
             long[] tt = tmTotal;
             int nt = min(tc.length, tt.length);
@@ -992,9 +1546,14 @@ public final class Probes {
                 }
             }
             out[o++] = nm;
-            for (int k = 0; k < nm; k++) {
-                out[o++] = tm ? md[2 * k + 1] : st[k];
+            if (pair) {
+                for (int k = 0; k < mk.length; k++) {
+                    if (mk[k] > 0) {
+                        out[o + mk[k] - 1] = md[2 * k + 1];
+                    }
+                }
             }
+            o += nm;
             out[o++] = mismatches;
             out[o++] = misses;
             out[o++] = slowEnters;

@@ -1,0 +1,360 @@
+//! Agent memory with many threads (issue 9): ended threads are folded into a shared aggregate,
+//! so programs that start thousands of short threads run under a small heap, with exact
+//! counts; thread=y bounds its rows; a runtime that runs out of room stops recording and says
+//! so. Programs: test-classes/ManyThreads.java (JDK 17) and test-classes/jdk21/VirtualThreads.java
+//! (only when /usr/lib/jvm/temurin-25-jdk-amd64 exists).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn jdk17() -> PathBuf {
+    match std::env::var("JAVA_HOME") {
+        Ok(h) if Path::new(&h).join("bin/java").exists() => PathBuf::from(h),
+        _ => PathBuf::from(JDK17),
+    }
+}
+
+/// The cdylib next to the test binary (built with `cargo build --lib`, as in cpu_times.rs).
+fn agent_lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--lib", "-p", "bci-agent"])
+            .env("CARGO_TARGET_DIR", target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let o = cmd.output().unwrap();
+        let p = profile_dir.join("libbciagent.so");
+        assert!(
+            o.status.success() || p.exists(),
+            "cargo build: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        p
+    })
+    .clone()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bciagent-threads-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles test-classes/`rel` with `jdk`'s javac into a new temp dir.
+fn compile(jdk: &Path, rel: &str, tag: &str) -> PathBuf {
+    let out = tmp(tag);
+    let o = Command::new(jdk.join("bin/javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&out)
+        .arg(repo().join("test-classes").join(rel))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "javac {rel}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// Runs `main` under the agent with `opts` and `-Xmx256m`; returns the report and the output.
+fn run(jdk: &Path, cp: &Path, main: &str, args: &[&str], opts: &str) -> (String, Output) {
+    run_heap(jdk, cp, main, args, opts, "-Xmx256m")
+}
+
+fn run_heap(
+    jdk: &Path,
+    cp: &Path,
+    main: &str,
+    args: &[&str],
+    opts: &str,
+    heap: &str,
+) -> (String, Output) {
+    let file = cp.join(format!("{}.txt", opts.replace([',', '='], "_")));
+    let o = Command::new(jdk.join("bin/java"))
+        .arg(heap)
+        .arg(format!(
+            "-agentpath:{}=file={},cutoff=0{}{}",
+            agent_lib().display(),
+            file.display(),
+            if opts.is_empty() { "" } else { "," },
+            opts
+        ))
+        .arg("-cp")
+        .arg(cp)
+        .arg(main)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{main} {args:?} ({opts}) failed: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{main} ({opts}): no report {}: {e}", file.display()));
+    (text, o)
+}
+
+/// METHODS table: `Class.name` (all overloads) -> count.
+fn method_counts(text: &str) -> HashMap<String, u64> {
+    let mut m = HashMap::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.starts_with("METHODS BEGIN") {
+            inside = true;
+            continue;
+        }
+        if line.starts_with("METHODS END") {
+            inside = false;
+        }
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if inside && cols.len() == 7 {
+            if let Ok(c) = cols[3].parse::<u64>() {
+                let key = cols[6].split('(').next().unwrap().to_string();
+                *m.entry(key).or_insert(0) += c;
+            }
+        }
+    }
+    m
+}
+
+/// Sum of CPU TIME rows whose TRACE starts with `frames` (top first, `Class.method`).
+fn path_count(text: &str, frames: &[&str]) -> u64 {
+    let mut traces: HashMap<String, Vec<String>> = HashMap::new();
+    let mut cur: Option<String> = None;
+    let mut total = 0;
+    let mut in_cpu = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("TRACE ") {
+            let serial = rest.split(':').next().unwrap().trim().to_string();
+            traces.insert(serial.clone(), Vec::new());
+            cur = Some(serial);
+            continue;
+        }
+        if let (Some(s), Some(f)) = (&cur, line.strip_prefix('\t')) {
+            let name = f.split('(').next().unwrap().to_string();
+            traces.get_mut(s).unwrap().push(name);
+            continue;
+        }
+        cur = None;
+        if line.starts_with("CPU TIME (ms) BEGIN") {
+            in_cpu = true;
+            continue;
+        }
+        if line.starts_with("CPU TIME (ms) END") {
+            in_cpu = false;
+        }
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if in_cpu && cols.len() == 6 {
+            if let (Ok(c), Some(f)) = (cols[3].parse::<u64>(), traces.get(cols[4])) {
+                if f.len() >= frames.len() && f.iter().zip(frames).all(|(a, b)| a == b) {
+                    total += c;
+                }
+            }
+        }
+    }
+    total
+}
+
+/// The `// expect:` and `// expect-path:` lines of a test program, scaled from the
+/// program's default thread count to `n` threads.
+fn check_expectations(rel: &str, text: &str, default_n: u64, n: u64) {
+    let src = std::fs::read_to_string(repo().join("test-classes").join(rel)).unwrap();
+    let counts = method_counts(text);
+    let mut bad = Vec::new();
+    for line in src.lines() {
+        let line = line.trim();
+        let (rest, is_path) = if let Some(r) = line.strip_prefix("// expect:") {
+            (r, false)
+        } else if let Some(r) = line.strip_prefix("// expect-path:") {
+            (r, true)
+        } else {
+            continue;
+        };
+        let (what, count) = rest.trim().rsplit_once(" count=").unwrap();
+        let mut want: u64 = count.trim().parse().unwrap();
+        if want >= default_n {
+            want = want / default_n * n; // per-thread counts scale with the thread count
+        }
+        let got = if is_path {
+            let frames: Vec<&str> = what.split(" < ").map(str::trim).collect();
+            path_count(text, &frames)
+        } else {
+            counts.get(what.trim()).copied().unwrap_or(0)
+        };
+        if got != want {
+            bad.push(format!("{what}: expected count={want} got {got}"));
+        }
+    }
+    assert!(bad.is_empty(), "{rel}:\n{}", bad.join("\n"));
+    assert!(
+        !text.contains("RECORDING STOPPED"),
+        "{rel}: recording stopped:\n{}",
+        text.lines()
+            .filter(|l| l.contains("RECORDING STOPPED"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// 10,000 short platform threads under -Xmx256m: ran out of memory under the agent, with no
+/// report, before ended threads were folded (bare, the program needs a few MB).
+#[test]
+fn ten_thousand_platform_threads() {
+    let cp = compile(&jdk17(), "ManyThreads.java", "many");
+    for opts in ["", "clock=wall"] {
+        let (text, _) = run(&jdk17(), &cp, "ManyThreads", &[], opts);
+        check_expectations("ManyThreads.java", &text, 10000, 10000);
+    }
+}
+
+/// thread=y keeps one row set per thread for the first 256 threads; the others share the
+/// "other threads" row, with their counts.
+#[test]
+fn thread_rows_bounded() {
+    let cp = compile(&jdk17(), "ManyThreads.java", "rows");
+    let (text, _) = run(&jdk17(), &cp, "ManyThreads", &["1000"], "thread=y");
+    let starts = text
+        .lines()
+        .filter(|l| l.starts_with("THREAD START"))
+        .count();
+    assert!(
+        starts <= 257,
+        "{starts} thread records (at most 256 + other threads)"
+    );
+    assert!(
+        text.contains("name=\"other threads\""),
+        "no other-threads row"
+    );
+    check_expectations("ManyThreads.java", &text, 10000, 1000);
+    // every per-thread row of body() counts 1, the shared row the rest
+    let rows: Vec<u64> = text
+        .lines()
+        .filter(|l| l.ends_with(" ManyThreads.body"))
+        .filter_map(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .collect();
+    assert_eq!(rows.iter().sum::<u64>(), 1000, "{rows:?}");
+    assert!(rows.iter().filter(|&&c| c == 1).count() >= 200, "{rows:?}");
+}
+
+/// A heap too small for the profile: recording stops (the report says so), the program
+/// finishes and the report is written.
+#[test]
+fn no_room_stops_recording() {
+    let cp = compile(&jdk17(), "ManyThreads.java", "noroom");
+    let file = cp.join("out.txt");
+    let o = Command::new(jdk17().join("bin/java"))
+        .arg("-Xmx24m")
+        .arg(format!(
+            "-agentpath:{}=file={},clock=wall",
+            agent_lib().display(),
+            file.display()
+        ))
+        .arg("-cp")
+        .arg(&cp)
+        .arg("ManyThreads")
+        .arg("3000")
+        .env("BCIAGENT_TEST_BUDGET", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("threads 3000"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&file).expect("report written");
+    assert!(text.contains("RECORDING STOPPED: "), "{text}");
+    assert!(text.contains("# recording stopped: "), "{text}");
+    assert!(err.contains("recording stopped"), "{err}");
+}
+
+fn jdk25() -> Option<PathBuf> {
+    let jdk = PathBuf::from(JDK25);
+    if jdk.join("bin/java").exists() {
+        Some(jdk)
+    } else {
+        eprintln!("skipped: no JDK 25 at {JDK25}");
+        None
+    }
+}
+
+/// JDK 25: virtual threads are measured and each one's data is folded when it ends
+/// (VirtualThreadEnd): 10,000 of them counted exactly, and the dump holds the aggregate and the
+/// few threads still live, not one entry per virtual thread. (-Xmx1g: under the agent several
+/// thousand are live at once; see hundred_thousand_virtual_threads_exact.)
+#[test]
+fn virtual_threads_counted_and_folded() {
+    let Some(jdk) = jdk25() else { return };
+    let cp = compile(&jdk, "jdk21/VirtualThreads.java", "virtual-small");
+    let (text, o) = run_heap(
+        &jdk,
+        &cp,
+        "VirtualThreads",
+        &["10000"],
+        "verbose=y",
+        "-Xmx1g",
+    );
+    check_expectations("jdk21/VirtualThreads.java", &text, 100000, 10000);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let entries: usize = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("bciagent: ")?
+                .split(" threads, ")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no thread count in the log"));
+    assert!(entries < 100, "{entries} thread entries at the dump");
+}
+
+/// JDK 25: 100,000 virtual threads under -Xmx256m finish and the report is written (before
+/// the fix the JVM ran out of memory inside the agent and hung). Their counts are exact unless
+/// recording stopped for lack of room, which the report then says.
+#[test]
+fn hundred_thousand_virtual_threads_finish() {
+    let Some(jdk) = jdk25() else { return };
+    let cp = compile(&jdk, "jdk21/VirtualThreads.java", "virtual-finish");
+    let (text, o) = run(&jdk, &cp, "VirtualThreads", &[], "");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("virtual threads 100000"));
+    assert!(text.contains("CPU TIME (ms) END"), "{text}");
+    if !text.contains("RECORDING STOPPED") {
+        check_expectations("jdk21/VirtualThreads.java", &text, 100000, 100000);
+    }
+}
+
+/// JDK 25: 100,000 virtual threads under -Xmx256m with exact counts (issue 9's goal). Not met:
+/// ~5,600 of them are live at once under the agent (they pile up while instrumented JDK code
+/// runs slower), each with its own call-path tree of ~12 KB, and recording stops at the memory
+/// budget (a quarter of the heap). Meeting it needs call-path nodes shared between threads.
+#[test]
+#[ignore = "known gap: per-thread call-path trees of ~5,600 concurrently live virtual threads exceed the budget"]
+fn hundred_thousand_virtual_threads_exact() {
+    let Some(jdk) = jdk25() else { return };
+    let cp = compile(&jdk, "jdk21/VirtualThreads.java", "virtual");
+    let (text, _) = run(&jdk, &cp, "VirtualThreads", &[], "");
+    check_expectations("jdk21/VirtualThreads.java", &text, 100000, 100000);
+}
