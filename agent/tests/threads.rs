@@ -358,3 +358,84 @@ fn hundred_thousand_virtual_threads_exact() {
     let (text, _) = run(&jdk, &cp, "VirtualThreads", &[], "");
     check_expectations("jdk21/VirtualThreads.java", &text, 100000, 100000);
 }
+
+/// SIGTERM ends a program whose profile stopped for lack of room, and the report is written
+/// (before issue 9's fix, a JVM out of memory inside the agent ignored SIGTERM).
+#[test]
+fn sigterm_after_recording_stopped_writes_the_report() {
+    let dir = tmp("term");
+    std::fs::write(
+        dir.join("Forever.java"),
+        r#"
+public class Forever {
+    static int f(int x) { return x + 1; }
+    public static void main(String[] a) throws Exception {
+        java.nio.file.Path ready = java.nio.file.Path.of(a[0]);
+        for (int round = 0; ; round++) {
+            Thread[] ts = new Thread[100];
+            for (int i = 0; i < ts.length; i++) {
+                ts[i] = new Thread(() -> { int s = 0; for (int k = 0; k < 1000; k++) s += f(k); if (s == 1) System.out.println(s); });
+                ts[i].start();
+            }
+            for (Thread t : ts) t.join();
+            if (round == 5) java.nio.file.Files.writeString(ready, "ready");
+        }
+    }
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new(jdk17().join("bin/javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Forever.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let file = dir.join("out.txt");
+    let ready = dir.join("ready");
+    let mut child = Command::new(jdk17().join("bin/java"))
+        .arg("-Xmx64m")
+        .arg(format!(
+            "-agentpath:{}=file={}",
+            agent_lib().display(),
+            file.display()
+        ))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("Forever")
+        .arg(&ready)
+        .env("BCIAGENT_TEST_BUDGET", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..600 {
+        if ready.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(ready.exists(), "the program did not get going");
+    let kill = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    // ends within 60 s (a hang fails here instead of blocking the test run)
+    let mut status = None;
+    for _ in 0..600 {
+        if let Some(s) = child.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    if status.is_none() {
+        let _ = child.kill();
+        panic!("the JVM did not end after SIGTERM");
+    }
+    let text = std::fs::read_to_string(&file).expect("report written");
+    assert!(text.contains("RECORDING STOPPED: "), "{text}");
+    assert!(text.contains("CPU TIME (ms) END"), "{text}");
+}

@@ -121,6 +121,32 @@ public final class Probes {
         if (failure == null) {
             failure = where;
         }
+        dropLive();
+    }
+
+    /**
+     * After a failure: the live threads' data is dropped too (their fields point to GONE, their
+     * slots are emptied), giving the memory back to the program; no thread registers again.
+     * The aggregates of threads that ended before stay for the report.
+     */
+    static void dropLive() {
+        synchronized (Probes.class) {
+            for (int i = 0; i < nall && i < all.length; i++) {
+                T s = all[i];
+                all[i] = null;
+                if (s != null) {
+                    try {
+                        unpublish(s);
+                    } catch (Throwable e) {
+                        // the slot is empty already; the thread's next probe finds nothing
+                    }
+                }
+            }
+            nall = 0;
+            nfree = 0;
+            nLive = 0;
+            version++;
+        }
     }
 
     /** Sampler-owned: sampled total time per method (all threads), and a mark per method. */
@@ -558,6 +584,9 @@ public final class Probes {
             T s = registered(t, h);
             if (s != null) {
                 return s;
+            }
+            if (failure != null) {
+                return null; // recording stopped for good
             }
             registering = t;
             try {
