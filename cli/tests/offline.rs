@@ -274,6 +274,30 @@ fn offline_program_runs_with_the_runtime_jar_and_the_report_names_its_methods() 
         text(&o.stdout)
     );
     assert_eq!(method_counts(&text(&o.stdout)), expect);
+    // a bad runtime option stops the program at its first instrumented class, naming it
+    for (opt, want) in [
+        (
+            "-Dbci.clock=cpu",
+            "-Dbci.clock=cpu: expected sample or wall",
+        ),
+        (
+            "-Dbci.depth=0",
+            "-Dbci.depth=0: expected a positive integer",
+        ),
+        (
+            "-Dbci.interval=x",
+            "-Dbci.interval=x: expected a positive integer",
+        ),
+    ] {
+        let run = java(&[&opt, &"-cp", &cp, &"Offl"]);
+        assert_eq!(run.status.code(), Some(2), "{opt}");
+        assert!(
+            text(&run.stderr).contains(want),
+            "{opt}: {}",
+            text(&run.stderr)
+        );
+        assert_eq!(text(&run.stdout), "", "{opt}");
+    }
     // report options in the agent's syntax
     let o = bci(&[
         &"report",
