@@ -43,7 +43,9 @@ enum Cmd {
         /// Encode every branch in its wide form (exercises jump widening).
         #[arg(long)]
         force_wide: bool,
-        /// Write the probe-id map (id, class, method, descriptor) to this file.
+        /// Write the probe-id map (id, class, method, descriptor) to this file. With the
+        /// runtime bci/runtime/Probes (the default) ids are handed out at run time and the
+        /// first column is only the method's order in this run.
         #[arg(long)]
         map: Option<PathBuf>,
         /// Exit with status 1 if any class could not be instrumented.
