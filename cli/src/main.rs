@@ -192,6 +192,11 @@ fn main() -> ExitCode {
                 "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
                 reg.map.len()
             );
+            if runtime_ids && rewritten > 0 {
+                println!(
+                    "bci: run it with the runtime jar (bci runtime-jar bci-runtime.jar) on the class path; it writes bci.data at exit for bci report"
+                );
+            }
             if marked > 0 {
                 println!(
                     "bci: {marked} classes were instrumented already and were copied as they are"
