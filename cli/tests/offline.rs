@@ -492,6 +492,23 @@ fn rhino_offline_with_the_runtime_jar() {
     let rt = runtime_jar(&out);
     let o = bci(&[&"verify", &inst, &"--classpath", &rt]);
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    // every class, loaded or not, through HotSpot -Xverify:all (linked without <clinit>)
+    let tree = out.join("tree");
+    zip::ZipArchive::new(std::fs::File::open(&inst).unwrap())
+        .unwrap()
+        .extract(&tree)
+        .unwrap();
+    let v =
+        bci_verify::oracle::run_hotspot(&common::java_home(), &tree, false, &[rt.clone()]).unwrap();
+    let rejected: Vec<String> = v
+        .iter()
+        .filter(|v| v.rejected())
+        .map(|v| format!("{}: {}", v.class, v.message))
+        .collect();
+    assert!(rejected.is_empty(), "{}", rejected.join("\n"));
+    let ok = v.iter().filter(|v| v.ok).count();
+    eprintln!("hotspot: {} classes, {ok} linked and verified", v.len());
+    assert!(ok * 100 >= v.len() * 98, "only {ok} of {} linked", v.len());
     let script = "function fib(n){return n<2?n:fib(n-1)+fib(n-2)}; var s=0; for (var i=0;i<5;i++) s+=fib(15); \
                   try { null.x } catch (e) { s += 1 }; print('result ' + s);";
     let data = out.join("rhino.data");
