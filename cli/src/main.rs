@@ -45,7 +45,9 @@ enum Cmd {
         /// Encode every branch in its wide form (exercises jump widening).
         #[arg(long)]
         force_wide: bool,
-        /// Write the probe-id map (id, class, method, descriptor) to this file.
+        /// Write the probe-id map (id, class, method, descriptor) to this file. With the
+        /// runtime bci/runtime/Probes (the default) ids are handed out at run time and the
+        /// first column is only the method's order in this run.
         #[arg(long)]
         map: Option<PathBuf>,
         /// Exit with status 1 if any class could not be instrumented.
@@ -249,6 +251,11 @@ fn main() -> ExitCode {
                 "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
                 reg.map.len()
             );
+            if runtime_ids && rewritten > 0 {
+                println!(
+                    "bci: run it with the runtime jar (bci runtime-jar bci-runtime.jar) on the class path; it writes bci.data at exit for bci report"
+                );
+            }
             if marked > 0 {
                 println!(
                     "bci: {marked} classes were instrumented already and were copied as they are"

@@ -84,6 +84,20 @@ fn method_counts(report: &str) -> BTreeMap<String, u64> {
     m
 }
 
+/// The METHODS table of a report: "Class.method(descriptor)" -> count.
+fn method_counts_with_descriptors(report: &str) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    let mut inside = false;
+    for l in report.lines() {
+        inside = (inside || l.starts_with("METHODS BEGIN")) && !l.starts_with("METHODS END");
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if inside && f.len() == 7 && f[0].parse::<u32>().is_ok() {
+            m.insert(f[6].to_string(), f[3].parse::<u64>().unwrap());
+        }
+    }
+    m
+}
+
 fn java(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     let mut c = Command::new(common::java_home().join("bin/java"));
     c.arg("-Xverify:all");
@@ -274,6 +288,30 @@ fn offline_program_runs_with_the_runtime_jar_and_the_report_names_its_methods() 
         text(&o.stdout)
     );
     assert_eq!(method_counts(&text(&o.stdout)), expect);
+    // a bad runtime option stops the program at its first instrumented class, naming it
+    for (opt, want) in [
+        (
+            "-Dbci.clock=cpu",
+            "-Dbci.clock=cpu: expected sample or wall",
+        ),
+        (
+            "-Dbci.depth=0",
+            "-Dbci.depth=0: expected a positive integer",
+        ),
+        (
+            "-Dbci.interval=x",
+            "-Dbci.interval=x: expected a positive integer",
+        ),
+    ] {
+        let run = java(&[&opt, &"-cp", &cp, &"Offl"]);
+        assert_eq!(run.status.code(), Some(2), "{opt}");
+        assert!(
+            text(&run.stderr).contains(want),
+            "{opt}: {}",
+            text(&run.stderr)
+        );
+        assert_eq!(text(&run.stdout), "", "{opt}");
+    }
     // report options in the agent's syntax
     let o = bci(&[
         &"report",
@@ -454,6 +492,23 @@ fn rhino_offline_with_the_runtime_jar() {
     let rt = runtime_jar(&out);
     let o = bci(&[&"verify", &inst, &"--classpath", &rt]);
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    // every class, loaded or not, through HotSpot -Xverify:all (linked without <clinit>)
+    let tree = out.join("tree");
+    zip::ZipArchive::new(std::fs::File::open(&inst).unwrap())
+        .unwrap()
+        .extract(&tree)
+        .unwrap();
+    let v =
+        bci_verify::oracle::run_hotspot(&common::java_home(), &tree, false, &[rt.clone()]).unwrap();
+    let rejected: Vec<String> = v
+        .iter()
+        .filter(|v| v.rejected())
+        .map(|v| format!("{}: {}", v.class, v.message))
+        .collect();
+    assert!(rejected.is_empty(), "{}", rejected.join("\n"));
+    let ok = v.iter().filter(|v| v.ok).count();
+    eprintln!("hotspot: {} classes, {ok} linked and verified", v.len());
+    assert!(ok * 100 >= v.len() * 98, "only {ok} of {} linked", v.len());
     let script = "function fib(n){return n<2?n:fib(n-1)+fib(n-2)}; var s=0; for (var i=0;i<5;i++) s+=fib(15); \
                   try { null.x } catch (e) { s += 1 }; print('result ' + s);";
     let data = out.join("rhino.data");
@@ -583,4 +638,69 @@ fn report_rejects_bad_data_files_with_their_line() {
         "{}",
         text(&o.stderr)
     );
+}
+
+/// Every program of test-classes/ instrumented offline and run with the runtime jar (no agent,
+/// -Xverify:all): each `// expect: Class.method count=N` in its source (the counts the agent
+/// test checks) equals the count in `bci report`.
+#[test]
+fn test_classes_counts_offline() {
+    let out = fresh("test-classes");
+    let src = common::workspace().join("test-classes");
+    let mut progs: Vec<(String, Vec<(String, u64)>)> = Vec::new();
+    let mut srcs = Vec::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "java") {
+            continue;
+        }
+        srcs.push(p.clone());
+        let text = std::fs::read_to_string(&p).unwrap();
+        let expects: Vec<(String, u64)> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("// expect:"))
+            .map(|r| {
+                let (m, c) = r.trim().rsplit_once(" count=").unwrap();
+                (m.trim().to_string(), c.trim().parse().unwrap())
+            })
+            .collect();
+        if !expects.is_empty() {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            progs.push((name, expects));
+        }
+    }
+    progs.sort();
+    assert!(progs.len() >= 10, "{} programs", progs.len());
+    let classes = out.join("classes");
+    javac(&classes, &srcs);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let cp = format!("{}:{}", inst.display(), rt.display());
+    let mut bad = Vec::new();
+    for (prog, expects) in &progs {
+        let data = out.join(format!("{prog}.data"));
+        let run = java(&[&format!("-Dbci.file={}", data.display()), &"-cp", &cp, prog]);
+        assert!(run.status.success(), "{prog}: {}", text(&run.stderr));
+        let o = bci(&[&"report", &data]);
+        assert!(o.status.success(), "{prog}: {}", text(&o.stderr));
+        let report = text(&o.stdout);
+        let counts = method_counts(&report);
+        let full = method_counts_with_descriptors(&report);
+        for (m, n) in expects {
+            let got = if m.contains('(') {
+                full.get(m)
+            } else {
+                counts.get(m)
+            };
+            if got != Some(n) {
+                bad.push(format!(
+                    "{prog}: {m}: expected {n}, got {:?}",
+                    counts.get(m)
+                ));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

@@ -274,6 +274,23 @@ pub fn instrument_methods(
         chosen.push((k, probes));
     }
     let runtime_ids = opts.runtime_ids && !chosen.is_empty();
+    if runtime_ids && opts.module_reads && cf.major < 49 {
+        return Err(with_path(
+            bci::Error::new(
+                bci::ErrorKind::Unsupported,
+                format!(
+                    "class-file version {} cannot load a class constant (needed for the read edge to the runtime's module; 49 or later)",
+                    cf.major
+                ),
+            ),
+            || name.to_string(),
+        ));
+    }
+    // method index -> its position in `chosen`
+    let mut position = vec![None; cf.methods.len()];
+    for (i, &(k, _)) in chosen.iter().enumerate() {
+        position[k] = Some(i);
+    }
     let mut calls = Calls {
         runtime,
         cache: Default::default(),
@@ -334,13 +351,14 @@ pub fn instrument_methods(
         let mname = cf.member_name(m);
         let mdesc = cf.member_desc(m);
         let is_clinit = mname == "<clinit>" && mdesc == "()V";
-        let Some(index) = chosen.iter().position(|c| c.0 == k) else {
+        let Some(index) = position[k] else {
             if let (true, Some(reg_s)) = (is_clinit, &register) {
                 // a <clinit> the rules leave alone still registers first
-                let mut ed = MethodEditor::new(&cf, k)?;
-                ed.insert_entry(reg_s)?;
-                let body = ed
-                    .finish(&mut w.cp)
+                let body = MethodEditor::new(&cf, k)
+                    .and_then(|mut ed| {
+                        ed.insert_entry(reg_s)?;
+                        ed.finish(&mut w.cp)
+                    })
                     .map_err(|e| with_path(e, || cf.method_path(m)))?;
                 w.set_code(k, body)?;
                 done_clinit = true;

@@ -119,16 +119,13 @@ public final class Offline {
         }
         standalone = true;
         file = System.getProperty("bci.file", "bci.data");
-        Integer depth = Integer.getInteger("bci.depth");
-        if (depth != null && depth > 0) {
-            Probes.depth = depth;
-        }
+        Probes.depth = positive("bci.depth", 4);
+        interval = positive("bci.interval", 1);
         String want = System.getProperty("bci.clock", "sample");
-        Integer ms = Integer.getInteger("bci.interval");
-        if (ms != null && ms > 0) {
-            interval = ms;
+        if (!want.equals("sample") && !want.equals("wall")) {
+            fail("-Dbci.clock=" + want + ": expected sample or wall");
         }
-        if (!want.equals("wall")) {
+        if (want.equals("sample")) {
             try {
                 sampler = new Sampler(interval);
             } catch (Throwable e) {
@@ -151,6 +148,30 @@ public final class Offline {
             sampler.start();
         }
         Runtime.getRuntime().addShutdownHook(new Thread(Offline::dump, "bci runtime: write data"));
+    }
+
+    /** A bad option stops the program at its first instrumented class, saying which. */
+    private static void fail(String msg) {
+        System.err.println("bci: " + msg + " (runtime options: -Dbci.file=PATH, -Dbci.depth=N, "
+                + "-Dbci.clock=sample|wall, -Dbci.interval=MS)");
+        Runtime.getRuntime().halt(2);
+    }
+
+    private static int positive(String prop, int dflt) {
+        String v = System.getProperty(prop);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            int n = Integer.parseInt(v.trim());
+            if (n > 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        fail("-D" + prop + "=" + v + ": expected a positive integer");
+        return dflt;
     }
 
     private static String clean(String s) {
