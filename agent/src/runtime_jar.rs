@@ -1,5 +1,5 @@
 //! The classes of the runtime jar (`bci runtime-jar OUT`): bci/runtime/Probes, its thread
-//! state and bci/runtime/Offline (method ids of offline-instrumented classes, standalone
+//! state, the ended threads' aggregate and bci/runtime/Offline (method ids of offline-instrumented classes, standalone
 //! recording), as build.rs compiled them. The agent defines the same Probes (rules naming it)
 //! and Offline at VMInit.
 
@@ -23,6 +23,10 @@ pub const CLASSES: &[(&str, &[u8])] = &[
     (
         "bci/runtime/Probes$T.class",
         include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class")),
+    ),
+    (
+        "bci/runtime/Probes$A.class",
+        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$A.class")),
     ),
     ("bci/runtime/Offline.class", OFFLINE_CLASS),
     (
