@@ -38,6 +38,10 @@ fn main() {
     println!("cargo:rerun-if-changed={}", offline.display());
     let cp = out.display().to_string();
     run_javac(&["-cp", &cp], &out, &offline);
+    // The coverage runtime (bci runtime-jar; offline coverage): per-thread counter arrays.
+    let cov = PathBuf::from("java/bci/runtime/Cov.java");
+    println!("cargo:rerun-if-changed={}", cov.display());
+    run_javac(&[], &out, &cov);
     // The same runtime as java.lang.BciProbes, a member of java.base (defined by the agent at
     // early VMStart): callable from every module without read edges, and before VMInit. Two
     // builds: one reads the thread's state from the fields the agent adds to java.lang.Thread,

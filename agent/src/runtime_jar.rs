@@ -1,5 +1,5 @@
 //! The classes of the runtime jar (`bci runtime-jar OUT`): bci/runtime/Probes, its thread
-//! state, the ended threads' aggregate and bci/runtime/Offline (method ids of offline-instrumented classes, standalone
+//! state, the ended threads' aggregate, bci/runtime/Cov (coverage counters) and bci/runtime/Offline (method ids of offline-instrumented classes, standalone
 //! recording), as build.rs compiled them. The agent defines the same Probes (rules naming it)
 //! and Offline at VMInit.
 
@@ -29,6 +29,14 @@ pub const CLASSES: &[(&str, &[u8])] = &[
         include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$A.class")),
     ),
     ("bci/runtime/Offline.class", OFFLINE_CLASS),
+    (
+        "bci/runtime/Cov.class",
+        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Cov.class")),
+    ),
+    (
+        "bci/runtime/Cov$Slot.class",
+        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Cov$Slot.class")),
+    ),
     (
         "bci/runtime/Offline$Sampler.class",
         include_bytes!(concat!(

@@ -8,6 +8,39 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+/// `bci instrument --coverage` for one class: counters in every method of a class the rules'
+/// filters select, class ids registered at run time with bci/runtime/Cov. Methods left original
+/// are named through `say`.
+pub fn instrument(
+    bytes: &[u8],
+    filter: &bci_rewriter::Rules,
+    module_reads: bool,
+    say: &dyn Fn(&str),
+) -> Result<bci_rewriter::Outcome, bci::Error> {
+    let cf = bci::ClassFile::parse(bytes)?;
+    if !filter.selects_class(&cf.name()?) {
+        return Ok(bci_rewriter::Outcome::Unchanged);
+    }
+    let opts = bci_rewriter::coverage::Options {
+        runtime: RUNTIME,
+        split: Split::AfterCalls,
+        class_id: bci_rewriter::coverage::ClassId::Registered { module_reads },
+    };
+    let (out, cov) = bci_rewriter::coverage::instrument(bytes, &opts)?;
+    for (m, d, why) in &cov.skipped {
+        if let bci_rewriter::coverage::Skipped::Error(e) = why {
+            say(&format!(
+                "bci: {}.{m}{d}: left without counters: {e}",
+                cov.name
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The coverage runtime class in the runtime jar.
+pub const RUNTIME: &str = "bci/runtime/Cov";
+
 /// Whether a file starts like a coverage data file.
 pub fn is_coverage_file(path: &Path) -> bool {
     use std::io::Read;

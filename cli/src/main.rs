@@ -53,6 +53,11 @@ enum Cmd {
         /// Exit with status 1 if any class could not be instrumented.
         #[arg(long)]
         strict: bool,
+        /// Coverage counters instead of cpu=times probes (every method, exact hit counts);
+        /// run the output with the runtime jar (bci runtime-jar), which writes bci.cov at exit
+        /// (-Dbci.covfile=), and make the report with bci report bci.cov --classes IN.
+        #[arg(long, conflicts_with_all = ["rules", "runtime", "map"])]
+        coverage: bool,
     },
     /// Write the runtime jar that offline-instrumented programs run with (bci/runtime/Probes and
     /// Offline): `java -cp app.jar:bci-runtime.jar Main` writes bci.data at exit.
@@ -156,6 +161,7 @@ fn main() -> ExitCode {
             force_wide,
             map,
             strict,
+            coverage,
         } => {
             let mut r = match &rules {
                 Some(p) => match std::fs::read_to_string(p) {
@@ -191,7 +197,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             // the runtime jar's Probes: ids handed out at run time (bci/runtime/Offline)
-            let runtime_ids = r.runtime_class() == "bci/runtime/Probes";
+            let runtime_ids = coverage || r.runtime_class() == "bci/runtime/Probes";
             let opts = Options {
                 force_wide_jumps: force_wide,
                 marker: true,
@@ -213,7 +219,12 @@ fn main() -> ExitCode {
                     ));
                     return None;
                 }
-                match instrument_with(bytes, &r, &mut reg, &opts) {
+                let result = if coverage {
+                    coverage::instrument(bytes, &r, opts.module_reads, &|l| progress.line(l))
+                } else {
+                    instrument_with(bytes, &r, &mut reg, &opts)
+                };
+                match result {
                     Ok(Outcome::Rewritten(b)) => {
                         rewritten += 1;
                         Some(b)

@@ -5,13 +5,13 @@
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::coverage::analysis::{analyze_plan, Line};
+use bci_rewriter::coverage::analysis::{analyze, analyze_plan, Class, Line};
 use bci_rewriter::coverage::data::CovData;
 use bci_rewriter::coverage::{class_hash, instrument, ClassId, Options, Skipped};
 use bci_rewriter::flow::Split;
 use bci_rewriter::Outcome;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn javac(args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
@@ -56,6 +56,48 @@ fn expectations(src: &Path) -> BTreeMap<u32, Expect> {
         out.insert(i as u32 + 1, Expect { hits, branches });
     }
     out
+}
+
+/// Every `// hits=` and `br=` of the sources against the analysis (hits times `runs`).
+fn check_sources(analyzed: &[Class], sources: &[PathBuf], runs: u64) {
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for src in sources {
+        let name = src.file_name().unwrap().to_string_lossy().into_owned();
+        let mut got: BTreeMap<u32, Line> = BTreeMap::new();
+        for c in analyzed
+            .iter()
+            .filter(|c| c.source_file.as_deref() == Some(&name))
+        {
+            for (l, x) in &c.lines {
+                let e = got.entry(*l).or_default();
+                e.hits += x.hits;
+                e.branches.add(x.branches);
+            }
+        }
+        for (line, want) in expectations(src) {
+            let g = got.get(&line).cloned().unwrap_or_default();
+            if g.hits != want.hits * runs {
+                wrong.push(format!(
+                    "{name}:{line}: hits {}, expected {}",
+                    g.hits,
+                    want.hits * runs
+                ));
+            }
+            if let Some((c, t)) = want.branches {
+                if (g.branches.covered, g.branches.total()) != (c, t) {
+                    wrong.push(format!(
+                        "{name}:{line}: branches {}/{}, expected {c}/{t}",
+                        g.branches.covered,
+                        g.branches.total()
+                    ));
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 40, "only {checked} expectations");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]
@@ -139,43 +181,7 @@ fn coverage_counts_match_the_sources_exactly() {
         let c = data.counts(&cov.name, class_hash(bytes));
         analyzed.push(analyze_plan(bytes, cov, c).unwrap());
     }
-    let mut checked = 0;
-    let mut wrong = Vec::new();
-    for src in &sources {
-        let name = src.file_name().unwrap().to_string_lossy().into_owned();
-        let mut got: BTreeMap<u32, Line> = BTreeMap::new();
-        for c in analyzed
-            .iter()
-            .filter(|c| c.source_file.as_deref() == Some(&name))
-        {
-            for (l, x) in &c.lines {
-                let e = got.entry(*l).or_default();
-                e.hits += x.hits;
-                e.branches.add(x.branches);
-            }
-        }
-        for (line, want) in expectations(src) {
-            let g = got.get(&line).cloned().unwrap_or_default();
-            if g.hits != want.hits {
-                wrong.push(format!(
-                    "{name}:{line}: hits {}, expected {}",
-                    g.hits, want.hits
-                ));
-            }
-            if let Some((c, t)) = want.branches {
-                if (g.branches.covered, g.branches.total()) != (c, t) {
-                    wrong.push(format!(
-                        "{name}:{line}: branches {}/{}, expected {c}/{t}",
-                        g.branches.covered,
-                        g.branches.total()
-                    ));
-                }
-            }
-            checked += 1;
-        }
-    }
-    assert!(checked > 40, "only {checked} expectations");
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    check_sources(&analyzed, &sources, 1);
 
     // Methods: entries exact; `never` not covered; filters.
     let main = analyzed.iter().find(|c| c.name == "CovBasics").unwrap();
@@ -271,5 +277,131 @@ fn coverage_counts_match_the_sources_exactly() {
     let lcov2 = std::fs::read_to_string(&info2).unwrap();
     assert!(lcov2.contains("FNDA:6,CovBasics.loop(I)I"), "{lcov2}");
     assert!(lcov2.contains(&format!("DA:{body},60\n")), "{lcov2}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The offline workflow as a user runs it: `bci instrument --coverage`, the runtime jar, two
+/// JVMs writing one data file (their counts add up), `bci report`. Every class passes
+/// -Xverify:all; instrumenting the output again changes nothing.
+#[test]
+fn offline_coverage_with_the_runtime_jar() {
+    let ws = common::workspace();
+    let work = ws.join(format!(
+        "target/test-out/coverage-offline-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    let (orig, inst) = (work.join("orig"), work.join("inst"));
+    std::fs::create_dir_all(&orig).unwrap();
+    let src_dir = ws.join("test-classes/coverage");
+    let sources: Vec<_> = std::fs::read_dir(&src_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    javac(&["-g"], &orig, &sources);
+    let bci = env!("CARGO_BIN_EXE_bci");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(bci).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "bci {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    run(&[
+        "instrument".as_ref(),
+        "--coverage".as_ref(),
+        orig.as_os_str(),
+        inst.as_os_str(),
+    ]);
+    let rt = work.join("bci-runtime.jar");
+    run(&["runtime-jar".as_ref(), rt.as_os_str()]);
+    // Instrumenting the output again leaves it as it is.
+    let again = work.join("again");
+    run(&[
+        "instrument".as_ref(),
+        "--coverage".as_ref(),
+        inst.as_os_str(),
+        again.as_os_str(),
+    ]);
+    for f in common::class_files(&inst) {
+        let g = again.join(f.strip_prefix(&inst).unwrap());
+        assert_eq!(
+            std::fs::read(&f).unwrap(),
+            std::fs::read(&g).unwrap(),
+            "{}",
+            f.display()
+        );
+    }
+    let data = work.join("run.cov");
+    let java = |n: usize| {
+        let children: Vec<_> = (0..n)
+            .map(|_| {
+                Command::new(common::java_home().join("bin/java"))
+                    .arg("-Xverify:all")
+                    .arg(format!("-Dbci.covfile={}", data.display()))
+                    .arg("-cp")
+                    .arg(format!("{}:{}", inst.display(), rt.display()))
+                    .arg("CovBasics")
+                    .output()
+                    .unwrap()
+            })
+            .collect();
+        for o in children {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+    };
+    java(1);
+    let one = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+    assert_eq!(one.sessions.len(), 1);
+    // Each class's data is keyed by the hash of its original bytes.
+    let mut analyzed = Vec::new();
+    for f in common::class_files(&orig) {
+        let bytes = std::fs::read(&f).unwrap();
+        let cf = bci::ClassFile::parse(&bytes).unwrap();
+        let counts = one.counts(&cf.name().unwrap(), class_hash(&bytes));
+        assert!(counts.is_some(), "no data for {}", f.display());
+        analyzed.push(analyze(&bytes, counts, Split::AfterCalls).unwrap());
+    }
+    check_sources(&analyzed, &sources, 1);
+    // Two more JVMs at once on the same file: nothing lost, three sessions.
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let (java_home, data, inst, rt) =
+                (common::java_home(), data.clone(), inst.clone(), rt.clone());
+            std::thread::spawn(move || {
+                Command::new(java_home.join("bin/java"))
+                    .arg(format!("-Dbci.covfile={}", data.display()))
+                    .arg("-cp")
+                    .arg(format!("{}:{}", inst.display(), rt.display()))
+                    .arg("CovBasics")
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for t in threads {
+        let o = t.join().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let three = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+    assert_eq!(three.sessions.len(), 3);
+    for (k, v) in &one.classes {
+        let tripled: Vec<u64> = v.iter().map(|c| 3 * c).collect();
+        assert_eq!(three.classes[k], tripled, "{k:?}");
+    }
+    let out = run(&[
+        "report".as_ref(),
+        data.as_os_str(),
+        "--classes".as_ref(),
+        orig.as_os_str(),
+    ]);
+    let console = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        console.contains("1 classes analysed, 1 with data; 3 sessions"),
+        "{console}"
+    );
     let _ = std::fs::remove_dir_all(&work);
 }

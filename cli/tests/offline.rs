@@ -498,8 +498,13 @@ fn rhino_offline_with_the_runtime_jar() {
         .unwrap()
         .extract(&tree)
         .unwrap();
-    let v =
-        bci_verify::oracle::run_hotspot(&common::java_home(), &tree, false, &[rt.clone()]).unwrap();
+    let v = bci_verify::oracle::run_hotspot(
+        &common::java_home(),
+        &tree,
+        false,
+        std::slice::from_ref(&rt),
+    )
+    .unwrap();
     let rejected: Vec<String> = v
         .iter()
         .filter(|v| v.rejected())

@@ -12,10 +12,7 @@ pub mod suid;
 pub use glob::Glob;
 pub use rules::{Probe, ProbeSet, RuleError, Rules};
 
-use bci::class::{
-    ACC_ABSTRACT, ACC_FINAL, ACC_INTERFACE, ACC_MODULE, ACC_NATIVE, ACC_PRIVATE, ACC_PUBLIC,
-    ACC_STATIC, ACC_SYNTHETIC,
-};
+use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};
 use bci::{ClassFile, ClassWriter, MethodEditor, Snippet};
 
 /// What the rewriter tells the registry about a method it instruments.
@@ -301,10 +298,8 @@ pub fn instrument_methods(
     } else {
         0
     };
-    // <clinit>'s first code with runtime ids, and whether the class has a <clinit> to put it in
-    let mut register = None;
-    let mut has_clinit = false;
-    let mut suid_field = None;
+    // <clinit>'s first code with runtime ids
+    let mut prologue = None;
     if runtime_ids {
         let mut table = Vec::with_capacity(chosen.len());
         for &(k, _) in &chosen {
@@ -321,30 +316,14 @@ pub fn instrument_methods(
         }
         let t = offline::table_string(source.as_deref(), &table)
             .map_err(|e| with_path(e, || name.to_string()))?;
-        has_clinit = cf
-            .methods
-            .iter()
-            .any(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
-        let mut s = Snippet::new();
-        // A new <clinit> (or a public field in an interface) changes the default
-        // serialVersionUID: declare the original one (set here, first thing)
-        let interface = cf.access & ACC_INTERFACE != 0;
-        if (!has_clinit || interface) && !suid::declares_suid(&cf) {
-            let v = suid::default_suid(&cf).map_err(|e| with_path(e, || name.to_string()))?;
-            s.long(&mut w.cp, v)?
-                .putstatic(&mut w.cp, &name, "serialVersionUID", "J")?;
-            suid_field = Some(if interface {
-                ACC_PUBLIC | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
-            } else {
-                ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
-            });
-        }
-        s.append(
-            &offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
+        let first = offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
+            .map_err(|e| with_path(e, || name.to_string()))?;
+        prologue = Some(
+            offline::Prologue::new(&cf, &mut w.cp, &name, first, offline::BASE_FIELD)
                 .map_err(|e| with_path(e, || name.to_string()))?,
         );
-        register = Some(s);
     }
+    let register = prologue.as_ref().map(|p| &p.code);
     let mut changed = false;
     let mut done_clinit = false;
     for (k, m) in cf.methods.iter().enumerate() {
@@ -352,7 +331,7 @@ pub fn instrument_methods(
         let mdesc = cf.member_desc(m);
         let is_clinit = mname == "<clinit>" && mdesc == "()V";
         let Some(index) = position[k] else {
-            if let (true, Some(reg_s)) = (is_clinit, &register) {
+            if let (true, Some(reg_s)) = (is_clinit, register) {
                 // a <clinit> the rules leave alone still registers first
                 let body = MethodEditor::new(&cf, k)
                     .and_then(|mut ed| {
@@ -368,7 +347,7 @@ pub fn instrument_methods(
         let probes = chosen[index].1;
         let mut ed = MethodEditor::new(&cf, k)?;
         if is_clinit {
-            if let Some(reg_s) = &register {
+            if let Some(reg_s) = register {
                 ed.insert_entry(reg_s)?;
                 done_clinit = true;
             }
@@ -399,28 +378,9 @@ pub fn instrument_methods(
         w.set_code(k, body)?;
         changed = true;
     }
-    if let Some(reg_s) = &register {
-        if has_clinit != done_clinit {
-            return Err(with_path(
-                bci::Error::new(bci::ErrorKind::Edit, "<clinit> has no code to register in"),
-                || name.to_string(),
-            ));
-        }
-        if !has_clinit {
-            w.add_method(ACC_STATIC, "<clinit>", "()V", &offline::clinit_body(reg_s))
-                .map_err(|e| with_path(e, || name.to_string()))?;
-        }
-        let access = if cf.access & ACC_INTERFACE != 0 {
-            ACC_PUBLIC | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
-        } else {
-            ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
-        };
-        w.add_field(access, offline::BASE_FIELD, "I")
+    if let Some(p) = &prologue {
+        p.finish(&mut w, done_clinit)
             .map_err(|e| with_path(e, || name.to_string()))?;
-        if let Some(access) = suid_field {
-            w.add_field(access, "serialVersionUID", "J")
-                .map_err(|e| with_path(e, || name.to_string()))?;
-        }
     }
     if opts.marker && !chosen.is_empty() {
         let methods: Vec<(String, String)> = chosen

@@ -4,6 +4,7 @@
 //! runtime and keeps the returned base in a static final field; each probe adds its method's
 //! index in the class to it), so that separately instrumented jars cannot collide.
 
+use bci::class::{ACC_FINAL, ACC_INTERFACE, ACC_PRIVATE, ACC_PUBLIC, ACC_STATIC, ACC_SYNTHETIC};
 use bci::{ClassFile, CpBuilder, Snippet};
 
 /// Name of the class attribute `bci instrument` writes on every class it rewrites.
@@ -152,12 +153,30 @@ pub(crate) fn register_snippet(
 ) -> bci::Result<Snippet> {
     let mut s = Snippet::new();
     if module_reads {
-        // ThisClass.class.getModule().addReads(Class.forName("bci.runtime.Offline", false,
-        // ThisClass.class.getClassLoader()).getModule()): caller-sensitive, allowed because
-        // the caller is in the module that gets the edge; a no-op in an unnamed module.
+        s.append(&read_edge(cp, class, OFFLINE_CLASS)?);
+    }
+    s.string(cp, class)?
+        .long(cp, hash as i64)?
+        .string(cp, table)?
+        .invokestatic(cp, OFFLINE_CLASS, REGISTER.0, REGISTER.1)?
+        .putstatic(cp, class, BASE_FIELD, "I")?;
+    Ok(s)
+}
+
+/// `ThisClass.class.getModule().addReads(Class.forName(runtime, false,
+/// ThisClass.class.getClassLoader()).getModule())`: caller-sensitive, allowed because the caller
+/// is in the module that gets the edge; a no-op in an unnamed module. `runtime` is an internal
+/// name.
+pub(crate) fn read_edge(
+    cp: &mut CpBuilder<'_>,
+    class: &str,
+    runtime: &str,
+) -> bci::Result<Snippet> {
+    let mut s = Snippet::new();
+    {
         s.class_const(cp, class)?
             .invokevirtual(cp, "java/lang/Class", "getModule", "()Ljava/lang/Module;")?
-            .string(cp, &OFFLINE_CLASS.replace('/', "."))?
+            .string(cp, &runtime.replace('/', "."))?
             .int(cp, 0)?
             .class_const(cp, class)?
             .invokevirtual(
@@ -181,12 +200,89 @@ pub(crate) fn register_snippet(
             )?
             .op(bci::opcodes::op::POP)?;
     }
-    s.string(cp, class)?
-        .long(cp, hash as i64)?
-        .string(cp, table)?
-        .invokestatic(cp, OFFLINE_CLASS, REGISTER.0, REGISTER.1)?
-        .putstatic(cp, class, BASE_FIELD, "I")?;
     Ok(s)
+}
+
+/// What a class needs so that its `<clinit>` runs some code before anything else (offline
+/// instrumentation: a class registers with the runtime and keeps what it returns in a static
+/// final int field): the code (the class's original default serialVersionUID first where a new
+/// `<clinit>` or a new public interface field would change it), whether the class has a
+/// `<clinit>` to put it in, and the fields to add.
+pub(crate) struct Prologue {
+    /// Insert at the entry of `<clinit>` ([`bci::MethodEditor::insert_entry`]).
+    pub code: Snippet,
+    pub has_clinit: bool,
+    /// The static final int field the code stores into.
+    field: &'static str,
+    /// Access of a serialVersionUID field to declare, if one is needed.
+    suid: Option<u16>,
+    interface: bool,
+}
+
+impl Prologue {
+    /// `first` stores into the static final int `field` of class `name`.
+    pub(crate) fn new(
+        cf: &ClassFile<'_>,
+        cp: &mut CpBuilder<'_>,
+        name: &str,
+        first: Snippet,
+        field: &'static str,
+    ) -> bci::Result<Prologue> {
+        let has_clinit = cf
+            .methods
+            .iter()
+            .any(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
+        let interface = cf.access & ACC_INTERFACE != 0;
+        let mut code = Snippet::new();
+        let mut suid = None;
+        // A new <clinit> (or a public field in an interface) changes the default
+        // serialVersionUID: declare the original one (set here, first thing)
+        if (!has_clinit || interface) && !crate::suid::declares_suid(cf) {
+            let v = crate::suid::default_suid(cf)?;
+            code.long(cp, v)?
+                .putstatic(cp, name, "serialVersionUID", "J")?;
+            suid = Some(Self::field_access(interface));
+        }
+        code.append(&first);
+        Ok(Prologue {
+            code,
+            has_clinit,
+            field,
+            suid,
+            interface,
+        })
+    }
+
+    fn field_access(interface: bool) -> u16 {
+        if interface {
+            ACC_PUBLIC | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
+        } else {
+            ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC
+        }
+    }
+
+    /// Adds a `<clinit>` made of the code if the class had none (`done_clinit`: the code went
+    /// into the existing one), the field, and serialVersionUID if needed.
+    pub(crate) fn finish(
+        &self,
+        w: &mut bci::ClassWriter<'_, '_>,
+        done_clinit: bool,
+    ) -> bci::Result<()> {
+        if self.has_clinit != done_clinit {
+            return Err(bci::Error::new(
+                bci::ErrorKind::Edit,
+                "<clinit> has no code to register in",
+            ));
+        }
+        if !self.has_clinit {
+            w.add_method(ACC_STATIC, "<clinit>", "()V", &clinit_body(&self.code))?;
+        }
+        w.add_field(Self::field_access(self.interface), self.field, "I")?;
+        if let Some(access) = self.suid {
+            w.add_field(access, "serialVersionUID", "J")?;
+        }
+        Ok(())
+    }
 }
 
 /// The Code attribute body of a new `<clinit>` made of `s` and `return`.

@@ -29,7 +29,16 @@ use bci::{ClassFile, ClassWriter, Error, ErrorKind, MethodEditor, Result, Snippe
 pub enum ClassId {
     /// A constant chosen by the caller (the agent numbers classes as they load).
     Constant(i32),
+    /// Offline (`bci instrument --coverage`): `<clinit>` (created if absent) first calls
+    /// `RUNTIME.register(name, hash, counters)I` and keeps the id in the static final int
+    /// [`CLASS_ID_FIELD`]; methods read it. With `module_reads`, `<clinit>` first gives the
+    /// class's module a read edge to the runtime's (classes of a modular jar). The class gets
+    /// the `BciInstrumented` marker, so it is never instrumented again.
+    Registered { module_reads: bool },
 }
+
+/// The static final int field holding an offline-instrumented class's id.
+pub const CLASS_ID_FIELD: &str = "bci$cid";
 
 /// Knobs of [`instrument`].
 #[derive(Clone, Debug)]
@@ -164,15 +173,78 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     if cf.access & ACC_MODULE != 0 || cov.methods.is_empty() {
         return Ok((Outcome::Unchanged, cov));
     }
+    if crate::offline::marker_of(&cf).is_some() {
+        // ours already: counting twice would double every count
+        return Ok((Outcome::Unchanged, cov));
+    }
     let mut w = ClassWriter::new(&cf);
     let mut kept = Vec::with_capacity(cov.methods.len());
     let counters = cov.counters;
+    let prologue = match opts.class_id {
+        ClassId::Constant(_) => None,
+        ClassId::Registered { module_reads } => {
+            let name = cov.name.clone();
+            let mut first = Snippet::new();
+            if module_reads {
+                if cf.major < 49 {
+                    return Err(Error::new(
+                        ErrorKind::Edit,
+                        format!("{name}: a read edge needs class file version 49 or later (ldc of a class)"),
+                    ));
+                }
+                first.append(&crate::offline::read_edge(&mut w.cp, &name, opts.runtime)?);
+            }
+            first
+                .string(&mut w.cp, &name)?
+                .long(&mut w.cp, cov.hash as i64)?
+                .int(&mut w.cp, counters as i32)?
+                .invokestatic(
+                    &mut w.cp,
+                    opts.runtime,
+                    "register",
+                    "(Ljava/lang/String;JI)I",
+                )?
+                .putstatic(&mut w.cp, &name, CLASS_ID_FIELD, "I")?;
+            Some(crate::offline::Prologue::new(
+                &cf,
+                &mut w.cp,
+                &name,
+                first,
+                CLASS_ID_FIELD,
+            )?)
+        }
+    };
+    let mut done_clinit = false;
     for m in std::mem::take(&mut cov.methods) {
+        let is_clinit = m.name == "<clinit>" && m.desc == "()V";
         let body = (|| -> Result<Vec<u8>> {
             let mut ed = MethodEditor::new(&cf, m.index)?;
-            emit(&mut ed, &mut w.cp, &m, counters, opts)?;
+            if let (true, Some(p)) = (is_clinit, &prologue) {
+                ed.insert_entry(&p.code)?;
+            }
+            emit(&mut ed, &mut w.cp, &m, &cov.name, counters, opts)?;
             ed.finish(&mut w.cp)
         })();
+        let body = match (body, is_clinit, &prologue) {
+            // <clinit> that cannot take its counters still registers the class
+            (Err(e), true, Some(p)) => {
+                let b = MethodEditor::new(&cf, m.index).and_then(|mut ed| {
+                    ed.insert_entry(&p.code)?;
+                    ed.finish(&mut w.cp)
+                });
+                match b.and_then(|b| w.set_code(m.index, b)) {
+                    Ok(()) => done_clinit = true,
+                    Err(e2) => return Err(e2.context(format!("{}.<clinit>", cov.name))),
+                }
+                Err(e)
+            }
+            (b, _, _) => {
+                if b.is_ok() && is_clinit {
+                    done_clinit = true;
+                }
+                b
+            }
+        };
         match body.and_then(|b| w.set_code(m.index, b)) {
             Ok(()) => kept.push(m),
             Err(e) => {
@@ -190,7 +262,19 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         }
     }
     cov.methods = kept;
-    if cov.methods.is_empty() {
+    if let Some(p) = &prologue {
+        // with a class id in <clinit>, even a class whose methods all failed registers (its
+        // counters are all zero: not run, rather than unknown)
+        p.finish(&mut w, done_clinit)
+            .map_err(|e| e.context(cov.name.clone()))?;
+        let methods: Vec<(String, String)> = cov
+            .methods
+            .iter()
+            .map(|m| (m.name.clone(), m.desc.clone()))
+            .collect();
+        let data = crate::offline::marker_data(&mut w.cp, cov.hash, true, &methods)?;
+        w.add_attribute(crate::offline::MARKER_ATTR, &data)?;
+    } else if cov.methods.is_empty() {
         return Ok((Outcome::Unchanged, cov));
     }
     Ok((Outcome::Rewritten(w.finish()?), cov))
@@ -201,6 +285,7 @@ fn emit(
     ed: &mut MethodEditor<'_, '_>,
     cp: &mut bci::CpBuilder<'_>,
     m: &MethodCoverage,
+    class: &str,
     class_counters: u32,
     opts: &Options<'_>,
 ) -> Result<()> {
@@ -208,6 +293,7 @@ fn emit(
     let mut entry = Snippet::new();
     match opts.class_id {
         ClassId::Constant(id) => entry.int(cp, id)?,
+        ClassId::Registered { .. } => entry.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
     };
     entry.int(cp, class_counters as i32)?;
     entry.invokestatic(cp, opts.runtime, "arr", "(II)[J")?;

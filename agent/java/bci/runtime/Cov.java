@@ -1,9 +1,20 @@
 package bci.runtime;
 
 import java.io.BufferedWriter;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.File;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
 import java.io.FileWriter;
 import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.channels.FileLock;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * Coverage counters. Instrumented code asks {@link #arr} once per method call for the calling
@@ -14,7 +25,10 @@ import java.util.ArrayList;
  * every thread that ever ran. Never instrumented itself.
  *
  * <p>This build finds the thread's arrays through a ThreadLocal (offline-instrumented programs,
- * no agent).
+ * no agent). Classes instrumented by {@code bci instrument --coverage} call {@link #register}
+ * first thing in their {@code <clinit>}; at exit the counts are added to the data file
+ * ({@code -Dbci.covfile=}, default {@code bci.cov}; the format of the Rust crate's
+ * {@code coverage::data}), under a lock, so several JVMs can share one file.
  */
 public final class Cov {
     private Cov() {}
@@ -40,6 +54,198 @@ public final class Cov {
     static volatile boolean lost;
     /** Where an array goes when allocation failed (its counts are lost). */
     private static long[] sink = new long[0];
+
+    /** Registered classes by id: internal name, hash of the original bytes, counter count. */
+    private static String[] names = new String[64];
+    private static long[] hashes = new long[64];
+    private static int[] sizes = new int[64];
+    /** Class ids handed out (0 is never used). */
+    private static int nextId = 1;
+    private static final Map<String, Integer> IDS = new HashMap<>();
+    private static String covfile;
+    private static final long START = System.currentTimeMillis();
+
+    /**
+     * A class instrumented by {@code bci instrument --coverage} registers: its internal name,
+     * the hash of its original bytes and its number of counters; returns its id (the same for
+     * the same class, e.g. loaded by two class loaders).
+     */
+    public static synchronized int register(String name, long hash, int n) {
+        if (covfile == null) {
+            covfile = System.getProperty("bci.covfile", "bci.cov");
+            Runtime.getRuntime().addShutdownHook(new Thread(Cov::writeAtExit, "bci coverage: write data"));
+        }
+        String key = name + '\0' + Long.toHexString(hash);
+        Integer id = IDS.get(key);
+        if (id != null) {
+            return id;
+        }
+        int cid = nextId++;
+        if (cid >= names.length) {
+            int m = names.length * 2;
+            names = java.util.Arrays.copyOf(names, m);
+            hashes = java.util.Arrays.copyOf(hashes, m);
+            sizes = java.util.Arrays.copyOf(sizes, m);
+        }
+        names[cid] = name;
+        hashes[cid] = hash;
+        sizes[cid] = n;
+        IDS.put(key, cid);
+        return cid;
+    }
+
+    private static void writeAtExit() {
+        try {
+            String at = write(covfile);
+            System.err.println("bci: coverage data written to " + at);
+        } catch (Throwable e) {
+            System.err.println("bci: cannot write coverage data to " + covfile + ": " + e);
+        }
+    }
+
+    private static final byte[] MAGIC = {'B', 'C', 'I', 'C', 'O', 'V', 0, '\n'};
+
+    /**
+     * Adds this run's counts to the data file at {@code path} (created if absent), holding a
+     * lock on {@code path.lck} so that JVMs sharing the file add up instead of overwriting
+     * each other. A file that is not coverage data is left alone and the data goes to
+     * {@code path.<pid>}. Returns where the data went.
+     */
+    static String write(String path) throws IOException {
+        long[][] all = snapshot();
+        Map<String, long[]> counts = new HashMap<>();
+        ArrayList<String> order = new ArrayList<>();
+        synchronized (Cov.class) {
+            for (int c = 1; c < nextId; c++) {
+                long[] v = c < all.length && all[c] != null ? all[c] : new long[sizes[c]];
+                String key = names[c] + '\0' + hashes[c];
+                long[] prev = counts.get(key);
+                if (prev == null) {
+                    counts.put(key, v.clone());
+                    order.add(key);
+                } else {
+                    add(prev, v);
+                }
+            }
+        }
+        File f = new File(path);
+        try (RandomAccessFile lock = new RandomAccessFile(path + ".lck", "rw");
+                FileLock l = lock.getChannel().lock()) {
+            ArrayList<byte[]> sessions = new ArrayList<>();
+            if (f.exists() && f.length() > 0) {
+                try (DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(new FileInputStream(f)))) {
+                    byte[] m = new byte[8];
+                    in.readFully(m);
+                    if (!java.util.Arrays.equals(m, MAGIC) || in.readUnsignedShort() != 1) {
+                        throw new IOException("not bci coverage data (version 1)");
+                    }
+                    int ns = in.readInt();
+                    for (int i = 0; i < ns; i++) {
+                        ByteArrayOutputStream b = new ByteArrayOutputStream();
+                        DataOutputStream o = new DataOutputStream(b);
+                        writeStr(o, readStr(in));
+                        o.writeLong(in.readLong());
+                        o.writeLong(in.readLong());
+                        writeStr(o, readStr(in));
+                        writeStr(o, readStr(in));
+                        sessions.add(b.toByteArray());
+                    }
+                    int nc = in.readInt();
+                    for (int i = 0; i < nc; i++) {
+                        String name = readStr(in);
+                        long hash = in.readLong();
+                        int n = in.readInt();
+                        long[] v = new long[n];
+                        for (int k = 0; k < n; k++) {
+                            v[k] = in.readLong();
+                        }
+                        String key = name + '\0' + hash;
+                        long[] prev = counts.get(key);
+                        if (prev == null) {
+                            counts.put(key, v);
+                            order.add(key);
+                        } else if (prev.length == v.length) {
+                            add(prev, v);
+                        } else {
+                            throw new IOException("class " + name + ": " + n + " counters in the file, "
+                                    + prev.length + " in this run");
+                        }
+                    }
+                } catch (IOException e) {
+                    String other = path + "." + ProcessHandle.current().pid();
+                    System.err.println("bci: " + path + ": " + e.getMessage() + "; left as it is, data written to " + other);
+                    writeFile(new File(other), new ArrayList<>(), counts, order);
+                    return other;
+                }
+            }
+            writeFile(f, sessions, counts, order);
+            return path;
+        }
+    }
+
+    private static void writeFile(File f, ArrayList<byte[]> sessions, Map<String, long[]> counts,
+            ArrayList<String> order) throws IOException {
+        File tmp = new File(f.getPath() + ".tmp" + ProcessHandle.current().pid());
+        try (DataOutputStream o = new DataOutputStream(new java.io.BufferedOutputStream(new FileOutputStream(tmp)))) {
+            o.write(MAGIC);
+            o.writeShort(1);
+            o.writeInt(sessions.size() + 1);
+            for (byte[] b : sessions) {
+                o.write(b);
+            }
+            writeStr(o, hostPid());
+            o.writeLong(START);
+            o.writeLong(System.currentTimeMillis());
+            writeStr(o, System.getProperty("java.vm.name", "") + " " + System.getProperty("java.runtime.version", ""));
+            writeStr(o, System.getProperty("sun.java.command", ""));
+            o.writeInt(order.size());
+            for (String key : order) {
+                int z = key.indexOf('\0');
+                writeStr(o, key.substring(0, z));
+                o.writeLong(Long.parseLong(key.substring(z + 1)));
+                long[] v = counts.get(key);
+                o.writeInt(v.length);
+                for (long x : v) {
+                    o.writeLong(x);
+                }
+            }
+        }
+        if (!tmp.renameTo(f)) {
+            tmp.delete();
+            throw new IOException("cannot replace " + f);
+        }
+    }
+
+    private static String hostPid() {
+        String host = System.getenv("HOSTNAME");
+        if (host == null || host.isEmpty()) {
+            host = "host";
+        }
+        return host + "-" + ProcessHandle.current().pid() + "-" + START;
+    }
+
+    private static void writeStr(DataOutputStream o, String s) throws IOException {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        o.writeInt(b.length);
+        o.write(b);
+    }
+
+    private static String readStr(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < 0 || n > (1 << 24)) {
+            throw new IOException("bad string length " + n);
+        }
+        byte[] b = new byte[n];
+        in.readFully(b);
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
+    private static void add(long[] into, long[] v) {
+        for (int i = 0; i < into.length && i < v.length; i++) {
+            long x = into[i] + v[i];
+            into[i] = x < 0 ? Long.MAX_VALUE : x; // saturate
+        }
+    }
 
     /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
     public static long[] arr(int cid, int n) {
