@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job: build bci, instrument a bundled program offline and verify it (our verifier and
-# HotSpot -Xverify:all), then profile it live with the JVMTI agent (cpu=times).
+# HotSpot -Xverify:all), profile it with the runtime jar and live with the JVMTI agent
+# (cpu=times), and measure a bundled program's coverage with exact hit counts.
 set -euo pipefail
 cd "$(dirname "$0")"
+scripts/setup.sh
 JAVA_HOME="${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}"
 OUT=target/demo
 rm -rf "$OUT"; mkdir -p "$OUT/classes"
@@ -18,6 +20,16 @@ echo "== the offline-instrumented program run with the runtime jar (no agent), t
 target/release/bci runtime-jar "$OUT/bci-runtime.jar"
 "$JAVA_HOME/bin/java" -Xverify:all -Dbci.file="$OUT/bci.data" -cp "$OUT/instrumented:$OUT/bci-runtime.jar" Fib
 target/release/bci report "$OUT/bci.data" | sed -n '/CPU TIME (ms) BEGIN/,/CPU TIME (ms) END/p'
+echo "== coverage: bci instrument --coverage, run twice (one data file), bci report (+ LCOV) =="
+mkdir -p "$OUT/cov-classes"
+"$JAVA_HOME/bin/javac" -g -d "$OUT/cov-classes" test-classes/coverage/*.java
+target/release/bci instrument --coverage "$OUT/cov-classes" "$OUT/cov-instrumented"
+for run in 1 2; do
+  "$JAVA_HOME/bin/java" -Xverify:all -Dbci.covfile="$OUT/bci.cov" -cp "$OUT/cov-instrumented:$OUT/bci-runtime.jar" CovBasics
+done
+target/release/bci report "$OUT/bci.cov" --classes "$OUT/cov-classes" --sources test-classes/coverage --lcov "$OUT/coverage.info"
+echo "LCOV $OUT/coverage.info, exact hit counts of two runs (FNDA: entries, DA: line, BRDA: branch outcome):"
+grep -E '^(FNDA:[0-9]+,CovBasics\.(loop|racy|never)|DA:1[0-5],|BRDA:12,)' "$OUT/coverage.info"
 echo "== HotSpot -Xverify:all on the rewritten JDK java.util (patched into java.base) =="
 "$JAVA_HOME/bin/jimage" extract --dir "$OUT/jdk" --include 'regex:/java.base/java/util/[^/]*\.class' "$JAVA_HOME/lib/modules"
 mkdir -p "$OUT/probe"

@@ -258,13 +258,20 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-            println!(
-                "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
-                reg.map.len()
-            );
+            if coverage {
+                println!(
+                    "bci: {classes} classes, {rewritten} instrumented with coverage counters, {failed} left original"
+                );
+            } else {
+                println!(
+                    "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
+                    reg.map.len()
+                );
+            }
             if runtime_ids && rewritten > 0 {
                 println!(
-                    "bci: run it with the runtime jar (bci runtime-jar bci-runtime.jar) on the class path; it writes bci.data at exit for bci report"
+                    "bci: run it with the runtime jar (bci runtime-jar bci-runtime.jar) on the class path; it writes {} at exit for bci report",
+                    if coverage { "bci.cov" } else { "bci.data" }
                 );
             }
             if marked > 0 {
