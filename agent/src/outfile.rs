@@ -39,19 +39,24 @@ pub fn expand(pattern: &str, pid: u32, unix_secs: u64) -> Result<String, String>
     Ok(out)
 }
 
-/// `YYYY-MM-DD_HH-MM-SS` in UTC (civil-from-days, proleptic Gregorian).
-fn utc_stamp(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
+/// (year, month, day) of a day counted from 1970-01-01, proleptic Gregorian (H. Hinnant,
+/// "chrono-Compatible Low-Level Date Algorithms", civil_from_days).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = (if mp < 10 { mp + 3 } else { mp - 9 }) as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `YYYY-MM-DD_HH-MM-SS` in UTC.
+fn utc_stamp(secs: u64) -> String {
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     format!(
         "{y:04}-{m:02}-{d:02}_{:02}-{:02}-{:02}",
         rem / 3600,

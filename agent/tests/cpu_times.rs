@@ -7,69 +7,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn jdk_tool(name: &str) -> PathBuf {
-    if let Ok(home) = std::env::var("JAVA_HOME") {
-        let p = PathBuf::from(home).join("bin").join(name);
-        if p.exists() {
-            return p;
-        }
-    }
-    let p = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin").join(name);
-    if p.exists() {
-        return p;
-    }
-    PathBuf::from(name)
-}
-
-/// The cdylib in the test binary's target directory. `cargo test` builds only the rlib for
-/// integration tests, so the first call runs `cargo build --lib` for the same profile and
-/// target directory (a no-op when up to date).
-fn agent_lib() -> PathBuf {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let target_dir = profile_dir.parent().unwrap();
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--lib", "-p", "bci-agent"])
-            .env("CARGO_TARGET_DIR", target_dir);
-        if release {
-            cmd.arg("--release");
-        }
-        let o = cmd.output().unwrap();
-        let p = profile_dir.join("libbciagent.so");
-        if !o.status.success() {
-            // e.g. a sibling crate mid-edit in a shared tree: an existing build is still useful
-            assert!(
-                p.exists(),
-                "cargo build: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            eprintln!(
-                "warning: cargo build failed; testing the existing {}",
-                p.display()
-            );
-        }
-        assert!(p.exists(), "{} not built", p.display());
-        p
-    })
-    .clone()
-}
+mod common;
+use common::{agent_lib, jdk_tool, repo};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bciagent-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmp("test", name)
 }
 
 /// test-classes/*.java compiled once into a temp dir.

@@ -6,53 +6,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-fn jdk_tool(name: &str) -> PathBuf {
-    if let Ok(home) = std::env::var("JAVA_HOME") {
-        let p = PathBuf::from(home).join("bin").join(name);
-        if p.exists() {
-            return p;
-        }
-    }
-    let p = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin").join(name);
-    if p.exists() {
-        return p;
-    }
-    PathBuf::from(name)
-}
-
-/// The cdylib of this test's profile (built on first use, as in cpu_times.rs).
-fn agent_lib() -> PathBuf {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let target_dir = profile_dir.parent().unwrap();
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--lib", "-p", "bci-agent"])
-            .env("CARGO_TARGET_DIR", target_dir);
-        if release {
-            cmd.arg("--release");
-        }
-        let o = cmd.output().unwrap();
-        let p = profile_dir.join("libbciagent.so");
-        assert!(
-            p.exists(),
-            "cargo build: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        p
-    })
-    .clone()
-}
+mod common;
+use common::{agent_lib, jdk_tool};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bciagent-rel-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmp("rel", name)
 }
 
 /// Writes `src` as `<dir>/<class>.java` and compiles it into `dir`.

@@ -7,56 +7,14 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
-const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn jdk17() -> PathBuf {
-    match std::env::var("JAVA_HOME") {
-        Ok(h) if Path::new(&h).join("bin/java").exists() => PathBuf::from(h),
-        _ => PathBuf::from(JDK17),
-    }
-}
-
-/// The cdylib next to the test binary (built with `cargo build --lib`, as in cpu_times.rs).
-fn agent_lib() -> PathBuf {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap();
-        let target_dir = profile_dir.parent().unwrap();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--lib", "-p", "bci-agent"])
-            .env("CARGO_TARGET_DIR", target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let o = cmd.output().unwrap();
-        let p = profile_dir.join("libbciagent.so");
-        assert!(
-            o.status.success() || p.exists(),
-            "cargo build: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        p
-    })
-    .clone()
-}
+mod common;
+use common::{agent_lib, jdk17, repo};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bciagent-threads-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmp("threads", name)
 }
+
+const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
 /// Compiles test-classes/`rel` with `jdk`'s javac into a new temp dir.
 fn compile(jdk: &Path, rel: &str, tag: &str) -> PathBuf {

@@ -238,21 +238,11 @@ pub fn transform(
 fn dos_time(t: std::time::SystemTime) -> Option<zip::DateTime> {
     let secs = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible Low-Level Date
-    // Algorithms", civil_from_days).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = bciagent::outfile::civil_from_days(days);
     zip::DateTime::from_date_and_time(
         u16::try_from(year).ok()?,
-        month,
-        day,
+        month as u8,
+        day as u8,
         (rem / 3600) as u8,
         (rem / 60 % 60) as u8,
         (rem % 60) as u8,

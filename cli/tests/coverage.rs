@@ -280,6 +280,20 @@ fn coverage_counts_match_the_sources_exactly() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// `java [-Xverify:all] -Dbci.covfile=DATA -cp INST:RT CovBasics`.
+fn run_cov_basics(inst: &Path, rt: &Path, data: &Path, verify: bool) -> std::process::Output {
+    let mut c = Command::new(common::java_home().join("bin/java"));
+    if verify {
+        c.arg("-Xverify:all");
+    }
+    c.arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovBasics")
+        .output()
+        .unwrap()
+}
+
 /// The offline workflow as a user runs it: `bci instrument --coverage`, the runtime jar, two
 /// JVMs writing one data file (their counts add up), `bci report`. Every class passes
 /// -Xverify:all; instrumenting the output again changes nothing.
@@ -336,24 +350,8 @@ fn offline_coverage_with_the_runtime_jar() {
         );
     }
     let data = work.join("run.cov");
-    let java = |n: usize| {
-        let children: Vec<_> = (0..n)
-            .map(|_| {
-                Command::new(common::java_home().join("bin/java"))
-                    .arg("-Xverify:all")
-                    .arg(format!("-Dbci.covfile={}", data.display()))
-                    .arg("-cp")
-                    .arg(format!("{}:{}", inst.display(), rt.display()))
-                    .arg("CovBasics")
-                    .output()
-                    .unwrap()
-            })
-            .collect();
-        for o in children {
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        }
-    };
-    java(1);
+    let o = run_cov_basics(&inst, &rt, &data, true);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let one = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
     assert_eq!(one.sessions.len(), 1);
     // Each class's data is keyed by the hash of its original bytes.
@@ -369,17 +367,8 @@ fn offline_coverage_with_the_runtime_jar() {
     // Two more JVMs at once on the same file: nothing lost, three sessions.
     let threads: Vec<_> = (0..2)
         .map(|_| {
-            let (java_home, data, inst, rt) =
-                (common::java_home(), data.clone(), inst.clone(), rt.clone());
-            std::thread::spawn(move || {
-                Command::new(java_home.join("bin/java"))
-                    .arg(format!("-Dbci.covfile={}", data.display()))
-                    .arg("-cp")
-                    .arg(format!("{}:{}", inst.display(), rt.display()))
-                    .arg("CovBasics")
-                    .output()
-                    .unwrap()
-            })
+            let (inst, rt, data) = (inst.clone(), rt.clone(), data.clone());
+            std::thread::spawn(move || run_cov_basics(&inst, &rt, &data, false))
         })
         .collect();
     for t in threads {

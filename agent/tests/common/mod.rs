@@ -1,0 +1,68 @@
+//! Helpers the agent's integration tests share: the repository, JDK tools, the agent cdylib
+//! and scratch directories.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A JDK 17 home: $JAVA_HOME if it has bin/java, else Debian's.
+pub fn jdk17() -> PathBuf {
+    match std::env::var("JAVA_HOME") {
+        Ok(h) if Path::new(&h).join("bin/java").exists() => PathBuf::from(h),
+        _ => PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64"),
+    }
+}
+
+/// A JDK tool (java, javac …): $JAVA_HOME/bin, Debian's JDK 17, else the PATH.
+pub fn jdk_tool(name: &str) -> PathBuf {
+    let p = jdk17().join("bin").join(name);
+    if p.exists() {
+        p
+    } else {
+        PathBuf::from(name)
+    }
+}
+
+/// The cdylib in the test binary's target directory. `cargo test` builds only the rlib for
+/// integration tests, so the first call runs `cargo build --lib` for the same profile and
+/// target directory (a no-op when up to date).
+pub fn agent_lib() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--lib", "-p", "bci-agent"])
+            .env("CARGO_TARGET_DIR", target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let o = cmd.output().unwrap();
+        let p = profile_dir.join("libbciagent.so");
+        // a failed build with an existing library (a sibling crate mid-edit) still tests it
+        assert!(
+            o.status.success() || p.exists(),
+            "cargo build: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        p
+    })
+    .clone()
+}
+
+/// A fresh scratch directory `bciagent-<tag>-<pid>-<name>` under the temp dir.
+pub fn tmp(tag: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bciagent-{tag}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
