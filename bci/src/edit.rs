@@ -47,6 +47,10 @@ pub struct MethodEditor<'c, 'a> {
     before: Vec<(u32, Snippet)>,
     after: Vec<(u32, Snippet)>,
     catch_all: Option<Snippet>,
+    /// Code on one edge of a switch: (switch instruction, target pc, code). The cases going to
+    /// that target jump to a trampoline placed after the code, which runs the code and jumps
+    /// on to the target.
+    trampolines: Vec<(u32, u32, Snippet)>,
     new_locals: Vec<(u16, VType)>,
     next_local: u16,
     /// Force every 16-bit branch to its wide form (tests).
@@ -256,6 +260,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             before: Vec::new(),
             after: Vec::new(),
             catch_all: None,
+            trampolines: Vec::new(),
             new_locals: Vec::new(),
             next_local,
             force_wide_jumps: false,
@@ -397,6 +402,43 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     pub fn add_catch_all(&mut self, s: &Snippet) -> Result<()> {
         Self::neutral(s, "handler")?;
         self.catch_all.get_or_insert_with(Snippet::new).append(s);
+        Ok(())
+    }
+
+    /// Code run when switch `k` goes to `target_pc` (every case, or the default, that goes
+    /// there), and only then: those entries are sent to a trampoline after the method's code
+    /// that runs `s` and jumps on (`goto_w`), with the target's frame.
+    pub fn insert_on_switch_edge(&mut self, k: usize, target_pc: u32, s: &Snippet) -> Result<()> {
+        Self::neutral(s, "switch edge")?;
+        let i = *self
+            .insns
+            .get(k)
+            .ok_or_else(|| Error::new(ErrorKind::Edit, format!("no instruction {k}")))?;
+        if i.flow() != Flow::Switch {
+            return Err(Error::new(
+                ErrorKind::Edit,
+                format!(
+                    "instruction {k} ({}) is not a switch",
+                    opcodes::mnemonic(i.opcode)
+                ),
+            ));
+        }
+        let mut found = false;
+        i.for_each_target(self.code.code, |t| found |= t == target_pc as i64);
+        if !found {
+            return Err(Error::new(
+                ErrorKind::Edit,
+                format!("the switch at pc {} does not go to {target_pc}", i.pc),
+            ));
+        }
+        match self
+            .trampolines
+            .iter_mut()
+            .find(|t| t.0 == k as u32 && t.1 == target_pc)
+        {
+            Some(t) => t.2.append(s),
+            None => self.trampolines.push((k as u32, target_pc, s.clone())),
+        }
         Ok(())
     }
 
@@ -765,6 +807,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             prologue: self.prologue.len() as u32,
             end: 0,
         };
+        let mut tramp_pos: Vec<u32> = Vec::with_capacity(self.trampolines.len());
         let (end_pos, handler_pos, total) = loop {
             let mut shift = lay.prologue as i64;
             for e in lay.ev.iter_mut() {
@@ -782,6 +825,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             let mut pos = (code_len as i64 + shift) as u32;
             lay.end = pos;
             let end_pos = pos;
+            tramp_pos.clear();
+            for (_, _, s) in &self.trampolines {
+                tramp_pos.push(pos);
+                pos += s.len() as u32 + 5;
+            }
             let handler_pos = pos;
             if let Some(h) = &self.catch_all {
                 pos += h.len() as u32 + 1;
@@ -887,7 +935,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     }
                     let ob = (i.pc as usize + 4) & !3;
                     let rel = |o: i32| -> Result<[u8; 4]> {
-                        let t = map((i.pc as i64 + o as i64) as u32, At::Before)?;
+                        let pc = (i.pc as i64 + o as i64) as u32;
+                        let t = match self
+                            .trampolines
+                            .iter()
+                            .position(|t| t.0 == e.k && t.1 == pc)
+                        {
+                            Some(j) => tramp_pos[j],
+                            None => map(pc, At::Before)?,
+                        };
                         Ok(((t as i64 - here) as i32).to_be_bytes())
                     };
                     out.extend_from_slice(&rel(be32(code, ob) as i32)?);
@@ -915,6 +971,13 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         out.extend_from_slice(&code[copied..]);
         debug_assert_eq!((out.len() - BASE) as u32, end_pos);
+        for (j, (_, target, s)) in self.trampolines.iter().enumerate() {
+            debug_assert_eq!((out.len() - BASE) as u32, tramp_pos[j]);
+            out.extend_from_slice(s.bytes());
+            let at = (out.len() - BASE) as i64;
+            out.push(op::GOTO_W);
+            out.extend_from_slice(&((map(*target, At::Before)? as i64 - at) as i32).to_be_bytes());
+        }
         if let Some(h) = &self.catch_all {
             out.extend_from_slice(h.bytes());
             out.push(op::ATHROW);
@@ -1003,6 +1066,12 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         if let Some(h) = &self.catch_all {
             bump(1 + h.max_depth() as u32);
         }
+        for (_, target, s) in &self.trampolines {
+            let d = depths.depth_in[self.idx(*target)?];
+            if d != NONE {
+                bump(d + s.max_depth() as u32);
+            }
+        }
         if max_stack > 0xFFFF {
             return Err(Error::new(ErrorKind::TooLarge, "max_stack over 65535"));
         }
@@ -1033,10 +1102,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             .collect();
 
         let entry_frame_needed = !self.prologue.is_empty() && targets_zero;
-        let need_new_frames = add_catch_all || !widened_cond.is_empty() || entry_frame_needed;
+        let need_new_frames = add_catch_all
+            || !widened_cond.is_empty()
+            || entry_frame_needed
+            || !self.trampolines.is_empty();
         let mut smt_bytes: Option<Vec<u8>> = None;
-        let fast_frames =
-            self.new_locals.is_empty() && widened_cond.is_empty() && !entry_frame_needed;
+        let fast_frames = self.new_locals.is_empty()
+            && widened_cond.is_empty()
+            && !entry_frame_needed
+            && self.trampolines.is_empty();
         if self.cf.major >= 50 && (smt.is_some() || need_new_frames) && fast_frames {
             // Frames keep their contents: patch offsets in the byte stream, append the handler's.
             let mut extra = Vec::new();
@@ -1134,6 +1208,19 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         ));
                     }
                 }
+            }
+            for (j, (_, target, _)) in self.trampolines.iter().enumerate() {
+                // a switch target has a frame in the original table
+                let f = orig
+                    .binary_search_by_key(target, |f| f.offset)
+                    .map(|x| orig[x].clone())
+                    .map_err(|_| {
+                        Error::new(
+                            ErrorKind::Edit,
+                            format!("no frame at the switch target {target}"),
+                        )
+                    })?;
+                fs.push((tramp_pos[j], f));
             }
             if add_catch_all {
                 let t = cp.throwable()?;

@@ -183,6 +183,21 @@ fn coverage_counts_match_the_sources_exactly() {
     }
     check_sources(&analyzed, &sources, 1);
 
+    // `fallthrough` is counted through a switch trampoline (and exactly, above).
+    let (_, cov) = classes.iter().find(|(_, c)| c.name == "CovBasics").unwrap();
+    let ft = cov
+        .methods
+        .iter()
+        .find(|m| m.name == "fallthrough")
+        .unwrap();
+    assert!(
+        (0..ft.plan.counters.len()).any(|i| matches!(
+            ft.plan.site(&ft.cfg, i),
+            Some(bci_rewriter::flow::Site::Trampoline(_))
+        )),
+        "no trampoline in fallthrough"
+    );
+
     // Methods: entries exact; `never` not covered; filters.
     let main = analyzed.iter().find(|c| c.name == "CovBasics").unwrap();
     let method = |n: &str| main.methods.iter().find(|m| m.name == n).unwrap();

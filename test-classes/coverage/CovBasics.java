@@ -64,6 +64,23 @@ public class CovBasics {
         }
     }
 
+    /** Cases that fall into the next: counting the switch's edges needs trampolines. */
+    static int fallthrough(int k) {
+        int r = 0; // hits=5
+        switch (k) { // hits=5 br=3/4
+            case 1:
+                r += 1; // hits=2
+            case 2:
+                r += 2; // hits=3
+                break;
+            case 3:
+                r += 3; // hits=0
+            default:
+                r += 4; // hits=2
+        }
+        return r; // hits=5
+    }
+
     static int strings(String s) {
         switch (s) { // hits=4
             case "a":
@@ -131,6 +148,9 @@ public class CovBasics {
         }
         for (int k : new int[] {1, 2, 3, 4, 5, 6}) {
             cases(k);
+        }
+        for (int k : new int[] {1, 1, 2, 9, 9}) {
+            fallthrough(k);
         }
         for (String s : new String[] {"a", "b", "a", "zz"}) {
             strings(s);

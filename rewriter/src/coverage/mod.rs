@@ -312,10 +312,19 @@ fn emit(
             Some(Site::Before(k)) => ed.insert_before(insn(&m.cfg, k)?, &s)?,
             Some(Site::After(k)) => ed.insert_after(insn(&m.cfg, k)?, &s)?,
             Some(Site::Trampoline(e)) => {
-                return Err(Error::new(
-                    ErrorKind::Edit,
-                    format!("counter {i} ({c:?}) needs a trampoline on edge {e} (not built yet)"),
-                ))
+                // only switch cases into a shared target need one (conditional jumps are
+                // counted after the jump or at the target)
+                let edge = &m.cfg.edges[e as usize];
+                let (Some(to), crate::flow::EdgeKind::Switch { .. }) = (edge.to, &edge.kind) else {
+                    return Err(Error::new(
+                        ErrorKind::Edit,
+                        format!("counter {i} ({c:?}): no place for edge {e}"),
+                    ));
+                };
+                let k = m.cfg.blocks[edge.from as usize].end as usize - 1;
+                let first = m.cfg.blocks[to as usize].first as usize;
+                let pc = ed.insns()[first].pc;
+                ed.insert_on_switch_edge(k, pc, &s)?;
             }
             None => unreachable!("counter {i} is in the plan"),
         }
