@@ -42,6 +42,9 @@ fn main() {
     let cov = PathBuf::from("java/bci/runtime/Cov.java");
     println!("cargo:rerun-if-changed={}", cov.display());
     run_javac(&[], &out, &cov);
+    // The runtime jar holds every class compiled into bci/runtime (nested ones included):
+    // listed here so that a new class cannot be left out of it.
+    runtime_jar_list(&out);
     // The same runtime as java.lang.BciProbes, a member of java.base (defined by the agent at
     // early VMStart): callable from every module without read edges, and before VMInit. Two
     // builds: one reads the thread's state from the fields the agent adds to java.lang.Thread,
@@ -155,4 +158,28 @@ fn field_lookup(text: &str) -> String {
     text.replace(open, "")
         .replace(close, "")
         .replace("T s = cur();", "T s = Thread.currentThread().bci$t;")
+}
+
+/// Writes OUT_DIR/runtime_jar_classes.rs: a `&[(jar path, bytes)]` of every class file under
+/// `out`/bci/runtime, sorted.
+fn runtime_jar_list(out: &std::path::Path) {
+    let dir = out.join("bci/runtime");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".class"))
+        .collect();
+    names.sort();
+    let mut src = String::from("&[\n");
+    for n in names {
+        src.push_str(&format!(
+            "    (\"bci/runtime/{n}\", include_bytes!({:?})),\n",
+            dir.join(&n).display().to_string()
+        ));
+    }
+    src.push_str("]\n");
+    let dst = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()))
+        .join("runtime_jar_classes.rs");
+    std::fs::write(&dst, src).unwrap_or_else(|e| panic!("{}: {e}", dst.display()));
 }

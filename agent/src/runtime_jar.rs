@@ -1,6 +1,7 @@
 //! The classes of the runtime jar (`bci runtime-jar OUT`): bci/runtime/Probes, its thread
-//! state, the ended threads' aggregate, bci/runtime/Cov (coverage counters) and bci/runtime/Offline (method ids of offline-instrumented classes, standalone
-//! recording), as build.rs compiled them. The agent defines the same Probes (rules naming it)
+//! state, the ended threads' aggregate, bci/runtime/Cov (coverage counters) and
+//! bci/runtime/Offline (method ids of offline-instrumented classes, standalone recording), as
+//! build.rs compiled them. The agent defines the same Probes (rules naming it)
 //! and Offline at VMInit.
 
 pub const OFFLINE: &str = "bci/runtime/Offline";
@@ -14,34 +15,5 @@ pub const FORWARD_PROBES_CLASS: &[u8] = include_bytes!(concat!(
     "/java-forward/bci/runtime/Probes.class"
 ));
 
-/// (path in the jar, class bytes)
-pub const CLASSES: &[(&str, &[u8])] = &[
-    (
-        "bci/runtime/Probes.class",
-        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes.class")),
-    ),
-    (
-        "bci/runtime/Probes$T.class",
-        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$T.class")),
-    ),
-    (
-        "bci/runtime/Probes$A.class",
-        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$A.class")),
-    ),
-    ("bci/runtime/Offline.class", OFFLINE_CLASS),
-    (
-        "bci/runtime/Cov.class",
-        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Cov.class")),
-    ),
-    (
-        "bci/runtime/Cov$Slot.class",
-        include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Cov$Slot.class")),
-    ),
-    (
-        "bci/runtime/Offline$Sampler.class",
-        include_bytes!(concat!(
-            env!("OUT_DIR"),
-            "/java/bci/runtime/Offline$Sampler.class"
-        )),
-    ),
-];
+/// (path in the jar, class bytes): every class build.rs compiled into bci/runtime.
+pub const CLASSES: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/runtime_jar_classes.rs"));

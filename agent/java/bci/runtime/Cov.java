@@ -247,8 +247,52 @@ public final class Cov {
         }
     }
 
+    /** A thread and its counter array of one class (immutable: read in one load). */
+    static final class Last {
+        final Thread thread;
+        final long[] counts;
+
+        Last(Thread t, long[] a) {
+            thread = t;
+            counts = a;
+        }
+    }
+
+    /**
+     * Per class id: the last thread that asked for its array, with that array. A program whose
+     * classes run on one thread at a time finds its array here without the ThreadLocal.
+     */
+    private static volatile Last[] last = new Last[64];
+
     /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
     public static long[] arr(int cid, int n) {
+        Last[] l = last;
+        if (cid < l.length) {
+            Last x = l[cid];
+            if (x != null && x.thread == Thread.currentThread()) {
+                return x.counts;
+            }
+        }
+        long[] a = local(cid, n);
+        remember(cid, a);
+        return a;
+    }
+
+    private static void remember(int cid, long[] a) {
+        Last[] l = last;
+        if (cid >= l.length) {
+            synchronized (Cov.class) {
+                l = last;
+                if (cid >= l.length) {
+                    l = java.util.Arrays.copyOf(l, Math.max(cid + 1, l.length * 2));
+                    last = l;
+                }
+            }
+        }
+        l[cid] = new Last(Thread.currentThread(), a);
+    }
+
+    private static long[] local(int cid, int n) {
         Slot s = LOCAL.get();
         if (s != null) {
             long[][] t = s.tab;
