@@ -2,7 +2,7 @@
 //! Built without the `rewriter` feature, a stub leaves every class unchanged.
 
 use crate::options::Options;
-use crate::registry::{MethodRec, Registry};
+use crate::registry::Registry;
 
 pub const DEFAULT_RUNTIME_CLASS: &str = "bci/runtime/Probes";
 
@@ -26,7 +26,6 @@ pub const THREAD_CLASS: &str = "java/lang/Thread";
 /// runtime state, which the probes reach in two loads (`Thread.currentThread().bci$t`).
 /// Package-private, transient and synthetic. Must match the stub Thread in build.rs.
 pub const THREAD_FIELDS: &[(&str, &str)] = &[("bci$t", "Ljava/lang/BciProbes$T;")];
-const THREAD_FIELD_ACCESS: u16 = 0x0080 | 0x1000;
 
 /// What [`Engine::instrument`] returns: the new class bytes (`None`: unchanged) and the methods
 /// left original (`class.method(desc): reason`).
@@ -47,6 +46,10 @@ pub fn is_marked(bytes: &[u8]) -> bool {
 #[cfg(feature = "rewriter")]
 mod imp {
     use super::*;
+    use crate::registry::MethodRec;
+
+    /// Access of [`THREAD_FIELDS`]: package-private, transient, synthetic.
+    const THREAD_FIELD_ACCESS: u16 = 0x0080 | 0x1000;
     use bci_rewriter::{instrument_methods, MethodInfo, NewField, Outcome, ProbeRegistry, Rules};
 
     pub struct Engine {
@@ -174,11 +177,6 @@ mod imp {
         pub fn instrument(&self, _bytes: &[u8], _reg: &Registry) -> Result<Rewritten, String> {
             Ok((None, Vec::new()))
         }
-    }
-
-    #[allow(dead_code)]
-    fn _uses(_: MethodRec) -> (&'static [(&'static str, &'static str)], u16) {
-        (THREAD_FIELDS, THREAD_FIELD_ACCESS)
     }
 }
 

@@ -108,8 +108,6 @@ fn all() -> Vec<String> {
 
 #[derive(Clone, Debug)]
 struct Rule {
-    #[allow(dead_code)]
-    name: String,
     classes: Vec<Glob>,
     exclude_classes: Vec<Glob>,
     methods: Vec<Glob>,
@@ -192,9 +190,10 @@ impl Rules {
                 }
             }
             if probes.is_empty() {
+                let which = r.name.clone().unwrap_or_else(|| format!("rule {}", k + 1));
                 return Err(err(
                     span.start,
-                    "rule has no probes; expected e.g. probes = [\"enter\", \"exit\"]".to_string(),
+                    format!("{which} has no probes; expected e.g. probes = [\"enter\", \"exit\"]"),
                 ));
             }
             let mut exclude_classes: Vec<Glob> =
@@ -202,7 +201,6 @@ impl Rules {
             // The runtime must never call itself.
             exclude_classes.push(Glob::new(&format!("{runtime}*")));
             rules.push(Rule {
-                name: r.name.unwrap_or_else(|| format!("rule {}", k + 1)),
                 classes: r.classes.iter().map(|s| Glob::class(s)).collect(),
                 exclude_classes,
                 methods: r.methods.iter().map(|s| Glob::new(s)).collect(),
@@ -230,7 +228,6 @@ impl Rules {
             Err(_) => Rules {
                 runtime: DEFAULT_RUNTIME.to_string(),
                 rules: vec![Rule {
-                    name: "cpu-times".into(),
                     classes: vec![Glob::new("*")],
                     exclude_classes: vec![Glob::new("bci/runtime/*")],
                     methods: vec![Glob::new("*")],
