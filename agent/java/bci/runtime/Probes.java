@@ -1534,7 +1534,9 @@ public final class Probes {
             long[] cache = dm;
             long[] slf = nSelf;
             long[] md = this.md;
-            int[] mk = mdKey;
+            // a copy: a running thread adds keys while this reads them (two reads of one slot
+            // could disagree and index past the output)
+            int[] mk = mdKey.clone();
             long[] ss = sSelf;
             boolean tm = timed;
             int n = nNodes;
@@ -1577,7 +1579,7 @@ public final class Probes {
             out[o++] = nm;
             if (pair) {
                 for (int k = 0; k < mk.length; k++) {
-                    if (mk[k] > 0) {
+                    if (mk[k] > 0 && mk[k] <= nm) {
                         out[o + mk[k] - 1] = md[2 * k + 1];
                     }
                 }
