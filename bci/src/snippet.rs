@@ -120,6 +120,13 @@ impl Snippet {
         self.effect(0, 2);
         Ok(self)
     }
+    /// An instruction with a two-byte constant-pool operand and its stack effect.
+    fn cp16(&mut self, opcode: u8, index: u16, pops: i32, pushes: i32) -> &mut Self {
+        self.bytes.push(opcode);
+        self.bytes.extend_from_slice(&index.to_be_bytes());
+        self.effect(pops, pushes);
+        self
+    }
     /// invokestatic of a class method.
     pub fn invokestatic(
         &mut self,
@@ -130,38 +137,7 @@ impl Snippet {
     ) -> Result<&mut Self> {
         let (a, r) = desc::method_slots(desc)?;
         let i = cp.methodref(class, name, desc)?;
-        self.bytes.push(op::INVOKESTATIC);
-        self.bytes.extend_from_slice(&i.to_be_bytes());
-        self.effect(a as i32, r as i32);
-        Ok(self)
-    }
-    /// getstatic of a field.
-    pub fn getstatic(
-        &mut self,
-        cp: &mut CpBuilder<'_>,
-        class: &str,
-        name: &str,
-        desc: &str,
-    ) -> Result<&mut Self> {
-        let i = cp.fieldref(class, name, desc)?;
-        self.bytes.push(op::GETSTATIC);
-        self.bytes.extend_from_slice(&i.to_be_bytes());
-        self.effect(0, desc::slots(desc) as i32);
-        Ok(self)
-    }
-    /// putstatic of a field.
-    pub fn putstatic(
-        &mut self,
-        cp: &mut CpBuilder<'_>,
-        class: &str,
-        name: &str,
-        desc: &str,
-    ) -> Result<&mut Self> {
-        let i = cp.fieldref(class, name, desc)?;
-        self.bytes.push(op::PUTSTATIC);
-        self.bytes.extend_from_slice(&i.to_be_bytes());
-        self.effect(desc::slots(desc) as i32, 0);
-        Ok(self)
+        Ok(self.cp16(op::INVOKESTATIC, i, a as i32, r as i32))
     }
     /// invokevirtual of a class method (pops the receiver and the arguments).
     pub fn invokevirtual(
@@ -173,10 +149,29 @@ impl Snippet {
     ) -> Result<&mut Self> {
         let (a, r) = desc::method_slots(desc)?;
         let i = cp.methodref(class, name, desc)?;
-        self.bytes.push(op::INVOKEVIRTUAL);
-        self.bytes.extend_from_slice(&i.to_be_bytes());
-        self.effect(a as i32 + 1, r as i32);
-        Ok(self)
+        Ok(self.cp16(op::INVOKEVIRTUAL, i, a as i32 + 1, r as i32))
+    }
+    /// getstatic of a field.
+    pub fn getstatic(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let i = cp.fieldref(class, name, desc)?;
+        Ok(self.cp16(op::GETSTATIC, i, 0, desc::slots(desc) as i32))
+    }
+    /// putstatic of a field.
+    pub fn putstatic(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let i = cp.fieldref(class, name, desc)?;
+        Ok(self.cp16(op::PUTSTATIC, i, desc::slots(desc) as i32, 0))
     }
     /// Pushes a Class constant (`ldc` of a CONSTANT_Class; class files of version 49 and later).
     pub fn class_const(

@@ -25,6 +25,19 @@ fn javac(args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
     assert!(st.success(), "javac failed");
 }
 
+/// test-classes/coverage/*.java compiled with debug information into `out`: (the source
+/// directory, the sources).
+fn compile_sources(out: &Path) -> (PathBuf, Vec<PathBuf>) {
+    let src_dir = common::workspace().join("test-classes/coverage");
+    let sources: Vec<_> = std::fs::read_dir(&src_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    javac(&["-g"], out, &sources);
+    (src_dir, sources)
+}
+
 /// What a source line's comment says: `// hits=N` and optionally `br=C/T` (covered and total
 /// branch outcomes on the line).
 #[derive(Debug)]
@@ -109,13 +122,7 @@ fn coverage_counts_match_the_sources_exactly() {
     for d in [&orig, &inst, &rt] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let src_dir = ws.join("test-classes/coverage");
-    let sources: Vec<_> = std::fs::read_dir(&src_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "java"))
-        .collect();
-    javac(&["-g"], &orig, &sources);
+    let (src_dir, sources) = compile_sources(&orig);
     javac(&[], &rt, &[ws.join("agent/java/bci/runtime/Cov.java")]);
 
     // Instrument every class; class ids in file order, from 1.
@@ -322,13 +329,7 @@ fn offline_coverage_with_the_runtime_jar() {
     let _ = std::fs::remove_dir_all(&work);
     let (orig, inst) = (work.join("orig"), work.join("inst"));
     std::fs::create_dir_all(&orig).unwrap();
-    let src_dir = ws.join("test-classes/coverage");
-    let sources: Vec<_> = std::fs::read_dir(&src_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "java"))
-        .collect();
-    javac(&["-g"], &orig, &sources);
+    let (_, sources) = compile_sources(&orig);
     let bci = env!("CARGO_BIN_EXE_bci");
     let run = |args: &[&std::ffi::OsStr]| {
         let out = Command::new(bci).args(args).output().unwrap();

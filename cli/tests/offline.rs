@@ -3,8 +3,12 @@
 //! methods named and their counts exact; a modular jar runs (read edge to the runtime);
 //! instrumenting the output again changes nothing; output = input is refused. Every run uses
 //! HotSpot -Xverify:all, and our verifier checks the instrumented classes.
+/// The agent's test helpers: `agent_lib()` builds the cdylib (`cargo test` builds only the rlib).
+#[path = "../../agent/tests/common/mod.rs"]
+mod agent_common;
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
+use agent_common::agent_lib;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -379,27 +383,6 @@ fn modular_jar_instrumented_and_run() {
         assert_eq!(counts.get("com.acme.Main.twice"), Some(&5), "{counts:?}");
         assert_eq!(counts.get("com.acme.Main.main"), Some(&1), "{counts:?}");
     }
-}
-
-/// The agent's cdylib next to the bci binary, built first (`cargo test` builds only the rlib).
-fn agent_lib() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_bci"));
-    let profile_dir = bin.parent().unwrap().to_path_buf();
-    let target_dir = profile_dir.parent().unwrap();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--lib", "-p", "bci-agent"])
-        .env("CARGO_TARGET_DIR", target_dir);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let o = cmd.output().unwrap();
-    let lib = profile_dir.join("libbciagent.so");
-    assert!(
-        o.status.success() || lib.exists(),
-        "cargo build: {}",
-        text(&o.stderr)
-    );
-    lib
 }
 
 /// Offline-instrumented classes run under the agent: the agent leaves them as they are (one
