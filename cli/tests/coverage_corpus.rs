@@ -8,8 +8,8 @@
 mod common;
 
 use bci_rewriter::coverage::analysis::analyze;
-use bci_rewriter::coverage::{class_hash, plan_class};
 use bci_rewriter::coverage::data::CovData;
+use bci_rewriter::coverage::{class_hash, plan_class};
 use bci_rewriter::flow::Split;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -159,7 +159,12 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
         let (classes, instrumented, left, why) = instrument(jar, &inst);
         // Every class with code gets counters, every method with code too.
         assert!(classes > 400, "{stem}: only {classes} classes");
-        assert_eq!(left, 0, "{stem}: {left} classes left original:\n{}", why.join("\n"));
+        assert_eq!(
+            left,
+            0,
+            "{stem}: {left} classes left original:\n{}",
+            why.join("\n")
+        );
         assert!(why.is_empty(), "{stem}:\n{}", why.join("\n"));
         // Every class with a method with code is instrumented (the rest: interfaces and
         // annotations without code).
@@ -171,7 +176,10 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
                 !p.methods.is_empty()
             })
             .count();
-        assert_eq!(instrumented, with_code, "{stem}: {instrumented} of {classes} instrumented");
+        assert_eq!(
+            instrumented, with_code,
+            "{stem}: {instrumented} of {classes} instrumented"
+        );
 
         // Our verifier: the instrumented jar, its dependencies and the runtime jar as hierarchy.
         let mut cp: Vec<PathBuf> = extra.to_vec();
@@ -191,7 +199,10 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
         let (ok, total) = hotspot(&dir, &cp);
         assert_eq!(total, n);
         // Link failures unrelated to verification (an optional dependency absent) stay rare.
-        assert!(ok * 100 >= total * 98, "{stem}: only {ok} of {total} linked");
+        assert!(
+            ok * 100 >= total * 98,
+            "{stem}: only {ok} of {total} linked"
+        );
 
         // The analysis of every original class succeeds (no data: everything missed).
         let mut analysed = 0;
@@ -217,7 +228,13 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
             c.arg(format!("-Dbci.covfile={}", data.display()));
         }
         let o = c
-            .args(["-cp", cp, "org.mozilla.javascript.tools.shell.Main", "-e", script])
+            .args([
+                "-cp",
+                cp,
+                "org.mozilla.javascript.tools.shell.Main",
+                "-e",
+                script,
+            ])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -246,5 +263,8 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
     );
     // Every class in the data file is a rhino class of this build.
     assert_eq!(with_data, d.classes.len());
-    assert!(ran > 100 && methods_ran > 1000, "{ran} classes, {methods_ran} methods ran");
+    assert!(
+        ran > 100 && methods_ran > 1000,
+        "{ran} classes, {methods_ran} methods ran"
+    );
 }
