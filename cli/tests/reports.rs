@@ -307,3 +307,181 @@ fn jacoco_xml_is_valid_and_agrees_with_jacocos_own() {
     assert_eq!(class_counters(&xml), class_counters(&theirs));
     assert_eq!(class_counters(&xml).len(), 2);
 }
+
+/// The source line (1-based) of CovBasics.java that contains `needle`.
+fn line_of(r: &Run, needle: &str) -> u32 {
+    let text = std::fs::read_to_string(r.src_dir.join("CovBasics.java")).unwrap();
+    1 + text.lines().position(|l| l.contains(needle)).unwrap() as u32
+}
+
+/// Two data files of one run: every count doubled in Cobertura (line hits), LCOV (genhtml
+/// accepts it with no warning) and CSV (JaCoCo's columns); the console has a row per package.
+#[test]
+fn cobertura_lcov_csv_and_console_from_two_data_files() {
+    let r = setup("formats");
+    let copy = r.work.join("copy.cov");
+    std::fs::copy(&r.data, &copy).unwrap();
+    let (cob, info, csv) = (
+        r.work.join("out/cobertura.xml"),
+        r.work.join("out/cov.info"),
+        r.work.join("out/cov.csv"),
+    );
+    let o = bci(&[
+        os("report"),
+        os(&r.data),
+        os(&copy),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&r.src_dir),
+        os("--cobertura"),
+        os(&cob),
+        os("--lcov"),
+        os(&info),
+        os("--csv"),
+        os(&csv),
+    ]);
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        console.contains("1 classes analysed, 1 with data; 2 sessions"),
+        "{console}"
+    );
+    let k = &r.class.counters;
+    for row in ["(default) ", "total "] {
+        let l = console.lines().find(|l| l.starts_with(row)).unwrap();
+        for c in [k.instructions, k.branches, k.lines, k.methods, k.classes] {
+            assert!(
+                l.contains(&format!("({}/{})", c.covered, c.total())),
+                "{l}"
+            );
+        }
+    }
+
+    // Cobertura: well formed; the class's per-line hits are the data's, doubled.
+    let o = Command::new("xmllint")
+        .arg("--noout")
+        .arg(&cob)
+        .output()
+        .expect("xmllint (Debian libxml2-utils)");
+    assert!(o.status.success(), "{}", text(&o));
+    let xml = std::fs::read_to_string(&cob).unwrap();
+    let class_lines = &xml[xml.find("</methods>").unwrap()..xml.find("</class>").unwrap()];
+    let got: BTreeMap<u32, (u64, Option<String>)> = tags(class_lines, "line")
+        .into_iter()
+        .map(|t| {
+            (
+                attr(t, "number").unwrap().parse().unwrap(),
+                (
+                    attr(t, "hits").unwrap().parse().unwrap(),
+                    attr(t, "condition-coverage").map(String::from),
+                ),
+            )
+        })
+        .collect();
+    let want: BTreeMap<u32, (u64, Option<String>)> = r
+        .class
+        .lines
+        .iter()
+        .filter(|(_, l)| l.instructions.total() > 0)
+        .map(|(n, l)| {
+            let b = l.branches;
+            let cc = (b.total() > 0).then(|| {
+                format!("{}% ({}/{})", b.covered * 100 / b.total(), b.covered, b.total())
+            });
+            (*n, (2 * line_count(l), cc))
+        })
+        .collect();
+    assert_eq!(got, want);
+    let body = line_of(&r, "s += i; // hits=30");
+    assert_eq!(got[&body].0, 60);
+    let both = line_of(&r, "return a && b;");
+    assert_eq!(got[&both].1.as_deref(), Some("100% (4/4)"));
+    assert!(xml.contains("filename=\"CovBasics.java\""), "{xml}");
+
+    // LCOV: doubled counts; genhtml renders it with no warning.
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    assert!(lcov.contains("FNDA:6,CovBasics.loop(I)I"), "{lcov}");
+    assert!(lcov.contains(&format!("DA:{body},60\n")), "{lcov}");
+    assert!(
+        lcov.contains(&format!(
+            "SF:{}\n",
+            r.src_dir.join("CovBasics.java").display()
+        )),
+        "{lcov}"
+    );
+    let o = Command::new("genhtml")
+        .arg("--branch-coverage")
+        .arg("-o")
+        .arg(r.work.join("genhtml"))
+        .arg(&info)
+        .output()
+        .expect("genhtml (Debian lcov)");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).to_lowercase().contains("warning"), "{}", text(&o));
+
+    // CSV: JaCoCo's header and one row with the class's counters.
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(rows[0].starts_with("GROUP,PACKAGE,CLASS,INSTRUCTION_MISSED,"));
+    let want = format!(
+        "bci coverage,,CovBasics,{},{},{},{},{},{},{},{},{},{}",
+        k.instructions.missed,
+        k.instructions.covered,
+        k.branches.missed,
+        k.branches.covered,
+        k.lines.missed,
+        k.lines.covered,
+        k.complexity.missed,
+        k.complexity.covered,
+        k.methods.missed,
+        k.methods.covered
+    );
+    assert_eq!(rows[1], want);
+}
+
+/// A class whose data comes from another build is listed as stale and counted neither as run
+/// nor as not run; --include/--exclude select classes; a bad glob is refused by name.
+#[test]
+fn stale_classes_and_class_filters() {
+    let r = setup("stale");
+    // Another build of CovBasics: compiled without debug information (other bytes).
+    let other = r.work.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g:none")
+        .arg("-d")
+        .arg(&other)
+        .arg(r.src_dir.join("CovBasics.java"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let report = |classes: &Path, extra: &[&str]| -> String {
+        let mut args = vec![os("report"), os(&r.data), os("--classes"), os(classes)];
+        args.extend(extra.iter().map(os));
+        String::from_utf8_lossy(&bci(&args).stdout).into_owned()
+    };
+    let s = report(&other, &[]);
+    assert!(s.contains("stale: CovBasics: the data is from another build"), "{s}");
+    assert!(s.contains("0 classes analysed, 0 with data"), "{s}");
+    let total = s.lines().find(|l| l.starts_with("total")).unwrap();
+    assert!(total.contains("(0/0)") && !total.contains("(0/1)"), "{s}");
+
+    let s = report(&r.orig, &["--exclude", "Cov*"]);
+    assert!(s.contains("0 classes analysed"), "{s}");
+    let s = report(&r.orig, &["--include", "Nothing.*"]);
+    assert!(s.contains("0 classes analysed"), "{s}");
+    let s = report(&r.orig, &["--include", "Cov*", "--exclude", "x.*"]);
+    assert!(s.contains("1 classes analysed, 1 with data"), "{s}");
+
+    let o = Command::new(BCI)
+        .arg("report")
+        .arg(&r.data)
+        .arg("--classes")
+        .arg(&r.orig)
+        .args(["--include", "a.[b]"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("--include 'a.[b]': bad glob"), "{}", text(&o));
+}
