@@ -485,3 +485,136 @@ fn stale_classes_and_class_filters() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("--include 'a.[b]': bad glob"), "{}", text(&o));
 }
+
+/// Headless Chromium (Debian chromium) on a `file://` address: `--dump-dom` (the page after
+/// its scripts ran) or, with `shot`, a screenshot into that file.
+fn chromium(work: &Path, url: &str, shot: Option<&Path>) -> Option<String> {
+    let profile = work.join(format!("chromium-profile-{}", url.len()));
+    let _ = std::fs::remove_dir_all(&profile);
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    match shot {
+        Some(p) => c
+            .arg(format!("--screenshot={}", p.display()))
+            .arg("--window-size=1280,900"),
+        None => c.arg("--dump-dom"),
+    };
+    let o = c.arg(url).output().ok()?;
+    assert!(o.status.success(), "chromium {url}: {}", text(&o));
+    Some(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// The `href` of the first link whose text is `label`.
+fn link<'a>(dom: &'a str, label: &str) -> &'a str {
+    let end = dom
+        .find(&format!("\">{label}</a>"))
+        .unwrap_or_else(|| panic!("no link {label} in {dom}"));
+    let start = dom[..end].rfind("href=\"").unwrap() + 6;
+    &dom[start..end]
+}
+
+/// The HTML report opened from file:// in headless Chromium: the index shows the totals, the
+/// links lead through the package and the class to the source page, where a line's gutter has
+/// its hit count and a switch's branch marker says how many branches were missed; a table
+/// sorts by a column.
+#[test]
+fn html_report_in_headless_chromium() {
+    if Command::new("chromium").arg("--version").output().is_err() {
+        eprintln!("skipped: chromium is not installed (apt-get install -y chromium)");
+        return;
+    }
+    let r = setup("html");
+    let html = r.work.join("html");
+    bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&r.src_dir),
+        os("--html"),
+        os(&html),
+        os("--title"),
+        os("CovBasics run"),
+    ]);
+    // Nothing the pages load comes from the network.
+    for e in walk(&html) {
+        let t = std::fs::read_to_string(&e).unwrap();
+        assert!(!t.contains("http://") && !t.contains("https://"), "{}", e.display());
+    }
+    let url = |p: &Path| format!("file://{}", p.display());
+    let index = html.join("index.html");
+    let shot = r.work.join("index.png");
+    chromium(&r.work, &url(&index), Some(&shot)).unwrap();
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 1000, "screenshot");
+
+    let dom = chromium(&r.work, &url(&index), None).unwrap();
+    let k = &r.class.counters;
+    let foot = &dom[dom.find("<tfoot>").unwrap()..dom.find("</tfoot>").unwrap()];
+    assert!(foot.contains("Total"), "{foot}");
+    for c in [k.instructions, k.branches, k.lines, k.methods, k.classes] {
+        assert!(
+            foot.contains(&format!(">{} of {}<", c.missed, c.total())),
+            "{c:?} in {foot}"
+        );
+    }
+    let pct = k.lines.covered as f64 * 100.0 / k.lines.total() as f64;
+    assert!(foot.contains(&format!("{pct:.1}%")), "{foot}");
+
+    // index -> package -> class -> source, by the links' addresses.
+    let pkg = html.join(link(&dom, "(default)"));
+    let dom = chromium(&r.work, &url(&pkg), None).unwrap();
+    let class = pkg.parent().unwrap().join(link(&dom, "CovBasics"));
+    let dom = chromium(&r.work, &url(&class), None).unwrap();
+    let href = link(&dom, "loop(I)I");
+    let (file, frag) = href.split_once('#').unwrap();
+    assert_eq!(frag, format!("L{}", line_of(&r, "int s = 0; // hits=3")));
+    let src = class.parent().unwrap().join(file);
+    let dom = chromium(&r.work, &format!("{}#{frag}", url(&src)), None).unwrap();
+    let row = |nr: u32| -> String {
+        let s = dom.find(&format!("<tr id=\"L{nr}\"")).unwrap();
+        dom[s..s + dom[s..].find("</tr>").unwrap()].to_string()
+    };
+    let body = row(line_of(&r, "s += i; // hits=30"));
+    assert!(body.contains("class=\"fc\""), "{body}");
+    assert!(body.contains("<td class=\"hits\">30</td>"), "{body}");
+    assert!(body.contains("s += i;"), "{body}");
+    let switch = row(line_of(&r, "switch (k) { // hits=6 br=3/4"));
+    assert!(switch.contains("class=\"pc\""), "{switch}");
+    assert!(switch.contains("title=\"1 of 4 branches missed\""), "{switch}");
+    let never = r.class.methods.iter().find(|m| m.name == "never").unwrap();
+    let never = row(never.first_line.unwrap());
+    assert!(never.contains("class=\"nc\"") && never.contains("<td class=\"hits\">0</td>"), "{never}");
+
+    // Sorting (the script ran): methods by entries, most first.
+    let dom = chromium(&r.work, &format!("{}#sort=-9", url(&class)), None).unwrap();
+    let first = &dom[dom.find("<tbody>").unwrap()..];
+    let most = r.class.methods.iter().map(|m| m.entries).max().unwrap();
+    assert!(most > 1000);
+    let first_row = &first[..first.find("</tr>").unwrap()];
+    assert!(
+        first_row.ends_with(&format!("<td data-v=\"{most}\">{most}</td>")),
+        "{first_row}"
+    );
+}
+
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -23,7 +23,7 @@ const CSS: &str = "\
 body{font-family:sans-serif;font-size:14px;margin:1em 2em;color:#222}\
 h1{font-size:20px}.crumbs{margin-bottom:1em}.crumbs a{color:#036}\
 table.cov{border-collapse:collapse;margin-bottom:1em}\
-table.cov th,table.cov td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}\
+table.cov th,table.cov td{padding:2px 8px;white-space:nowrap;border-bottom:1px solid #ddd;text-align:right}\
 table.cov th:first-child,table.cov td:first-child{text-align:left}\
 table.cov thead th{background:#eee;cursor:pointer;user-select:none}\
 table.cov thead th.up:after{content:' \\25B2'}table.cov thead th.down:after{content:' \\25BC'}\
