@@ -409,6 +409,17 @@ fn cobertura_lcov_csv_and_console_from_two_data_files() {
         )),
         "{lcov}"
     );
+    assert!(lcov.starts_with("TN:bci_coverage\n"), "{lcov}");
+    for (key, v) in [
+        ("FNF", k.methods.total()),
+        ("FNH", k.methods.covered),
+        ("BRF", k.branches.total()),
+        ("BRH", k.branches.covered),
+        ("LF", k.lines.total()),
+        ("LH", k.lines.covered),
+    ] {
+        assert!(lcov.contains(&format!("\n{key}:{v}\n")), "{key}:{v} in {lcov}");
+    }
     let o = Command::new("genhtml")
         .arg("--branch-coverage")
         .arg("-o")
