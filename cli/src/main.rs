@@ -5,6 +5,7 @@ mod coverage;
 mod io;
 mod offline;
 mod progress;
+mod report;
 
 use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
 use clap::{Parser, Subcommand};
@@ -65,27 +66,49 @@ enum Cmd {
         /// The jar to write, e.g. bci-runtime.jar.
         output: PathBuf,
     },
-    /// Render the data file an offline-instrumented program wrote (bci.data) as the agent's
+    /// Coverage: `bci report DATA... --classes PATH...` merges the data files (bci.cov) and
+    /// writes a console summary and the reports asked for. cpu=times: `bci report bci.data
+    /// [OPTIONS]` renders the data file an offline-instrumented program wrote as the agent's
     /// report (HPROF cpu=times text by default).
     Report {
-        /// The data file (bci.data).
-        data: PathBuf,
-        /// Write the report here instead of stdout.
+        /// Coverage data files (bci.cov; counts add up), or one bci.data followed by report
+        /// options in the agent's syntax: thread=y, format=hprof|collapsed|methods, cutoff=,
+        /// lineno=n.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// cpu=times: write the report here instead of stdout.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Report options in the agent's syntax: thread=y, format=hprof|collapsed|methods,
-        /// cutoff=, lineno=n.
-        #[arg(default_value = "")]
-        options: String,
-        /// Coverage data (bci.cov): directories or jars of the original classes that ran.
+        /// Coverage: directories or jars of the original classes that ran (repeatable).
         #[arg(long)]
         classes: Vec<PathBuf>,
-        /// Coverage data: source roots (LCOV's SF paths are resolved against them).
+        /// Coverage: source roots (for the HTML source pages and the LCOV/Cobertura paths).
         #[arg(long)]
         sources: Vec<PathBuf>,
-        /// Coverage data: write an LCOV tracefile.
+        /// Coverage: only classes matching these dotted globs (repeatable).
+        #[arg(long)]
+        include: Vec<String>,
+        /// Coverage: leave out classes matching these dotted globs (repeatable).
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Coverage: the report's name (default "bci coverage").
+        #[arg(long)]
+        title: Option<String>,
+        /// Coverage: write JaCoCo XML (report.dtd).
+        #[arg(long)]
+        xml: Option<PathBuf>,
+        /// Coverage: write Cobertura XML (coverage-04.dtd) with exact line hits.
+        #[arg(long)]
+        cobertura: Option<PathBuf>,
+        /// Coverage: write an LCOV tracefile with exact counts.
         #[arg(long)]
         lcov: Option<PathBuf>,
+        /// Coverage: write JaCoCo-style CSV (one row per class).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Coverage: write an HTML report into this directory.
+        #[arg(long)]
+        html: Option<PathBuf>,
     },
     /// Sum coverage data files (counts add up exactly; the same class from two builds is an
     /// error unless --ignore-stale).
@@ -310,21 +333,41 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Report {
-            data,
+            inputs,
             output,
-            options,
             classes,
             sources,
+            include,
+            exclude,
+            title,
+            xml,
+            cobertura,
             lcov,
-        } => match if coverage::is_coverage_file(&data) {
-            coverage::report(&coverage::ReportArgs {
-                data: &data,
+            csv,
+            html,
+        } => match if coverage::is_coverage_file(&inputs[0]) {
+            report::run(&report::Args {
+                data: &inputs,
                 classes: &classes,
                 sources: &sources,
+                include: &include,
+                exclude: &exclude,
+                title: title.as_deref(),
+                xml: xml.as_deref(),
+                cobertura: cobertura.as_deref(),
                 lcov: lcov.as_deref(),
+                csv: csv.as_deref(),
+                html: html.as_deref(),
             })
+        } else if inputs.len() > 2 {
+            Err(format!(
+                "{}: not a coverage data file; a cpu=times report takes one data file and one \
+                 options argument",
+                inputs[0].display()
+            ))
         } else {
-            offline::report(&data, &options)
+            let options = inputs.get(1).map_or(String::new(), |o| o.display().to_string());
+            offline::report(&inputs[0], &options)
         } {
             Ok(text) => {
                 let res = match &output {

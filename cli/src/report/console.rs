@@ -1,0 +1,61 @@
+//! The console summary: one row per package and the total (instructions, branches, lines,
+//! methods, classes: % covered and covered/total), then the stale classes and errors.
+
+use super::{dotted_package, Package, Report};
+use bci_rewriter::coverage::analysis::{Counter, Counters};
+use std::fmt::Write;
+
+fn cell(c: Counter) -> String {
+    let p = if c.total() == 0 {
+        "     -".to_string()
+    } else {
+        format!("{:5.1}%", c.covered as f64 * 100.0 / c.total() as f64)
+    };
+    format!("{p} {:>13}", format!("({}/{})", c.covered, c.total()))
+}
+
+pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
+    let mut s = String::new();
+    let names: Vec<String> = packages.iter().map(|p| dotted_package(&p.name)).collect();
+    let w = names.iter().map(|k| k.len()).max().unwrap_or(7).max(7);
+    let _ = writeln!(s, "{}", r.title);
+    let _ = writeln!(
+        s,
+        "{:w$}  {:>20}  {:>20}  {:>20}  {:>20}  {:>20}",
+        "package", "instructions", "branches", "lines", "methods", "classes"
+    );
+    let row = |s: &mut String, name: &str, c: &Counters| {
+        let _ = writeln!(
+            s,
+            "{name:w$}  {:>20}  {:>20}  {:>20}  {:>20}  {:>20}",
+            cell(c.instructions),
+            cell(c.branches),
+            cell(c.lines),
+            cell(c.methods),
+            cell(c.classes)
+        );
+    };
+    for (p, n) in packages.iter().zip(&names) {
+        row(&mut s, n, &p.counters);
+    }
+    row(&mut s, "total", &Report::total(packages));
+    let files: Vec<String> = r.data_files.iter().map(|p| p.display().to_string()).collect();
+    let _ = writeln!(
+        s,
+        "{} classes analysed, {} with data; {} sessions in {}",
+        r.classes.len(),
+        r.with_data,
+        r.sessions.len(),
+        files.join(", ")
+    );
+    for c in &r.stale {
+        let _ = writeln!(
+            s,
+            "stale: {c}: the data is from another build of this class (left out of the counts)"
+        );
+    }
+    for e in &r.errors {
+        let _ = writeln!(s, "error: {e}");
+    }
+    s
+}

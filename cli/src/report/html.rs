@@ -1,0 +1,319 @@
+//! The HTML report: a self-contained directory (no network: the style sheet and the small
+//! sorting script are files of the directory) that works from `file://`.
+//!
+//! ```text
+//! index.html                  packages, with the totals
+//! <package>/index.html        its classes and source files (`default` for the default package)
+//! <package>/<Class>.html      its methods, each linked to its first line
+//! <package>/<File>.java.html  the source, each line coloured (covered, partly, missed) with
+//!                             its hit count in a gutter and a branch marker whose tooltip says
+//!                             "2 of 4 branches missed"
+//! ```
+//!
+//! Every table sorts by a click on a column's heading; `#sort=N` (or `#sort=-N`, descending)
+//! in a page's address sorts it by column N on load.
+
+use super::{dotted_package, esc, simple_name, Package, Report, SourceFile};
+use bci_rewriter::coverage::analysis::{Counter, Counters, Line, Status};
+use bci_rewriter::coverage::lcov::line_count;
+use std::fmt::Write;
+use std::path::Path;
+
+const CSS: &str = "\
+body{font-family:sans-serif;font-size:14px;margin:1em 2em;color:#222}\
+h1{font-size:20px}.crumbs{margin-bottom:1em}.crumbs a{color:#036}\
+table.cov{border-collapse:collapse;margin-bottom:1em}\
+table.cov th,table.cov td{padding:2px 8px;white-space:nowrap;border-bottom:1px solid #ddd;text-align:right}\
+table.cov th:first-child,table.cov td:first-child{text-align:left}\
+table.cov thead th{background:#eee;cursor:pointer;user-select:none}\
+table.cov thead th.up:after{content:' \\25B2'}table.cov thead th.down:after{content:' \\25BC'}\
+table.cov tfoot td{font-weight:bold;background:#f6f6f6}\
+.bar{display:inline-block;height:10px;width:80px;background:#d33;vertical-align:middle}\
+.bar span{display:block;height:10px;background:#3a3}\
+table.src{border-collapse:collapse;font-family:monospace;font-size:13px}\
+table.src td{padding:0 6px;white-space:pre;vertical-align:top}\
+table.src td.nr{color:#888;text-align:right}table.src td.hits{text-align:right;color:#555}\
+tr.fc td.code{background:#cfc}tr.pc td.code{background:#ffc}tr.nc td.code{background:#fbb}\
+td.br span{cursor:help;font-weight:bold}td.br span.pm{color:#b80}td.br span.nm{color:#c00}\
+td.br span.ok{color:#080}.note{color:#666}";
+
+const JS: &str = r#"(function(){
+function key(td){var v=td.getAttribute('data-v');return v===null?td.textContent:parseFloat(v);}
+function sort(t,col,desc){var b=t.tBodies[0];var rows=Array.prototype.slice.call(b.rows);
+rows.sort(function(x,y){var a=key(x.cells[col]),c=key(y.cells[col]);var r=a<c?-1:a>c?1:0;return desc?-r:r;});
+rows.forEach(function(r){b.appendChild(r);});
+var hs=t.tHead.rows[0].cells;for(var i=0;i<hs.length;i++){hs[i].className=i===col?(desc?'down':'up'):'';}}
+document.addEventListener('DOMContentLoaded',function(){
+var ts=document.querySelectorAll('table.cov');
+ts.forEach(function(t){var hs=t.tHead.rows[0].cells;for(var i=0;i<hs.length;i++){(function(i){
+hs[i].addEventListener('click',function(){sort(t,i,hs[i].className==='up');});})(i);}});
+var m=/sort=(-?)(\d+)/.exec(location.hash);if(m&&ts.length){sort(ts[0],parseInt(m[2],10),m[1]==='-');}
+});})();"#;
+
+fn page(title: &str, up: &str, crumbs: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{t}</title>\
+         <link rel=\"stylesheet\" href=\"{up}bci-report.css\">\
+         <script src=\"{up}bci-sort.js\"></script></head><body>\
+         <div class=\"crumbs\">{crumbs}</div><h1>{t}</h1>\n{body}\n\
+         <p class=\"note\">Made by bci {v}: hit counts are exact.</p></body></html>\n",
+        t = esc(title),
+        v = env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Cells of a counter: a bar, the percentage, and `missed of total`.
+fn cells(o: &mut String, c: Counter) {
+    let p = if c.total() == 0 {
+        -1.0
+    } else {
+        c.covered as f64 * 100.0 / c.total() as f64
+    };
+    let txt = if c.total() == 0 {
+        "-".to_string()
+    } else {
+        format!("{p:.1}%")
+    };
+    let w = if p < 0.0 { 0.0 } else { p };
+    let _ = write!(
+        o,
+        "<td data-v=\"{p:.3}\"><span class=\"bar\"><span style=\"width:{w:.0}%\"></span></span> {txt}</td>\
+         <td data-v=\"{}\">{} of {}</td>",
+        c.missed, c.missed, c.total()
+    );
+}
+
+const HEAD: &str = "<th>Instructions</th><th>Missed</th><th>Branches</th><th>Missed</th>\
+    <th>Lines</th><th>Missed</th><th>Methods</th><th>Missed</th>";
+
+fn counter_cells(o: &mut String, c: &Counters) {
+    for k in [c.instructions, c.branches, c.lines, c.methods] {
+        cells(o, k);
+    }
+}
+
+fn table(o: &mut String, first: &str, extra_head: &str, rows: &str, total: &Counters, extra: bool) {
+    let _ = write!(
+        o,
+        "<table class=\"cov\"><thead><tr><th>{first}</th>{HEAD}{extra_head}</tr></thead><tbody>{rows}</tbody><tfoot><tr><td>Total</td>"
+    );
+    counter_cells(o, total);
+    if extra {
+        cells(o, total.classes);
+    }
+    o.push_str("</tr></tfoot></table>");
+}
+
+/// The directory name of a package.
+fn package_dir(p: &str) -> String {
+    if p.is_empty() {
+        "default".into()
+    } else {
+        p.replace('/', ".")
+    }
+}
+
+fn class_page_name(c: &str) -> String {
+    format!("{}.html", c.rsplit('/').next().unwrap_or(c))
+}
+
+fn write_file(p: &Path, s: &str) -> Result<(), String> {
+    std::fs::write(p, s).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    write_file(&dir.join("bci-report.css"), CSS)?;
+    write_file(&dir.join("bci-sort.js"), JS)?;
+    let total = Report::total(packages);
+    let mut rows = String::new();
+    for p in packages {
+        let _ = write!(
+            rows,
+            "<tr><td><a href=\"{}/index.html\">{}</a></td>",
+            esc(&package_dir(&p.name)),
+            esc(&dotted_package(&p.name))
+        );
+        counter_cells(&mut rows, &p.counters);
+        cells(&mut rows, p.counters.classes);
+        rows.push_str("</tr>");
+    }
+    let mut body = String::new();
+    table(
+        &mut body,
+        "Package",
+        "<th>Classes</th><th>Missed</th>",
+        &rows,
+        &total,
+        true,
+    );
+    let _ = write!(
+        body,
+        "<p class=\"note\">{} classes, {} sessions.</p>",
+        r.classes.len(),
+        r.sessions.len()
+    );
+    if !r.stale.is_empty() {
+        body.push_str("<p>Stale (data from another build of the class, left out):</p><ul>");
+        for s in &r.stale {
+            let _ = write!(body, "<li>{}</li>", esc(&s.replace('/', ".")));
+        }
+        body.push_str("</ul>");
+    }
+    write_file(&dir.join("index.html"), &page(&r.title, "", "", &body))?;
+    for p in packages {
+        let pd = dir.join(package_dir(&p.name));
+        std::fs::create_dir_all(&pd).map_err(|e| format!("{}: {e}", pd.display()))?;
+        let pname = dotted_package(&p.name);
+        let crumbs = format!(
+            "<a href=\"../index.html\">{}</a> &gt; {}",
+            esc(&r.title),
+            esc(&pname)
+        );
+        let mut rows = String::new();
+        for c in &p.classes {
+            let _ = write!(
+                rows,
+                "<tr><td><a href=\"{}\">{}</a></td>",
+                esc(&class_page_name(&c.name)),
+                esc(&simple_name(&c.name))
+            );
+            counter_cells(&mut rows, &c.counters);
+            rows.push_str("</tr>");
+        }
+        let mut body = String::new();
+        table(&mut body, "Class", "", &rows, &p.counters, false);
+        let mut rows = String::new();
+        for f in &p.files {
+            let _ = write!(
+                rows,
+                "<tr><td><a href=\"{}.html\">{}</a></td>",
+                esc(&f.name),
+                esc(&f.name)
+            );
+            counter_cells(&mut rows, &f.counters);
+            rows.push_str("</tr>");
+        }
+        if !p.files.is_empty() {
+            table(&mut body, "Source file", "", &rows, &p.counters, false);
+        }
+        write_file(&pd.join("index.html"), &page(&pname, "../", &crumbs, &body))?;
+        for c in &p.classes {
+            let cname = simple_name(&c.name);
+            let crumbs = format!(
+                "<a href=\"../index.html\">{}</a> &gt; <a href=\"index.html\">{}</a> &gt; {}",
+                esc(&r.title),
+                esc(&pname),
+                esc(&cname)
+            );
+            let mut rows = String::new();
+            for m in &c.methods {
+                let label = format!("{}{}", m.name, m.desc);
+                match (&c.source_file, m.first_line) {
+                    (Some(sf), Some(l)) => {
+                        let _ = write!(
+                            rows,
+                            "<tr><td><a href=\"{}.html#L{l}\">{}</a></td>",
+                            esc(sf),
+                            esc(&label)
+                        );
+                    }
+                    _ => {
+                        let _ = write!(rows, "<tr><td>{}</td>", esc(&label));
+                    }
+                }
+                counter_cells(&mut rows, &m.counters);
+                let _ = write!(rows, "<td data-v=\"{0}\">{0}</td></tr>", m.entries);
+            }
+            let mut body = String::new();
+            table(&mut body, "Method", "<th>Entries</th>", &rows, &c.counters, false);
+            write_file(
+                &pd.join(class_page_name(&c.name)),
+                &page(&cname, "../", &crumbs, &body),
+            )?;
+        }
+        for f in &p.files {
+            let crumbs = format!(
+                "<a href=\"../index.html\">{}</a> &gt; <a href=\"index.html\">{}</a> &gt; {}",
+                esc(&r.title),
+                esc(&pname),
+                esc(&f.name)
+            );
+            let body = source(r, f);
+            write_file(
+                &pd.join(format!("{}.html", f.name)),
+                &page(&f.name, "../", &crumbs, &body),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The tooltip of a line's branch marker.
+pub fn branch_tip(l: &Line) -> String {
+    let b = l.branches;
+    if b.missed == 0 {
+        format!("All {} branches covered", b.total())
+    } else if b.covered == 0 {
+        format!("All {} branches missed", b.total())
+    } else {
+        format!("{} of {} branches missed", b.missed, b.total())
+    }
+}
+
+fn source(r: &Report, f: &SourceFile<'_>) -> String {
+    let text = r
+        .find_source(&f.path)
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let mut o = String::new();
+    if text.is_none() {
+        let _ = write!(
+            o,
+            "<p class=\"note\">Source file {} not found under the --sources roots; lines without text.</p>",
+            esc(&f.path)
+        );
+    }
+    let src: Vec<&str> = text.as_deref().map_or(Vec::new(), |t| t.lines().collect());
+    let last = f.lines.keys().next_back().copied().unwrap_or(0) as usize;
+    let n = src.len().max(last);
+    o.push_str("<table class=\"src\"><tbody>");
+    for i in 1..=n {
+        let l = f.lines.get(&(i as u32));
+        let status = l.map_or(Status::Empty, |l| l.status());
+        let class = match status {
+            Status::Empty => "",
+            Status::NotCovered => "nc",
+            Status::PartlyCovered => "pc",
+            Status::FullyCovered => "fc",
+        };
+        let hits = match l {
+            Some(l) if l.instructions.total() > 0 => line_count(l).to_string(),
+            _ => String::new(),
+        };
+        let br = match l {
+            Some(l) if l.branches.total() > 0 => {
+                let k = if l.branches.covered == 0 {
+                    "nm"
+                } else if l.branches.missed > 0 {
+                    "pm"
+                } else {
+                    "ok"
+                };
+                format!(
+                    "<span class=\"{k}\" title=\"{}\">&#9670;</span>",
+                    esc(&branch_tip(l))
+                )
+            }
+            _ => String::new(),
+        };
+        let code = src.get(i - 1).copied().unwrap_or("");
+        let _ = write!(
+            o,
+            "<tr id=\"L{i}\" class=\"{class}\"><td class=\"nr\">{i}</td><td class=\"hits\">{hits}</td>\
+             <td class=\"br\">{br}</td><td class=\"code\">{}</td></tr>",
+            esc(code)
+        );
+    }
+    o.push_str("</tbody></table>");
+    o
+}

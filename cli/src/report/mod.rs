@@ -1,0 +1,325 @@
+//! `bci report` for coverage data: data files merged, the original classes analysed
+//! ([`bci_rewriter::coverage::analysis`]), then written as a console summary (always), JaCoCo
+//! XML, Cobertura XML, LCOV, CSV and an HTML directory.
+//!
+//! The model follows JaCoCo's: a package's counters are the sum of its source files' (lines
+//! merged over the classes of one file) plus those of classes without a source file; the
+//! report's the sum of its packages'. Classes without code (interfaces with only abstract
+//! methods) are left out, as JaCoCo does, and so are stale classes (data of another build of
+//! the class): they are listed, never counted as run or as not run.
+
+mod console;
+mod cobertura;
+mod csv;
+mod html;
+mod jacoco_xml;
+
+use crate::progress::Progress;
+use bci_rewriter::coverage::analysis::{analyze, Class, Counter, Counters, Line, Status};
+use bci_rewriter::coverage::data::{CovData, Session};
+use bci_rewriter::coverage::{class_hash, lcov};
+use bci_rewriter::flow::Split;
+use bci_rewriter::Glob;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What `bci report` was asked for.
+pub struct Args<'a> {
+    pub data: &'a [PathBuf],
+    pub classes: &'a [PathBuf],
+    pub sources: &'a [PathBuf],
+    pub include: &'a [String],
+    pub exclude: &'a [String],
+    pub title: Option<&'a str>,
+    pub xml: Option<&'a Path>,
+    pub cobertura: Option<&'a Path>,
+    pub lcov: Option<&'a Path>,
+    pub csv: Option<&'a Path>,
+    pub html: Option<&'a Path>,
+}
+
+/// The analysed classes and what is known about the run.
+pub struct Report {
+    pub title: String,
+    pub sessions: Vec<Session>,
+    /// Classes with code, sorted by name.
+    pub classes: Vec<Class>,
+    /// Classes whose data comes from another build of the class: left out of the counts.
+    pub stale: Vec<String>,
+    pub errors: Vec<String>,
+    /// Classes that had data.
+    pub with_data: usize,
+    pub sources: Vec<PathBuf>,
+    pub data_files: Vec<PathBuf>,
+}
+
+/// One source file of a package: its classes and their lines merged.
+pub struct SourceFile<'a> {
+    /// `SourceFile` attribute (`C.java`).
+    pub name: String,
+    /// Package path and name (`a/b/C.java`).
+    pub path: String,
+    pub classes: Vec<&'a Class>,
+    pub lines: BTreeMap<u32, Line>,
+    pub counters: Counters,
+}
+
+pub struct Package<'a> {
+    /// Internal form (`a/b`; `""` for the default package).
+    pub name: String,
+    pub classes: Vec<&'a Class>,
+    pub files: Vec<SourceFile<'a>>,
+    pub counters: Counters,
+}
+
+/// Adds one line's counts to another (same line of two methods or classes).
+pub fn add_line(into: &mut Line, l: &Line) {
+    into.instructions.add(l.instructions);
+    into.branches.add(l.branches);
+    into.hits = into.hits.saturating_add(l.hits);
+    into.max_hits = into.max_hits.max(l.max_hits);
+}
+
+/// JaCoCo's LINE counter of a set of lines.
+pub fn line_counter(lines: &BTreeMap<u32, Line>) -> Counter {
+    let mut c = Counter::default();
+    for l in lines.values() {
+        match l.status() {
+            Status::Empty => {}
+            Status::NotCovered => c.missed += 1,
+            _ => c.covered += 1,
+        }
+    }
+    c
+}
+
+/// The package of an internal class name (`a/b` of `a/b/C`).
+pub fn package_of(class: &str) -> &str {
+    class.rfind('/').map_or("", |i| &class[..i])
+}
+
+/// The package in dotted form; the default package is `(default)`.
+pub fn dotted_package(p: &str) -> String {
+    if p.is_empty() {
+        "(default)".into()
+    } else {
+        p.replace('/', ".")
+    }
+}
+
+/// The simple name of a class as Java writes it (`Outer.Inner`).
+pub fn simple_name(class: &str) -> String {
+    class.rsplit('/').next().unwrap_or(class).replace('$', ".")
+}
+
+impl Report {
+    /// Reads and merges the data files, reads and analyses the classes.
+    pub fn build(a: &Args<'_>, progress: &Progress) -> Result<Report, String> {
+        if a.classes.is_empty() {
+            return Err("--classes: name the directories or jars of the classes that ran".into());
+        }
+        for (opt, pats) in [("--include", a.include), ("--exclude", a.exclude)] {
+            for p in pats {
+                Glob::check(p).map_err(|e| format!("{opt} '{p}': bad glob: {e}"))?;
+            }
+        }
+        let include: Vec<Glob> = a.include.iter().map(|p| Glob::class(p)).collect();
+        let exclude: Vec<Glob> = a.exclude.iter().map(|p| Glob::class(p)).collect();
+        // Data of several files: counts of one (class, hash) add up; the same class under two
+        // hashes stays apart (each build's class is matched by its own hash).
+        let mut data = CovData::default();
+        for p in a.data {
+            let d = crate::coverage::read(p)?;
+            for ((name, hash), v) in &d.classes {
+                data.add_class(name, *hash, v)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            data.sessions.extend(d.sessions);
+        }
+        let mut all = Vec::new();
+        for root in a.classes {
+            let entries = bci_verify::ClassPath::read_all(root)
+                .map_err(|e| format!("{}: {e}", root.display()))?;
+            all.extend(entries.into_iter().map(|(e, b)| (root, e, b)));
+        }
+        progress.start(all.len());
+        let mut r = Report {
+            title: a.title.unwrap_or("bci coverage").to_string(),
+            sessions: data.sessions.clone(),
+            classes: Vec::new(),
+            stale: Vec::new(),
+            errors: Vec::new(),
+            with_data: 0,
+            sources: a.sources.to_vec(),
+            data_files: a.data.to_vec(),
+        };
+        let mut seen = BTreeMap::new();
+        for (root, entry, bytes) in all {
+            progress.inc();
+            if entry.starts_with("META-INF/") || entry.ends_with("module-info.class") {
+                continue;
+            }
+            let Ok(cf) = bci::ClassFile::parse(&bytes) else {
+                r.errors
+                    .push(format!("{}: {entry}: not a class file", root.display()));
+                continue;
+            };
+            let Ok(name) = cf.name().map(|n| n.into_owned()) else {
+                r.errors
+                    .push(format!("{}: {entry}: no class name", root.display()));
+                continue;
+            };
+            if (!include.is_empty() && !include.iter().any(|g| g.matches(&name)))
+                || exclude.iter().any(|g| g.matches(&name))
+            {
+                continue;
+            }
+            if let Some(first) = seen.insert(name.clone(), root.clone()) {
+                r.errors.push(format!(
+                    "{}: {name}: also in {}; the first one is reported",
+                    root.display(),
+                    first.display()
+                ));
+                continue;
+            }
+            let hash = class_hash(&bytes);
+            let counts = data.counts(&name, hash);
+            if counts.is_none() && data.is_stale(&name, hash) {
+                // Never reported as not run: the class did run, in another build.
+                r.stale.push(name.clone());
+                continue;
+            }
+            match analyze(&bytes, counts, Split::AfterCalls) {
+                Ok(c) if c.counters.instructions.total() > 0 => {
+                    r.with_data += counts.is_some() as usize;
+                    r.classes.push(c);
+                }
+                Ok(_) => {}
+                Err(e) => r.errors.push(format!("{}: {name}: {e}", root.display())),
+            }
+        }
+        progress.finish();
+        r.classes.sort_by(|x, y| x.name.cmp(&y.name));
+        Ok(r)
+    }
+
+    /// Packages (sorted by name) with their source files and counters.
+    pub fn packages(&self) -> Vec<Package<'_>> {
+        let mut by: BTreeMap<&str, Vec<&Class>> = BTreeMap::new();
+        for c in &self.classes {
+            by.entry(package_of(&c.name)).or_default().push(c);
+        }
+        by.into_iter()
+            .map(|(name, classes)| {
+                let mut files: BTreeMap<String, SourceFile<'_>> = BTreeMap::new();
+                let mut counters = Counters::default();
+                for c in &classes {
+                    let Some(sf) = &c.source_file else {
+                        counters.add(&c.counters);
+                        continue;
+                    };
+                    let f = files.entry(sf.clone()).or_insert_with(|| SourceFile {
+                        name: sf.clone(),
+                        path: lcov::source_path(c),
+                        classes: Vec::new(),
+                        lines: BTreeMap::new(),
+                        counters: Counters::default(),
+                    });
+                    f.classes.push(c);
+                    f.counters.add(&c.counters);
+                    for (l, x) in &c.lines {
+                        add_line(f.lines.entry(*l).or_default(), x);
+                    }
+                }
+                let files: Vec<SourceFile<'_>> = files
+                    .into_values()
+                    .map(|mut f| {
+                        f.counters.lines = line_counter(&f.lines);
+                        counters.add(&f.counters);
+                        f
+                    })
+                    .collect();
+                Package {
+                    name: name.to_string(),
+                    classes,
+                    files,
+                    counters,
+                }
+            })
+            .collect()
+    }
+
+    /// The sum of the packages' counters.
+    pub fn total(packages: &[Package<'_>]) -> Counters {
+        let mut t = Counters::default();
+        for p in packages {
+            t.add(&p.counters);
+        }
+        t
+    }
+
+    /// Where a source file (`a/b/C.java`) is under the source roots, if it is.
+    pub fn find_source(&self, path: &str) -> Option<PathBuf> {
+        self.sources
+            .iter()
+            .map(|r| r.join(path))
+            .find(|p| p.is_file())
+    }
+
+    /// The path LCOV and Cobertura name a source file by: the source root as given joined
+    /// with the package path when the file is there, else the package path.
+    pub fn source_name(&self, path: &str) -> String {
+        self.find_source(path)
+            .unwrap_or_else(|| PathBuf::from(path))
+            .display()
+            .to_string()
+    }
+}
+
+fn write_file(p: &Path, text: &str) -> Result<(), String> {
+    if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// `bci report` on coverage data: writes the files asked for, returns the console summary.
+pub fn run(a: &Args<'_>) -> Result<String, String> {
+    let progress = Progress::new("classes");
+    let r = Report::build(a, &progress)?;
+    let packages = r.packages();
+    if let Some(p) = a.xml {
+        write_file(p, &jacoco_xml::write(&r, &packages))?;
+    }
+    if let Some(p) = a.cobertura {
+        write_file(p, &cobertura::write(&r, &packages))?;
+    }
+    if let Some(p) = a.lcov {
+        let text = lcov::write(&r.classes, &r.title, &|rel| r.source_name(rel));
+        write_file(p, &text)?;
+    }
+    if let Some(p) = a.csv {
+        write_file(p, &csv::write(&r, &packages))?;
+    }
+    if let Some(d) = a.html {
+        html::write(&r, &packages, d)?;
+    }
+    Ok(console::write(&r, &packages))
+}
+
+/// Escapes text for XML and HTML (content and double-quoted attributes).
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\t' && c != '\n' && c != '\r' => {}
+            c => o.push(c),
+        }
+    }
+    o
+}

@@ -1,0 +1,631 @@
+//! `bci report` on coverage data, checked by the real consumers: xmllint against JaCoCo's
+//! report.dtd and against JaCoCo's own XML for the same run (Debian libjacoco-java), xmllint
+//! and the data for Cobertura, genhtml for LCOV, headless Chromium for the HTML report.
+//! The program is test-classes/coverage/CovBasics.java, instrumented offline and run with the
+//! runtime jar under -Xverify:all.
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use bci_rewriter::coverage::analysis::{analyze, Class};
+use bci_rewriter::coverage::class_hash;
+use bci_rewriter::coverage::data::CovData;
+use bci_rewriter::coverage::lcov::line_count;
+use bci_rewriter::flow::Split;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BCI: &str = env!("CARGO_BIN_EXE_bci");
+
+/// CovBasics compiled, instrumented, run once: the data file and the analysis of it.
+struct Run {
+    work: PathBuf,
+    orig: PathBuf,
+    src_dir: PathBuf,
+    data: PathBuf,
+    class: Class,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.work);
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn bci(args: &[&std::ffi::OsStr]) -> Output {
+    let o = Command::new(BCI).args(args).output().unwrap();
+    assert!(o.status.success(), "bci {args:?}: {}", text(&o));
+    o
+}
+
+fn os<T: AsRef<std::ffi::OsStr> + ?Sized>(s: &T) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+fn setup(tag: &str) -> Run {
+    let ws = common::workspace();
+    let work = ws.join(format!("target/test-out/reports-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let (orig, inst) = (work.join("orig"), work.join("inst"));
+    std::fs::create_dir_all(&orig).unwrap();
+    let src_dir = ws.join("test-classes/coverage");
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&orig)
+        .arg(src_dir.join("CovBasics.java"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac failed");
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    let data = work.join("run.cov");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg("-Xverify:all")
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovBasics")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+    let bytes = std::fs::read(orig.join("CovBasics.class")).unwrap();
+    let counts = d.counts("CovBasics", class_hash(&bytes));
+    assert!(counts.is_some(), "no data for CovBasics");
+    let class = analyze(&bytes, counts, Split::AfterCalls).unwrap();
+    Run {
+        work,
+        orig,
+        src_dir,
+        data,
+        class,
+    }
+}
+
+/// Attribute `name="..."` of an XML start tag.
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let p = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let end = tag[p..].find('"')?;
+    Some(&tag[p..p + end])
+}
+
+/// The start tags named `el` in `xml`, in order.
+fn tags<'a>(xml: &'a str, el: &str) -> Vec<&'a str> {
+    let open = format!("<{el} ");
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(p) = xml[at..].find(&open) {
+        let s = at + p;
+        let e = s + xml[s..].find('>').unwrap();
+        out.push(&xml[s..=e]);
+        at = e;
+    }
+    out
+}
+
+/// Per line `nr -> (mi, ci, mb, cb)` of a JaCoCo XML report.
+fn jacoco_lines(xml: &str) -> BTreeMap<u32, [u64; 4]> {
+    tags(xml, "line")
+        .into_iter()
+        .map(|t| {
+            let n = |a| attr(t, a).unwrap().parse::<u64>().unwrap();
+            (n("nr") as u32, [n("mi"), n("ci"), n("mb"), n("cb")])
+        })
+        .collect()
+}
+
+/// Per method `name+desc -> (first line, its counters as written)` of a JaCoCo XML report.
+fn jacoco_methods(xml: &str) -> BTreeMap<String, (Option<u32>, String)> {
+    let mut out = BTreeMap::new();
+    for part in xml.split("<method ").skip(1) {
+        let tag = format!("<method {}", &part[..part.find('>').unwrap() + 1]);
+        let body = &part[..part.find("</method>").unwrap()];
+        let counters = body[body.find('>').unwrap() + 1..].to_string();
+        let key = format!(
+            "{}{}",
+            attr(&tag, "name").unwrap(),
+            attr(&tag, "desc").unwrap()
+        );
+        let line = attr(&tag, "line").map(|l| l.parse().unwrap());
+        out.insert(key, (line, counters));
+    }
+    out
+}
+
+fn jacoco_jar(name: &str) -> PathBuf {
+    PathBuf::from("/usr/share/java").join(name)
+}
+
+/// JaCoCo's XML for CovBasics run under JaCoCo 0.8.6's agent (Debian libjacoco-java), made by
+/// JaCoCo's report API (cli/tests/fixtures/jacoco/JacocoXml.java).
+fn jacoco_xml(r: &Run) -> String {
+    let tools = r.work.join("jacoco");
+    std::fs::create_dir_all(&tools).unwrap();
+    let st = Command::new("unzip")
+        .args(["-q", "-o"])
+        .arg(jacoco_jar("org.jacoco.agent.jar"))
+        .arg("jacocoagent.jar")
+        .arg("-d")
+        .arg(&tools)
+        .status()
+        .unwrap();
+    assert!(st.success(), "unzip jacocoagent.jar");
+    let cp = [
+        "org.jacoco.core.jar",
+        "org.jacoco.report.jar",
+        "asm.jar",
+        "asm-commons.jar",
+        "asm-tree.jar",
+    ]
+    .map(|j| jacoco_jar(j).display().to_string())
+    .join(":");
+    let src = common::workspace().join("cli/tests/fixtures/jacoco/JacocoXml.java");
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-cp")
+        .arg(&cp)
+        .arg("-d")
+        .arg(&tools)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac JacocoXml");
+    let exec = tools.join("jacoco.exec");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg(format!(
+            "-javaagent:{}=destfile={}",
+            tools.join("jacocoagent.jar").display(),
+            exec.display()
+        ))
+        .arg("-cp")
+        .arg(&r.orig)
+        .arg("CovBasics")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = tools.join("jacoco.xml");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg("-cp")
+        .arg(format!("{cp}:{}", tools.display()))
+        .arg("JacocoXml")
+        .arg(&exec)
+        .arg(&r.orig)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// Methods where JaCoCo 0.8.6 filters compiler-generated code that bci's analysis does not
+/// filter yet, so the two differ by definition: `caught` (javac's copies of a `finally`
+/// block) and `strings` (the hash dispatch of a string switch).
+const JACOCO_FILTERS: [&str; 2] = ["caught(I)I", "strings(Ljava/lang/String;)I"];
+
+#[test]
+fn jacoco_xml_is_valid_and_agrees_with_jacocos_own() {
+    if !jacoco_jar("org.jacoco.report.jar").exists() {
+        eprintln!("skipped: /usr/share/java/org.jacoco.report.jar absent (apt-get install libjacoco-java)");
+        return;
+    }
+    let r = setup("jacoco");
+    let ours = r.work.join("bci.xml");
+    bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--xml"),
+        os(&ours),
+        os("--title"),
+        os("CovBasics <run>"),
+    ]);
+    // report.dtd from JaCoCo's own jar; xmllint validates against it.
+    let dtd = r.work.join("report.dtd");
+    let o = Command::new("unzip")
+        .arg("-p")
+        .arg(jacoco_jar("org.jacoco.report.jar"))
+        .arg("org/jacoco/report/xml/report.dtd")
+        .output()
+        .unwrap();
+    assert!(o.status.success() && !o.stdout.is_empty());
+    std::fs::write(&dtd, &o.stdout).unwrap();
+    let o = Command::new("xmllint")
+        .arg("--noout")
+        .arg("--dtdvalid")
+        .arg(&dtd)
+        .arg(&ours)
+        .output()
+        .expect("xmllint (Debian libxml2-utils, in cli/ci-packages.txt)");
+    assert!(o.status.success(), "{}", text(&o));
+    let xml = std::fs::read_to_string(&ours).unwrap();
+    assert!(xml.contains("<report name=\"CovBasics &lt;run&gt;\">"), "{xml}");
+    assert_eq!(tags(&xml, "sessioninfo").len(), 1, "{xml}");
+
+    let theirs = jacoco_xml(&r);
+    let (mine, jac) = (jacoco_methods(&xml), jacoco_methods(&theirs));
+    assert_eq!(
+        mine.keys().collect::<Vec<_>>(),
+        jac.keys().collect::<Vec<_>>(),
+        "the same methods"
+    );
+    // Lines of the methods JaCoCo filters, which are compared no further.
+    let mut skip = Vec::new();
+    for m in JACOCO_FILTERS {
+        let am = r
+            .class
+            .methods
+            .iter()
+            .find(|x| format!("{}{}", x.name, x.desc) == m)
+            .unwrap();
+        skip.extend(am.lines.keys().copied());
+    }
+    let mut wrong = Vec::new();
+    for (k, v) in &jac {
+        if !JACOCO_FILTERS.contains(&k.as_str()) && mine[k] != *v {
+            wrong.push(format!("method {k}: bci {:?}, JaCoCo {v:?}", mine[k]));
+        }
+    }
+    let (ml, jl) = (jacoco_lines(&xml), jacoco_lines(&theirs));
+    let mut compared = 0;
+    let all: std::collections::BTreeSet<u32> = ml.keys().chain(jl.keys()).copied().collect();
+    for nr in &all {
+        if skip.contains(nr) {
+            continue;
+        }
+        compared += 1;
+        if ml.get(nr) != jl.get(nr) {
+            wrong.push(format!(
+                "line {nr}: bci {:?}, JaCoCo {:?}",
+                ml.get(nr),
+                jl.get(nr)
+            ));
+        }
+    }
+    assert!(compared > 60, "only {compared} lines compared");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // Class-level METHOD and CLASS counters agree too (the filters change no method count).
+    let class_counters = |x: &str| -> Vec<String> {
+        let c = &x[x.rfind("</method>").unwrap()..x.find("</class>").unwrap()];
+        tags(c, "counter")
+            .into_iter()
+            .filter(|t| matches!(attr(t, "type"), Some("METHOD" | "CLASS")))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(class_counters(&xml), class_counters(&theirs));
+    assert_eq!(class_counters(&xml).len(), 2);
+}
+
+/// The source line (1-based) of CovBasics.java that contains `needle`.
+fn line_of(r: &Run, needle: &str) -> u32 {
+    let text = std::fs::read_to_string(r.src_dir.join("CovBasics.java")).unwrap();
+    1 + text.lines().position(|l| l.contains(needle)).unwrap() as u32
+}
+
+/// Two data files of one run: every count doubled in Cobertura (line hits), LCOV (genhtml
+/// accepts it with no warning) and CSV (JaCoCo's columns); the console has a row per package.
+#[test]
+fn cobertura_lcov_csv_and_console_from_two_data_files() {
+    let r = setup("formats");
+    let copy = r.work.join("copy.cov");
+    std::fs::copy(&r.data, &copy).unwrap();
+    let (cob, info, csv) = (
+        r.work.join("out/cobertura.xml"),
+        r.work.join("out/cov.info"),
+        r.work.join("out/cov.csv"),
+    );
+    let o = bci(&[
+        os("report"),
+        os(&r.data),
+        os(&copy),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&r.src_dir),
+        os("--cobertura"),
+        os(&cob),
+        os("--lcov"),
+        os(&info),
+        os("--csv"),
+        os(&csv),
+    ]);
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        console.contains("1 classes analysed, 1 with data; 2 sessions"),
+        "{console}"
+    );
+    let k = &r.class.counters;
+    for row in ["(default) ", "total "] {
+        let l = console.lines().find(|l| l.starts_with(row)).unwrap();
+        for c in [k.instructions, k.branches, k.lines, k.methods, k.classes] {
+            assert!(
+                l.contains(&format!("({}/{})", c.covered, c.total())),
+                "{l}"
+            );
+        }
+    }
+
+    // Cobertura: well formed; the class's per-line hits are the data's, doubled.
+    let o = Command::new("xmllint")
+        .arg("--noout")
+        .arg(&cob)
+        .output()
+        .expect("xmllint (Debian libxml2-utils)");
+    assert!(o.status.success(), "{}", text(&o));
+    let xml = std::fs::read_to_string(&cob).unwrap();
+    let class_lines = &xml[xml.find("</methods>").unwrap()..xml.find("</class>").unwrap()];
+    let got: BTreeMap<u32, (u64, Option<String>)> = tags(class_lines, "line")
+        .into_iter()
+        .map(|t| {
+            (
+                attr(t, "number").unwrap().parse().unwrap(),
+                (
+                    attr(t, "hits").unwrap().parse().unwrap(),
+                    attr(t, "condition-coverage").map(String::from),
+                ),
+            )
+        })
+        .collect();
+    let want: BTreeMap<u32, (u64, Option<String>)> = r
+        .class
+        .lines
+        .iter()
+        .filter(|(_, l)| l.instructions.total() > 0)
+        .map(|(n, l)| {
+            let b = l.branches;
+            let cc = (b.total() > 0).then(|| {
+                format!("{}% ({}/{})", b.covered * 100 / b.total(), b.covered, b.total())
+            });
+            (*n, (2 * line_count(l), cc))
+        })
+        .collect();
+    assert_eq!(got, want);
+    let body = line_of(&r, "s += i; // hits=30");
+    assert_eq!(got[&body].0, 60);
+    let both = line_of(&r, "return a && b;");
+    assert_eq!(got[&both].1.as_deref(), Some("100% (4/4)"));
+    assert!(xml.contains("filename=\"CovBasics.java\""), "{xml}");
+
+    // LCOV: doubled counts; genhtml renders it with no warning.
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    assert!(lcov.contains("FNDA:6,CovBasics.loop(I)I"), "{lcov}");
+    assert!(lcov.contains(&format!("DA:{body},60\n")), "{lcov}");
+    assert!(
+        lcov.contains(&format!(
+            "SF:{}\n",
+            r.src_dir.join("CovBasics.java").display()
+        )),
+        "{lcov}"
+    );
+    assert!(lcov.starts_with("TN:bci_coverage\n"), "{lcov}");
+    for (key, v) in [
+        ("FNF", k.methods.total()),
+        ("FNH", k.methods.covered),
+        ("BRF", k.branches.total()),
+        ("BRH", k.branches.covered),
+        ("LF", k.lines.total()),
+        ("LH", k.lines.covered),
+    ] {
+        assert!(lcov.contains(&format!("\n{key}:{v}\n")), "{key}:{v} in {lcov}");
+    }
+    let o = Command::new("genhtml")
+        .arg("--branch-coverage")
+        .arg("-o")
+        .arg(r.work.join("genhtml"))
+        .arg(&info)
+        .output()
+        .expect("genhtml (Debian lcov)");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).to_lowercase().contains("warning"), "{}", text(&o));
+
+    // CSV: JaCoCo's header and one row with the class's counters.
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert!(rows[0].starts_with("GROUP,PACKAGE,CLASS,INSTRUCTION_MISSED,"));
+    let want = format!(
+        "bci coverage,,CovBasics,{},{},{},{},{},{},{},{},{},{}",
+        k.instructions.missed,
+        k.instructions.covered,
+        k.branches.missed,
+        k.branches.covered,
+        k.lines.missed,
+        k.lines.covered,
+        k.complexity.missed,
+        k.complexity.covered,
+        k.methods.missed,
+        k.methods.covered
+    );
+    assert_eq!(rows[1], want);
+}
+
+/// A class whose data comes from another build is listed as stale and counted neither as run
+/// nor as not run; --include/--exclude select classes; a bad glob is refused by name.
+#[test]
+fn stale_classes_and_class_filters() {
+    let r = setup("stale");
+    // Another build of CovBasics: compiled without debug information (other bytes).
+    let other = r.work.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g:none")
+        .arg("-d")
+        .arg(&other)
+        .arg(r.src_dir.join("CovBasics.java"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let report = |classes: &Path, extra: &[&str]| -> String {
+        let mut args = vec![os("report"), os(&r.data), os("--classes"), os(classes)];
+        args.extend(extra.iter().map(os));
+        String::from_utf8_lossy(&bci(&args).stdout).into_owned()
+    };
+    let s = report(&other, &[]);
+    assert!(s.contains("stale: CovBasics: the data is from another build"), "{s}");
+    assert!(s.contains("0 classes analysed, 0 with data"), "{s}");
+    let total = s.lines().find(|l| l.starts_with("total")).unwrap();
+    assert!(total.contains("(0/0)") && !total.contains("(0/1)"), "{s}");
+
+    let s = report(&r.orig, &["--exclude", "Cov*"]);
+    assert!(s.contains("0 classes analysed"), "{s}");
+    let s = report(&r.orig, &["--include", "Nothing.*"]);
+    assert!(s.contains("0 classes analysed"), "{s}");
+    let s = report(&r.orig, &["--include", "Cov*", "--exclude", "x.*"]);
+    assert!(s.contains("1 classes analysed, 1 with data"), "{s}");
+
+    let o = Command::new(BCI)
+        .arg("report")
+        .arg(&r.data)
+        .arg("--classes")
+        .arg(&r.orig)
+        .args(["--include", "a.[b]"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("--include 'a.[b]': bad glob"), "{}", text(&o));
+}
+
+/// Headless Chromium (Debian chromium) on a `file://` address: `--dump-dom` (the page after
+/// its scripts ran) or, with `shot`, a screenshot into that file.
+fn chromium(work: &Path, url: &str, shot: Option<&Path>) -> Option<String> {
+    let profile = work.join(format!("chromium-profile-{}", url.len()));
+    let _ = std::fs::remove_dir_all(&profile);
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    match shot {
+        Some(p) => c
+            .arg(format!("--screenshot={}", p.display()))
+            .arg("--window-size=1280,900"),
+        None => c.arg("--dump-dom"),
+    };
+    let o = c.arg(url).output().ok()?;
+    assert!(o.status.success(), "chromium {url}: {}", text(&o));
+    Some(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// The `href` of the first link whose text is `label`.
+fn link<'a>(dom: &'a str, label: &str) -> &'a str {
+    let end = dom
+        .find(&format!("\">{label}</a>"))
+        .unwrap_or_else(|| panic!("no link {label} in {dom}"));
+    let start = dom[..end].rfind("href=\"").unwrap() + 6;
+    &dom[start..end]
+}
+
+/// The HTML report opened from file:// in headless Chromium: the index shows the totals, the
+/// links lead through the package and the class to the source page, where a line's gutter has
+/// its hit count and a switch's branch marker says how many branches were missed; a table
+/// sorts by a column.
+#[test]
+fn html_report_in_headless_chromium() {
+    if Command::new("chromium").arg("--version").output().is_err() {
+        eprintln!("skipped: chromium is not installed (apt-get install -y chromium)");
+        return;
+    }
+    let r = setup("html");
+    let html = r.work.join("html");
+    bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&r.src_dir),
+        os("--html"),
+        os(&html),
+        os("--title"),
+        os("CovBasics run"),
+    ]);
+    // Nothing the pages load comes from the network.
+    for e in walk(&html) {
+        let t = std::fs::read_to_string(&e).unwrap();
+        assert!(!t.contains("http://") && !t.contains("https://"), "{}", e.display());
+    }
+    let url = |p: &Path| format!("file://{}", p.display());
+    let index = html.join("index.html");
+    let shot = r.work.join("index.png");
+    chromium(&r.work, &url(&index), Some(&shot)).unwrap();
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 1000, "screenshot");
+
+    let dom = chromium(&r.work, &url(&index), None).unwrap();
+    let k = &r.class.counters;
+    let foot = &dom[dom.find("<tfoot>").unwrap()..dom.find("</tfoot>").unwrap()];
+    assert!(foot.contains("Total"), "{foot}");
+    for c in [k.instructions, k.branches, k.lines, k.methods, k.classes] {
+        assert!(
+            foot.contains(&format!(">{} of {}<", c.missed, c.total())),
+            "{c:?} in {foot}"
+        );
+    }
+    let pct = k.lines.covered as f64 * 100.0 / k.lines.total() as f64;
+    assert!(foot.contains(&format!("{pct:.1}%")), "{foot}");
+
+    // index -> package -> class -> source, by the links' addresses.
+    let pkg = html.join(link(&dom, "(default)"));
+    let dom = chromium(&r.work, &url(&pkg), None).unwrap();
+    let class = pkg.parent().unwrap().join(link(&dom, "CovBasics"));
+    let dom = chromium(&r.work, &url(&class), None).unwrap();
+    let href = link(&dom, "loop(I)I");
+    let (file, frag) = href.split_once('#').unwrap();
+    assert_eq!(frag, format!("L{}", line_of(&r, "int s = 0; // hits=3")));
+    let src = class.parent().unwrap().join(file);
+    let dom = chromium(&r.work, &format!("{}#{frag}", url(&src)), None).unwrap();
+    let row = |nr: u32| -> String {
+        let s = dom.find(&format!("<tr id=\"L{nr}\"")).unwrap();
+        dom[s..s + dom[s..].find("</tr>").unwrap()].to_string()
+    };
+    let body = row(line_of(&r, "s += i; // hits=30"));
+    assert!(body.contains("class=\"fc\""), "{body}");
+    assert!(body.contains("<td class=\"hits\">30</td>"), "{body}");
+    assert!(body.contains("s += i;"), "{body}");
+    let switch = row(line_of(&r, "switch (k) { // hits=6 br=3/4"));
+    assert!(switch.contains("class=\"pc\""), "{switch}");
+    assert!(switch.contains("title=\"1 of 4 branches missed\""), "{switch}");
+    let never = r.class.methods.iter().find(|m| m.name == "never").unwrap();
+    let never = row(never.first_line.unwrap());
+    assert!(never.contains("class=\"nc\"") && never.contains("<td class=\"hits\">0</td>"), "{never}");
+
+    // Sorting (the script ran): methods by entries, most first.
+    let dom = chromium(&r.work, &format!("{}#sort=-9", url(&class)), None).unwrap();
+    let first = &dom[dom.find("<tbody>").unwrap()..];
+    let most = r.class.methods.iter().map(|m| m.entries).max().unwrap();
+    assert!(most > 1000);
+    let first_row = &first[..first.find("</tr>").unwrap()];
+    assert!(
+        first_row.ends_with(&format!("<td data-v=\"{most}\">{most}</td>")),
+        "{first_row}"
+    );
+}
+
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
