@@ -54,7 +54,10 @@ fn os<T: AsRef<std::ffi::OsStr> + ?Sized>(s: &T) -> &std::ffi::OsStr {
 
 fn setup(tag: &str) -> Run {
     let ws = common::workspace();
-    let work = ws.join(format!("target/test-out/reports-{tag}-{}", std::process::id()));
+    let work = ws.join(format!(
+        "target/test-out/reports-{tag}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&work);
     let (orig, inst) = (work.join("orig"), work.join("inst"));
     std::fs::create_dir_all(&orig).unwrap();
@@ -250,7 +253,10 @@ fn jacoco_xml_is_valid_and_agrees_with_jacocos_own() {
         .expect("xmllint (Debian libxml2-utils, in cli/ci-packages.txt)");
     assert!(o.status.success(), "{}", text(&o));
     let xml = std::fs::read_to_string(&ours).unwrap();
-    assert!(xml.contains("<report name=\"CovBasics &lt;run&gt;\">"), "{xml}");
+    assert!(
+        xml.contains("<report name=\"CovBasics &lt;run&gt;\">"),
+        "{xml}"
+    );
     assert_eq!(tags(&xml, "sessioninfo").len(), 1, "{xml}");
 
     let theirs = jacoco_xml(&r);
@@ -350,10 +356,7 @@ fn cobertura_lcov_csv_and_console_from_two_data_files() {
     for row in ["(default) ", "total "] {
         let l = console.lines().find(|l| l.starts_with(row)).unwrap();
         for c in [k.instructions, k.branches, k.lines, k.methods, k.classes] {
-            assert!(
-                l.contains(&format!("({}/{})", c.covered, c.total())),
-                "{l}"
-            );
+            assert!(l.contains(&format!("({}/{})", c.covered, c.total())), "{l}");
         }
     }
 
@@ -386,7 +389,12 @@ fn cobertura_lcov_csv_and_console_from_two_data_files() {
         .map(|(n, l)| {
             let b = l.branches;
             let cc = (b.total() > 0).then(|| {
-                format!("{}% ({}/{})", b.covered * 100 / b.total(), b.covered, b.total())
+                format!(
+                    "{}% ({}/{})",
+                    b.covered * 100 / b.total(),
+                    b.covered,
+                    b.total()
+                )
             });
             (*n, (2 * line_count(l), cc))
         })
@@ -418,7 +426,10 @@ fn cobertura_lcov_csv_and_console_from_two_data_files() {
         ("LF", k.lines.total()),
         ("LH", k.lines.covered),
     ] {
-        assert!(lcov.contains(&format!("\n{key}:{v}\n")), "{key}:{v} in {lcov}");
+        assert!(
+            lcov.contains(&format!("\n{key}:{v}\n")),
+            "{key}:{v} in {lcov}"
+        );
     }
     let o = Command::new("genhtml")
         .arg("--branch-coverage")
@@ -473,7 +484,10 @@ fn stale_classes_and_class_filters() {
         String::from_utf8_lossy(&bci(&args).stdout).into_owned()
     };
     let s = report(&other, &[]);
-    assert!(s.contains("stale: CovBasics: the data is from another build"), "{s}");
+    assert!(
+        s.contains("stale: CovBasics: the data is from another build"),
+        "{s}"
+    );
     assert!(s.contains("0 classes analysed, 0 with data"), "{s}");
     let total = s.lines().find(|l| l.starts_with("total")).unwrap();
     assert!(total.contains("(0/0)") && !total.contains("(0/1)"), "{s}");
@@ -494,7 +508,11 @@ fn stale_classes_and_class_filters() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("--include 'a.[b]': bad glob"), "{}", text(&o));
+    assert!(
+        text(&o).contains("--include 'a.[b]': bad glob"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Headless Chromium (Debian chromium) on a `file://` address: `--dump-dom` (the page after
@@ -558,14 +576,21 @@ fn html_report_in_headless_chromium() {
     // Nothing the pages load comes from the network.
     for e in walk(&html) {
         let t = std::fs::read_to_string(&e).unwrap();
-        assert!(!t.contains("http://") && !t.contains("https://"), "{}", e.display());
+        assert!(
+            !t.contains("http://") && !t.contains("https://"),
+            "{}",
+            e.display()
+        );
     }
     let url = |p: &Path| format!("file://{}", p.display());
     let index = html.join("index.html");
     let shot = r.work.join("index.png");
     chromium(&r.work, &url(&index), Some(&shot)).unwrap();
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 1000, "screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 1000,
+        "screenshot"
+    );
 
     let dom = chromium(&r.work, &url(&index), None).unwrap();
     let k = &r.class.counters;
@@ -600,10 +625,16 @@ fn html_report_in_headless_chromium() {
     assert!(body.contains("s += i;"), "{body}");
     let switch = row(line_of(&r, "switch (k) { // hits=6 br=3/4"));
     assert!(switch.contains("class=\"pc\""), "{switch}");
-    assert!(switch.contains("title=\"1 of 4 branches missed\""), "{switch}");
+    assert!(
+        switch.contains("title=\"1 of 4 branches missed\""),
+        "{switch}"
+    );
     let never = r.class.methods.iter().find(|m| m.name == "never").unwrap();
     let never = row(never.first_line.unwrap());
-    assert!(never.contains("class=\"nc\"") && never.contains("<td class=\"hits\">0</td>"), "{never}");
+    assert!(
+        never.contains("class=\"nc\"") && never.contains("<td class=\"hits\">0</td>"),
+        "{never}"
+    );
 
     // Sorting (the script ran): methods by entries, most first.
     let dom = chromium(&r.work, &format!("{}#sort=-9", url(&class)), None).unwrap();

@@ -8,8 +8,8 @@
 //! methods) are left out, as JaCoCo does, and so are stale classes (data of another build of
 //! the class): they are listed, never counted as run or as not run.
 
-mod console;
 mod cobertura;
+mod console;
 mod csv;
 mod html;
 mod jacoco_xml;
