@@ -211,11 +211,6 @@ fn jacoco_xml(r: &Run) -> String {
     std::fs::read_to_string(out).unwrap()
 }
 
-/// Methods where JaCoCo 0.8.6 filters compiler-generated code that bci's analysis does not
-/// filter yet, so the two differ by definition: `caught` (javac's copies of a `finally`
-/// block) and `strings` (the hash dispatch of a string switch).
-const JACOCO_FILTERS: [&str; 2] = ["caught(I)I", "strings(Ljava/lang/String;)I"];
-
 #[test]
 fn jacoco_xml_is_valid_and_agrees_with_jacocos_own() {
     if !jacoco_jar("org.jacoco.report.jar").exists() {
@@ -266,20 +261,9 @@ fn jacoco_xml_is_valid_and_agrees_with_jacocos_own() {
         jac.keys().collect::<Vec<_>>(),
         "the same methods"
     );
-    // Lines of the methods JaCoCo filters, which are compared no further.
-    let mut skip = Vec::new();
-    for m in JACOCO_FILTERS {
-        let am = r
-            .class
-            .methods
-            .iter()
-            .find(|x| format!("{}{}", x.name, x.desc) == m)
-            .unwrap();
-        skip.extend(am.lines.keys().copied());
-    }
     let mut wrong = Vec::new();
     for (k, v) in &jac {
-        if !JACOCO_FILTERS.contains(&k.as_str()) && mine[k] != *v {
+        if mine[k] != *v {
             wrong.push(format!("method {k}: bci {:?}, JaCoCo {v:?}", mine[k]));
         }
     }
@@ -287,9 +271,6 @@ fn jacoco_xml_is_valid_and_agrees_with_jacocos_own() {
     let mut compared = 0;
     let all: std::collections::BTreeSet<u32> = ml.keys().chain(jl.keys()).copied().collect();
     for nr in &all {
-        if skip.contains(nr) {
-            continue;
-        }
         compared += 1;
         if ml.get(nr) != jl.get(nr) {
             wrong.push(format!(
