@@ -355,11 +355,10 @@ unsafe extern "C" fn vm_init(
 /// sampler, recording on.
 fn cpu_vm_init(a: &Agent, jni: &Jni) {
     {
-        let jni = jni;
         if !a.early {
             if let Err(e) = runtime::define(
                 &a.jvmti,
-                &jni,
+                jni,
                 &a.opts,
                 cpu_nanos as *mut c_void,
                 runtime::Variant::VmInit,
@@ -375,7 +374,7 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
         }
         // classes instrumented by `bci instrument` call bci/runtime/Offline.register and the
         // probes of bci/runtime/Probes (with the built-in runtime: a forwarder to it)
-        if let Err(e) = runtime::define_offline(&jni, offline_register as *mut c_void, a.early) {
+        if let Err(e) = runtime::define_offline(jni, offline_register as *mut c_void, a.early) {
             log(&format!(
                 "cannot define {} ({e}); offline-instrumented classes will not be named",
                 crate::runtime_jar::OFFLINE
@@ -394,7 +393,7 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
                 return;
             }
         }
-        if let Err(e) = runtime::switch_on(&jni) {
+        if let Err(e) = runtime::switch_on(jni) {
             log(&format!(
                 "cannot switch the runtime on ({e}); the program runs without probes recording"
             ));

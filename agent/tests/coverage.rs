@@ -406,3 +406,118 @@ fn unwritable_covfile_refused_at_start() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("/nonexistent-bci-dir/x.cov"), "{err}");
 }
+
+/// Transparency: javac compiling the java/util sources of the JDK's src.zip (Debian package
+/// openjdk-17-source, see agent/ci-packages.txt) with every class covered, JDK included, and
+/// -Xverify:all gives byte-identical class files to a bare run; also with cpu=times. The data
+/// holds javac's and java.util's classes with counts.
+#[test]
+fn javac_output_identical_with_coverage() {
+    let java_home = jdk_tool("java")
+        .parent()
+        .and_then(|p| p.parent())
+        .map(Path::to_path_buf)
+        .unwrap();
+    let src_zip = java_home.join("lib/src.zip");
+    assert!(
+        src_zip.exists(),
+        "{} missing: install openjdk-17-source",
+        src_zip.display()
+    );
+    let dir = tmp("javac");
+    let o = Command::new("unzip")
+        .arg("-q")
+        .arg(&src_zip)
+        .arg("java.base/java/util/*")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "unzip: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // the top-level java/util sources (what scripts/bench-coverage.sh compiles)
+    let util = dir.join("java.base/java/util");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&util)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "java"))
+        .collect();
+    sources.sort();
+    assert!(sources.len() > 100, "{} sources", sources.len());
+    let compile = |out: &str, agent: Option<String>| {
+        let out = dir.join(out);
+        std::fs::create_dir_all(&out).unwrap();
+        let mut cmd = Command::new(jdk_tool("javac"));
+        if let Some(opts) = agent {
+            cmd.arg("-J-Xverify:all");
+            cmd.arg(format!("-J-agentpath:{}={opts}", agent_lib().display()));
+        }
+        cmd.args(["-nowarn", "-XDignore.symbol.file", "--patch-module"])
+            .arg(format!("java.base={}", dir.join("java.base").display()));
+        cmd.arg("-d").arg(&out).args(&sources);
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "javac: {err}");
+        assert!(
+            !err.contains("VerifyError") && !err.contains("left original"),
+            "{err}"
+        );
+        out
+    };
+    let bare = compile("bare", None);
+    let cov = dir.join("javac.cov");
+    let covered = compile(
+        "cov",
+        Some(format!("coverage=y,include=*,covfile={}", cov.display())),
+    );
+    let both = compile(
+        "both",
+        Some(format!(
+            "cpu=times,coverage=y,include=*,covfile={},file={}",
+            dir.join("both.cov").display(),
+            dir.join("both.txt").display()
+        )),
+    );
+    // every class file javac wrote (sources it pulled in through --patch-module included)
+    fn files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    let list = |root: &Path| {
+        let mut v = Vec::new();
+        files(root, root, &mut v);
+        v.sort();
+        v
+    };
+    let classes = list(&bare);
+    assert!(classes.len() > 300, "{} classes", classes.len());
+    for other in [&covered, &both] {
+        assert_eq!(list(other), classes, "{}", other.display());
+        for c in &classes {
+            let a = std::fs::read(bare.join(c)).unwrap();
+            let b = std::fs::read(other.join(c)).unwrap();
+            assert!(
+                a == b,
+                "{c:?} differs under the agent ({})",
+                other.display()
+            );
+        }
+    }
+    let d = read(&cov);
+    let ran = |name: &str| {
+        d.classes
+            .iter()
+            .any(|((c, _), v)| c == name && v.iter().any(|&x| x > 0))
+    };
+    assert!(ran("com/sun/tools/javac/parser/JavacParser"));
+    assert!(ran("java/util/HashMap"));
+    assert!(ran("java/lang/String"));
+}
