@@ -373,6 +373,11 @@ impl<'a> ConstantPool<'a> {
         ))
     }
 
+    /// (reference kind, reference index) of a MethodHandle entry.
+    pub fn method_handle(&self, i: u16) -> Result<(u8, u16)> {
+        let p = self.payload(i, tag::METHOD_HANDLE)?;
+        Ok((self.bytes[p], be16(self.bytes, p + 1)))
+    }
     /// (bootstrap index, name, descriptor) of an InvokeDynamic or Dynamic entry.
     pub fn dynamic(&self, i: u16) -> Result<(u16, Cow<'a, str>, Cow<'a, str>)> {
         let t = self.tag(i).unwrap_or(0);

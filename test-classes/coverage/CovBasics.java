@@ -44,7 +44,7 @@ public class CovBasics {
         } catch (IllegalArgumentException e) {
             return -1; // hits=1
         } finally {
-            finallyRuns++; // hits=3 (javac copies the finally block: this first copy runs on normal exits)
+            finallyRuns++; // hits=4 (javac copies the finally block to every exit: the copies count as one)
         }
     }
 

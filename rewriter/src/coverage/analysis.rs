@@ -7,12 +7,19 @@
 //!   the most any of its instructions ran (a loop condition on the line of its `for`).
 //! * Branches are the outcomes of `if*` (2) and switches (one per distinct target), each with
 //!   its count; a line is PARTLY covered when one of its branches was never taken.
-//! * Filters (JaCoCo's): synthetic methods except lambda bodies, bridge methods, an enum's
-//!   `values()`/`valueOf(String)`, private empty no-argument constructors, methods and classes
-//!   annotated with an annotation whose name contains `Generated`.
+//! * Filters (JaCoCo's): synthetic classes (an enum switch's `$SwitchMap$` holder), synthetic
+//!   methods except lambda bodies, bridge methods, an enum's `values()`/`valueOf(String)` and
+//!   empty constructor, private empty no-argument constructors, a record's generated
+//!   `toString`/`hashCode`/`equals` and field accessors, methods and classes annotated with an
+//!   annotation whose name contains `Generated`; inside methods ([`filters`]): string-switch
+//!   dispatch, try-with-resources, `finally` copies (merged: hits summed), `assert`, an
+//!   exhaustive switch's generated default. Filtered code is neither covered nor missed, and
+//!   its branches are not in [`Method::branches`] (so LCOV agrees with the counters).
+
+mod filters;
 
 use super::{plan_class, ClassCoverage, MethodCoverage};
-use crate::flow::Split;
+use crate::flow::{EdgeKind, Split};
 use bci::class::ClassFile;
 use bci::{Error, Result};
 use std::collections::BTreeMap;
@@ -226,6 +233,97 @@ fn filter(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> Op
     if has_generated_annotation(cf, &m.attributes) {
         return Some("Generated annotation");
     }
+    let code = cf
+        .find_attr(&m.attributes, "Code")
+        .and_then(|(_, a)| bci::CodeAttr::parse(cf, a).ok());
+    let insns = code.as_ref().and_then(|c| c.decode_all().ok());
+    if let (Some(code), Some(insns)) = (&code, &insns) {
+        let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
+        let member = |k: usize| -> Option<(String, String)> {
+            let r = cf.cp.member_ref(insns.get(k)?.cp_index(code.code)?).ok()?;
+            Some((r.class.into_owned(), r.name.into_owned()))
+        };
+        let this = cf.name().ok()?;
+        if cf.super_name().ok().flatten().as_deref() == Some("java/lang/Record")
+            && record_member(cf, code.code, insns, &this, name, desc)
+        {
+            return Some("record member");
+        }
+        // An enum's constructor that only calls Enum(String, int).
+        if cf.access & ACC_ENUM != 0
+            && name == "<init>"
+            && desc == "(Ljava/lang/String;I)V"
+            && ops == [0x2a, 0x2b, 0x1c, 0xb7, 0xb1]
+            && member(3) == Some(("java/lang/Enum".into(), "<init>".into()))
+        {
+            return Some("enum empty constructor");
+        }
+    }
+    None
+}
+
+/// A record's `toString`/`hashCode`/`equals` that javac generates (an invokedynamic of that
+/// name, bootstrapped by `java/lang/runtime/ObjectMethods`), or an accessor that only returns
+/// the field of its name.
+fn record_member(
+    cf: &ClassFile<'_>,
+    code: &[u8],
+    insns: &[bci::code::Insn],
+    this: &str,
+    name: &str,
+    desc: &str,
+) -> bool {
+    use bci::opcodes::op;
+    let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
+    let indy = |k: usize| -> bool {
+        insns
+            .get(k)
+            .and_then(|i| i.cp_index(code))
+            .and_then(|c| cf.cp.dynamic(c).ok())
+            .is_some_and(|(bsm, n, _)| {
+                n == name
+                    && bootstrap_owner(cf, bsm).as_deref()
+                        == Some("java/lang/runtime/ObjectMethods")
+            })
+    };
+    match (name, desc) {
+        ("toString", "()Ljava/lang/String;") => {
+            ops == [op::ALOAD_0, op::INVOKEDYNAMIC, op::ARETURN] && indy(1)
+        }
+        ("hashCode", "()I") => ops == [op::ALOAD_0, op::INVOKEDYNAMIC, op::IRETURN] && indy(1),
+        ("equals", "(Ljava/lang/Object;)Z") => {
+            ops == [op::ALOAD_0, op::ALOAD_1, op::INVOKEDYNAMIC, op::IRETURN] && indy(2)
+        }
+        _ => {
+            desc.starts_with("()")
+                && ops.len() == 3
+                && ops[0] == op::ALOAD_0
+                && ops[1] == op::GETFIELD
+                && (op::IRETURN..=op::ARETURN).contains(&ops[2])
+                && insns[1]
+                    .cp_index(code)
+                    .and_then(|c| cf.cp.member_ref(c).ok())
+                    .is_some_and(|r| r.class == this && r.name == name)
+        }
+    }
+}
+
+/// The class of the bootstrap method `index` of the BootstrapMethods attribute (through its
+/// method handle's reference).
+fn bootstrap_owner(cf: &ClassFile<'_>, index: u16) -> Option<String> {
+    let (_, a) = cf.find_attr(&cf.attributes, "BootstrapMethods")?;
+    let d = a.data;
+    let n = u16::from_be_bytes([*d.first()?, *d.get(1)?]);
+    let mut at = 2usize;
+    for i in 0..n {
+        let handle = u16::from_be_bytes([*d.get(at)?, *d.get(at + 1)?]);
+        let args = u16::from_be_bytes([*d.get(at + 2)?, *d.get(at + 3)?]) as usize;
+        if i == index {
+            let (_, r) = cf.cp.method_handle(handle).ok()?;
+            return Some(cf.cp.member_ref(r).ok()?.class.into_owned());
+        }
+        at += 4 + 2 * args;
+    }
     None
 }
 
@@ -263,7 +361,10 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
     let class_generated = has_generated_annotation(&cf, &cf.attributes);
     for m in &plan.methods {
         let member = &cf.methods[m.index];
-        let why = if class_generated {
+        let why = if cf.access & ACC_SYNTHETIC != 0 {
+            // javac's own classes (an enum switch's $SwitchMap$ holder): none of the program
+            Some("synthetic class")
+        } else if class_generated {
             Some("Generated annotation")
         } else {
             filter(&cf, member, &m.name, &m.desc)
@@ -284,8 +385,12 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
         class.methods.push(method);
     }
     class.counters.lines = line_counter(&class.lines);
-    let covered = class.counters.methods.covered > 0;
-    class.counters.classes = Counter::one(covered);
+    // A class counts when it has code left after the filters (JaCoCo: classes without code,
+    // e.g. interfaces with only abstract methods or synthetic classes, are not reported).
+    if class.counters.instructions.total() > 0 {
+        let covered = class.counters.methods.covered > 0;
+        class.counters.classes = Counter::one(covered);
+    }
     Ok(class)
 }
 
@@ -333,46 +438,92 @@ fn analyze_method(
     let entries = super::entry_counter(m)
         .and_then(|i| counts.and_then(|c| c.get(i as usize)).copied())
         .unwrap_or(0);
-    let mut counters = Counters::default();
-    let mut lines: BTreeMap<u32, Line> = BTreeMap::new();
-    let mut seen_first: BTreeMap<u32, ()> = BTreeMap::new();
+    // Per instruction: its line and how often it ran; per decision (a block's last
+    // instruction with two or more branch outcomes): each outcome's count.
+    let lines_of: Vec<Option<u32>> = insns.iter().map(|i| line_of(i.pc)).collect();
+    let mut runs: Vec<u64> = vec![0; insns.len()];
+    let mut outcomes: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     for (b, blk) in m.cfg.blocks.iter().enumerate() {
-        let n = solved.blocks[b];
         for k in blk.first..blk.end {
-            let i = &insns[k as usize];
-            let c = Counter::one(n > 0);
-            counters.instructions.add(c);
-            if let Some(l) = line_of(i.pc) {
-                let e = lines.entry(l).or_default();
-                e.instructions.add(c);
-                e.max_hits = e.max_hits.max(n);
-            }
+            runs[k as usize] = solved.blocks[b];
         }
-    }
-    // First instruction of each line: instructions in pc order.
-    for (k, i) in insns.iter().enumerate() {
-        if let Some(l) = line_of(i.pc) {
-            if seen_first.insert(l, ()).is_none() {
-                let b = m.cfg.block_of(k as u32).unwrap_or(0);
-                if let Some(e) = lines.get_mut(&l) {
-                    e.hits = solved.blocks[b as usize];
-                }
-            }
-        }
-    }
-    let mut branches = Vec::new();
-    for (b, outs) in m.cfg.out.iter().enumerate() {
-        let outcomes: Vec<u32> = outs
+        let edges: Vec<u32> = m.cfg.out[b]
             .iter()
             .copied()
             .filter(|&e| m.cfg.edges[e as usize].kind.is_branch())
             .collect();
-        if outcomes.len() < 2 {
+        if edges.len() >= 2 {
+            outcomes.insert(blk.end as usize - 1, edges);
+        }
+    }
+    let code_owner = cf.name()?;
+    let fm = filters::Method {
+        cf,
+        class: &code_owner,
+        name: &m.name,
+        code: code.code,
+        insns: &insns,
+        handlers: &code.handlers,
+        lines: &lines_of,
+    };
+    let marks = filters::run(&fm);
+    // The outcomes of each decision, without a generated default.
+    let mut decisions: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    for (k, edges) in &outcomes {
+        let counts: Vec<u64> = edges
+            .iter()
+            .filter(|&&e| {
+                !(marks.drop_default[*k]
+                    && matches!(&m.cfg.edges[e as usize].kind,
+                        EdgeKind::Switch { keys, default: true } if keys.is_empty()))
+            })
+            .map(|&e| solved.edges[e as usize])
+            .collect();
+        decisions.insert(*k, counts);
+    }
+    // Merged copies: the copy that stays counts the runs (and outcomes) of all.
+    let mut group_runs = runs.clone();
+    for k in 0..insns.len() {
+        let r = marks.find(k);
+        if r != k {
+            group_runs[r] = group_runs[r].saturating_add(runs[k]);
+            if let (Some(d), Some(keep)) = (decisions.get(&k).cloned(), decisions.get_mut(&r)) {
+                if d.len() == keep.len() {
+                    keep.iter_mut()
+                        .zip(d)
+                        .for_each(|(a, b)| *a = a.saturating_add(b));
+                }
+            }
+        }
+    }
+    let skip = |k: usize| marks.ignored[k] || marks.merged_away(k);
+    let mut counters = Counters::default();
+    let mut lines: BTreeMap<u32, Line> = BTreeMap::new();
+    let mut seen_first: BTreeMap<u32, ()> = BTreeMap::new();
+    // Instructions in pc order: the first of each line gives its hits.
+    for k in 0..insns.len() {
+        if skip(k) {
             continue;
         }
-        let last = &insns[m.cfg.blocks[b].end as usize - 1];
-        let line = line_of(last.pc);
-        let cs: Vec<u64> = outcomes.iter().map(|&e| solved.edges[e as usize]).collect();
+        let n = group_runs[k];
+        let c = Counter::one(n > 0);
+        counters.instructions.add(c);
+        if let Some(l) = lines_of[k] {
+            let e = lines.entry(l).or_default();
+            e.instructions.add(c);
+            e.max_hits = e.max_hits.max(n);
+            if seen_first.insert(l, ()).is_none() {
+                e.hits = n;
+            }
+        }
+    }
+    let mut branches = Vec::new();
+    for (&k, cs) in &decisions {
+        if skip(k) || cs.len() < 2 {
+            continue;
+        }
+        let line = lines_of[k];
+        let cs = cs.clone();
         let covered = cs.iter().filter(|&&c| c > 0).count() as u64;
         let total = cs.len() as u64;
         let bc = Counter {
@@ -380,18 +531,16 @@ fn analyze_method(
             covered,
         };
         counters.branches.add(bc);
-        if total > 1 {
-            // JaCoCo: each decision adds (outcomes - 1) to the complexity.
-            let c = covered.saturating_sub(1);
-            let missed = total - c - 1;
-            counters.complexity.add(Counter { missed, covered: c });
-        }
+        // JaCoCo: each decision adds (outcomes - 1) to the complexity.
+        let c = covered.saturating_sub(1);
+        let missed = total - c - 1;
+        counters.complexity.add(Counter { missed, covered: c });
         if let Some(l) = line {
             lines.entry(l).or_default().branches.add(bc);
         }
         branches.push(Branch {
             line,
-            pc: last.pc,
+            pc: insns[k].pc,
             counts: cs,
         });
     }
