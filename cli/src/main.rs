@@ -373,7 +373,9 @@ fn main() -> ExitCode {
                 inputs[0].display()
             ))
         } else {
-            let options = inputs.get(1).map_or(String::new(), |o| o.display().to_string());
+            let options = inputs
+                .get(1)
+                .map_or(String::new(), |o| o.display().to_string());
             offline::report(&inputs[0], &options)
         } {
             Ok(text) => {

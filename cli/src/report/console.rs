@@ -39,7 +39,11 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
         row(&mut s, n, &p.counters);
     }
     row(&mut s, "total", &Report::total(packages));
-    let files: Vec<String> = r.data_files.iter().map(|p| p.display().to_string()).collect();
+    let files: Vec<String> = r
+        .data_files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     let _ = writeln!(
         s,
         "{} classes analysed, {} with data; {} sessions in {}",

@@ -228,7 +228,14 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
                 let _ = write!(rows, "<td data-v=\"{0}\">{0}</td></tr>", m.entries);
             }
             let mut body = String::new();
-            table(&mut body, "Method", "<th>Entries</th>", &rows, &c.counters, false);
+            table(
+                &mut body,
+                "Method",
+                "<th>Entries</th>",
+                &rows,
+                &c.counters,
+                false,
+            );
             write_file(
                 &pd.join(class_page_name(&c.name)),
                 &page(&cname, "../", &crumbs, &body),

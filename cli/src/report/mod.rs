@@ -8,8 +8,8 @@
 //! methods) are left out, as JaCoCo does, and so are stale classes (data of another build of
 //! the class): they are listed, never counted as run or as not run.
 
-mod console;
 mod cobertura;
+mod console;
 mod csv;
 mod html;
 mod jacoco_xml;
@@ -60,7 +60,9 @@ impl PerTest {
     pub fn tests_of(&self, path: &str, line: u32) -> Vec<&str> {
         self.lines
             .get(&(path.to_string(), line))
-            .map_or(Vec::new(), |v| v.iter().map(|&i| self.tests[i].as_str()).collect())
+            .map_or(Vec::new(), |v| {
+                v.iter().map(|&i| self.tests[i].as_str()).collect()
+            })
     }
 }
 

@@ -355,16 +355,24 @@ mod tests {
         assert_eq!(u16::from_be_bytes([v1[8], v1[9]]), 1);
         assert_eq!(CovData::parse(&v1).unwrap(), sample());
         let mut d = sample();
-        d.add_test_class("a.BTest#one()", "a/B", 7, &[1, 0, 0]).unwrap();
-        d.add_test_class("a.BTest#two()", "a/B", 7, &[0, 2, 0]).unwrap();
+        d.add_test_class("a.BTest#one()", "a/B", 7, &[1, 0, 0])
+            .unwrap();
+        d.add_test_class("a.BTest#two()", "a/B", 7, &[0, 2, 0])
+            .unwrap();
         let b = d.to_bytes();
         assert_eq!(u16::from_be_bytes([b[8], b[9]]), 2);
         let back = CovData::parse(&b).unwrap();
         assert_eq!(back, d);
-        assert_eq!(back.tests["a.BTest#two()"][&("a/B".to_string(), 7)], vec![0, 2, 0]);
+        assert_eq!(
+            back.tests["a.BTest#two()"][&("a/B".to_string(), 7)],
+            vec![0, 2, 0]
+        );
         let mut m = back.clone();
         m.merge(&back, false).unwrap();
-        assert_eq!(m.tests["a.BTest#one()"][&("a/B".to_string(), 7)], vec![2, 0, 0]);
+        assert_eq!(
+            m.tests["a.BTest#one()"][&("a/B".to_string(), 7)],
+            vec![2, 0, 0]
+        );
         for n in 0..b.len() {
             assert!(CovData::parse(&b[..n]).is_err(), "prefix {n}");
         }
