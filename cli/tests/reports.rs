@@ -760,3 +760,165 @@ fn walk(d: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+const JUNIT: &str = "/usr/share/java/junit-platform-console-standalone.jar";
+
+/// Per-test coverage: three JUnit 5 tests (cli/tests/fixtures/pertest/ShapesTest.java) over
+/// one offline-instrumented class, run twice by Debian junit5's console launcher with the
+/// runtime jar on the class path (its listener found through ServiceLoader): `bci report
+/// --per-test` lists for every line exactly the tests its `// tests=` comment names, on the
+/// console and in the HTML tooltips; the LCOV has one TN: section per test (each test's counts
+/// from both runs) plus one for what ran outside the tests, and genhtml reads it.
+#[test]
+fn per_test_coverage_under_junit5() {
+    if !Path::new(JUNIT).exists() {
+        eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
+        return;
+    }
+    let ws = common::workspace();
+    let work = ws.join(format!(
+        "target/test-out/reports-pertest-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
+    for d in [&orig, &tests] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let src = ws.join("cli/tests/fixtures/pertest");
+    let javac = |cp: &str, out: &Path, file: &str| {
+        let st = Command::new(common::java_home().join("bin/javac"))
+            .args(["-g", "-cp", cp, "-d"])
+            .arg(out)
+            .arg(src.join(file))
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac {file}");
+    };
+    javac("", &orig, "Shapes.java");
+    javac(
+        &format!("{}:{JUNIT}", orig.display()),
+        &tests,
+        "ShapesTest.java",
+    );
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    let data = work.join("run.cov");
+    for _ in 0..2 {
+        let o = Command::new(common::java_home().join("bin/java"))
+            .arg("-Xverify:all")
+            .arg(format!("-Dbci.covfile={}", data.display()))
+            .arg("-jar")
+            .arg(JUNIT)
+            .arg("-cp")
+            .arg(format!(
+                "{}:{}:{}",
+                inst.display(),
+                tests.display(),
+                rt.display()
+            ))
+            .args(["--select-class", "ShapesTest", "--disable-banner"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("3 tests successful"), "{}", text(&o));
+    }
+    let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+    assert_eq!(d.sessions.len(), 2);
+    assert_eq!(
+        d.tests.keys().collect::<Vec<_>>(),
+        [
+            "ShapesTest#areaTest()",
+            "ShapesTest#bothTest()",
+            "ShapesTest#perimeterTest()"
+        ]
+    );
+
+    let (info, html) = (work.join("pertest.info"), work.join("html"));
+    let o = bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&orig),
+        os("--sources"),
+        os(&src),
+        os("--per-test"),
+        os("--lcov"),
+        os(&info),
+        os("--html"),
+        os(&html),
+    ]);
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let page = std::fs::read_to_string(html.join("default/Shapes.java.html")).unwrap();
+    let text_src = std::fs::read_to_string(src.join("Shapes.java")).unwrap();
+    let mut checked = 0;
+    for (i, line) in text_src.lines().enumerate() {
+        let Some(p) = line.find("// tests=") else {
+            continue;
+        };
+        let nr = i + 1;
+        let mut want: Vec<String> = line[p + 9..]
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("ShapesTest#{t}()"))
+            .collect();
+        want.sort();
+        let listed = if want.is_empty() {
+            "-".to_string()
+        } else {
+            want.join(" ")
+        };
+        assert!(
+            console.contains(&format!("\nShapes.java:{nr}\t{listed}\n")),
+            "line {nr}: want {listed} in\n{console}"
+        );
+        let tip = if want.is_empty() {
+            "Run by no test".to_string()
+        } else {
+            format!("Run by {} test(s): {}", want.len(), want.join(", "))
+        };
+        let row = &page[page.find(&format!("<tr id=\"L{nr}\"")).unwrap()..];
+        let row = &row[..row.find('>').unwrap()];
+        assert!(
+            row.contains(&format!("title=\"{tip}\"")),
+            "line {nr}: {row}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
+
+    // LCOV: a section per test and one outside them; bothTest ran the throw line once a run.
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    let sections: Vec<&str> = lcov.lines().filter_map(|l| l.strip_prefix("TN:")).collect();
+    assert_eq!(
+        sections,
+        [
+            "ShapesTest_areaTest__",
+            "ShapesTest_bothTest__",
+            "ShapesTest_perimeterTest__",
+            "outside_tests"
+        ]
+    );
+    let throw_line = 1 + text_src
+        .lines()
+        .position(|l| l.contains("throw new"))
+        .unwrap();
+    let both = &lcov[lcov.find("TN:ShapesTest_bothTest__").unwrap()..];
+    let both = &both[..both.find("end_of_record").unwrap()];
+    assert!(both.contains(&format!("DA:{throw_line},2\n")), "{both}");
+    let area = &lcov[lcov.find("TN:ShapesTest_areaTest__").unwrap()..];
+    let area = &area[..area.find("end_of_record").unwrap()];
+    assert!(area.contains(&format!("DA:{throw_line},0\n")), "{area}");
+    let o = Command::new("genhtml")
+        .arg("--branch-coverage")
+        .arg("-o")
+        .arg(work.join("genhtml"))
+        .arg(&info)
+        .output()
+        .expect("genhtml (Debian lcov)");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).to_lowercase().contains("warning"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&work);
+}
