@@ -42,6 +42,22 @@ fn main() {
     let cov = PathBuf::from("java/bci/runtime/Cov.java");
     println!("cargo:rerun-if-changed={}", cov.display());
     run_javac(&[], &out, &cov);
+    // Per-test coverage under the JUnit Platform (bci runtime-jar, found through ServiceLoader):
+    // compiled against stand-ins of the JUnit types it names (never written: -implicit:none).
+    let junit = PathBuf::from("java/bci/runtime/JUnitListener.java");
+    println!("cargo:rerun-if-changed={}", junit.display());
+    println!("cargo:rerun-if-changed=java/junit-stubs");
+    run_javac(
+        &[
+            "-cp",
+            &cp,
+            "-sourcepath",
+            "java/junit-stubs",
+            "-implicit:none",
+        ],
+        &out,
+        &junit,
+    );
     // The runtime jar holds every class compiled into bci/runtime (nested ones included):
     // listed here so that a new class cannot be left out of it.
     runtime_jar_list(&out);

@@ -109,6 +109,11 @@ enum Cmd {
         /// Coverage: write an HTML report into this directory.
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Coverage: for each line, the tests that ran it (data recorded per test by
+        /// bci.runtime.Cov.begin/end or its JUnit listener): listed on the console, in the HTML
+        /// line tooltips, one LCOV TN: section per test.
+        #[arg(long)]
+        per_test: bool,
     },
     /// Sum coverage data files (counts add up exactly; the same class from two builds is an
     /// error unless --ignore-stale).
@@ -345,6 +350,7 @@ fn main() -> ExitCode {
             lcov,
             csv,
             html,
+            per_test,
         } => match if coverage::is_coverage_file(&inputs[0]) {
             report::run(&report::Args {
                 data: &inputs,
@@ -358,6 +364,7 @@ fn main() -> ExitCode {
                 lcov: lcov.as_deref(),
                 csv: csv.as_deref(),
                 html: html.as_deref(),
+                per_test,
             })
         } else if inputs.len() > 2 {
             Err(format!(

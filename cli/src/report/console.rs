@@ -2,7 +2,7 @@
 //! methods, classes: % covered and covered/total), then the stale classes and errors.
 
 use super::{dotted_package, Package, Report};
-use bci_rewriter::coverage::analysis::{Counter, Counters};
+use bci_rewriter::coverage::analysis::{Counter, Counters, Status};
 use std::fmt::Write;
 
 fn cell(c: Counter) -> String {
@@ -60,6 +60,29 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     }
     for e in &r.errors {
         let _ = writeln!(s, "error: {e}");
+    }
+    if let Some(pt) = &r.per_test {
+        let _ = writeln!(
+            s,
+            "per test: {} tests; each line with code and the tests that ran it (- for none):",
+            pt.tests.len()
+        );
+        for p in packages {
+            for f in &p.files {
+                for (nr, l) in &f.lines {
+                    if l.status() == Status::Empty {
+                        continue;
+                    }
+                    let t = pt.tests_of(&f.path, *nr);
+                    let t = if t.is_empty() {
+                        "-".to_string()
+                    } else {
+                        t.join(" ")
+                    };
+                    let _ = writeln!(s, "{}:{nr}\t{t}", f.path);
+                }
+            }
+        }
     }
     s
 }

@@ -10,6 +10,8 @@
 //!                             "2 of 4 branches missed"
 //! ```
 //!
+//! With `--per-test`, a source line's tooltip names the tests that ran it.
+//!
 //! Every table sorts by a click on a column's heading; `#sort=N` (or `#sort=-N`, descending)
 //! in a page's address sorts it by column N on load.
 
@@ -314,9 +316,22 @@ fn source(r: &Report, f: &SourceFile<'_>) -> String {
             _ => String::new(),
         };
         let code = src.get(i - 1).copied().unwrap_or("");
+        // Per-test coverage: the tests that ran the line, in the row's tooltip.
+        let tip = match (&r.per_test, status) {
+            (Some(pt), s) if s != Status::Empty => {
+                let t = pt.tests_of(&f.path, i as u32);
+                let t = if t.is_empty() {
+                    "Run by no test".to_string()
+                } else {
+                    format!("Run by {} test(s): {}", t.len(), t.join(", "))
+                };
+                format!(" title=\"{}\"", esc(&t))
+            }
+            _ => String::new(),
+        };
         let _ = write!(
             o,
-            "<tr id=\"L{i}\" class=\"{class}\"><td class=\"nr\">{i}</td><td class=\"hits\">{hits}</td>\
+            "<tr id=\"L{i}\" class=\"{class}\"{tip}><td class=\"nr\">{i}</td><td class=\"hits\">{hits}</td>\
              <td class=\"br\">{br}</td><td class=\"code\">{}</td></tr>",
             esc(code)
         );

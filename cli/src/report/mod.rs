@@ -15,9 +15,9 @@ mod html;
 mod jacoco_xml;
 
 use crate::progress::Progress;
-use bci_rewriter::coverage::analysis::{analyze, Class, Counter, Counters, Line, Status};
+use bci_rewriter::coverage::analysis::{analyze_plan, Class, Counter, Counters, Line, Status};
 use bci_rewriter::coverage::data::{CovData, Session};
-use bci_rewriter::coverage::{class_hash, lcov};
+use bci_rewriter::coverage::{class_hash, lcov, plan_class};
 use bci_rewriter::flow::Split;
 use bci_rewriter::Glob;
 use std::collections::BTreeMap;
@@ -36,6 +36,34 @@ pub struct Args<'a> {
     pub lcov: Option<&'a Path>,
     pub csv: Option<&'a Path>,
     pub html: Option<&'a Path>,
+    /// Per-test coverage: which tests ran each line.
+    pub per_test: bool,
+}
+
+/// Per-test coverage (data version 2): each test's classes analysed with the counts while it
+/// ran.
+#[derive(Default)]
+pub struct PerTest {
+    /// Test names, sorted.
+    pub tests: Vec<String>,
+    /// Per test (same order): the classes it ran, analysed with its counts.
+    pub classes: Vec<Vec<Class>>,
+    /// The counts outside every test (the total less the tests'), analysed: what ran before,
+    /// between or after the tests (class loading, a `main`).
+    pub outside: Vec<Class>,
+    /// (source path `a/b/C.java`, line) -> indexes into `tests` of the tests that ran it.
+    pub lines: BTreeMap<(String, u32), Vec<usize>>,
+}
+
+impl PerTest {
+    /// The names of the tests that ran a line.
+    pub fn tests_of(&self, path: &str, line: u32) -> Vec<&str> {
+        self.lines
+            .get(&(path.to_string(), line))
+            .map_or(Vec::new(), |v| {
+                v.iter().map(|&i| self.tests[i].as_str()).collect()
+            })
+    }
 }
 
 /// The analysed classes and what is known about the run.
@@ -51,6 +79,8 @@ pub struct Report {
     pub with_data: usize,
     pub sources: Vec<PathBuf>,
     pub data_files: Vec<PathBuf>,
+    /// With `--per-test`.
+    pub per_test: Option<PerTest>,
 }
 
 /// One source file of a package: its classes and their lines merged.
@@ -130,12 +160,14 @@ impl Report {
         let mut data = CovData::default();
         for p in a.data {
             let d = crate::coverage::read(p)?;
-            for ((name, hash), v) in &d.classes {
-                data.add_class(name, *hash, v)
-                    .map_err(|e| format!("{}: {e}", p.display()))?;
-            }
-            data.sessions.extend(d.sessions);
+            data.add_all(&d)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
         }
+        let mut per_test = a.per_test.then(|| PerTest {
+            tests: data.tests.keys().cloned().collect(),
+            classes: vec![Vec::new(); data.tests.len()],
+            ..PerTest::default()
+        });
         let mut all = Vec::new();
         for root in a.classes {
             let entries = bci_verify::ClassPath::read_all(root)
@@ -152,6 +184,7 @@ impl Report {
             with_data: 0,
             sources: a.sources.to_vec(),
             data_files: a.data.to_vec(),
+            per_test: None,
         };
         let mut seen = BTreeMap::new();
         for (root, entry, bytes) in all {
@@ -189,17 +222,68 @@ impl Report {
                 r.stale.push(name.clone());
                 continue;
             }
-            match analyze(&bytes, counts, Split::AfterCalls) {
+            let plan = match plan_class(&bytes, Split::AfterCalls) {
+                Ok(p) => p,
+                Err(e) => {
+                    r.errors.push(format!("{}: {name}: {e}", root.display()));
+                    continue;
+                }
+            };
+            match analyze_plan(&bytes, &plan, counts) {
                 Ok(c) if c.counters.instructions.total() > 0 => {
                     r.with_data += counts.is_some() as usize;
                     r.classes.push(c);
                 }
-                Ok(_) => {}
-                Err(e) => r.errors.push(format!("{}: {name}: {e}", root.display())),
+                Ok(_) => continue,
+                Err(e) => {
+                    r.errors.push(format!("{}: {name}: {e}", root.display()));
+                    continue;
+                }
+            }
+            if let (Some(pt), Some(total)) = (per_test.as_mut(), counts) {
+                let mut outside = total.to_vec();
+                for (t, classes) in data.tests.values().enumerate() {
+                    let Some(tc) = classes.get(&(name.clone(), hash)) else {
+                        continue;
+                    };
+                    for (o, x) in outside.iter_mut().zip(tc) {
+                        *o = o.saturating_sub(*x);
+                    }
+                    match analyze_plan(&bytes, &plan, Some(tc)) {
+                        Ok(c) => pt.classes[t].push(c),
+                        Err(e) => r.errors.push(format!(
+                            "{}: {name}: test {}: {e}",
+                            root.display(),
+                            pt.tests[t]
+                        )),
+                    }
+                }
+                match analyze_plan(&bytes, &plan, Some(&outside)) {
+                    Ok(c) => pt.outside.push(c),
+                    Err(e) => r.errors.push(format!("{}: {name}: {e}", root.display())),
+                }
             }
         }
         progress.finish();
         r.classes.sort_by(|x, y| x.name.cmp(&y.name));
+        if let Some(mut pt) = per_test {
+            for (t, classes) in pt.classes.iter_mut().enumerate() {
+                classes.sort_by(|x, y| x.name.cmp(&y.name));
+                for c in classes.iter() {
+                    let path = lcov::source_path(c);
+                    for (l, x) in &c.lines {
+                        if x.max_hits > 0 {
+                            let v = pt.lines.entry((path.clone(), *l)).or_default();
+                            if v.last() != Some(&t) {
+                                v.push(t);
+                            }
+                        }
+                    }
+                }
+            }
+            pt.outside.sort_by(|x, y| x.name.cmp(&y.name));
+            r.per_test = Some(pt);
+        }
         Ok(r)
     }
 
@@ -295,7 +379,20 @@ pub fn run(a: &Args<'_>) -> Result<String, String> {
         write_file(p, &cobertura::write(&r, &packages))?;
     }
     if let Some(p) = a.lcov {
-        let text = lcov::write(&r.classes, &r.title, &|rel| r.source_name(rel));
+        let path = |rel: &str| r.source_name(rel);
+        let text = match &r.per_test {
+            // One TN: section per test, and one for what ran outside the tests: the sections
+            // add up to the whole run.
+            Some(pt) => {
+                let mut t = String::new();
+                for (name, classes) in pt.tests.iter().zip(&pt.classes) {
+                    t.push_str(&lcov::write(classes, name, &path));
+                }
+                t.push_str(&lcov::write(&pt.outside, "outside tests", &path));
+                t
+            }
+            None => lcov::write(&r.classes, &r.title, &path),
+        };
         write_file(p, &text)?;
     }
     if let Some(p) = a.csv {

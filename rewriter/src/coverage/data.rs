@@ -2,13 +2,18 @@
 //!
 //! ```text
 //! magic    "BCICOV\0\n"                      8 bytes
-//! version  u16 = 1
+//! version  u16 = 1 or 2
 //! sessions u32, then per session:
 //!   id str, start_ms i64, dump_ms i64, jvm str, command str
 //! classes  u32, then per class (sorted by name, then hash):
 //!   name str (internal form), hash u64, counters u32, counts u64 × counters
+//! version 2 only, per-test coverage:
+//! tests    u32, then per test (sorted by name):
+//!   name str, classes u32, then per class as above (the counts while the test ran)
 //! str = u32 byte length + UTF-8
 //! ```
+//!
+//! Data without per-test counts is written as version 1, which every reader reads.
 //!
 //! A class is keyed by its name and the 64-bit hash of its original bytes
 //! ([`super::class_hash`]); counts of the same key add up (saturating), the same name with
@@ -18,7 +23,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub const MAGIC: &[u8; 8] = b"BCICOV\0\n";
-pub const VERSION: u16 = 1;
+/// The newest version written (only when there are per-test counts; else 1).
+pub const VERSION: u16 = 2;
 
 /// One JVM run (or dump) that contributed to the data.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -36,6 +42,70 @@ pub struct CovData {
     pub sessions: Vec<Session>,
     /// (internal class name, hash) -> counter values.
     pub classes: BTreeMap<(String, u64), Vec<u64>>,
+    /// Per test (its name, e.g. `a.BTest#one()`): the counts while it ran, keyed like
+    /// `classes` (`bci.runtime.Cov.begin/end`; version 2).
+    pub tests: BTreeMap<String, BTreeMap<(String, u64), Vec<u64>>>,
+}
+
+/// Adds counts of one class into a map of classes (saturating); another number of counters
+/// under the same key is malformed data.
+fn add_into(
+    map: &mut BTreeMap<(String, u64), Vec<u64>>,
+    name: &str,
+    hash: u64,
+    counts: &[u64],
+) -> Result<(), DataError> {
+    let e = map
+        .entry((name.to_string(), hash))
+        .or_insert_with(|| vec![0; counts.len()]);
+    if e.len() != counts.len() {
+        return Err(DataError(format!(
+            "class {name} (hash {hash:016x}): {} counters here, {} before",
+            counts.len(),
+            e.len()
+        )));
+    }
+    for (a, b) in e.iter_mut().zip(counts) {
+        *a = a.saturating_add(*b);
+    }
+    Ok(())
+}
+
+/// Reads `n` classes (name, hash, counts) into `into`.
+fn read_classes(
+    r: &mut Rd<'_>,
+    n: u32,
+    into: &mut BTreeMap<(String, u64), Vec<u64>>,
+) -> Result<(), DataError> {
+    for _ in 0..n {
+        let at = r.at;
+        let name = r.str("class name")?;
+        let hash = r.u64("class hash")?;
+        let n = r.u32("counter count")? as usize;
+        if n > (r.b.len() - r.at) / 8 {
+            return Err(DataError(format!(
+                "offset {at}: class {name}: {n} counters run past the end"
+            )));
+        }
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(r.u64("counter")?);
+        }
+        add_into(into, &name, hash, &v).map_err(|e| DataError(format!("offset {at}: {e}")))?;
+    }
+    Ok(())
+}
+
+fn put_classes(out: &mut Vec<u8>, classes: &BTreeMap<(String, u64), Vec<u64>>) {
+    out.extend_from_slice(&(classes.len() as u32).to_be_bytes());
+    for ((name, hash), v) in classes {
+        put_str(out, name);
+        out.extend_from_slice(&hash.to_be_bytes());
+        out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+        for c in v {
+            out.extend_from_slice(&c.to_be_bytes());
+        }
+    }
 }
 
 /// A malformed file or a merge conflict; says where.
@@ -102,9 +172,9 @@ impl CovData {
             return Err(DataError("not a bci coverage file (bad magic)".into()));
         }
         let v = r.u16("version")?;
-        if v != VERSION {
+        if v == 0 || v > VERSION {
             return Err(DataError(format!(
-                "coverage file version {v}; this bci reads version {VERSION}"
+                "coverage file version {v}; this bci reads versions 1 to {VERSION}"
             )));
         }
         let mut d = CovData::default();
@@ -119,22 +189,14 @@ impl CovData {
             });
         }
         let nc = r.u32("class count")?;
-        for _ in 0..nc {
-            let at = r.at;
-            let name = r.str("class name")?;
-            let hash = r.u64("class hash")?;
-            let n = r.u32("counter count")? as usize;
-            if n > (r.b.len() - r.at) / 8 {
-                return Err(DataError(format!(
-                    "offset {at}: class {name}: {n} counters run past the end"
-                )));
+        read_classes(&mut r, nc, &mut d.classes)?;
+        if v >= 2 {
+            let nt = r.u32("test count")?;
+            for _ in 0..nt {
+                let name = r.str("test name")?;
+                let nc = r.u32("test class count")?;
+                read_classes(&mut r, nc, d.tests.entry(name).or_default())?;
             }
-            let mut v = Vec::with_capacity(n);
-            for _ in 0..n {
-                v.push(r.u64("counter")?);
-            }
-            d.add_class(&name, hash, &v)
-                .map_err(|e| DataError(format!("offset {at}: {e}")))?;
         }
         if r.at != bytes.len() {
             return Err(DataError(format!(
@@ -146,11 +208,13 @@ impl CovData {
         Ok(d)
     }
 
-    /// Encodes the data (classes sorted by name and hash).
+    /// Encodes the data (classes sorted by name and hash): version 1 without per-test counts,
+    /// else 2.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_be_bytes());
+        let v: u16 = if self.tests.is_empty() { 1 } else { 2 };
+        out.extend_from_slice(&v.to_be_bytes());
         out.extend_from_slice(&(self.sessions.len() as u32).to_be_bytes());
         for s in &self.sessions {
             put_str(&mut out, &s.id);
@@ -159,13 +223,12 @@ impl CovData {
             put_str(&mut out, &s.jvm);
             put_str(&mut out, &s.command);
         }
-        out.extend_from_slice(&(self.classes.len() as u32).to_be_bytes());
-        for ((name, hash), v) in &self.classes {
-            put_str(&mut out, name);
-            out.extend_from_slice(&hash.to_be_bytes());
-            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-            for c in v {
-                out.extend_from_slice(&c.to_be_bytes());
+        put_classes(&mut out, &self.classes);
+        if v >= 2 {
+            out.extend_from_slice(&(self.tests.len() as u32).to_be_bytes());
+            for (name, classes) in &self.tests {
+                put_str(&mut out, name);
+                put_classes(&mut out, classes);
             }
         }
         out
@@ -174,20 +237,37 @@ impl CovData {
     /// Adds one class's counts (saturating). The same class with another number of counters
     /// under the same hash is malformed data.
     pub fn add_class(&mut self, name: &str, hash: u64, counts: &[u64]) -> Result<(), DataError> {
-        let e = self
-            .classes
-            .entry((name.to_string(), hash))
-            .or_insert_with(|| vec![0; counts.len()]);
-        if e.len() != counts.len() {
-            return Err(DataError(format!(
-                "class {name} (hash {hash:016x}): {} counters here, {} before",
-                counts.len(),
-                e.len()
-            )));
+        add_into(&mut self.classes, name, hash, counts)
+    }
+
+    /// Adds one class's counts while test `test` ran (saturating).
+    pub fn add_test_class(
+        &mut self,
+        test: &str,
+        name: &str,
+        hash: u64,
+        counts: &[u64],
+    ) -> Result<(), DataError> {
+        add_into(
+            self.tests.entry(test.to_string()).or_default(),
+            name,
+            hash,
+            counts,
+        )
+    }
+
+    /// Adds another data set's classes and per-test counts as they are (no stale check: the
+    /// same class under two hashes stays apart, as two keys).
+    pub fn add_all(&mut self, other: &CovData) -> Result<(), DataError> {
+        for ((name, hash), v) in &other.classes {
+            self.add_class(name, *hash, v)?;
         }
-        for (a, b) in e.iter_mut().zip(counts) {
-            *a = a.saturating_add(*b);
+        for (t, classes) in &other.tests {
+            for ((name, hash), v) in classes {
+                self.add_test_class(t, name, *hash, v)?;
+            }
         }
+        self.sessions.extend(other.sessions.iter().cloned());
         Ok(())
     }
 
@@ -212,6 +292,13 @@ impl CovData {
                 )));
             }
             self.add_class(name, *hash, v)?;
+        }
+        for (t, classes) in &other.tests {
+            for ((name, hash), v) in classes {
+                if !skipped.contains(name) {
+                    self.add_test_class(t, name, *hash, v)?;
+                }
+            }
         }
         self.sessions.extend(other.sessions.iter().cloned());
         Ok(skipped)
@@ -260,6 +347,38 @@ mod tests {
         assert_eq!(m.counts("a/B", 7).unwrap(), &[2, 4, 6]);
         assert_eq!(m.counts("a/C", 9).unwrap(), &[u64::MAX]);
         assert_eq!(m.sessions.len(), 2);
+    }
+
+    #[test]
+    fn per_test_counts_round_trip_as_version_2_and_version_1_still_reads() {
+        let v1 = sample().to_bytes();
+        assert_eq!(u16::from_be_bytes([v1[8], v1[9]]), 1);
+        assert_eq!(CovData::parse(&v1).unwrap(), sample());
+        let mut d = sample();
+        d.add_test_class("a.BTest#one()", "a/B", 7, &[1, 0, 0])
+            .unwrap();
+        d.add_test_class("a.BTest#two()", "a/B", 7, &[0, 2, 0])
+            .unwrap();
+        let b = d.to_bytes();
+        assert_eq!(u16::from_be_bytes([b[8], b[9]]), 2);
+        let back = CovData::parse(&b).unwrap();
+        assert_eq!(back, d);
+        assert_eq!(
+            back.tests["a.BTest#two()"][&("a/B".to_string(), 7)],
+            vec![0, 2, 0]
+        );
+        let mut m = back.clone();
+        m.merge(&back, false).unwrap();
+        assert_eq!(
+            m.tests["a.BTest#one()"][&("a/B".to_string(), 7)],
+            vec![2, 0, 0]
+        );
+        for n in 0..b.len() {
+            assert!(CovData::parse(&b[..n]).is_err(), "prefix {n}");
+        }
+        let mut v3 = b.clone();
+        v3[9] = 3;
+        assert!(CovData::parse(&v3).unwrap_err().0.contains("version 3"));
     }
 
     #[test]

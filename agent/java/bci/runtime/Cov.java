@@ -29,6 +29,11 @@ import java.util.Map;
  * first thing in their {@code <clinit>}; at exit the counts are added to the data file
  * ({@code -Dbci.covfile=}, default {@code bci.cov}; the format of the Rust crate's
  * {@code coverage::data}), under a lock, so several JVMs can share one file.
+ *
+ * <p>Per-test coverage: {@link #begin} and {@link #end} (called by a test harness, e.g. the
+ * runtime jar's JUnit listener) bracket a test; what every thread counted in between is the
+ * test's (threads a test starts count for it; tests that run at the same time are not told
+ * apart). The counting path is unchanged: begin and end take a snapshot of all counts.
  */
 public final class Cov {
     private Cov() {}
@@ -96,6 +101,7 @@ public final class Cov {
 
     private static void writeAtExit() {
         try {
+            end();
             String at = write(covfile);
             System.err.println("bci: coverage data written to " + at);
         } catch (Throwable e) {
@@ -128,6 +134,20 @@ public final class Cov {
                 }
             }
         }
+        // Per test: its counts by class key (sorted by test name when written).
+        java.util.TreeMap<String, Map<String, long[]>> tests = new java.util.TreeMap<>();
+        synchronized (Cov.class) {
+            for (Map.Entry<String, long[][]> e : TESTS.entrySet()) {
+                Map<String, long[]> tc = new HashMap<>();
+                long[][] byId = e.getValue();
+                for (int c = 1; c < nextId && c < byId.length; c++) {
+                    if (byId[c] != null) {
+                        addKey(tc, new ArrayList<>(), names[c] + '\0' + hashes[c], byId[c].clone());
+                    }
+                }
+                tests.put(e.getKey(), tc);
+            }
+        }
         File f = new File(path);
         try (RandomAccessFile lock = new RandomAccessFile(path + ".lck", "rw");
                 FileLock l = lock.getChannel().lock()) {
@@ -136,8 +156,9 @@ public final class Cov {
                 try (DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(new FileInputStream(f)))) {
                     byte[] m = new byte[8];
                     in.readFully(m);
-                    if (!java.util.Arrays.equals(m, MAGIC) || in.readUnsignedShort() != 1) {
-                        throw new IOException("not bci coverage data (version 1)");
+                    int version = java.util.Arrays.equals(m, MAGIC) ? in.readUnsignedShort() : 0;
+                    if (version != 1 && version != 2) {
+                        throw new IOException("not bci coverage data (version 1 or 2)");
                     }
                     int ns = in.readInt();
                     for (int i = 0; i < ns; i++) {
@@ -159,36 +180,68 @@ public final class Cov {
                         for (int k = 0; k < n; k++) {
                             v[k] = in.readLong();
                         }
-                        String key = name + '\0' + hash;
-                        long[] prev = counts.get(key);
-                        if (prev == null) {
-                            counts.put(key, v);
-                            order.add(key);
-                        } else if (prev.length == v.length) {
-                            add(prev, v);
-                        } else {
-                            throw new IOException("class " + name + ": " + n + " counters in the file, "
-                                    + prev.length + " in this run");
+                        addKey(counts, order, name + '\0' + hash, v);
+                    }
+                    if (version == 2) {
+                        int nt = in.readInt();
+                        for (int t = 0; t < nt; t++) {
+                            String test = readStr(in);
+                            Map<String, long[]> tc = tests.computeIfAbsent(test, x -> new HashMap<>());
+                            int k = in.readInt();
+                            for (int i = 0; i < k; i++) {
+                                String name = readStr(in);
+                                long hash = in.readLong();
+                                long[] v = new long[in.readInt()];
+                                for (int j = 0; j < v.length; j++) {
+                                    v[j] = in.readLong();
+                                }
+                                addKey(tc, new ArrayList<>(), name + '\0' + hash, v);
+                            }
                         }
                     }
                 } catch (IOException e) {
                     String other = path + "." + ProcessHandle.current().pid();
                     System.err.println("bci: " + path + ": " + e.getMessage() + "; left as it is, data written to " + other);
-                    writeFile(new File(other), new ArrayList<>(), counts, order);
+                    writeFile(new File(other), new ArrayList<>(), counts, order, tests);
                     return other;
                 }
             }
-            writeFile(f, sessions, counts, order);
+            writeFile(f, sessions, counts, order, tests);
             return path;
         }
     }
 
+    /** Adds counts under a class key ({@code name\0hash}); another length is malformed data. */
+    private static void addKey(Map<String, long[]> counts, ArrayList<String> order, String key, long[] v)
+            throws IOException {
+        long[] prev = counts.get(key);
+        if (prev == null) {
+            counts.put(key, v);
+            order.add(key);
+        } else if (prev.length == v.length) {
+            add(prev, v);
+        } else {
+            throw new IOException("class " + key.substring(0, key.indexOf('\0')) + ": " + v.length
+                    + " counters in the file, " + prev.length + " in this run");
+        }
+    }
+
+    private static void writeClass(DataOutputStream o, String key, long[] v) throws IOException {
+        int z = key.indexOf('\0');
+        writeStr(o, key.substring(0, z));
+        o.writeLong(Long.parseLong(key.substring(z + 1)));
+        o.writeInt(v.length);
+        for (long x : v) {
+            o.writeLong(x);
+        }
+    }
+
     private static void writeFile(File f, ArrayList<byte[]> sessions, Map<String, long[]> counts,
-            ArrayList<String> order) throws IOException {
+            ArrayList<String> order, java.util.TreeMap<String, Map<String, long[]>> tests) throws IOException {
         File tmp = new File(f.getPath() + ".tmp" + ProcessHandle.current().pid());
         try (DataOutputStream o = new DataOutputStream(new java.io.BufferedOutputStream(new FileOutputStream(tmp)))) {
             o.write(MAGIC);
-            o.writeShort(1);
+            o.writeShort(tests.isEmpty() ? 1 : 2);
             o.writeInt(sessions.size() + 1);
             for (byte[] b : sessions) {
                 o.write(b);
@@ -200,13 +253,16 @@ public final class Cov {
             writeStr(o, System.getProperty("sun.java.command", ""));
             o.writeInt(order.size());
             for (String key : order) {
-                int z = key.indexOf('\0');
-                writeStr(o, key.substring(0, z));
-                o.writeLong(Long.parseLong(key.substring(z + 1)));
-                long[] v = counts.get(key);
-                o.writeInt(v.length);
-                for (long x : v) {
-                    o.writeLong(x);
+                writeClass(o, key, counts.get(key));
+            }
+            if (!tests.isEmpty()) {
+                o.writeInt(tests.size());
+                for (Map.Entry<String, Map<String, long[]>> t : tests.entrySet()) {
+                    writeStr(o, t.getKey());
+                    o.writeInt(t.getValue().size());
+                    for (Map.Entry<String, long[]> c : t.getValue().entrySet()) {
+                        writeClass(o, c.getKey(), c.getValue());
+                    }
                 }
             }
         }
@@ -429,6 +485,63 @@ public final class Cov {
                 w.write(b.append('\n').toString());
             }
         }
+    }
+
+    /** The test running now (null: none) and the counts when it began. Guarded by the class lock. */
+    private static String test;
+    private static long[][] testBase;
+    /** Per test: what was counted while it ran, by class id. Guarded by the class lock. */
+    private static final Map<String, long[][]> TESTS = new HashMap<>();
+
+    /**
+     * Test {@code name} begins: what is counted from now until {@link #end} is also kept as the
+     * test's (a test still running ends first).
+     */
+    public static synchronized void begin(String name) {
+        end();
+        testBase = snapshot();
+        test = name == null ? "" : name;
+    }
+
+    /** The running test (if any) ends: the counts since its {@link #begin} are added to it. */
+    public static synchronized void end() {
+        if (test == null) {
+            return;
+        }
+        long[][] now = snapshot();
+        long[][] base = testBase;
+        long[][] sum = TESTS.get(test);
+        if (sum == null || sum.length < now.length) {
+            long[][] g = new long[now.length][];
+            if (sum != null) {
+                System.arraycopy(sum, 0, g, 0, sum.length);
+            }
+            sum = g;
+        }
+        for (int c = 0; c < now.length; c++) {
+            long[] a = now[c];
+            if (a == null) {
+                continue;
+            }
+            long[] b = c < base.length ? base[c] : null;
+            long[] d = null;
+            for (int i = 0; i < a.length; i++) {
+                long x = a[i] - (b != null && i < b.length ? b[i] : 0);
+                if (x > 0) {
+                    if (d == null) {
+                        d = sum[c] != null && sum[c].length == a.length ? sum[c] : new long[a.length];
+                    }
+                    long y = d[i] + x;
+                    d[i] = y < 0 ? Long.MAX_VALUE : y; // saturate
+                }
+            }
+            if (d != null) {
+                sum[c] = d;
+            }
+        }
+        TESTS.put(test, sum);
+        test = null;
+        testBase = null;
     }
 
     static {
