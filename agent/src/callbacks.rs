@@ -310,6 +310,12 @@ unsafe extern "C" fn vm_init(
             return;
         }
         a.live.store(true, Ordering::Release);
+        let trace_rules = a.engine.trace_rules();
+        if !trace_rules.is_empty() {
+            if let Err(e) = crate::trace::start(&jni, a.opts.tracefile.as_deref(), &trace_rules) {
+                log(&format!("tracing: {e}; no trace event will be written"));
+            }
+        }
         if a.opts.verbose {
             log(&format!(
                 "VMInit: runtime defined, {} classes loaded before it left original",
@@ -322,11 +328,20 @@ unsafe extern "C" fn vm_init(
 unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv) {
     guard("VMStart", || {
         let Some(a) = AGENT.get() else { return };
+        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
+        let jni = unsafe { Jni::from_raw(jni) };
+        if !a.engine.trace_rules().is_empty() {
+            if let Err(e) = crate::trace::define(&jni) {
+                log(&format!(
+                    "cannot define {} ({e}); tracing rules will not record",
+                    crate::trace::CLASS
+                ));
+                jni.take_exception(true);
+            }
+        }
         if !a.early {
             return;
         }
-        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
-        let jni = unsafe { Jni::from_raw(jni) };
         // the build that reads Thread.bci$t only if the hook handed Thread to the VM with it
         // (a link error in every probe would be fatal). Not checked through JNI: GetFieldID
         // would initialize Thread, running its instrumented <clinit> before the runtime exists.
@@ -466,7 +481,10 @@ unsafe extern "C" fn class_file_load_hook(
             return;
         }
         let Some(name) = c_str_opt(name) else { return };
-        if name.starts_with("bci/runtime/") || name.starts_with(runtime::EARLY_PROBES) {
+        if name.starts_with("bci/runtime/")
+            || name.starts_with(runtime::EARLY_PROBES)
+            || name.starts_with(crate::trace::CLASS)
+        {
             return;
         }
         if !a.live.load(Ordering::Acquire) {
@@ -631,7 +649,18 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
             snap.threads.len()
         ));
     }
-    let text = report::render(&a.opts, &snap);
+    let mut text = report::render(&a.opts, &snap);
+    if at_exit && !a.engine.trace_rules().is_empty() {
+        match crate::trace::finish(jni) {
+            // a collapsed profile stays one stack per line: its summary goes to stderr
+            Ok(s) if a.opts.format == options::Format::Collapsed => eprint!("{s}"),
+            Ok(s) => {
+                text.push('\n');
+                text.push_str(&s);
+            }
+            Err(e) => log(&format!("tracing summary: {e}")),
+        }
+    }
     match out.write(&text, a.opts.format, at_exit) {
         Ok(path) => {
             if a.opts.verbose {

@@ -16,3 +16,4 @@ pub mod rewrite;
 pub mod runtime;
 pub mod runtime_jar;
 pub mod sys;
+pub mod trace;

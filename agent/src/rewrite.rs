@@ -55,6 +55,10 @@ mod imp {
     pub struct Engine {
         rules: Rules,
         opts: bci_rewriter::Options,
+        /// Tracing rules of the rules= file (they run next to the probe rules).
+        trace: Vec<bci_rewriter::trace::TraceRule>,
+        /// The next tracing site id.
+        sites: std::sync::atomic::AtomicI32,
     }
 
     struct Reg<'a>(&'a Registry);
@@ -73,13 +77,27 @@ mod imp {
 
     impl Engine {
         pub fn new(o: &Options) -> Result<Engine, String> {
-            let rules = match &o.rules {
+            let file = match &o.rules {
                 Some(path) => {
                     let src =
                         std::fs::read_to_string(path).map_err(|e| format!("rules={path}: {e}"))?;
-                    Rules::parse(&src, path).map_err(|e| e.to_string())?
+                    Some(Rules::parse(&src, path).map_err(|e| e.to_string())?)
                 }
-                None => Rules::cpu_times()
+                None => None,
+            };
+            let trace = file
+                .as_ref()
+                .map(|f| f.trace_rules().to_vec())
+                .unwrap_or_default();
+            if o.tracefile.is_some() && !trace.iter().any(|r| r.trace) {
+                return Err(
+                    "tracefile= needs rules=<file> with a rule that says trace = true".to_string(),
+                );
+            }
+            let rules = match file {
+                // probe rules replace the built-in cpu=times rules; tracing rules run next to them
+                Some(f) if f.has_probe_rules() => f,
+                _ => Rules::cpu_times()
                     .with_runtime(EARLY_RUNTIME_CLASS)
                     .with_filters(
                         &[],
@@ -117,13 +135,22 @@ mod imp {
             Ok(Engine {
                 rules: rules.with_filters(&o.include, &o.exclude),
                 opts,
+                trace,
+                sites: std::sync::atomic::AtomicI32::new(0),
             })
         }
 
         /// Whether the hook must hand class `internal_name` to [`Engine::instrument`]: rules
         /// select it, or it gets the runtime's fields.
         pub fn selects(&self, internal_name: &str) -> bool {
-            self.rules.selects_class(internal_name) || self.opts.adds_fields_to(internal_name)
+            self.rules.selects_class(internal_name)
+                || self.opts.adds_fields_to(internal_name)
+                || bci_rewriter::trace::selects_class(&self.trace, internal_name)
+        }
+
+        /// Names of the tracing rules, in file order (empty: no tracing).
+        pub fn trace_rules(&self) -> Vec<String> {
+            self.trace.iter().map(|r| r.name.clone()).collect()
         }
 
         /// Whether a rewritten `internal_name` has fields added (THREAD_FIELDS).
@@ -138,14 +165,30 @@ mod imp {
         /// The rewritten class (`None`: unchanged) and the methods left original, each as
         /// `class.method(desc): reason`.
         pub fn instrument(&self, bytes: &[u8], reg: &Registry) -> Result<Rewritten, String> {
-            match instrument_methods(bytes, &self.rules, &mut Reg(reg), &self.opts) {
-                Ok((o, left)) => Ok((
-                    match o {
-                        Outcome::Unchanged => None,
-                        Outcome::Rewritten(b) => Some(b),
-                    },
-                    left.iter().map(|e| e.to_string()).collect(),
-                )),
+            // tracing rules first, then the probe rules on the result
+            let (traced, mut left) = if self.trace.is_empty() {
+                (None, Vec::new())
+            } else {
+                let mut next = || {
+                    self.sites
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                };
+                let (b, left) = bci_rewriter::trace::instrument(bytes, &self.trace, &mut next)
+                    .map_err(|e| e.to_string())?;
+                (b, left.iter().map(|e| e.to_string()).collect::<Vec<_>>())
+            };
+            let input = traced.as_deref().unwrap_or(bytes);
+            match instrument_methods(input, &self.rules, &mut Reg(reg), &self.opts) {
+                Ok((o, l)) => {
+                    left.extend(l.iter().map(|e| e.to_string()));
+                    Ok((
+                        match o {
+                            Outcome::Unchanged => traced,
+                            Outcome::Rewritten(b) => Some(b),
+                        },
+                        left,
+                    ))
+                }
                 Err(e) => Err(e.to_string()),
             }
         }
@@ -167,6 +210,9 @@ mod imp {
         }
         pub fn selects(&self, _internal_name: &str) -> bool {
             false
+        }
+        pub fn trace_rules(&self) -> Vec<String> {
+            Vec::new()
         }
         pub fn adds_fields_to(&self, _internal_name: &str) -> bool {
             false

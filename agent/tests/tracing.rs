@@ -1,0 +1,268 @@
+//! Tracing rules end to end: test-classes/trace/*.java run under `rules=` (their .toml next to
+//! them) with `tracefile=`, HotSpot -Xverify:all; the JSON-lines events and the summary in the
+//! report are checked against the `// expect:` lines in the sources.
+//!
+//! `// expect: rule=R count=N`      the summary row of R counts N
+//! `// expect: rule=R events=N`     N events of rule R in the trace file
+//! `// expect: rule=R event=E k=v…` exactly one event of R with "event":"E" and each field k
+//!                                  equal to v (JSON as written: args=[1,2] ret="x")
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+mod common;
+use common::{agent_lib, jdk_tool, repo};
+
+fn compile(sources: &[&str], name: &str) -> PathBuf {
+    let out = common::tmp("trace", name);
+    let mut cmd = Command::new(jdk_tool("javac"));
+    cmd.arg("-g").arg("-d").arg(&out);
+    for s in sources {
+        cmd.arg(repo().join("test-classes/trace").join(s));
+    }
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "javac: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn run(dir: &Path, main: &str, opts: &str) -> Output {
+    let o = Command::new(jdk_tool("java"))
+        .arg("-Xverify:all")
+        .arg(format!("-agentpath:{}={}", agent_lib().display(), opts))
+        .arg("-cp")
+        .arg(dir)
+        .arg(main)
+        .output()
+        .unwrap();
+    o
+}
+
+struct Run {
+    events: Vec<String>,
+    report: String,
+    stderr: String,
+}
+
+fn traced(main: &str, rules: &str, extra_opts: &str) -> Run {
+    let dir = compile(&[&format!("{main}.java")], main);
+    let ev = dir.join("events.jsonl");
+    let prof = dir.join("prof.txt");
+    let rules = repo().join("test-classes/trace").join(rules);
+    let o = run(
+        &dir,
+        main,
+        &format!(
+            "rules={},tracefile={},file={}{extra_opts}",
+            rules.display(),
+            ev.display(),
+            prof.display()
+        ),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{main}: {stderr}");
+    assert!(!stderr.contains("left original"), "{stderr}");
+    let events = std::fs::read_to_string(&ev)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let report = std::fs::read_to_string(&prof).unwrap();
+    Run {
+        events,
+        report,
+        stderr,
+    }
+}
+
+/// The summary row's count of `rule`.
+fn summary_count(report: &str, rule: &str) -> Option<u64> {
+    let s = &report[report.find("TRACE SUMMARY")?..];
+    s.lines()
+        .find(|l| l.split_whitespace().next() == Some(rule))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+}
+
+fn field(ev: &str, key: &str, value: &str) -> bool {
+    let pat = format!("\"{key}\":{value}");
+    ev.match_indices(&pat)
+        .any(|(i, _)| matches!(ev.as_bytes().get(i + pat.len()), Some(b',') | Some(b'}')))
+}
+
+/// Splits on spaces outside double quotes.
+fn split_words(s: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    for c in s.chars() {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if c == ' ' && !quoted {
+            out.push(String::new());
+        } else {
+            out.last_mut().unwrap().push(c);
+        }
+    }
+    out.retain(|w| !w.is_empty());
+    out
+}
+
+fn check_expects(source: &str, r: &Run) -> usize {
+    let text = std::fs::read_to_string(repo().join("test-classes/trace").join(source)).unwrap();
+    let mut n = 0;
+    for line in text.lines() {
+        let Some(e) = line.trim().strip_prefix("// expect: ") else {
+            continue;
+        };
+        n += 1;
+        let words = split_words(e);
+        let kv: Vec<(&str, &str)> = words
+            .iter()
+            .map(|w| w.split_once('=').unwrap_or((w, "")))
+            .collect();
+        let rule = kv.iter().find(|(k, _)| *k == "rule").unwrap().1;
+        let mine: Vec<&String> = r
+            .events
+            .iter()
+            .filter(|ev| field(ev, "rule", &format!("\"{rule}\"")))
+            .collect();
+        for (k, v) in &kv {
+            match *k {
+                "count" => assert_eq!(
+                    summary_count(&r.report, rule),
+                    Some(v.parse().unwrap()),
+                    "{e}\n{}",
+                    &r.report[r.report.find("TRACE SUMMARY").unwrap_or(0)..]
+                ),
+                "events" => assert_eq!(mine.len(), v.parse::<usize>().unwrap(), "{e}: {mine:#?}"),
+                _ => {}
+            }
+        }
+        if let Some((_, ev)) = kv.iter().find(|(k, _)| *k == "event") {
+            let want: Vec<(&str, &str)> = kv
+                .iter()
+                .filter(|(k, _)| !matches!(*k, "rule" | "count" | "events"))
+                .map(|&(k, v)| if k == "event" { (k, "") } else { (k, v) })
+                .collect();
+            let hits: Vec<&&String> = mine
+                .iter()
+                .filter(|l| field(l, "event", &format!("\"{ev}\"")))
+                .filter(|l| want.iter().all(|(k, v)| *k == "event" || field(l, k, v)))
+                .collect();
+            assert_eq!(
+                hits.len(),
+                1,
+                "{e}: matching events {hits:#?} among {mine:#?}"
+            );
+        }
+    }
+    n
+}
+
+#[test]
+fn trace_basics_events_counts_and_filters() {
+    // the line rule names the line marked in the source
+    let src = std::fs::read_to_string(repo().join("test-classes/trace/TraceBasics.java")).unwrap();
+    let toml =
+        std::fs::read_to_string(repo().join("test-classes/trace/trace-basics.toml")).unwrap();
+    let n: usize = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("line = "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    assert!(src
+        .lines()
+        .nth(n - 1)
+        .unwrap()
+        .contains("line rule: this line"));
+    let r = traced("TraceBasics", "trace-basics.toml", "");
+    let n = check_expects("TraceBasics.java", &r);
+    assert!(n >= 15, "only {n} expect lines");
+    // every event line carries the documented fields
+    assert!(!r.events.is_empty());
+    for ev in &r.events {
+        assert!(ev.starts_with("{\"ts_ns\":") && ev.ends_with('}'), "{ev}");
+        for k in ["thread", "rule", "event", "class", "method", "desc"] {
+            assert!(ev.contains(&format!("\"{k}\":\"")), "{k} in {ev}");
+        }
+        assert!(field(ev, "thread", "\"main\""), "{ev}");
+        let exit = field(ev, "event", "\"exit\"") || field(ev, "event", "\"exception\"");
+        assert_eq!(exit, ev.contains("\"dur_ns\":"), "{ev}");
+    }
+    // min_duration: the one event of "slow" took at least 20 ms
+    let slow = r
+        .events
+        .iter()
+        .find(|e| field(e, "rule", "\"slow\""))
+        .unwrap();
+    let d: i64 = slow
+        .split("\"dur_ns\":")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!(d >= 20_000_000, "{slow}");
+    assert!(
+        r.report.contains("trace events: 18 written to") && r.report.contains(", 0 dropped"),
+        "{}",
+        r.report
+    );
+    // the summary names the slowest call with its arguments
+    assert!(
+        r.report
+            .contains("TraceBasics.sleepy(I)V args=[30] thread=main"),
+        "{}",
+        r.report
+    );
+    assert!(!r.stderr.contains("Exception"), "{}", r.stderr);
+}
+
+#[test]
+fn bad_rule_file_stops_the_jvm_with_position() {
+    let dir = common::tmp("trace", "bad");
+    let rules = dir.join("bad.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"x\"\nclass = \"Foo\"\ntrace = true\nmin_duration = \"fast\"\n",
+    )
+    .unwrap();
+    let o = run(&dir, "Nothing", &format!("rules={}", rules.display()));
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:5:16: rule \"x\": bad min_duration \"fast\"",
+            rules.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn tracefile_without_trace_rules_is_refused() {
+    let dir = common::tmp("trace", "notrace");
+    let rules = dir.join("count.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"c\"\nclass = \"Foo\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = run(
+        &dir,
+        "Nothing",
+        &format!(
+            "rules={},tracefile={}/t.jsonl",
+            rules.display(),
+            dir.display()
+        ),
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tracefile= needs rules=<file> with a rule that says trace = true"),
+        "{err}"
+    );
+}
