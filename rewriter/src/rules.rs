@@ -110,7 +110,7 @@ pub(crate) struct RuleToml {
     pub(crate) implements: Option<Sp<String>>,
     pub(crate) exclude_class: Option<Vec<Sp<String>>>,
     pub(crate) exclude_method: Option<Vec<Sp<String>>>,
-    pub(crate) at: Option<Vec<Sp<String>>>,
+    pub(crate) at: Option<Sp<Vec<Sp<String>>>>,
     pub(crate) line: Option<Sp<i64>>,
     pub(crate) call: Option<Sp<String>>,
     pub(crate) count: Option<Sp<bool>>,

@@ -173,7 +173,7 @@ pub(crate) fn first_trace_key(r: &RuleToml) -> Option<(&'static str, usize)> {
         .or(s("implements", &r.implements))
         .or(l("exclude_class", &r.exclude_class))
         .or(l("exclude_method", &r.exclude_method))
-        .or(l("at", &r.at))
+        .or(s("at", &r.at))
         .or(s("line", &r.line))
         .or(s("call", &r.call))
         .or(s("count", &r.count))
@@ -364,7 +364,7 @@ impl TraceRule {
                     ));
                 }
                 let (mut entry, mut exit, mut exception) = (false, false, false);
-                for a in at {
+                for a in at.get_ref() {
                     match a.get_ref().as_str() {
                         "entry" => entry = true,
                         "exit" => exit = true,
@@ -378,7 +378,7 @@ impl TraceRule {
                     }
                 }
                 if !(entry || exit || exception) {
-                    return Err(err(start, format!("{who}: `at` is empty")));
+                    return Err(err(at.span().start, format!("{who}: `at` is empty")));
                 }
                 Location::Method {
                     entry,
@@ -528,7 +528,7 @@ impl TraceRule {
             entry_event: r
                 .at
                 .as_ref()
-                .is_some_and(|a| a.iter().any(|x| x.get_ref() == "entry")),
+                .is_some_and(|a| a.get_ref().iter().any(|x| x.get_ref() == "entry")),
             location_pos,
             count,
             time,
@@ -1262,4 +1262,54 @@ fn trace_method(
         ed.insert_before(ik, &s)?;
     }
     ed.finish(cp).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pat(p: &str) -> Pattern {
+        Pattern::parse(p, "class").unwrap()
+    }
+
+    #[test]
+    fn class_patterns() {
+        // * is one package level, ** any depth, ? one character
+        assert!(pat("java.util.*").matches("java.util.HashMap"));
+        assert!(!pat("java.util.*").matches("java.util.concurrent.Foo"));
+        assert!(pat("java.util.**").matches("java.util.concurrent.Foo"));
+        assert!(pat("**.Foo").matches("a.b.c.Foo"));
+        assert!(!pat("**.Foo").matches("a.b.c.XFoo"));
+        assert!(pat("a.*$Inner").matches("a.Outer$Inner"));
+        assert!(pat("a.B?").matches("a.Bc"));
+        assert!(!pat("a.B?").matches("a.B."));
+        assert!(pat("a.B").matches("a.B"));
+        assert!(!pat("a.B").matches("a.BC"));
+        // regular expressions match the whole name
+        assert!(pat("/com\\.acme\\..*Service/").matches("com.acme.x.UserService"));
+        assert!(!pat("/acme/").matches("com.acme.X"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500us"), Some(500_000));
+        assert_eq!(parse_duration("2s"), Some(2_000_000_000));
+        assert_eq!(parse_duration("10ns"), Some(10));
+        assert_eq!(parse_duration("1.5ms"), None);
+        assert_eq!(parse_duration("ms"), None);
+        assert_eq!(parse_duration("5m"), None);
+    }
+
+    #[test]
+    fn annotations_are_read_from_class_bytes() {
+        // a class with RuntimeVisibleAnnotations is built by javac in the agent's tests; here
+        // the element skipper is checked on a hand-made attribute body:
+        // 1 annotation, type #0, 2 pairs: (name, int const) (name, array of 2 enum consts)
+        let d = [
+            0, 1, 0, 0, 0, 2, 0, 0, b'I', 0, 0, 0, 0, b'[', 0, 2, b'e', 0, 0, 0, 0, b'e', 0, 0, 0,
+            0,
+        ];
+        assert_eq!(skip_annotation(&d, 2), Some(d.len()));
+        assert_eq!(skip_annotation(&d[..10], 2), None);
+    }
 }
