@@ -81,7 +81,9 @@ mod imp {
                 Some(path) => {
                     let src =
                         std::fs::read_to_string(path).map_err(|e| format!("rules={path}: {e}"))?;
-                    Some(Rules::parse(&src, path).map_err(|e| e.to_string())?)
+                    let r = Rules::parse(&src, path).map_err(|e| e.to_string())?;
+                    r.check_agent_runtime().map_err(|e| e.to_string())?;
+                    Some(r)
                 }
                 None => None,
             };

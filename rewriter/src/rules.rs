@@ -150,6 +150,8 @@ pub struct Rules {
     rules: Vec<Rule>,
     /// Tracing rules (`count`/`time`/`trace`), in file order.
     trace: Vec<crate::trace::TraceRule>,
+    /// Where `[runtime] class` was given (path, line, col).
+    runtime_at: Option<(String, usize, usize)>,
     include: Vec<Glob>,
     exclude: Vec<Glob>,
 }
@@ -180,6 +182,7 @@ impl Rules {
             let at = e.span().map_or(0, |s| s.start);
             err(at, e.message().trim().to_string())
         })?;
+        let mut runtime_at = None;
         let runtime = match &file.runtime {
             Some(r) => {
                 let c = r.class.get_ref();
@@ -188,6 +191,8 @@ impl Rules {
                 if !ok {
                     return Err(err(r.class.span().start, format!("runtime.class: expected an internal class name like \"bci/runtime/Probes\", found {c:?}")));
                 }
+                let e = err(r.class.span().start, String::new());
+                runtime_at = Some((e.path, e.line, e.col));
                 c.clone()
             }
             None => DEFAULT_RUNTIME.to_string(),
@@ -278,6 +283,7 @@ impl Rules {
             runtime,
             rules,
             trace,
+            runtime_at,
             include: Vec::new(),
             exclude: Vec::new(),
         })
@@ -302,6 +308,7 @@ impl Rules {
                     probes: ProbeSet(7),
                 }],
                 trace: Vec::new(),
+                runtime_at: None,
                 include: Vec::new(),
                 exclude: Vec::new(),
             },
@@ -337,10 +344,26 @@ impl Rules {
         &self.trace
     }
 
-    /// Drops the probe rules, keeping the tracing rules.
-    pub fn trace_only(mut self) -> Rules {
-        self.rules.clear();
-        self
+    /// The agent provides two runtime classes (bci/runtime/Probes at VMInit,
+    /// java/lang/BciProbes at early VMStart); any other `[runtime] class` is for
+    /// `bci instrument --runtime` only. The agent and `bci rules check` both refuse it here.
+    pub fn check_agent_runtime(&self) -> Result<(), RuleError> {
+        match &self.runtime_at {
+            Some((path, line, col))
+                if self.runtime != "bci/runtime/Probes" && self.runtime != "java/lang/BciProbes" =>
+            {
+                Err(RuleError {
+                    path: path.clone(),
+                    line: *line,
+                    col: *col,
+                    message: format!(
+                        "runtime.class {:?}: the agent provides only bci/runtime/Probes (defined at VMInit) and java/lang/BciProbes (defined at early VMStart); other runtime classes are for bci instrument",
+                        self.runtime
+                    ),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Internal name of the class the probes call.

@@ -727,8 +727,11 @@ pub struct Site {
     pub class: String,
     pub method: String,
     pub desc: String,
-    /// "entry/exit/exception", "line 12", "call java.util.HashMap.put(...) at line 7"
+    /// "entry/exit/exception", "line 12", "call java.util.HashMap.put(...) at line 7"; empty
+    /// when the method matches but has no such line or call.
     pub location: String,
+    /// The method's first and last source lines (LineNumberTable), if it has them.
+    pub lines: Option<(u16, u16)>,
 }
 
 /// Matched methods and locations of each rule in one class (no rewriting): `bci rules explain`.
@@ -753,13 +756,27 @@ pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>
                 continue;
             };
             let code = bci::CodeAttr::parse(&cf, a)?;
-            for (_, loc) in locations(&cf, &code, &r.location)? {
+            let table = line_table(&cf, &code);
+            let lines = table
+                .iter()
+                .map(|e| e.1)
+                .min()
+                .zip(table.iter().map(|e| e.1).max());
+            let mut locs: Vec<String> = locations(&cf, &code, &r.location)?
+                .into_iter()
+                .map(|(_, l)| l)
+                .collect();
+            if locs.is_empty() {
+                locs.push(String::new());
+            }
+            for loc in locs {
                 out.push(Site {
                     rule: ri,
                     class: view.name.clone(),
                     method: name.to_string(),
                     desc: desc.to_string(),
                     location: loc,
+                    lines,
                 });
             }
         }
