@@ -266,3 +266,52 @@ fn tracefile_without_trace_rules_is_refused() {
         "{err}"
     );
 }
+
+/// rules/examples/hashmap-resize.toml: a JDK method (java.util.HashMap.resize, loaded before
+/// VMInit) traced under -Xverify:all; the 5 resizes HashResize.fill causes are found by their
+/// captured stacks.
+#[test]
+fn hashmap_resize_example() {
+    let dir = compile(&["HashResize.java"], "HashResize");
+    let ev = dir.join("events.jsonl");
+    let prof = dir.join("prof.txt");
+    let rules = repo().join("rules/examples/hashmap-resize.toml");
+    let o = run(
+        &dir,
+        "HashResize",
+        &format!(
+            "rules={},tracefile={},file={}",
+            rules.display(),
+            ev.display(),
+            prof.display()
+        ),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains("left original"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "100\n");
+    let events = std::fs::read_to_string(&ev).unwrap();
+    let mine: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"HashResize.fill:"))
+        .collect();
+    assert_eq!(mine.len(), 5, "{events}");
+    for l in &mine {
+        assert!(field(l, "rule", "\"hashmap-resize\""), "{l}");
+        assert!(field(l, "class", "\"java.util.HashMap\""), "{l}");
+        assert!(
+            l.contains("\"stack\":[\"java.util.HashMap.resize:"),
+            "the stack starts at the traced method: {l}"
+        );
+        // stack = 4: resize, putVal, put, fill
+        let stack = &l[l.find("\"stack\":[").unwrap()..];
+        assert_eq!(stack.matches("\",\"").count(), 3, "{l}");
+    }
+    // the summary counts every resize of the run, the program's 5 among them
+    let report = std::fs::read_to_string(&prof).unwrap();
+    let n = summary_count(&report, "hashmap-resize").unwrap();
+    assert!(
+        n >= 5 && n as usize == events.lines().count(),
+        "{n}\n{events}"
+    );
+}
