@@ -147,10 +147,15 @@ fn check_expects(source: &str, r: &Run) -> usize {
                 .filter(|(k, _)| !matches!(*k, "rule" | "count" | "events"))
                 .map(|&(k, v)| if k == "event" { (k, "") } else { (k, v) })
                 .collect();
+            // `k~=v`: the field starts with v
+            let has = |l: &str, k: &str, v: &str| match k.strip_suffix('~') {
+                Some(k) => l.contains(&format!("\"{k}\":{v}")),
+                None => field(l, k, v),
+            };
             let hits: Vec<&&String> = mine
                 .iter()
                 .filter(|l| field(l, "event", &format!("\"{ev}\"")))
-                .filter(|l| want.iter().all(|(k, v)| *k == "event" || field(l, k, v)))
+                .filter(|l| want.iter().all(|(k, v)| *k == "event" || has(l, k, v)))
                 .collect();
             assert_eq!(
                 hits.len(),
@@ -264,6 +269,33 @@ fn tracefile_without_trace_rules_is_refused() {
     assert!(
         err.contains("tracefile= needs rules=<file> with a rule that says trace = true"),
         "{err}"
+    );
+}
+
+#[test]
+fn trace_match_selection_time_and_threads() {
+    let r = traced("TraceMatch", "trace-match.toml", "");
+    let n = check_expects("TraceMatch.java", &r);
+    assert!(n >= 14, "only {n} expect lines");
+    // self time: outer's own time excludes its three timed calls of inner (3 x >= 5 ms)
+    let row = |rule: &str| -> Vec<f64> {
+        let s = &r.report[r.report.find("TRACE SUMMARY").unwrap()..];
+        s.lines()
+            .find(|l| l.split_whitespace().next() == Some(rule))
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let (outer, inner) = (row("outer"), row("inner"));
+    // count, total, self, min, avg, max (us)
+    assert!(inner[1] >= 15_000.0 && inner[3] >= 5_000.0, "{inner:?}");
+    assert!(outer[1] >= inner[1], "{outer:?} {inner:?}");
+    assert!(outer[2] < 5_000.0, "outer self {outer:?}");
+    assert!(
+        (outer[1] - outer[2] - inner[1]).abs() < 1.0,
+        "{outer:?} {inner:?}"
     );
 }
 
