@@ -45,6 +45,16 @@ pub fn define(jni: &Jni) -> Result<(), String> {
 pub fn start(jni: &Jni, tracefile: Option<&str>, rules: &[String]) -> Result<(), String> {
     let cls = jni.find_class(CLASS)?;
     let m = jni.static_method_id(cls, "start", "(Ljava/lang/String;)V")?;
+    // tests only: a small event buffer, and no writer thread until exit (drops are exact)
+    if let Some(n) = std::env::var("BCIAGENT_TEST_TRACE_BUFFER")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    {
+        jni.set_static_int(cls, "testCapacity", n)?;
+    }
+    if std::env::var_os("BCIAGENT_TEST_TRACE_HOLD").is_some() {
+        jni.set_static_bool(cls, "testHold", true)?;
+    }
     let mut config = tracefile.unwrap_or("").to_string();
     for r in rules {
         config.push('\n');

@@ -29,7 +29,12 @@ fn compile(sources: &[&str], name: &str) -> PathBuf {
 }
 
 fn run(dir: &Path, main: &str, opts: &str) -> Output {
+    run_env(dir, main, opts, &[])
+}
+
+fn run_env(dir: &Path, main: &str, opts: &str, env: &[(&str, &str)]) -> Output {
     let o = Command::new(jdk_tool("java"))
+        .envs(env.iter().copied())
         .arg("-Xverify:all")
         .arg(format!("-agentpath:{}={}", agent_lib().display(), opts))
         .arg("-cp")
@@ -47,11 +52,15 @@ struct Run {
 }
 
 fn traced(main: &str, rules: &str, extra_opts: &str) -> Run {
+    traced_env(main, rules, extra_opts, &[])
+}
+
+fn traced_env(main: &str, rules: &str, extra_opts: &str, env: &[(&str, &str)]) -> Run {
     let dir = compile(&[&format!("{main}.java")], main);
     let ev = dir.join("events.jsonl");
     let prof = dir.join("prof.txt");
     let rules = repo().join("test-classes/trace").join(rules);
-    let o = run(
+    let o = run_env(
         &dir,
         main,
         &format!(
@@ -60,6 +69,7 @@ fn traced(main: &str, rules: &str, extra_opts: &str) -> Run {
             ev.display(),
             prof.display()
         ),
+        env,
     );
     let stderr = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{main}: {stderr}");
@@ -223,6 +233,48 @@ fn trace_basics_events_counts_and_filters() {
         r.report
     );
     assert!(!r.stderr.contains("Exception"), "{}", r.stderr);
+    // cpu=times runs next to the tracing rules and its counts stay exact
+    for (m, n) in [
+        ("TraceBasics.add(II)I", 7),
+        ("TraceBasics.half(D)D", 10),
+        ("TraceBasics.boom(Z)Ljava/lang/Object;", 2),
+        ("TraceBasics.loop(I)I", 1),
+    ] {
+        assert_eq!(methods_count(&r.report, m), Some(n), "{m}");
+    }
+}
+
+/// A full event buffer drops events (the traced thread never waits) and the summary says how
+/// many; counts and times are unaffected. The test build holds the writer thread back so the
+/// numbers are exact: 18 events into a buffer of 5.
+#[test]
+fn full_buffer_drops_and_counts() {
+    let r = traced_env(
+        "TraceBasics",
+        "trace-basics.toml",
+        "",
+        &[
+            ("BCIAGENT_TEST_TRACE_BUFFER", "5"),
+            ("BCIAGENT_TEST_TRACE_HOLD", "1"),
+        ],
+    );
+    assert_eq!(r.events.len(), 5, "{:#?}", r.events);
+    assert!(
+        r.report.contains(" 5 written to ") && r.report.contains(", 13 dropped (buffer full)"),
+        "{}",
+        r.report
+    );
+    assert_eq!(summary_count(&r.report, "add"), Some(7));
+    assert_eq!(summary_count(&r.report, "sampled"), Some(10));
+}
+
+/// The count column of `method`'s row in the report's METHODS section.
+fn methods_count(report: &str, method: &str) -> Option<u64> {
+    let s = &report[report.find("METHODS BEGIN")?..report.find("METHODS END")?];
+    s.lines()
+        .find(|l| l.split_whitespace().last() == Some(method))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|c| c.parse().ok())
 }
 
 #[test]

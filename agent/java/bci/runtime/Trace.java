@@ -42,6 +42,9 @@ public final class Trace {
     // the event buffer
     static final Object Q = new Object();
     static String[] queue = new String[1 << 16];
+    /** Tests only (set by the agent): buffer capacity, and no writer thread (finish() writes). */
+    static int testCapacity;
+    static boolean testHold;
     static int qhead, qlen;
     static long dropped, written;
     static java.io.OutputStream out;
@@ -113,9 +116,14 @@ public final class Trace {
         String path = f[0].isEmpty() ? null : f[0];
         ruleNames = new String[n];
         System.arraycopy(f, 1, ruleNames, 0, n);
+        if (testCapacity > 0) {
+            queue = new String[testCapacity];
+        }
         if (path != null) {
             out = new java.io.BufferedOutputStream(new java.io.FileOutputStream(path), 1 << 16);
             outPath = path;
+        }
+        if (path != null && !testHold) {
             Thread w = new Writer();
             w.setDaemon(true);
             writer = w;
@@ -151,7 +159,7 @@ public final class Trace {
                     while (qlen > 0 && n < batch.length) {
                         batch[n++] = queue[qhead];
                         queue[qhead] = null;
-                        qhead = (qhead + 1) & (queue.length - 1);
+                        qhead = (qhead + 1) % queue.length;
                         qlen--;
                     }
                 }
@@ -185,7 +193,7 @@ public final class Trace {
                 dropped++;
                 return;
             }
-            queue[(qhead + qlen) & (queue.length - 1)] = line;
+            queue[(qhead + qlen) % queue.length] = line;
             qlen++;
             if (qlen == 1) {
                 Q.notify();
@@ -587,7 +595,7 @@ public final class Trace {
             for (int i = 0; i < rest.length; i++) {
                 rest[i] = queue[qhead];
                 queue[qhead] = null;
-                qhead = (qhead + 1) & (queue.length - 1);
+                qhead = (qhead + 1) % queue.length;
             }
             qlen = 0;
         }
