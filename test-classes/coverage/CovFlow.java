@@ -1,6 +1,6 @@
 /**
  * Coverage expectations (format: CovBasics). @every-line: every line with code carries one.
- * Conditions with && and ||, a line cut short by a throw, assert, constructors with this(...),
+ * Conditions with && and ||, a line cut short by a throw, assert, a synchronized block, constructors with this(...),
  * static initialisation.
  */
 public class CovFlow {
@@ -8,7 +8,7 @@ public class CovFlow {
 
     static {
         initialized += 1; // hits=1
-    } // hits=1
+    }
 
     static int init() {
         return 41; // hits=1
@@ -65,7 +65,18 @@ public class CovFlow {
         return x; // hits=2
     }
 
+    static final Object LOCK = new Object(); // hits=1
+
+    static int locked(int x) {
+        synchronized (LOCK) { // hits=2
+            x++; // hits=2
+        } // hits=2
+        return x; // hits=2
+    }
+
     public static void main(String[] args) {
+        locked(1); // hits=1
+        locked(2); // hits=1
         new CovFlow(1, 2); // hits=1
         new CovFlow(3, 4); // hits=1
         new CovFlow(5); // hits=1

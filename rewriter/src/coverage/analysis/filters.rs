@@ -15,6 +15,7 @@
 //! * `assert`: the `$assertionsDisabled` test (and its initialisation in `<clinit>`).
 //! * exhaustive switch expressions: the generated default throwing
 //!   `IncompatibleClassChangeError` (javac < 21) or `MatchException` (21+).
+//! * `synchronized` blocks: the handler that releases the monitor and rethrows.
 
 use bci::code::{Handler, Insn};
 use bci::opcodes::op;
@@ -159,7 +160,36 @@ pub(crate) fn run(m: &Method<'_, '_>) -> Marks {
     finally(m, &mut marks);
     assert(m, &mut marks);
     exhaustive_switch(m, &mut marks);
+    synchronized(m, &mut marks);
     marks
+}
+
+/// A `synchronized` block's handler that releases the monitor and rethrows: javac's
+/// `astore t; aload lock; monitorexit; aload t; athrow` (ecj's `aload lock; monitorexit;
+/// athrow`), ignored.
+fn synchronized(m: &Method<'_, '_>, marks: &mut Marks) {
+    for h in m.handlers {
+        if h.catch_type != 0 || h.start == h.handler {
+            continue;
+        }
+        let Some(k) = m.index_of(h.handler as i64) else {
+            continue;
+        };
+        if let Some(t) = m.astore(k) {
+            if m.aload(k + 1).is_some()
+                && m.op(k + 2) == Some(op::MONITOREXIT)
+                && m.aload(k + 3) == Some(t)
+                && m.op(k + 4) == Some(op::ATHROW)
+            {
+                marks.ignore(k, k + 4);
+            }
+        } else if m.aload(k).is_some()
+            && m.op(k + 1) == Some(op::MONITOREXIT)
+            && m.op(k + 2) == Some(op::ATHROW)
+        {
+            marks.ignore(k, k + 2);
+        }
+    }
 }
 
 /// javac's string switch: `s.hashCode()`, a lookupswitch on it whose cases compare with
