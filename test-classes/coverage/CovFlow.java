@@ -1,7 +1,7 @@
 /**
  * Coverage expectations (format: CovBasics). @every-line: every line with code carries one.
- * Conditions with && and ||, a line cut short by a throw, assert, a synchronized block, constructors with this(...),
- * static initialisation.
+ * Conditions with && and ||, a line cut short by a throw, assert, a synchronized block,
+ * constructors with this(...), static initialisation.
  */
 public class CovFlow {
     static int initialized = init(); // hits=1
