@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn javac(args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
-    let st = Command::new(common::java_home().join("bin/javac"))
+fn javac_with(jh: &Path, args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
+    let st = Command::new(jh.join("bin/javac"))
         .args(args)
         .arg("-d")
         .arg(out)
@@ -28,13 +28,17 @@ fn javac(args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
 /// test-classes/coverage/*.java compiled with debug information into `out`: (the source
 /// directory, the sources).
 fn compile_sources(out: &Path) -> (PathBuf, Vec<PathBuf>) {
+    compile_sources_with(&common::java_home(), out)
+}
+
+fn compile_sources_with(jh: &Path, out: &Path) -> (PathBuf, Vec<PathBuf>) {
     let src_dir = common::workspace().join("test-classes/coverage");
     let sources: Vec<_> = std::fs::read_dir(&src_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "java"))
         .collect();
-    javac(&["-g"], out, &sources);
+    javac_with(jh, &["-g"], out, &sources);
     (src_dir, sources)
 }
 
@@ -159,17 +163,33 @@ fn check_sources(analyzed: &[Class], sources: &[PathBuf], runs: u64) {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-#[test]
-fn coverage_counts_match_the_sources_exactly() {
+/// One run of every program of test-classes/coverage, compiled and run by the JDK at `jh`.
+struct Run {
+    work: PathBuf,
+    orig: PathBuf,
+    src_dir: PathBuf,
+    sources: Vec<PathBuf>,
+    classes: Vec<(Vec<u8>, bci_rewriter::coverage::ClassCoverage)>,
+    data: CovData,
+    analyzed: Vec<Class>,
+}
+
+/// Compiles test-classes/coverage with `jh`'s javac, instruments every class, runs each program
+/// (the class named like its source file) under `jh`'s java -Xverify:all and analyses the
+/// summed counts.
+fn run_programs(jh: &Path, tag: &str) -> Run {
     let ws = common::workspace();
-    let work = ws.join(format!("target/test-out/coverage-{}", std::process::id()));
+    let work = ws.join(format!(
+        "target/test-out/coverage-{tag}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&work);
     let (orig, inst, rt) = (work.join("orig"), work.join("inst"), work.join("rt"));
     for d in [&orig, &inst, &rt] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let (src_dir, sources) = compile_sources(&orig);
-    javac(&[], &rt, &[ws.join("agent/java/bci/runtime/Cov.java")]);
+    let (src_dir, sources) = compile_sources_with(jh, &orig);
+    javac_with(jh, &[], &rt, &[ws.join("agent/java/bci/runtime/Cov.java")]);
 
     // Instrument every class; class ids in file order, from 1.
     let mut classes = Vec::new();
@@ -203,7 +223,7 @@ fn coverage_counts_match_the_sources_exactly() {
     for src in &sources {
         let main = src.file_stem().unwrap().to_string_lossy().into_owned();
         let dump = work.join(format!("counts-{main}.txt"));
-        let st = Command::new(common::java_home().join("bin/java"))
+        let st = Command::new(jh.join("bin/java"))
             .arg("-Xverify:all")
             .arg(format!("-Dbci.cov.dump={}", dump.display()))
             .arg("-cp")
@@ -239,6 +259,28 @@ fn coverage_counts_match_the_sources_exactly() {
         let c = data.counts(&cov.name, class_hash(bytes));
         analyzed.push(analyze_plan(bytes, cov, c).unwrap());
     }
+    Run {
+        work,
+        orig,
+        src_dir,
+        sources,
+        classes,
+        data,
+        analyzed,
+    }
+}
+
+#[test]
+fn coverage_counts_match_the_sources_exactly() {
+    let Run {
+        work,
+        orig,
+        src_dir,
+        sources,
+        classes,
+        data,
+        analyzed,
+    } = run_programs(&common::java_home(), "17");
     check_sources(&analyzed, &sources, 1);
 
     // `fallthrough` is counted through a switch trampoline (and exactly, above).
@@ -359,6 +401,19 @@ fn coverage_counts_match_the_sources_exactly() {
     assert!(lcov2.contains("FNDA:6,CovBasics.loop(I)I"), "{lcov2}");
     assert!(lcov2.contains(&format!("DA:{body},60\n")), "{lcov2}");
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The same programs compiled and run by JDK 25, when installed: javac 25's shapes (exhaustive
+/// switches throw MatchException, class files 69.0) give the same coverage, line by line.
+#[test]
+fn coverage_counts_match_with_jdk25_javac_when_installed() {
+    let Some(jh) = common::jdk25_home() else {
+        eprintln!("SKIPPED: no JDK 25 at /usr/lib/jvm/temurin-25-jdk-amd64");
+        return;
+    };
+    let run = run_programs(&jh, "25");
+    check_sources(&run.analyzed, &run.sources, 1);
+    let _ = std::fs::remove_dir_all(&run.work);
 }
 
 /// `java [-Xverify:all] -Dbci.covfile=DATA -cp INST:RT CovBasics`.
