@@ -268,3 +268,44 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
         "{ran} classes, {methods_ran} methods ran"
     );
 }
+
+/// The analysis (filters included) of every JDK 17 class succeeds: no error, no panic.
+#[test]
+fn every_jdk_class_analyses() {
+    let src = common::jdk_corpus();
+    let (mut classes, mut methods) = (0usize, 0usize);
+    let mut filtered: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    let mut errors = Vec::new();
+    for f in common::class_files(&src) {
+        let bytes = std::fs::read(&f).unwrap();
+        match analyze(&bytes, None, Split::AfterCalls) {
+            Ok(c) => {
+                classes += 1;
+                methods += c.methods.len();
+                for (_, _, why) in c.filtered {
+                    *filtered.entry(why).or_default() += 1;
+                }
+            }
+            Err(e) => errors.push(format!("{}: {e}", f.display())),
+        }
+    }
+    eprintln!("JDK: {classes} classes analysed, {methods} methods, filtered: {filtered:?}");
+    assert!(
+        errors.is_empty(),
+        "{} errors:\n{}",
+        errors.len(),
+        errors[..errors.len().min(20)].join("\n")
+    );
+    assert!(classes > 20_000 && methods > 150_000);
+    for why in [
+        "synthetic",
+        "bridge",
+        "record member",
+        "enum values/valueOf",
+    ] {
+        assert!(
+            filtered.get(why).is_some_and(|&n| n > 0),
+            "no {why} in the JDK"
+        );
+    }
+}
