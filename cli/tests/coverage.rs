@@ -416,6 +416,137 @@ fn coverage_counts_match_with_jdk25_javac_when_installed() {
     let _ = std::fs::remove_dir_all(&run.work);
 }
 
+const JACOCO_CORE: &str = "/usr/share/java/org.jacoco.core.jar";
+const JACOCO_AGENT: &str = "/usr/share/java/org.jacoco.agent.jar";
+
+/// `st c/t` of a line, JaCoCo's words.
+fn line_words(l: &Line) -> String {
+    let st = match l.status() {
+        Status::Empty => "empty",
+        Status::NotCovered => "not",
+        Status::PartlyCovered => "partly",
+        Status::FullyCovered => "full",
+    };
+    format!("{st} {}/{}", l.branches.covered, l.branches.total())
+}
+
+/// JaCoCo 0.8.6 (Debian's libjacoco-java) runs the same programs with its agent and analyses
+/// them with its own filters: every line's status and branch counter is the same as ours,
+/// except lines whose source says `jacoco=STATUS C/T (why)`: filters JaCoCo 0.8.6 lacks (assert,
+/// exhaustive switch default, record accessors) and lines cut short by an exception, which
+/// JaCoCo reports as not covered although they ran.
+#[test]
+fn line_status_and_branches_agree_with_jacoco() {
+    if !Path::new(JACOCO_CORE).exists() || !Path::new(JACOCO_AGENT).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{JACOCO_CORE} missing under CI (package libjacoco-java)"
+        );
+        eprintln!("SKIPPED: JaCoCo not installed (apt-get install libjacoco-java)");
+        return;
+    }
+    let jh = common::java_home();
+    let run = run_programs(&jh, "jacoco");
+    // jacocoagent.jar ships inside org.jacoco.agent.jar.
+    let agent = run.work.join("jacocoagent.jar");
+    {
+        use std::io::Read;
+        let mut z = zip::ZipArchive::new(std::fs::File::open(JACOCO_AGENT).unwrap()).unwrap();
+        let mut e = z.by_name("jacocoagent.jar").unwrap();
+        let mut b = Vec::new();
+        e.read_to_end(&mut b).unwrap();
+        std::fs::write(&agent, b).unwrap();
+    }
+    let exec = run.work.join("jacoco.exec");
+    for src in &run.sources {
+        let main = src.file_stem().unwrap().to_string_lossy().into_owned();
+        let st = Command::new(jh.join("bin/java"))
+            .arg(format!(
+                "-javaagent:{}=destfile={},append=true",
+                agent.display(),
+                exec.display()
+            ))
+            .arg("-cp")
+            .arg(&run.orig)
+            .arg(&main)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{main} under JaCoCo failed");
+    }
+    let cp = [
+        JACOCO_CORE,
+        "/usr/share/java/asm.jar",
+        "/usr/share/java/asm-tree.jar",
+        "/usr/share/java/asm-commons.jar",
+        "/usr/share/java/asm-analysis.jar",
+    ]
+    .join(":");
+    let tool = run.work.join("jacoco-lines");
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/JacocoLines.java");
+    javac_with(&jh, &["-cp", &cp], &tool, &[fx]);
+    let out = Command::new(jh.join("bin/java"))
+        .arg("-cp")
+        .arg(format!("{}:{cp}", tool.display()))
+        .arg("JacocoLines")
+        .arg(&exec)
+        .arg(&run.orig)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut wrong = Vec::new();
+    let mut compared = 0;
+    for src in &run.sources {
+        let name = src.file_name().unwrap().to_string_lossy().into_owned();
+        let mut ours: BTreeMap<u32, Line> = BTreeMap::new();
+        for c in run
+            .analyzed
+            .iter()
+            .filter(|c| c.source_file.as_deref() == Some(&name))
+        {
+            for (l, x) in &c.lines {
+                let e = ours.entry(*l).or_default();
+                e.instructions.add(x.instructions);
+                e.branches.add(x.branches);
+            }
+        }
+        let text = std::fs::read_to_string(src).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let l = i as u32 + 1;
+            let mine = line_words(&ours.get(&l).cloned().unwrap_or_default());
+            let want = match line.find("jacoco=") {
+                Some(p) => {
+                    let w: Vec<&str> = line[p + 7..].split_whitespace().take(2).collect();
+                    w.join(" ")
+                }
+                None => mine.clone(),
+            };
+            let got = theirs
+                .get(&format!("{name}:{l}"))
+                .cloned()
+                .unwrap_or_else(|| "empty 0/0".into());
+            if got != want {
+                wrong.push(format!(
+                    "{name}:{l}: JaCoCo {got}, expected {want} (bci: {mine})"
+                ));
+            }
+            compared += (got != "empty 0/0") as usize;
+        }
+    }
+    eprintln!("{compared} lines compared with JaCoCo");
+    assert!(compared > 200, "only {compared} lines");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let _ = std::fs::remove_dir_all(&run.work);
+}
+
 /// `java [-Xverify:all] -Dbci.covfile=DATA -cp INST:RT CovBasics`.
 fn run_cov_basics(inst: &Path, rt: &Path, data: &Path, verify: bool) -> std::process::Output {
     let mut c = Command::new(common::java_home().join("bin/java"));
