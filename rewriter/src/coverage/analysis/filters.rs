@@ -430,6 +430,19 @@ fn finally(m: &Method<'_, '_>, marks: &mut Marks) {
     }
 }
 
+/// An opcode with its short forms folded into the general one (`astore_3` is `astore`,
+/// `ldc_w` is `ldc`, `goto_w` is `goto`): javac's copies of a block may pick different forms
+/// (another local, a constant pool grown in between), as ASM's view (JaCoCo's) does not see.
+fn same_op(o: u8) -> u8 {
+    match o {
+        op::ILOAD_0..=op::ALOAD_3 => op::ILOAD + (o - op::ILOAD_0) / 4,
+        op::ISTORE_0..=op::ASTORE_3 => op::ISTORE + (o - op::ISTORE_0) / 4,
+        op::LDC_W => op::LDC,
+        op::GOTO_W => op::GOTO,
+        _ => o,
+    }
+}
+
 /// Instructions in the catch-any handler's copy at `start` (`astore e; ...; aload e; athrow`).
 fn finally_size(m: &Method<'_, '_>, start: usize) -> Option<usize> {
     let e = m.astore(start)?;
@@ -447,7 +460,9 @@ fn finally_merge(m: &Method<'_, '_>, marks: &mut Marks, size: usize, handler: us
     if at + size > m.insns.len() || at == handler {
         return;
     }
-    if (0..size).any(|j| m.insns[handler + 1 + j].opcode != m.insns[at + j].opcode) {
+    if (0..size)
+        .any(|j| same_op(m.insns[handler + 1 + j].opcode) != same_op(m.insns[at + j].opcode))
+    {
         return;
     }
     marks.ignore(handler, handler);
