@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn javac(args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
-    let st = Command::new(common::java_home().join("bin/javac"))
+fn javac_with(jh: &Path, args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
+    let st = Command::new(jh.join("bin/javac"))
         .args(args)
         .arg("-d")
         .arg(out)
@@ -28,13 +28,17 @@ fn javac(args: &[&str], out: &Path, sources: &[std::path::PathBuf]) {
 /// test-classes/coverage/*.java compiled with debug information into `out`: (the source
 /// directory, the sources).
 fn compile_sources(out: &Path) -> (PathBuf, Vec<PathBuf>) {
+    compile_sources_with(&common::java_home(), out)
+}
+
+fn compile_sources_with(jh: &Path, out: &Path) -> (PathBuf, Vec<PathBuf>) {
     let src_dir = common::workspace().join("test-classes/coverage");
     let sources: Vec<_> = std::fs::read_dir(&src_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "java"))
         .collect();
-    javac(&["-g"], out, &sources);
+    javac_with(jh, &["-g"], out, &sources);
     (src_dir, sources)
 }
 
@@ -170,17 +174,33 @@ fn check_sources(analyzed: &[Class], sources: &[PathBuf], runs: u64) {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-#[test]
-fn coverage_counts_match_the_sources_exactly() {
+/// One run of every program of test-classes/coverage, compiled and run by the JDK at `jh`.
+struct Run {
+    work: PathBuf,
+    orig: PathBuf,
+    src_dir: PathBuf,
+    sources: Vec<PathBuf>,
+    classes: Vec<(Vec<u8>, bci_rewriter::coverage::ClassCoverage)>,
+    data: CovData,
+    analyzed: Vec<Class>,
+}
+
+/// Compiles test-classes/coverage with `jh`'s javac, instruments every class, runs each program
+/// (the class named like its source file) under `jh`'s java -Xverify:all and analyses the
+/// summed counts.
+fn run_programs(jh: &Path, tag: &str) -> Run {
     let ws = common::workspace();
-    let work = ws.join(format!("target/test-out/coverage-{}", std::process::id()));
+    let work = ws.join(format!(
+        "target/test-out/coverage-{tag}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&work);
     let (orig, inst, rt) = (work.join("orig"), work.join("inst"), work.join("rt"));
     for d in [&orig, &inst, &rt] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let (src_dir, sources) = compile_sources(&orig);
-    javac(&[], &rt, &[ws.join("agent/java/bci/runtime/Cov.java")]);
+    let (src_dir, sources) = compile_sources_with(jh, &orig);
+    javac_with(jh, &[], &rt, &[ws.join("agent/java/bci/runtime/Cov.java")]);
 
     // Instrument every class; class ids in file order, from 1.
     let mut classes = Vec::new();
@@ -214,7 +234,7 @@ fn coverage_counts_match_the_sources_exactly() {
     for src in &sources {
         let main = src.file_stem().unwrap().to_string_lossy().into_owned();
         let dump = work.join(format!("counts-{main}.txt"));
-        let st = Command::new(common::java_home().join("bin/java"))
+        let st = Command::new(jh.join("bin/java"))
             .arg("-Xverify:all")
             .arg(format!("-Dbci.cov.dump={}", dump.display()))
             .arg("-cp")
@@ -250,6 +270,28 @@ fn coverage_counts_match_the_sources_exactly() {
         let c = data.counts(&cov.name, class_hash(bytes));
         analyzed.push(analyze_plan(bytes, cov, c).unwrap());
     }
+    Run {
+        work,
+        orig,
+        src_dir,
+        sources,
+        classes,
+        data,
+        analyzed,
+    }
+}
+
+#[test]
+fn coverage_counts_match_the_sources_exactly() {
+    let Run {
+        work,
+        orig,
+        src_dir,
+        sources,
+        classes,
+        data,
+        analyzed,
+    } = run_programs(&common::java_home(), "17");
     check_sources(&analyzed, &sources, 1);
 
     // `fallthrough` is counted through a switch trampoline (and exactly, above).
@@ -374,6 +416,150 @@ fn coverage_counts_match_the_sources_exactly() {
     assert!(lcov2.contains("FNDA:6,CovBasics.loop(I)I"), "{lcov2}");
     assert!(lcov2.contains(&format!("DA:{body},60\n")), "{lcov2}");
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The same programs compiled and run by JDK 25, when installed: javac 25's shapes (exhaustive
+/// switches throw MatchException, class files 69.0) give the same coverage, line by line.
+#[test]
+fn coverage_counts_match_with_jdk25_javac_when_installed() {
+    let Some(jh) = common::jdk25_home() else {
+        eprintln!("SKIPPED: no JDK 25 at /usr/lib/jvm/temurin-25-jdk-amd64");
+        return;
+    };
+    let run = run_programs(&jh, "25");
+    check_sources(&run.analyzed, &run.sources, 1);
+    let _ = std::fs::remove_dir_all(&run.work);
+}
+
+const JACOCO_CORE: &str = "/usr/share/java/org.jacoco.core.jar";
+const JACOCO_AGENT: &str = "/usr/share/java/org.jacoco.agent.jar";
+
+/// `st c/t` of a line, JaCoCo's words.
+fn line_words(l: &Line) -> String {
+    let st = match l.status() {
+        Status::Empty => "empty",
+        Status::NotCovered => "not",
+        Status::PartlyCovered => "partly",
+        Status::FullyCovered => "full",
+    };
+    format!("{st} {}/{}", l.branches.covered, l.branches.total())
+}
+
+/// JaCoCo 0.8.6 (Debian's libjacoco-java) runs the same programs with its agent and analyses
+/// them with its own filters: every line's status and branch counter is the same as ours,
+/// except lines whose source says `jacoco=STATUS C/T (why)`: filters JaCoCo 0.8.6 lacks (assert,
+/// exhaustive switch default, record accessors) and lines cut short by an exception, which
+/// JaCoCo reports as not covered although they ran.
+#[test]
+fn line_status_and_branches_agree_with_jacoco() {
+    if !Path::new(JACOCO_CORE).exists() || !Path::new(JACOCO_AGENT).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{JACOCO_CORE} missing under CI (package libjacoco-java)"
+        );
+        eprintln!("SKIPPED: JaCoCo not installed (apt-get install libjacoco-java)");
+        return;
+    }
+    let jh = common::java_home();
+    let run = run_programs(&jh, "jacoco");
+    // jacocoagent.jar ships inside org.jacoco.agent.jar.
+    let agent = run.work.join("jacocoagent.jar");
+    {
+        use std::io::Read;
+        let mut z = zip::ZipArchive::new(std::fs::File::open(JACOCO_AGENT).unwrap()).unwrap();
+        let mut e = z.by_name("jacocoagent.jar").unwrap();
+        let mut b = Vec::new();
+        e.read_to_end(&mut b).unwrap();
+        std::fs::write(&agent, b).unwrap();
+    }
+    let exec = run.work.join("jacoco.exec");
+    for src in &run.sources {
+        let main = src.file_stem().unwrap().to_string_lossy().into_owned();
+        let st = Command::new(jh.join("bin/java"))
+            .arg(format!(
+                "-javaagent:{}=destfile={},append=true",
+                agent.display(),
+                exec.display()
+            ))
+            .arg("-cp")
+            .arg(&run.orig)
+            .arg(&main)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{main} under JaCoCo failed");
+    }
+    let cp = [
+        JACOCO_CORE,
+        "/usr/share/java/asm.jar",
+        "/usr/share/java/asm-tree.jar",
+        "/usr/share/java/asm-commons.jar",
+        "/usr/share/java/asm-analysis.jar",
+    ]
+    .join(":");
+    let tool = run.work.join("jacoco-lines");
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/JacocoLines.java");
+    javac_with(&jh, &["-cp", &cp], &tool, &[fx]);
+    let out = Command::new(jh.join("bin/java"))
+        .arg("-cp")
+        .arg(format!("{}:{cp}", tool.display()))
+        .arg("JacocoLines")
+        .arg(&exec)
+        .arg(&run.orig)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut wrong = Vec::new();
+    let mut compared = 0;
+    for src in &run.sources {
+        let name = src.file_name().unwrap().to_string_lossy().into_owned();
+        let mut ours: BTreeMap<u32, Line> = BTreeMap::new();
+        for c in run
+            .analyzed
+            .iter()
+            .filter(|c| c.source_file.as_deref() == Some(&name))
+        {
+            for (l, x) in &c.lines {
+                let e = ours.entry(*l).or_default();
+                e.instructions.add(x.instructions);
+                e.branches.add(x.branches);
+            }
+        }
+        let text = std::fs::read_to_string(src).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let l = i as u32 + 1;
+            let mine = line_words(&ours.get(&l).cloned().unwrap_or_default());
+            let want = match line.find("jacoco=") {
+                Some(p) => {
+                    let w: Vec<&str> = line[p + 7..].split_whitespace().take(2).collect();
+                    w.join(" ")
+                }
+                None => mine.clone(),
+            };
+            let got = theirs
+                .get(&format!("{name}:{l}"))
+                .cloned()
+                .unwrap_or_else(|| "empty 0/0".into());
+            if got != want {
+                wrong.push(format!(
+                    "{name}:{l}: JaCoCo {got}, expected {want} (bci: {mine})"
+                ));
+            }
+            compared += (got != "empty 0/0") as usize;
+        }
+    }
+    eprintln!("{compared} lines compared with JaCoCo");
+    assert!(compared > 200, "only {compared} lines");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let _ = std::fs::remove_dir_all(&run.work);
 }
 
 /// `java [-Xverify:all] -Dbci.covfile=DATA -cp INST:RT CovBasics`.

@@ -7,10 +7,12 @@
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::coverage::analysis::analyze;
+use bci_rewriter::coverage::analysis::{analyze, Line, Status};
 use bci_rewriter::coverage::data::CovData;
+use bci_rewriter::coverage::lcov::source_path;
 use bci_rewriter::coverage::{class_hash, plan_class};
 use bci_rewriter::flow::Split;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -129,6 +131,119 @@ fn hotspot(dir: &Path, cp: &[PathBuf]) -> (usize, usize) {
     (ok, verdicts.len())
 }
 
+const JACOCO_CORE: &str = "/usr/share/java/org.jacoco.core.jar";
+
+/// `pkg/File.java:LINE` of every line that holds an `assert`'s instructions (a read of
+/// `$assertionsDisabled` or `Class.desiredAssertionStatus()`).
+fn assert_lines(classes: &[(String, Vec<u8>)]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for (_, b) in classes {
+        let cf = bci::ClassFile::parse(b).unwrap();
+        let name = cf.name().unwrap().into_owned();
+        let pkg = name.rfind('/').map_or("", |i| &name[..=i]);
+        let Some(file) = cf.source_file() else {
+            continue;
+        };
+        for m in &cf.methods {
+            let Some((_, a)) = cf.find_attr(&m.attributes, "Code") else {
+                continue;
+            };
+            let code = bci::CodeAttr::parse(&cf, a).unwrap();
+            let mut table = match cf.find_attr(&code.attributes, "LineNumberTable") {
+                Some((_, l)) => bci::attrs::LineNumbers::parse(l.data, 0).unwrap().entries,
+                None => continue,
+            };
+            table.sort();
+            for i in code.decode_all().unwrap() {
+                let Some(r) = i.cp_index(code.code).and_then(|c| cf.cp.member_ref(c).ok()) else {
+                    continue;
+                };
+                if r.name == "$assertionsDisabled" || r.name == "desiredAssertionStatus" {
+                    let at = table.partition_point(|&(p, _)| p as u32 <= i.pc);
+                    if at > 0 {
+                        out.insert(format!("{pkg}{file}:{}", table[at - 1].1));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every line of a jar's classes as JaCoCo 0.8.6 (Debian's libjacoco-java) analyses them
+/// without data (`pkg/File.java:LINE -> "not 0/T"`): which lines have code after its filters,
+/// and their branch counts.
+fn jacoco_lines(jar: &Path, dir: &Path, work: &Path) -> BTreeMap<String, String> {
+    let jh = common::java_home();
+    let cp = [
+        JACOCO_CORE,
+        "/usr/share/java/asm.jar",
+        "/usr/share/java/asm-tree.jar",
+        "/usr/share/java/asm-commons.jar",
+        "/usr/share/java/asm-analysis.jar",
+    ]
+    .join(":");
+    let tool = work.join("jacoco-lines");
+    if !tool.join("JacocoLines.class").exists() {
+        let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/JacocoLines.java");
+        let st = Command::new(jh.join("bin/javac"))
+            .args(["-cp", &cp, "-d"])
+            .arg(&tool)
+            .arg(fx)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let out = Command::new(jh.join("bin/java"))
+        .arg("-cp")
+        .arg(format!("{}:{cp}", tool.display()))
+        .args(["JacocoLines", "-"])
+        .arg(dir)
+        .arg("--package")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        jar.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Our analysis of the same classes without data, in [`jacoco_lines`]' words.
+fn our_lines(classes: &[(String, Vec<u8>)]) -> BTreeMap<String, String> {
+    let mut lines: BTreeMap<(String, u32), Line> = BTreeMap::new();
+    for (name, b) in classes {
+        let c = analyze(b, None, Split::AfterCalls).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let p = source_path(&c);
+        for (l, x) in &c.lines {
+            let e = lines.entry((p.clone(), *l)).or_default();
+            e.instructions.add(x.instructions);
+            e.branches.add(x.branches);
+        }
+    }
+    lines
+        .into_iter()
+        .filter(|(_, x)| x.status() != Status::Empty)
+        .map(|((p, l), x)| {
+            let st = match x.status() {
+                Status::NotCovered => "not",
+                Status::PartlyCovered => "partly",
+                _ => "full",
+            };
+            (
+                format!("{p}:{l}"),
+                format!("{st} {}/{}", x.branches.covered, x.branches.total()),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn guava_and_rhino_under_coverage_verify_and_run() {
     for jar in [GUAVA, RHINO] {
@@ -213,6 +328,54 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
             analysed += 1;
         }
         assert_eq!(analysed, n);
+
+        // The same lines as JaCoCo 0.8.6 finds, with the same branch counts, but on lines of
+        // an `assert` (0.8.6 has no assert filter; later JaCoCo has ours).
+        if Path::new(JACOCO_CORE).exists() {
+            let orig = work.join(format!("{stem}-orig"));
+            extract(jar, &orig);
+            let classes = jar_classes(jar);
+            let theirs = jacoco_lines(jar, &orig, &work);
+            let ours = our_lines(&classes);
+            let asserts = assert_lines(&classes);
+            let mut wrong = Vec::new();
+            let mut on_asserts = 0;
+            let keys: std::collections::BTreeSet<&String> =
+                theirs.keys().chain(ours.keys()).collect();
+            for k in keys {
+                let (t, o) = (theirs.get(k), ours.get(k));
+                if t != o {
+                    if asserts.contains(k.as_str()) {
+                        on_asserts += 1;
+                    } else {
+                        wrong.push(format!("{k}: JaCoCo {t:?}, bci {o:?}"));
+                    }
+                }
+            }
+            eprintln!(
+                "{stem}: {} lines, {} by JaCoCo 0.8.6; differ on {} assert lines, {} others",
+                ours.len(),
+                theirs.len(),
+                on_asserts,
+                wrong.len()
+            );
+            assert!(
+                theirs.len() > 10_000,
+                "{stem}: JaCoCo found {} lines",
+                theirs.len()
+            );
+            assert!(
+                wrong.is_empty(),
+                "{}",
+                wrong[..wrong.len().min(30)].join("\n")
+            );
+        } else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{JACOCO_CORE} missing under CI (package libjacoco-java)"
+            );
+            eprintln!("SKIPPED: the comparison with JaCoCo (apt-get install libjacoco-java)");
+        }
     }
 
     // Rhino runs a script under coverage with the runtime jar: same output as bare, a data file
@@ -267,4 +430,45 @@ fn guava_and_rhino_under_coverage_verify_and_run() {
         ran > 100 && methods_ran > 1000,
         "{ran} classes, {methods_ran} methods ran"
     );
+}
+
+/// The analysis (filters included) of every JDK 17 class succeeds: no error, no panic.
+#[test]
+fn every_jdk_class_analyses() {
+    let src = common::jdk_corpus();
+    let (mut classes, mut methods) = (0usize, 0usize);
+    let mut filtered: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    let mut errors = Vec::new();
+    for f in common::class_files(&src) {
+        let bytes = std::fs::read(&f).unwrap();
+        match analyze(&bytes, None, Split::AfterCalls) {
+            Ok(c) => {
+                classes += 1;
+                methods += c.methods.len();
+                for (_, _, why) in c.filtered {
+                    *filtered.entry(why).or_default() += 1;
+                }
+            }
+            Err(e) => errors.push(format!("{}: {e}", f.display())),
+        }
+    }
+    eprintln!("JDK: {classes} classes analysed, {methods} methods, filtered: {filtered:?}");
+    assert!(
+        errors.is_empty(),
+        "{} errors:\n{}",
+        errors.len(),
+        errors[..errors.len().min(20)].join("\n")
+    );
+    assert!(classes > 20_000 && methods > 150_000);
+    for why in [
+        "synthetic",
+        "bridge",
+        "record member",
+        "enum values/valueOf",
+    ] {
+        assert!(
+            filtered.get(why).is_some_and(|&n| n > 0),
+            "no {why} in the JDK"
+        );
+    }
 }

@@ -40,7 +40,7 @@ public class CovSwitch { // hits=0
     }
 
     static String colorExpression(Color c) {
-        return switch (c) { // hits=4 br=2/3
+        return switch (c) { // hits=4 br=2/3 jacoco=partly 2/4 (0.8.6 counts the generated default)
             case RED -> "r"; // hits=1
             case GREEN -> "g"; // hits=0
             case BLUE -> "b"; // hits=3

@@ -54,7 +54,31 @@ public class CovTry { // hits=0
         }
     }
 
+    static int closes;
+
+    static void closeQuietly(boolean fail) throws java.io.IOException {
+        closes++; // hits=2
+        if (fail) { // hits=2 br=2/2
+            throw new java.io.IOException("close"); // hits=1
+        }
+    } // hits=1
+
+    /** javac's copies of this finally block differ in local slots (astore_2 and astore_3). */
+    static int cleanup(boolean fail) {
+        try {
+            return 3; // hits=2
+        } finally {
+            try {
+                closeQuietly(fail); // hits=2
+            } catch (java.io.IOException e) { // hits=1
+                closes += 10; // hits=1
+            } // hits=1
+        }
+    }
+
     public static void main(String[] args) {
+        cleanup(false); // hits=1
+        cleanup(true); // hits=1
         nullable(null); // hits=1
         nullable(new Res(false)); // hits=1
         for (int x : new int[] {5, 0, -1, 60}) { // hits=1 br=2/2

@@ -15,6 +15,7 @@
 //! * `assert`: the `$assertionsDisabled` test (and its initialisation in `<clinit>`).
 //! * exhaustive switch expressions: the generated default throwing
 //!   `IncompatibleClassChangeError` (javac < 21) or `MatchException` (21+).
+//! * `synchronized` blocks: the handler that releases the monitor and rethrows.
 
 use bci::code::{Handler, Insn};
 use bci::opcodes::op;
@@ -159,7 +160,36 @@ pub(crate) fn run(m: &Method<'_, '_>) -> Marks {
     finally(m, &mut marks);
     assert(m, &mut marks);
     exhaustive_switch(m, &mut marks);
+    synchronized(m, &mut marks);
     marks
+}
+
+/// A `synchronized` block's handler that releases the monitor and rethrows: javac's
+/// `astore t; aload lock; monitorexit; aload t; athrow` (ecj's `aload lock; monitorexit;
+/// athrow`), ignored.
+fn synchronized(m: &Method<'_, '_>, marks: &mut Marks) {
+    for h in m.handlers {
+        if h.catch_type != 0 || h.start == h.handler {
+            continue;
+        }
+        let Some(k) = m.index_of(h.handler as i64) else {
+            continue;
+        };
+        if let Some(t) = m.astore(k) {
+            if m.aload(k + 1).is_some()
+                && m.op(k + 2) == Some(op::MONITOREXIT)
+                && m.aload(k + 3) == Some(t)
+                && m.op(k + 4) == Some(op::ATHROW)
+            {
+                marks.ignore(k, k + 4);
+            }
+        } else if m.aload(k).is_some()
+            && m.op(k + 1) == Some(op::MONITOREXIT)
+            && m.op(k + 2) == Some(op::ATHROW)
+        {
+            marks.ignore(k, k + 2);
+        }
+    }
 }
 
 /// javac's string switch: `s.hashCode()`, a lookupswitch on it whose cases compare with
@@ -400,6 +430,19 @@ fn finally(m: &Method<'_, '_>, marks: &mut Marks) {
     }
 }
 
+/// An opcode with its short forms folded into the general one (`astore_3` is `astore`,
+/// `ldc_w` is `ldc`, `goto_w` is `goto`): javac's copies of a block may pick different forms
+/// (another local, a constant pool grown in between), as ASM's view (JaCoCo's) does not see.
+fn same_op(o: u8) -> u8 {
+    match o {
+        op::ILOAD_0..=op::ALOAD_3 => op::ILOAD + (o - op::ILOAD_0) / 4,
+        op::ISTORE_0..=op::ASTORE_3 => op::ISTORE + (o - op::ISTORE_0) / 4,
+        op::LDC_W => op::LDC,
+        op::GOTO_W => op::GOTO,
+        _ => o,
+    }
+}
+
 /// Instructions in the catch-any handler's copy at `start` (`astore e; ...; aload e; athrow`).
 fn finally_size(m: &Method<'_, '_>, start: usize) -> Option<usize> {
     let e = m.astore(start)?;
@@ -417,7 +460,9 @@ fn finally_merge(m: &Method<'_, '_>, marks: &mut Marks, size: usize, handler: us
     if at + size > m.insns.len() || at == handler {
         return;
     }
-    if (0..size).any(|j| m.insns[handler + 1 + j].opcode != m.insns[at + j].opcode) {
+    if (0..size)
+        .any(|j| same_op(m.insns[handler + 1 + j].opcode) != same_op(m.insns[at + j].opcode))
+    {
         return;
     }
     marks.ignore(handler, handler);
