@@ -594,6 +594,14 @@ fn stale_classes_and_class_filters() {
 
     let s = report(&r.orig, &["--exclude", "Cov*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
+    assert!(!s.contains("note:"), "excluded, not missing: {s}");
+    let empty = r.work.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let s = report(&empty, &[]);
+    assert!(
+        s.contains("note: 1 classes in the data are under no --classes path: CovBasics\n"),
+        "{s}"
+    );
     let s = report(&r.orig, &["--include", "Nothing.*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
     let s = report(&r.orig, &["--include", "Cov*", "--exclude", "x.*"]);

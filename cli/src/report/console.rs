@@ -58,6 +58,21 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
             "stale: {c}: the data is from another build of this class (left out of the counts)"
         );
     }
+    if !r.not_found.is_empty() {
+        let some: Vec<String> = r
+            .not_found
+            .iter()
+            .take(5)
+            .map(|c| c.replace('/', "."))
+            .collect();
+        let _ = writeln!(
+            s,
+            "note: {} classes in the data are under no --classes path: {}{}",
+            r.not_found.len(),
+            some.join(", "),
+            if r.not_found.len() > 5 { ", …" } else { "" }
+        );
+    }
     for e in &r.errors {
         let _ = writeln!(s, "error: {e}");
     }
