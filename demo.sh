@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build bci, instrument a bundled program offline and verify it (our verifier and
 # HotSpot -Xverify:all), profile it with the runtime jar and live with the JVMTI agent
-# (cpu=times), and measure a bundled program's coverage with exact hit counts.
+# (cpu=times), and measure a bundled program's coverage with exact hit counts (offline and with
+# the agent).
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh
@@ -30,6 +31,10 @@ done
 target/release/bci report "$OUT/bci.cov" --classes "$OUT/cov-classes" --sources test-classes/coverage --lcov "$OUT/coverage.info"
 echo "LCOV $OUT/coverage.info, exact hit counts of two runs (FNDA: entries, DA: line, BRDA: branch outcome):"
 grep -E '^(FNDA:[0-9]+,CovBasics\.(loop|racy|never)|DA:1[0-5],|BRDA:12,)' "$OUT/coverage.info"
+echo "== coverage with the agent (coverage=y, no instrumented copy), one run: half the counts above =="
+"$JAVA_HOME/bin/java" -Xverify:all -agentpath:target/release/libbciagent.so=coverage=y,include=CovBasics,covfile="$OUT/agent.cov" -cp "$OUT/cov-classes" CovBasics
+target/release/bci report "$OUT/agent.cov" --classes "$OUT/cov-classes" --lcov "$OUT/agent.info"
+grep -E '^(FNDA:[0-9]+,CovBasics\.(loop|racy|never)|DA:1[0-5],|BRDA:12,)' "$OUT/agent.info"
 echo "== HotSpot -Xverify:all on the rewritten JDK java.util (patched into java.base) =="
 "$JAVA_HOME/bin/jimage" extract --dir "$OUT/jdk" --include 'regex:/java.base/java/util/[^/]*\.class' "$JAVA_HOME/lib/modules"
 mkdir -p "$OUT/probe"

@@ -74,6 +74,30 @@ fn main() {
         &out_dir.join("java-fallback"),
         false,
     );
+    // The agent's coverage runtime, java.lang.BciCov (java/cov/), compiled against a stub
+    // Thread with the field the agent adds for it (COV_THREAD_FIELD in src/rewrite.rs).
+    let bcicov = PathBuf::from("java/cov/java/lang/BciCov.java");
+    println!("cargo:rerun-if-changed={}", bcicov.display());
+    let cov_gen = out_dir.join("gen-cov");
+    std::fs::create_dir_all(cov_gen.join("java/lang")).expect("create OUT_DIR/gen-cov");
+    let cov_src = cov_gen.join("java/lang/BciCov.java");
+    std::fs::copy(&bcicov, &cov_src).unwrap_or_else(|e| panic!("copy BciCov.java: {e}"));
+    std::fs::write(
+        cov_gen.join("java/lang/Thread.java"),
+        "package java.lang;\n\
+         public class Thread implements Runnable {\n\
+         long[][] bci$c;\n\
+         public static native Thread currentThread();\n\
+         public void run() {}\n\
+         }\n",
+    )
+    .expect("write the Thread stub");
+    let patch = format!("java.base={}", cov_gen.display());
+    run_javac(
+        &["-implicit:none", "--patch-module", &patch],
+        &out_dir.join("java-cov"),
+        &cov_src,
+    );
     // bci.runtime.Probes forwarding to java.lang.BciProbes: what offline-instrumented classes
     // call under the agent's built-in rules. Compiled against the java.lang.BciProbes class
     // just built (patched into java.base for this compilation only).
@@ -88,11 +112,24 @@ fn main() {
         )
         .unwrap_or_else(|e| panic!("copy {c}: {e}"));
     }
+    std::fs::copy(
+        out_dir.join("java-cov/java/lang/BciCov.class"),
+        patch_dir.join("java/lang/BciCov.class"),
+    )
+    .unwrap_or_else(|e| panic!("copy BciCov.class: {e}"));
     let patch = format!("java.base={}", patch_dir.display());
     run_javac(
         &["--patch-module", &patch],
         &out_dir.join("java-forward"),
         &fwd,
+    );
+    // bci.runtime.Cov forwarding to java.lang.BciCov (coverage=y, offline-covered classes)
+    let fwd_cov = PathBuf::from("java/forward/bci/runtime/Cov.java");
+    println!("cargo:rerun-if-changed={}", fwd_cov.display());
+    run_javac(
+        &["--patch-module", &patch],
+        &out_dir.join("java-forward"),
+        &fwd_cov,
     );
 }
 

@@ -32,8 +32,17 @@ pub struct Agent {
     left: Mutex<LeftOriginal>,
     /// Time spent in the rewriter, ns.
     hook_ns: AtomicU64,
-    /// The report file, opened and locked at load (outfile.rs).
-    out: Mutex<OutFile>,
+    /// The report file, opened and locked at load (outfile.rs); None without cpu=times.
+    out: Mutex<Option<OutFile>>,
+    /// coverage=y: class ids of the classes with counters.
+    pub cov: crate::coverage::CovRegistry,
+    /// java.lang.Thread was handed to the VM with rewrite::COV_THREAD_FIELD.
+    cov_field: AtomicBool,
+    /// The coverage data file and what this JVM wrote to it.
+    #[cfg(feature = "rewriter")]
+    cov_file: Mutex<crate::coverage::CovFile>,
+    /// When the agent loaded (ms since the epoch): the coverage session's start.
+    start_ms: i64,
 }
 
 #[derive(Clone, Copy)]
@@ -122,23 +131,49 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     }
     // the report file now, not at exit: a path that cannot be written stops the JVM here
     let pid = std::process::id();
-    let secs = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let out = match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
-        Ok((out, warnings)) => {
-            for w in warnings {
-                log(&w);
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let out = if opts.cpu {
+        match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
+            Ok((out, warnings)) => {
+                for w in warnings {
+                    log(&w);
+                }
+                Some(out)
             }
-            out
+            Err(e) => {
+                log(&e);
+                return sys::JNI_ERR;
+            }
         }
-        Err(e) => {
-            log(&e);
-            return sys::JNI_ERR;
-        }
+    } else {
+        None
     };
+    // the coverage file too: a directory that does not exist stops the JVM here
+    let covfile = if opts.coverage {
+        match outfile::expand(&opts.covfile, pid, secs).and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(format!("{p}.lck"))
+                .map(|_| p.clone())
+                .map_err(|e| format!("covfile={p}: cannot write {p}.lck: {e}"))
+        }) {
+            Ok(p) => p,
+            Err(e) => {
+                log(&e);
+                return sys::JNI_ERR;
+            }
+        }
+    } else {
+        String::new()
+    };
+    let start_ms = now.as_millis() as i64;
     let early = match engine.runtime_class() {
+        _ if !opts.cpu => false,
         runtime::EARLY_PROBES => true,
         runtime::PROBES => false,
         other => {
@@ -170,10 +205,10 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     let mut caps = sys::jvmtiCapabilities::default();
     caps.set_all_class_hook_events();
     caps.set_early_class_hook_events();
-    if early {
+    if early || opts.coverage {
         caps.set_early_vmstart();
     }
-    if opts.clock == options::Clock::Sample {
+    if opts.cpu && opts.clock == options::Clock::Sample {
         caps.set_thread_cpu_time();
     }
     if let Err(e) = jvmti.add_capabilities(&caps) {
@@ -220,7 +255,26 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         left: Mutex::new(LeftOriginal::default()),
         hook_ns: AtomicU64::new(0),
         out: Mutex::new(out),
+        cov: crate::coverage::CovRegistry::new(),
+        cov_field: AtomicBool::new(false),
+        #[cfg(feature = "rewriter")]
+        cov_file: Mutex::new(crate::coverage::CovFile::new(
+            &covfile,
+            bci_rewriter::coverage::data::Session {
+                id: format!(
+                    "{}-{pid}-{start_ms}",
+                    std::env::var("HOSTNAME")
+                        .ok()
+                        .filter(|h| !h.is_empty())
+                        .unwrap_or_else(|| "host".into())
+                ),
+                start_ms,
+                ..Default::default()
+            },
+        )),
+        start_ms,
     };
+    let _ = &covfile;
     if AGENT.set(agent).is_err() {
         log("loaded twice; the second instance does nothing");
         return sys::JNI_OK;
@@ -246,7 +300,15 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         return sys::JNI_ERR;
     }
     if verbose {
-        log("loaded (cpu=times)");
+        let a = AGENT.get().map(|a| &a.opts);
+        log(&format!(
+            "loaded ({})",
+            match a.map(|o| (o.cpu, o.coverage)) {
+                Some((true, true)) => "cpu=times, coverage",
+                Some((false, true)) => "coverage",
+                _ => "cpu=times",
+            }
+        ));
     }
     sys::JNI_OK
 }
@@ -265,10 +327,38 @@ unsafe extern "C" fn vm_init(
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
+        if a.opts.coverage && a.cov_field.load(Ordering::Acquire) {
+            if let Err(e) = runtime::cov_per_thread(&jni) {
+                log(&format!(
+                    "coverage: cannot switch to per-thread counters ({e})"
+                ));
+                jni.take_exception(true);
+            }
+        }
+        if a.opts.coverage && runtime::cov_get().is_some() {
+            // classes instrumented by `bci instrument --coverage` register with the agent
+            if let Err(e) = runtime::define_cov_forwarder(&jni, offline_cov_register as *mut c_void)
+            {
+                log(&format!(
+                    "cannot define bci/runtime/Cov ({e}); offline-instrumented classes count with the runtime jar's"
+                ));
+                jni.take_exception(true);
+            }
+        }
+        if a.opts.cpu {
+            cpu_vm_init(a, &jni);
+        }
+    });
+}
+
+/// VMInit of cpu=times: the runtime (VMInit build) defined, offline classes' runtime, the
+/// sampler, recording on.
+fn cpu_vm_init(a: &Agent, jni: &Jni) {
+    {
         if !a.early {
             if let Err(e) = runtime::define(
                 &a.jvmti,
-                &jni,
+                jni,
                 &a.opts,
                 cpu_nanos as *mut c_void,
                 runtime::Variant::VmInit,
@@ -284,7 +374,7 @@ unsafe extern "C" fn vm_init(
         }
         // classes instrumented by `bci instrument` call bci/runtime/Offline.register and the
         // probes of bci/runtime/Probes (with the built-in runtime: a forwarder to it)
-        if let Err(e) = runtime::define_offline(&jni, offline_register as *mut c_void, a.early) {
+        if let Err(e) = runtime::define_offline(jni, offline_register as *mut c_void, a.early) {
             log(&format!(
                 "cannot define {} ({e}); offline-instrumented classes will not be named",
                 crate::runtime_jar::OFFLINE
@@ -303,7 +393,7 @@ unsafe extern "C" fn vm_init(
                 return;
             }
         }
-        if let Err(e) = runtime::switch_on(&jni) {
+        if let Err(e) = runtime::switch_on(jni) {
             log(&format!(
                 "cannot switch the runtime on ({e}); the program runs without probes recording"
             ));
@@ -316,17 +406,40 @@ unsafe extern "C" fn vm_init(
                 a.early_skipped.load(Ordering::Relaxed)
             ));
         }
-    });
+    }
 }
 
 unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv) {
     guard("VMStart", || {
         let Some(a) = AGENT.get() else { return };
+        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
+        let jni = unsafe { Jni::from_raw(jni) };
+        if a.opts.coverage {
+            if !a.cov_field.load(Ordering::Acquire) {
+                log(&format!(
+                    "{} has no coverage field; {} shares one counter array per class between \
+                     threads (counts may be low under contention)",
+                    crate::rewrite::THREAD_CLASS,
+                    crate::rewrite::COV_RUNTIME_CLASS
+                ));
+            }
+            if let Err(e) = runtime::define_cov(&jni) {
+                log(&format!(
+                    "cannot define {} at VMStart ({e}); classes instrumented for coverage so far will fail",
+                    crate::rewrite::COV_RUNTIME_CLASS
+                ));
+                jni.take_exception(true);
+            } else if a.opts.verbose {
+                log(&format!(
+                    "early VMStart: {} defined after {} classes",
+                    crate::rewrite::COV_RUNTIME_CLASS,
+                    a.cov.len()
+                ));
+            }
+        }
         if !a.early {
             return;
         }
-        // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
-        let jni = unsafe { Jni::from_raw(jni) };
         // the build that reads Thread.bci$t only if the hook handed Thread to the VM with it
         // (a link error in every probe would be fatal). Not checked through JNI: GetFieldID
         // would initialize Thread, running its instrumented <clinit> before the runtime exists.
@@ -375,7 +488,9 @@ unsafe extern "C" fn thread_end(
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
         // SAFETY: thread is the VM's local reference to the ending thread, valid for the callback.
-        runtime::thread_ended(&jni, unsafe { crate::jvm::JRef::from_local(thread) });
+        let thread = unsafe { crate::jvm::JRef::from_local(thread) };
+        runtime::thread_ended(&jni, thread);
+        runtime::cov_thread_ended(&jni, thread);
     });
 }
 
@@ -410,6 +525,36 @@ pub unsafe extern "system" fn Java_java_lang_BciProbes_cpuNanos(
 ) -> sys::jlong {
     // SAFETY: same contract as cpu_nanos (the arguments are not used).
     unsafe { cpu_nanos(env, cls) }
+}
+
+/// `bci/runtime/Cov.agentRegister(className, hash, counters)`: a class instrumented by
+/// `bci instrument --coverage` (its `<clinit>` calls it) gets its coverage id from the agent.
+unsafe extern "system" fn offline_cov_register(
+    env: *mut sys::JNIEnv,
+    _cls: sys::jclass,
+    class: sys::jstring,
+    hash: sys::jlong,
+    n: sys::jint,
+) -> sys::jint {
+    guard("Cov.agentRegister", || {
+        let Some(a) = AGENT.get() else { return 0 };
+        // SAFETY: env is this thread's JNIEnv for the duration of the native call.
+        let jni = unsafe { Jni::from_raw(env) };
+        // SAFETY: the VM passes the String argument as a local reference valid for the call.
+        let class = unsafe { crate::jvm::JRef::from_native_arg(class) };
+        let name = jni.string(class).unwrap_or_default();
+        if a.opts.verbose {
+            log(&format!(
+                "{name}: instrumented offline for coverage, {n} counters"
+            ));
+        }
+        a.cov.register(crate::coverage::ClassRec {
+            name,
+            hash: hash as u64,
+            counters: n.max(0) as u32,
+        })
+    })
+    .unwrap_or(0)
 }
 
 /// `bci/runtime/Offline.agentRegister(className, hash, table)`: the methods of a class
@@ -466,12 +611,18 @@ unsafe extern "C" fn class_file_load_hook(
             return;
         }
         let Some(name) = c_str_opt(name) else { return };
-        if name.starts_with("bci/runtime/") || name.starts_with(runtime::EARLY_PROBES) {
+        if name.starts_with("bci/runtime/")
+            || name.starts_with(runtime::EARLY_PROBES)
+            || name.starts_with(crate::rewrite::COV_RUNTIME_CLASS)
+        {
             return;
         }
-        if !a.live.load(Ordering::Acquire) {
+        let cpu_live = a.opts.cpu && a.live.load(Ordering::Acquire);
+        if a.opts.cpu && !cpu_live {
             a.early_skipped.fetch_add(1, Ordering::Relaxed);
-            return;
+            if !a.opts.coverage {
+                return;
+            }
         }
         if !a.engine.selects(name) {
             return;
@@ -484,13 +635,16 @@ unsafe extern "C" fn class_file_load_hook(
         // SAFETY: the VM guarantees class_data points to class_data_len bytes for the callback.
         let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
         let t0 = runtime::monotonic_ns();
-        let result = catch_unwind(AssertUnwindSafe(|| a.engine.instrument(bytes, &a.registry)))
-            .unwrap_or_else(|_| Err("rewriter panicked".into()));
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            a.engine
+                .instrument(name, bytes, &a.registry, &a.cov, cpu_live)
+        }))
+        .unwrap_or_else(|_| Err("rewriter panicked".into()));
         a.hook_ns.fetch_add(
             (runtime::monotonic_ns() - t0).max(0) as u64,
             Ordering::Relaxed,
         );
-        if let Ok((_, methods)) = &result {
+        if let Ok(crate::rewrite::Rewritten { left: methods, .. }) = &result {
             if !methods.is_empty() {
                 for m in methods {
                     log(&format!("method left original: {m}"));
@@ -499,8 +653,8 @@ unsafe extern "C" fn class_file_load_hook(
                 l.methods.extend(methods.iter().cloned());
             }
         }
-        match result {
-            Ok((None, _)) => {
+        match result.map(|r| (r.bytes, r.cpu_fields, r.cov_field)) {
+            Ok((None, _, _)) => {
                 if a.opts.verbose {
                     if crate::rewrite::is_marked(bytes) {
                         log(&format!(
@@ -511,7 +665,7 @@ unsafe extern "C" fn class_file_load_hook(
                     }
                 }
             }
-            Ok((Some(out), _)) => {
+            Ok((Some(out), cpu_fields, cov_field)) => {
                 if out.len() > i32::MAX as usize {
                     class_left_original(a, name, "rewritten class too large");
                     return;
@@ -524,8 +678,11 @@ unsafe extern "C" fn class_file_load_hook(
                             *new_class_data = p;
                         }
                         a.instrumented.fetch_add(1, Ordering::Relaxed);
-                        if a.engine.adds_fields_to(name) {
+                        if cpu_fields {
                             a.thread_fields.store(true, Ordering::Release);
+                        }
+                        if cov_field {
+                            a.cov_field.store(true, Ordering::Release);
                         }
                         if a.opts.verbose {
                             log(&format!(
@@ -549,6 +706,9 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
         a.live.store(false, Ordering::Release);
+        if a.opts.coverage {
+            cov_dump(a, &jni);
+        }
         if runtime::get().is_none() {
             return;
         }
@@ -571,7 +731,7 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
 unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
     guard("DataDumpRequest", || {
         let Some(a) = AGENT.get() else { return };
-        if runtime::get().is_none() {
+        if runtime::get().is_none() && runtime::cov_get().is_none() {
             return;
         }
         let mut env: *mut c_void = std::ptr::null_mut();
@@ -586,12 +746,63 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         }
         // SAFETY: env is the current thread's JNIEnv.
         let jni = unsafe { Jni::from_raw(env.cast()) };
-        dump(a, &jni, false);
+        if a.opts.coverage {
+            cov_dump(a, &jni);
+        }
+        if runtime::get().is_some() {
+            dump(a, &jni, false);
+        }
     });
+}
+
+/// Adds this JVM's coverage counts since its last dump to the data file (at exit, SIGQUIT and
+/// SIGTERM, which exits).
+fn cov_dump(a: &Agent, jni: &Jni) {
+    #[cfg(feature = "rewriter")]
+    {
+        let mut f = a.cov_file.lock().unwrap_or_else(|p| p.into_inner());
+        let flat = match runtime::cov_snapshot(jni) {
+            Ok(v) => v,
+            Err(e) => {
+                log(&format!("cannot read the coverage counts: {e}"));
+                return;
+            }
+        };
+        let (counts, lost) = match crate::coverage::parse_snapshot(&flat) {
+            Ok(c) => c,
+            Err(e) => {
+                log(&e);
+                return;
+            }
+        };
+        if lost {
+            log("coverage: a counter array could not be allocated; some counts are missing");
+        }
+        let run = crate::coverage::CovFile::run_data(&a.cov.snapshot(), &counts);
+        let vm = |k: &str| runtime::system_property(&a.jvmti, k);
+        let session = f.session_mut();
+        session.jvm = format!("{} {}", vm("java.vm.name"), vm("java.vm.version"));
+        session.command = vm("sun.java.command");
+        session.start_ms = a.start_ms;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        match f.dump(&run, now) {
+            Ok(at) => log(&format!(
+                "coverage data of {} classes written to {at}",
+                run.classes.len()
+            )),
+            Err(e) => log(&format!("cannot write coverage data: {e}")),
+        }
+    }
+    #[cfg(not(feature = "rewriter"))]
+    let _ = (a, jni);
 }
 
 fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(out) = out.as_mut() else { return };
     let (threads, failure) = match runtime::collect(jni) {
         Ok(t) => t,
         Err(e) => {

@@ -96,6 +96,26 @@ impl Jvmti {
         unsafe { f(self.0, p) };
     }
 
+    /// A system property of the VM (JVMTI GetSystemProperty: the VM's view, e.g.
+    /// `java.vm.name`, `sun.java.command`).
+    pub fn system_property(&self, name: &str) -> Result<String, String> {
+        let f: sys::GetSystemPropertyFn = self.f(js::GET_SYSTEM_PROPERTY);
+        let n = CString::new(name).map_err(|e| e.to_string())?;
+        let mut p: *mut c_char = std::ptr::null_mut();
+        // SAFETY: valid env, NUL-terminated name, out pointer to a local.
+        check(
+            unsafe { f(self.0, n.as_ptr(), &mut p) },
+            "GetSystemProperty",
+        )?;
+        if p.is_null() {
+            return Ok(String::new());
+        }
+        // SAFETY: the VM returned a NUL-terminated string allocated with Allocate.
+        let v = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        self.deallocate(p.cast());
+        Ok(v)
+    }
+
     /// Every module the VM knows (live phase), as local references of `jni`'s frame.
     pub fn all_modules(&self) -> Result<Vec<JRef>, String> {
         let f: sys::GetAllModulesFn = self.f(js::GET_ALL_MODULES);

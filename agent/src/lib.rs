@@ -7,6 +7,7 @@
 //! `unsafe` appears only in sys, jvm, runtime and callbacks, each block with a SAFETY line.
 
 pub mod callbacks;
+pub mod coverage;
 pub mod jvm;
 pub mod options;
 pub mod outfile;

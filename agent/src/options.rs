@@ -56,6 +56,12 @@ pub struct Options {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     pub format: Format,
+    /// `coverage=y`: coverage counters in every selected class, data to `covfile`.
+    pub coverage: bool,
+    /// `covfile=`: the coverage data file (merged into if it exists).
+    pub covfile: String,
+    /// `cpu=times` given (or implied: without `coverage=y` the agent profiles).
+    pub cpu: bool,
 }
 
 impl Default for Options {
@@ -75,6 +81,9 @@ impl Default for Options {
             include: Vec::new(),
             exclude: Vec::new(),
             format: Format::Hprof,
+            coverage: false,
+            covfile: "bci.cov".into(),
+            cpu: true,
         }
     }
 }
@@ -93,7 +102,7 @@ impl fmt::Display for OptionError {
 pub const MAX_DEPTH: usize = 64;
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, depth, file, cutoff, lineno, thread, doe, verbose, rules, clock, interval, include, exclude, format";
+    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -123,8 +132,12 @@ include=<pat>[:<pat>]  only classes matching (glob on dotted names, e.g. java.ut
 exclude=<pat>[:<pat>]  never these classes
 format=hprof|collapsed|methods  output format         hprof
                          collapsed: one snapshot per file (SIGQUIT: <file>.1, .2, ...)
+coverage=y|n           coverage counters (exact hit counts) n
+                         alone: coverage only; with cpu=times (or rules=): both
+covfile=<file>         coverage data file (added to)  bci.cov
 
-Data is written at VM exit (doe=y) and on SIGQUIT (kill -QUIT <pid>).
+Data is written at VM exit (doe=y) and on SIGQUIT (kill -QUIT <pid>); coverage data
+also on SIGTERM (it is the JVM's exit).
 Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
 ";
 
@@ -143,6 +156,7 @@ fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
 pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     let mut o = Options::default();
     let mut depth_given = false;
+    let mut cpu_given = false;
     let s = s.unwrap_or("");
     for part in s.split(',') {
         let part = part.trim();
@@ -164,6 +178,7 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
         match name {
             "help" => o.help = true,
             "cpu" => {
+                cpu_given = true;
                 let v = need(value)?;
                 if v != "times" {
                     return Err(OptionError(format!(
@@ -199,6 +214,8 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "thread" => o.thread = yes_no(name, &need(value)?)?,
             "doe" => o.doe = yes_no(name, &need(value)?)?,
             "verbose" => o.verbose = yes_no(name, &need(value)?)?,
+            "coverage" => o.coverage = yes_no(name, &need(value)?)?,
+            "covfile" => o.covfile = need(value)?,
             "rules" => o.rules = Some(need(value)?),
             "clock" => {
                 let v = need(value)?;
@@ -256,6 +273,8 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             }
         }
     }
+    // coverage=y alone records coverage only; cpu=times or a rules file add the profile
+    o.cpu = !o.coverage || cpu_given || o.rules.is_some();
     if !depth_given && o.format == Format::Collapsed {
         // a flame graph wants whole stacks, not HPROF's 4-frame traces (which would make every
         // cut stack a root of its own)
@@ -315,6 +334,23 @@ mod tests {
         }
         assert!(parse(Some("file=")).is_err());
         assert!(parse(Some("depth=65")).is_err());
+    }
+
+    #[test]
+    fn coverage_alone_or_with_cpu_times() {
+        let o = parse(Some("coverage=y")).unwrap();
+        assert!(o.coverage && !o.cpu);
+        assert_eq!(o.covfile, "bci.cov");
+        let o = parse(Some("coverage=y,cpu=times,covfile=a.cov")).unwrap();
+        assert!(o.coverage && o.cpu);
+        assert_eq!(o.covfile, "a.cov");
+        let o = parse(None).unwrap();
+        assert!(!o.coverage && o.cpu);
+        assert!(parse(Some("coverage=yes"))
+            .unwrap_err()
+            .0
+            .contains("(valid: y, n)"));
+        assert!(parse(Some("covfile=")).is_err());
     }
 
     #[test]

@@ -27,9 +27,28 @@ pub const THREAD_CLASS: &str = "java/lang/Thread";
 /// Package-private, transient and synthetic. Must match the stub Thread in build.rs.
 pub const THREAD_FIELDS: &[(&str, &str)] = &[("bci$t", "Ljava/lang/BciProbes$T;")];
 
-/// What [`Engine::instrument`] returns: the new class bytes (`None`: unchanged) and the methods
-/// left original (`class.method(desc): reason`).
-pub type Rewritten = (Option<Vec<u8>>, Vec<String>);
+/// The coverage runtime (`coverage=y`), defined at early VMStart like java.lang.BciProbes.
+pub const COV_RUNTIME_CLASS: &str = "java/lang/BciCov";
+
+/// The field added to java.lang.Thread with `coverage=y`: the thread's counter arrays by class
+/// id (java.lang.BciCov). Must match the stub Thread build.rs compiles BciCov against.
+pub const COV_THREAD_FIELD: (&str, &str) = ("bci$c", "[[J");
+
+/// What [`Engine::instrument`] gives back.
+#[derive(Debug, Default)]
+pub struct Rewritten {
+    /// The new class bytes (`None`: unchanged).
+    pub bytes: Option<Vec<u8>>,
+    /// Methods left original (`class.method(desc): reason`), and parts left out (coverage of a
+    /// class that could not take it, with the reason).
+    pub left: Vec<String>,
+    /// The class's coverage id, when it got coverage counters.
+    pub cov_id: Option<i32>,
+    /// java.lang.Thread got the cpu=times runtime's fields (THREAD_FIELDS).
+    pub cpu_fields: bool,
+    /// java.lang.Thread got [`COV_THREAD_FIELD`].
+    pub cov_field: bool,
+}
 /// Whether the class carries the marker of `bci instrument` (the rewriter leaves it alone).
 pub fn is_marked(bytes: &[u8]) -> bool {
     #[cfg(feature = "rewriter")]
@@ -50,11 +69,32 @@ mod imp {
 
     /// Access of [`THREAD_FIELDS`]: package-private, transient, synthetic.
     const THREAD_FIELD_ACCESS: u16 = 0x0080 | 0x1000;
-    use bci_rewriter::{instrument_methods, MethodInfo, NewField, Outcome, ProbeRegistry, Rules};
+    use crate::coverage::{ClassRec, CovRegistry};
+    use bci_rewriter::coverage::ClassId;
+    use bci_rewriter::flow::Split;
+    use bci_rewriter::{
+        instrument_methods, Glob, MethodInfo, NewField, Outcome, ProbeRegistry, Rules,
+    };
 
     pub struct Engine {
         rules: Rules,
         opts: bci_rewriter::Options,
+        /// cpu=times (or rules=) on.
+        cpu: bool,
+        /// coverage=y: class filters (include, exclude).
+        cov: Option<(Vec<Glob>, Vec<Glob>)>,
+        /// coverage without cpu=times: a pass that only adds [`COV_THREAD_FIELD`] to Thread
+        /// (also used while cpu=times waits for VMInit).
+        fields_only: Option<(Rules, bci_rewriter::Options)>,
+    }
+
+    fn cov_field() -> NewField {
+        NewField {
+            class: THREAD_CLASS.to_string(),
+            access: THREAD_FIELD_ACCESS,
+            name: COV_THREAD_FIELD.0.to_string(),
+            desc: COV_THREAD_FIELD.1.to_string(),
+        }
     }
 
     struct Reg<'a>(&'a Registry);
@@ -114,40 +154,144 @@ mod imp {
             opts.leaf_probes = (rules.runtime_class() == EARLY_RUNTIME_CLASS
                 || rules.runtime_class() == DEFAULT_RUNTIME_CLASS)
                 && std::env::var_os("BCIAGENT_NO_LEAF_PROBES").is_none();
+            let (cov, fields_only) = if o.coverage {
+                for p in o.include.iter().chain(&o.exclude) {
+                    Glob::check(p).map_err(|e| format!("include/exclude '{p}': {e}"))?;
+                }
+                if o.cpu {
+                    opts.fields.push(cov_field());
+                }
+                let only = (
+                    Rules::cpu_times().with_filters(&[], &["*".to_string()]),
+                    bci_rewriter::Options {
+                        fields: vec![cov_field()],
+                        ..Default::default()
+                    },
+                );
+                (
+                    Some((
+                        o.include.iter().map(|p| Glob::class(p)).collect(),
+                        o.exclude.iter().map(|p| Glob::class(p)).collect(),
+                    )),
+                    Some(only),
+                )
+            } else {
+                (None, None)
+            };
             Ok(Engine {
                 rules: rules.with_filters(&o.include, &o.exclude),
                 opts,
+                cpu: o.cpu,
+                cov,
+                fields_only,
             })
         }
 
-        /// Whether the hook must hand class `internal_name` to [`Engine::instrument`]: rules
-        /// select it, or it gets the runtime's fields.
-        pub fn selects(&self, internal_name: &str) -> bool {
-            self.rules.selects_class(internal_name) || self.opts.adds_fields_to(internal_name)
+        fn cov_selects(&self, name: &str) -> bool {
+            let Some((inc, exc)) = &self.cov else {
+                return false;
+            };
+            // with cpu=times too, java.lang.Object gets cpu=times only: the call to
+            // BciCov.arr in its <init> would make cpu=times give it a catch-all handler, and C2
+            // (JDK 17.0.21) crashes in ciExceptionHandler::catch_klass compiling that
+            // (see BUILTIN_EXCLUDES)
+            if self.cpu && name == "java/lang/Object" {
+                return false;
+            }
+            if [COV_RUNTIME_CLASS, EARLY_RUNTIME_CLASS, "bci/runtime/"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
+                return false;
+            }
+            (inc.is_empty() || inc.iter().any(|g| g.matches(name)))
+                && !exc.iter().any(|g| g.matches(name))
         }
 
-        /// Whether a rewritten `internal_name` has fields added (THREAD_FIELDS).
-        pub fn adds_fields_to(&self, internal_name: &str) -> bool {
-            self.opts.adds_fields_to(internal_name)
+        /// Whether the hook must hand class `internal_name` to [`Engine::instrument`]: rules
+        /// or coverage select it, or it gets the runtime's fields.
+        pub fn selects(&self, internal_name: &str) -> bool {
+            (self.cpu && self.rules.selects_class(internal_name))
+                || self.opts.adds_fields_to(internal_name)
+                || self.cov_selects(internal_name)
+                || self
+                    .fields_only
+                    .as_ref()
+                    .is_some_and(|(_, o)| o.adds_fields_to(internal_name))
         }
 
         pub fn runtime_class(&self) -> &str {
             self.rules.runtime_class()
         }
 
-        /// The rewritten class (`None`: unchanged) and the methods left original, each as
-        /// `class.method(desc): reason`.
-        pub fn instrument(&self, bytes: &[u8], reg: &Registry) -> Result<Rewritten, String> {
-            match instrument_methods(bytes, &self.rules, &mut Reg(reg), &self.opts) {
-                Ok((o, left)) => Ok((
-                    match o {
-                        Outcome::Unchanged => None,
-                        Outcome::Rewritten(b) => Some(b),
-                    },
-                    left.iter().map(|e| e.to_string()).collect(),
-                )),
-                Err(e) => Err(e.to_string()),
+        /// Coverage first (planned from the original bytes: the class hash and counter
+        /// numbering are those of `bci instrument --coverage`), then cpu=times on the result
+        /// (`cpu_live`: its runtime is defined). A class whose coverage fails still gets
+        /// cpu=times (the reason is in `left`).
+        pub fn instrument(
+            &self,
+            name: &str,
+            bytes: &[u8],
+            reg: &Registry,
+            cov: &CovRegistry,
+            cpu_live: bool,
+        ) -> Result<Rewritten, String> {
+            let mut r = Rewritten::default();
+            let mut cur: Option<Vec<u8>> = None;
+            if self.cov_selects(name) {
+                let id = cov.reserve();
+                let copts = bci_rewriter::coverage::Options {
+                    runtime: COV_RUNTIME_CLASS,
+                    split: Split::AfterCalls,
+                    class_id: ClassId::Constant(id),
+                };
+                match bci_rewriter::coverage::instrument(bytes, &copts) {
+                    Ok((Outcome::Rewritten(b), cc)) => {
+                        for (m, d, why) in &cc.skipped {
+                            if let bci_rewriter::coverage::Skipped::Error(e) = why {
+                                r.left.push(format!("{name}.{m}{d}: no coverage: {e}"));
+                            }
+                        }
+                        cov.set(
+                            id,
+                            ClassRec {
+                                name: cc.name,
+                                hash: cc.hash,
+                                counters: cc.counters,
+                            },
+                        );
+                        r.cov_id = Some(id);
+                        cur = Some(b);
+                    }
+                    Ok((Outcome::Unchanged, _)) => {}
+                    Err(e) => r.left.push(format!("{name}: no coverage: {e}")),
+                }
             }
+            let input = cur.as_deref().unwrap_or(bytes);
+            let pass = if self.cpu && cpu_live {
+                Some((&self.rules, &self.opts, true))
+            } else {
+                self.fields_only.as_ref().map(|(r, o)| (r, o, false))
+            };
+            if let Some((rules, opts, is_cpu)) = pass {
+                if (is_cpu && rules.selects_class(name)) || opts.adds_fields_to(name) {
+                    let (o, left) = instrument_methods(input, rules, &mut Reg(reg), opts)
+                        .map_err(|e| e.to_string())?;
+                    r.left.extend(left.iter().map(|e| e.to_string()));
+                    if let Outcome::Rewritten(b) = o {
+                        let adds = |f: &str| {
+                            opts.fields
+                                .iter()
+                                .any(|nf| nf.class == name && nf.name == f)
+                        };
+                        r.cpu_fields = is_cpu && adds(THREAD_FIELDS[0].0);
+                        r.cov_field = adds(COV_THREAD_FIELD.0);
+                        cur = Some(b);
+                    }
+                }
+            }
+            r.bytes = cur;
+            Ok(r)
         }
     }
 }
@@ -168,14 +312,18 @@ mod imp {
         pub fn selects(&self, _internal_name: &str) -> bool {
             false
         }
-        pub fn adds_fields_to(&self, _internal_name: &str) -> bool {
-            false
-        }
         pub fn runtime_class(&self) -> &str {
             DEFAULT_RUNTIME_CLASS
         }
-        pub fn instrument(&self, _bytes: &[u8], _reg: &Registry) -> Result<Rewritten, String> {
-            Ok((None, Vec::new()))
+        pub fn instrument(
+            &self,
+            _name: &str,
+            _bytes: &[u8],
+            _reg: &Registry,
+            _cov: &crate::coverage::CovRegistry,
+            _cpu_live: bool,
+        ) -> Result<Rewritten, String> {
+            Ok(Rewritten::default())
         }
     }
 }

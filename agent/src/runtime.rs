@@ -400,3 +400,79 @@ pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
     jni.delete_local_ref(f);
     Ok((out, failure))
 }
+
+// ---- coverage (coverage=y): java.lang.BciCov
+
+/// java.lang.BciCov as build.rs compiled it (java/cov/).
+const COV_CLASS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/java-cov/java/lang/BciCov.class"));
+/// bci/runtime/Cov forwarding to java.lang.BciCov (java/forward/), for offline-covered classes.
+const FORWARD_COV_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java-forward/bci/runtime/Cov.class"
+));
+
+/// The defined coverage runtime (a global reference) and its methods.
+pub struct CovRuntime {
+    class: GlobalRef,
+    ended: StaticMethod,
+}
+
+static COV_RUNTIME: OnceLock<CovRuntime> = OnceLock::new();
+
+pub fn cov_get() -> Option<&'static CovRuntime> {
+    COV_RUNTIME.get()
+}
+
+/// Defines java.lang.BciCov in the boot loader (at early VMStart, before any Java code runs:
+/// classes instrumented for coverage from the first one loaded can call it).
+pub fn define_cov(jni: &Jni) -> Result<(), String> {
+    let cls = jni.define_boot_class(crate::rewrite::COV_RUNTIME_CLASS, COV_CLASS)?;
+    let ended = jni.static_method_id(cls, "ended", "(Ljava/lang/Thread;)V")?;
+    let global = jni.new_global_ref(cls);
+    if global.is_null() {
+        return Err("NewGlobalRef failed".into());
+    }
+    let _ = COV_RUNTIME.set(CovRuntime {
+        class: GlobalRef(global),
+        ended,
+    });
+    Ok(())
+}
+
+/// Defines bci/runtime/Cov (boot loader, at VMInit) as a forwarder to java.lang.BciCov whose
+/// `register` calls `native` (`agentRegister(String, long, int)I`).
+pub fn define_cov_forwarder(jni: &Jni, native: *mut std::ffi::c_void) -> Result<(), String> {
+    let cls = jni.define_boot_class("bci/runtime/Cov", FORWARD_COV_CLASS)?;
+    jni.register_native(cls, c"agentRegister", c"(Ljava/lang/String;JI)I", native)
+}
+
+/// At VMInit, with java.lang.Thread given rewrite::COV_THREAD_FIELD: every thread counts in
+/// its own arrays from now on (before: shared arrays, see BciCov.FIELD).
+pub fn cov_per_thread(jni: &Jni) -> Result<(), String> {
+    let rt = cov_get().ok_or("coverage runtime not defined")?;
+    jni.set_static_bool(rt.class.0, "FIELD", true)
+}
+
+/// A thread ended: `BciCov.ended` adds its counts to the shared sums.
+pub fn cov_thread_ended(jni: &Jni, thread: JRef) {
+    let Some(rt) = cov_get() else { return };
+    if thread.is_null() {
+        return;
+    }
+    let _ = jni.call_static_void_obj(rt.class.0, &rt.ended, thread);
+}
+
+/// `BciCov.snapshot()`: the counts of every thread, flattened (coverage::parse_snapshot).
+pub fn cov_snapshot(jni: &Jni) -> Result<Vec<i64>, String> {
+    let rt = cov_get().ok_or("coverage runtime not defined")?;
+    let r = jni.call_static_object(rt.class.0, "snapshot", "()[J")?;
+    let v = jni.long_array(r);
+    jni.delete_local_ref(r);
+    Ok(v)
+}
+
+/// A system property of the VM (JVMTI GetSystemProperty), or "".
+pub fn system_property(jvmti: &Jvmti, name: &str) -> String {
+    jvmti.system_property(name).unwrap_or_default()
+}

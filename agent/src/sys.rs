@@ -150,6 +150,7 @@ pub mod jvmti_slot {
     pub const ADD_MODULE_READS: usize = 93;
     pub const SET_EVENT_CALLBACKS: usize = 121;
     pub const GET_ERROR_NAME: usize = 127;
+    pub const GET_SYSTEM_PROPERTY: usize = 130;
     pub const GET_PHASE: usize = 132;
     pub const GET_THREAD_CPU_TIME: usize = 136;
     pub const GET_POTENTIAL_CAPABILITIES: usize = 139;
@@ -202,6 +203,8 @@ pub type GetAllModulesFn =
 pub type RunAgentThreadFn =
     unsafe extern "C" fn(*mut jvmtiEnv, jthread, AgentThreadFn, *const c_void, jint) -> jvmtiError;
 pub type AllocateFn = unsafe extern "C" fn(*mut jvmtiEnv, jlong, *mut *mut c_uchar) -> jvmtiError;
+pub type GetSystemPropertyFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, *const c_char, *mut *mut c_char) -> jvmtiError;
 pub type DeallocateFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut c_uchar) -> jvmtiError;
 pub type AddModuleReadsFn = unsafe extern "C" fn(*mut jvmtiEnv, jobject, jobject) -> jvmtiError;
 pub type SetEventCallbacksFn =
@@ -285,4 +288,45 @@ extern "C" {
     pub fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int;
     pub fn time(t: *mut i64) -> i64;
     pub fn ctime_r(t: *const i64, buf: *mut c_char) -> *mut c_char;
+}
+
+// fcntl record locks: what Java's FileChannel.lock takes on Linux (flock locks do not exclude
+// them), so the agent and the runtime jar's writer exclude each other on `<covfile>.lck`.
+#[repr(C)]
+struct Flock {
+    l_type: i16,
+    l_whence: i16,
+    l_start: i64,
+    l_len: i64,
+    l_pid: i32,
+}
+const F_SETLKW: c_int = 7;
+const F_WRLCK: i16 = 1;
+
+extern "C" {
+    fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
+}
+
+/// Blocks until this process holds a write lock on the whole of `f` (released when `f` is
+/// closed).
+pub fn lock_whole_file(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let l = Flock {
+        l_type: F_WRLCK,
+        l_whence: 0,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    loop {
+        // SAFETY: f's descriptor is open for the call; l is a valid struct flock for F_SETLKW.
+        let rc = unsafe { fcntl(f.as_raw_fd(), F_SETLKW, &l as *const Flock) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }

@@ -281,6 +281,7 @@ fn coverage_counts_match_the_sources_exactly() {
         src_dir.join(p).display().to_string()
     });
     assert!(lcov.contains("FNDA:3,CovBasics.loop(I)I"), "{lcov}");
+    check_lcov(&lcov, &analyzed);
     if std::env::var("SHOW_LCOV").is_ok() {
         println!("{lcov}");
     }
@@ -493,4 +494,66 @@ fn offline_coverage_with_the_runtime_jar() {
         "{console}"
     );
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// LCOV agrees with the analysis line by line: `DA` is the line's count, and its `BRDA`
+/// entries are exactly the line's branches after the filters (covered = taken > 0).
+fn check_lcov(lcov: &str, analyzed: &[Class]) {
+    use bci_rewriter::coverage::lcov::{line_count, source_path};
+    let mut want: BTreeMap<(String, u32), Line> = BTreeMap::new();
+    for c in analyzed {
+        let file = source_path(c);
+        for (l, x) in &c.lines {
+            let e = want.entry((file.clone(), *l)).or_default();
+            e.instructions.add(x.instructions);
+            e.branches.add(x.branches);
+            e.hits += x.hits;
+            e.max_hits = e.max_hits.max(x.max_hits);
+        }
+    }
+    let mut da: BTreeMap<(String, u32), u64> = BTreeMap::new();
+    let mut brda: BTreeMap<(String, u32), (u64, u64)> = BTreeMap::new();
+    let mut file = String::new();
+    for l in lcov.lines() {
+        if let Some(f) = l.strip_prefix("SF:") {
+            file = Path::new(f)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+        } else if let Some(d) = l.strip_prefix("DA:") {
+            let (line, n) = d.split_once(',').unwrap();
+            da.insert((file.clone(), line.parse().unwrap()), n.parse().unwrap());
+        } else if let Some(b) = l.strip_prefix("BRDA:") {
+            let f: Vec<&str> = b.split(',').collect();
+            let e = brda
+                .entry((file.clone(), f[0].parse().unwrap()))
+                .or_default();
+            e.1 += 1;
+            e.0 += (f[3] != "-" && f[3] != "0") as u64;
+        }
+    }
+    let mut wrong = Vec::new();
+    for ((f, l), x) in &want {
+        let key = (f.rsplit('/').next().unwrap().to_string(), *l);
+        if x.instructions.total() > 0 && da.get(&key) != Some(&line_count(x)) {
+            wrong.push(format!(
+                "{f}:{l}: DA {:?}, expected {}",
+                da.get(&key),
+                line_count(x)
+            ));
+        }
+        let b = brda.get(&key).copied().unwrap_or_default();
+        if b != (x.branches.covered, x.branches.total()) {
+            wrong.push(format!(
+                "{f}:{l}: BRDA {b:?}, expected {:?}",
+                (x.branches.covered, x.branches.total())
+            ));
+        }
+    }
+    assert_eq!(
+        da.len(),
+        want.values().filter(|x| x.instructions.total() > 0).count()
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -483,10 +483,10 @@ fn analyze_method(
     }
     // Merged copies: the copy that stays counts the runs (and outcomes) of all.
     let mut group_runs = runs.clone();
-    for k in 0..insns.len() {
+    for (k, &n) in runs.iter().enumerate() {
         let r = marks.find(k);
         if r != k {
-            group_runs[r] = group_runs[r].saturating_add(runs[k]);
+            group_runs[r] = group_runs[r].saturating_add(n);
             if let (Some(d), Some(keep)) = (decisions.get(&k).cloned(), decisions.get_mut(&r)) {
                 if d.len() == keep.len() {
                     keep.iter_mut()

@@ -1,0 +1,259 @@
+package java.lang;
+
+/**
+ * Coverage counters of the agent ({@code coverage=y}): java.lang.BciCov, defined by the agent in
+ * the boot loader at early VMStart (a member of java.base, so every class, JDK included, can call
+ * it). Instrumented code asks {@link #arr} once per method call for the calling thread's counter
+ * array of its class and bumps counters in it with plain {@code long} increments: every array has
+ * one writer, so counts are exact without a lock or an atomic on the path.
+ *
+ * <p>A thread's arrays hang off a field the agent adds to java.lang.Thread ({@code bci$c}, a
+ * {@code long[][]} indexed by class id): two loads from the thread to the array. No ThreadLocal
+ * and no other JDK method: this class is not instrumented, but the JDK classes it would call are,
+ * and would call back into it. The slow path (a thread's first call into a class) allocates and
+ * links arrays under the class lock and calls nothing but natives.
+ *
+ * <p>When a thread ends the agent calls {@link #ended} on it (JVMTI ThreadEnd): its arrays are
+ * added to a shared sum and dropped. The agent reads the sums with {@link #snapshot} at exit and
+ * on SIGQUIT.
+ *
+ * <p>Before VMInit, and if Thread could not get the field ({@link #FIELD} false), every thread
+ * shares one array per class: racy increments, counts may be low under contention (without
+ * the field the agent says so; before VMInit the JVM's startup code runs on one thread, with
+ * the Reference Handler, Finalizer and Signal Dispatcher threads started but mostly waiting).
+ */
+public final class BciCov {
+    private BciCov() {}
+
+    /**
+     * Whether threads use their own arrays (the field {@code bci$c} of java.lang.Thread): set by
+     * the agent at VMInit when Thread has the field. Before that (JVM startup: classes are
+     * covered from the first one loaded) {@code Thread.currentThread()} may not be linked yet
+     * (its lookup runs covered ClassLoader code, which would call back here), and every thread
+     * counts in the shared arrays.
+     */
+    private static boolean FIELD;
+
+    /** Live threads with arrays, and their tables (0 .. live). Guarded by the class lock. */
+    private static Thread[] threads = new Thread[16];
+    private static long[][][] tabs = new long[16][][];
+    private static int live;
+    /** Sums of ended threads (or the shared arrays without the field), by class id. */
+    private static long[][] folded = new long[256][];
+    /** Set when an array could not be allocated: counts after that are missing. */
+    private static volatile boolean lost;
+
+    private static long[] sink = new long[0];
+
+    /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
+    public static long[] arr(int cid, int n) {
+        if (FIELD) {
+            long[][] t = Thread.currentThread().bci$c;
+            if (t != null && cid < t.length) {
+                long[] a = t[cid];
+                if (a != null) {
+                    return a;
+                }
+            }
+        } else {
+            long[][] f = folded;
+            if (cid < f.length) {
+                long[] a = f[cid];
+                if (a != null) {
+                    return a;
+                }
+            }
+        }
+        return slow(cid, n);
+    }
+
+    private static long[] slow(int cid, int n) {
+        try {
+            if (cid <= 0) {
+                return sink(n);
+            }
+            synchronized (BciCov.class) {
+                if (!FIELD) {
+                    return slot(folded(cid), cid, n);
+                }
+                Thread th = Thread.currentThread();
+                long[][] t = th.bci$c;
+                if (t == null) {
+                    t = new long[cid < 64 ? 64 : cid + 1][];
+                    track(th, t);
+                    th.bci$c = t;
+                } else if (cid >= t.length) {
+                    int m = t.length * 2;
+                    long[][] g = new long[cid < m ? m : cid + 1][];
+                    System.arraycopy(t, 0, g, 0, t.length);
+                    retrack(th, g);
+                    th.bci$c = t = g;
+                }
+                return slot(t, cid, n);
+            }
+        } catch (Throwable e) {
+            // out of memory (or worse): this call's counts are lost, the program goes on
+            lost = true;
+            return sink(n);
+        }
+    }
+
+    /** folded, grown to hold {@code cid}. Holds the class lock. */
+    private static long[][] folded(int cid) {
+        long[][] f = folded;
+        if (cid >= f.length) {
+            int m = f.length * 2;
+            long[][] g = new long[cid < m ? m : cid + 1][];
+            System.arraycopy(f, 0, g, 0, f.length);
+            folded = f = g;
+        }
+        return f;
+    }
+
+    private static long[] slot(long[][] t, int cid, int n) {
+        long[] a = t[cid];
+        if (a == null) {
+            t[cid] = a = new long[n];
+        } else if (a.length < n) {
+            // the same id with more counters cannot happen (ids name one class); be safe
+            long[] g = new long[n];
+            System.arraycopy(a, 0, g, 0, a.length);
+            t[cid] = a = g;
+        }
+        return a;
+    }
+
+    private static long[] sink(int n) {
+        long[] a = sink;
+        if (a.length < n) {
+            try {
+                sink = a = new long[n];
+            } catch (Throwable again) {
+                return new long[0];
+            }
+        }
+        return a;
+    }
+
+    private static void track(Thread th, long[][] t) {
+        if (live == threads.length) {
+            Thread[] g = new Thread[live * 2];
+            System.arraycopy(threads, 0, g, 0, live);
+            long[][][] h = new long[live * 2][][];
+            System.arraycopy(tabs, 0, h, 0, live);
+            threads = g;
+            tabs = h;
+        }
+        threads[live] = th;
+        tabs[live] = t;
+        live++;
+    }
+
+    private static void retrack(Thread th, long[][] t) {
+        for (int i = live - 1; i >= 0; i--) {
+            if (threads[i] == th) {
+                tabs[i] = t;
+                return;
+            }
+        }
+        track(th, t);
+    }
+
+    /** Called by the agent on a thread that ends: its counts go to the shared sums. */
+    static void ended(Thread th) {
+        if (!FIELD || th == null) {
+            return;
+        }
+        synchronized (BciCov.class) {
+            long[][] t = th.bci$c;
+            if (t == null) {
+                return;
+            }
+            th.bci$c = null;
+            add(t);
+            for (int i = live - 1; i >= 0; i--) {
+                if (threads[i] == th) {
+                    live--;
+                    threads[i] = threads[live];
+                    tabs[i] = tabs[live];
+                    threads[live] = null;
+                    tabs[live] = null;
+                    break;
+                }
+            }
+        }
+    }
+
+    /** Adds a table into folded. Holds the class lock. */
+    private static void add(long[][] t) {
+        long[][] f = folded(t.length - 1);
+        for (int c = 0; c < t.length; c++) {
+            long[] a = t[c];
+            if (a != null) {
+                addInto(f, c, a);
+            }
+        }
+    }
+
+    private static void addInto(long[][] f, int c, long[] a) {
+        long[] s = f[c];
+        if (s == null || s.length < a.length) {
+            long[] g = new long[a.length];
+            if (s != null) {
+                System.arraycopy(s, 0, g, 0, s.length);
+            }
+            f[c] = s = g;
+        }
+        for (int i = 0; i < a.length; i++) {
+            long x = s[i] + a[i];
+            s[i] = x < 0 ? Long.MAX_VALUE : x; // saturate
+        }
+    }
+
+    /**
+     * Sums over every thread, flattened: {@code cid, n, count × n} per class id that has counts,
+     * then {@code -1} if counts were lost. Live threads' arrays are read as they are (a dump while
+     * they run is a snapshot).
+     */
+    static synchronized long[] snapshot() {
+        long[][] sum = new long[folded.length][];
+        for (int c = 0; c < folded.length; c++) {
+            if (folded[c] != null) {
+                addInto(sum, c, folded[c]);
+            }
+        }
+        for (int i = 0; i < live; i++) {
+            long[][] t = tabs[i];
+            if (t.length > sum.length) {
+                long[][] g = new long[t.length][];
+                System.arraycopy(sum, 0, g, 0, sum.length);
+                sum = g;
+            }
+            for (int c = 0; c < t.length; c++) {
+                if (t[c] != null) {
+                    addInto(sum, c, t[c]);
+                }
+            }
+        }
+        int len = lost ? 1 : 0;
+        for (int c = 0; c < sum.length; c++) {
+            if (sum[c] != null) {
+                len += 2 + sum[c].length;
+            }
+        }
+        long[] out = new long[len];
+        int k = 0;
+        for (int c = 0; c < sum.length; c++) {
+            if (sum[c] != null) {
+                out[k++] = c;
+                out[k++] = sum[c].length;
+                System.arraycopy(sum[c], 0, out, k, sum[c].length);
+                k += sum[c].length;
+            }
+        }
+        if (lost) {
+            out[k] = -1;
+        }
+        return out;
+    }
+}

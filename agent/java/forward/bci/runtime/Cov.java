@@ -1,0 +1,22 @@
+package bci.runtime;
+
+/**
+ * bci.runtime.Cov as the agent defines it (boot loader, at VMInit) with {@code coverage=y}:
+ * classes instrumented by {@code bci instrument --coverage} register with the agent (same class
+ * ids as the classes it instruments itself) and count in java.lang.BciCov's arrays, so that
+ * their data goes into the agent's data file with the rest. The runtime jar's Cov on the class
+ * path is then not used.
+ */
+public final class Cov {
+    private Cov() {}
+
+    private static native int agentRegister(String name, long hash, int n);
+
+    public static int register(String name, long hash, int n) {
+        return agentRegister(name, hash, n);
+    }
+
+    public static long[] arr(int cid, int n) {
+        return java.lang.BciCov.arr(cid, n);
+    }
+}

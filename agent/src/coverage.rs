@@ -1,0 +1,333 @@
+//! Coverage in the agent (`coverage=y`): the classes instrumented (by id), and the data file.
+//! Safe Rust without JVM pointers; the counts come from java.lang.BciCov (runtime.rs).
+//!
+//! Class ids are handed out here: by the class hook for each class it instruments (a constant in
+//! the class's code), and through `bci/runtime/Cov.register` for classes instrumented offline
+//! (the agent's forwarder). Data is keyed by class name and the hash of its original bytes, so
+//! the file equals what offline instrumentation of the same program writes.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// A class with coverage counters: internal name, hash of its original bytes, counter count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassRec {
+    pub name: String,
+    pub hash: u64,
+    pub counters: u32,
+}
+
+/// Class ids (index; 0 is never used) to their classes.
+#[derive(Default)]
+pub struct CovRegistry {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    classes: Vec<Option<ClassRec>>,
+    /// Ids of classes registered offline, by (name, hash): a class loaded by two loaders
+    /// registers twice and gets one id, as with the runtime jar.
+    offline: HashMap<(String, u64), i32>,
+}
+
+impl CovRegistry {
+    pub fn new() -> CovRegistry {
+        CovRegistry {
+            inner: Mutex::new(Inner {
+                classes: vec![None],
+                offline: HashMap::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new id for a class about to be instrumented ([`CovRegistry::set`] names it once it is).
+    pub fn reserve(&self) -> i32 {
+        let mut g = self.lock();
+        g.classes.push(None);
+        (g.classes.len() - 1) as i32
+    }
+
+    pub fn set(&self, id: i32, rec: ClassRec) {
+        let mut g = self.lock();
+        if let Some(slot) = g.classes.get_mut(id as usize) {
+            *slot = Some(rec);
+        }
+    }
+
+    /// `bci/runtime/Cov.register` of an offline-instrumented class: its id.
+    pub fn register(&self, rec: ClassRec) -> i32 {
+        let mut g = self.lock();
+        let key = (rec.name.clone(), rec.hash);
+        if let Some(&id) = g.offline.get(&key) {
+            return id;
+        }
+        g.classes.push(Some(rec));
+        let id = (g.classes.len() - 1) as i32;
+        g.offline.insert(key, id);
+        id
+    }
+
+    /// Every class by id.
+    pub fn snapshot(&self) -> Vec<Option<ClassRec>> {
+        self.lock().classes.clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().classes.iter().filter(|c| c.is_some()).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Splits BciCov.snapshot's flat array (`cid, n, counts × n` …, then `-1` if counts were lost)
+/// into counts by class id; the flag says whether counts were lost.
+pub fn parse_snapshot(flat: &[i64]) -> Result<(HashMap<usize, Vec<u64>>, bool), String> {
+    let mut out = HashMap::new();
+    let mut k = 0;
+    while k < flat.len() {
+        let cid = flat[k];
+        if cid == -1 && k + 1 == flat.len() {
+            return Ok((out, true));
+        }
+        let n = *flat
+            .get(k + 1)
+            .ok_or_else(|| format!("coverage snapshot: truncated at {k}"))?;
+        if cid < 0 || n < 0 || (n as usize) > flat.len() - k - 2 {
+            return Err(format!(
+                "coverage snapshot: bad entry at {k} (class id {cid}, {n} counters)"
+            ));
+        }
+        let v = flat[k + 2..k + 2 + n as usize]
+            .iter()
+            .map(|&x| x.max(0) as u64)
+            .collect();
+        out.insert(cid as usize, v);
+        k += 2 + n as usize;
+    }
+    Ok((out, false))
+}
+
+#[cfg(feature = "rewriter")]
+pub use data_file::CovFile;
+
+#[cfg(feature = "rewriter")]
+mod data_file {
+    use super::*;
+    use bci_rewriter::coverage::data::{CovData, Session};
+    use std::io::{Read, Write};
+
+    /// The data file and what this JVM has added to it so far: each dump adds only the counts
+    /// since the previous one (a SIGQUIT dump, then the exit dump: the file holds the run's
+    /// counts once), and updates this JVM's session instead of adding another.
+    pub struct CovFile {
+        pub path: String,
+        session: Session,
+        written: HashMap<(String, u64), Vec<u64>>,
+        /// Whether this JVM's session is in the file already.
+        in_file: bool,
+    }
+
+    impl CovFile {
+        pub fn new(path: &str, session: Session) -> CovFile {
+            CovFile {
+                path: path.to_string(),
+                session,
+                written: HashMap::new(),
+                in_file: false,
+            }
+        }
+
+        /// This JVM's session (JVM and command line are filled in at dump time).
+        pub fn session_mut(&mut self) -> &mut Session {
+            &mut self.session
+        }
+
+        /// This run's data: every class instrumented (counts of classes that never ran: 0),
+        /// counts summed over classes with the same name and hash (two class loaders).
+        pub fn run_data(
+            classes: &[Option<ClassRec>],
+            counts: &HashMap<usize, Vec<u64>>,
+        ) -> CovData {
+            let mut d = CovData::default();
+            for (id, c) in classes.iter().enumerate() {
+                let Some(c) = c else { continue };
+                let mut v = counts.get(&id).cloned().unwrap_or_default();
+                v.resize(c.counters as usize, 0);
+                // one id, one class: the counter count is the class's, cannot differ
+                let _ = d.add_class(&c.name, c.hash, &v);
+            }
+            d
+        }
+
+        /// Adds this run's counts since the last dump to the file, under a lock on
+        /// `<path>.lck` (the lock the runtime jar's writer takes too: JVMs sharing the file add
+        /// up). A file that is not coverage data is left alone and the data goes to
+        /// `<path>.<pid>`. Returns where the data went.
+        pub fn dump(&mut self, run: &CovData, dump_ms: i64) -> Result<String, String> {
+            let mut delta = CovData::default();
+            for ((name, hash), v) in &run.classes {
+                let d: Vec<u64> = match self.written.get(&(name.clone(), *hash)) {
+                    Some(w) => v
+                        .iter()
+                        .zip(w.iter().chain(std::iter::repeat(&0)))
+                        .map(|(a, b)| a.saturating_sub(*b))
+                        .collect(),
+                    None => v.clone(),
+                };
+                let _ = delta.add_class(name, *hash, &d);
+            }
+            self.session.dump_ms = dump_ms;
+            let lck = format!("{}.lck", self.path);
+            let lock = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lck)
+                .map_err(|e| format!("{lck}: {e}"))?;
+            crate::sys::lock_whole_file(&lock).map_err(|e| format!("{lck}: lock: {e}"))?;
+            let at = self.merge_into_file(&delta)?;
+            drop(lock);
+            for (k, v) in &run.classes {
+                self.written.insert(k.clone(), v.clone());
+            }
+            self.in_file = true;
+            Ok(at)
+        }
+
+        fn merge_into_file(&self, delta: &CovData) -> Result<String, String> {
+            let mut data = CovData::default();
+            let mut target = self.path.clone();
+            let mut bytes = Vec::new();
+            let existing = match std::fs::File::open(&self.path) {
+                Ok(mut f) => f
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| format!("{}: {e}", self.path))
+                    .map(|_| !bytes.is_empty())?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                Err(e) => return Err(format!("{}: {e}", self.path)),
+            };
+            if existing {
+                match CovData::parse(&bytes) {
+                    Ok(d) => data = d,
+                    Err(e) => {
+                        target = format!("{}.{}", self.path, std::process::id());
+                        crate::callbacks::log(&format!(
+                            "{}: {e}; left as it is, coverage data written to {target}",
+                            self.path
+                        ));
+                    }
+                }
+            }
+            // same name and hash add up; the same name under another hash (another build)
+            // stays next to it, as the runtime jar's writer does (bci report says it is stale)
+            for ((name, hash), v) in &delta.classes {
+                data.add_class(name, *hash, v)
+                    .map_err(|e| format!("{target}: {e}"))?;
+            }
+            match data.sessions.iter_mut().find(|s| s.id == self.session.id) {
+                Some(s) if self.in_file => *s = self.session.clone(),
+                _ => data.sessions.push(self.session.clone()),
+            }
+            let tmp = format!("{target}.tmp{}", std::process::id());
+            let write = || -> std::io::Result<()> {
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(&data.to_bytes())?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, &target)
+            };
+            write().map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("{target}: {e}")
+            })?;
+            Ok(target)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_ids_and_offline_dedup() {
+        let r = CovRegistry::new();
+        let a = r.reserve();
+        assert_eq!(a, 1);
+        let rec = |n: &str| ClassRec {
+            name: n.into(),
+            hash: 7,
+            counters: 3,
+        };
+        r.set(a, rec("A"));
+        let b = r.register(rec("B"));
+        assert_eq!(r.register(rec("B")), b);
+        assert_ne!(a, b);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.snapshot()[b as usize], Some(rec("B")));
+    }
+
+    #[test]
+    fn snapshot_parsing_refuses_bad_input() {
+        let (m, lost) = parse_snapshot(&[1, 2, 5, 6, 3, 0, -1]).unwrap();
+        assert!(lost);
+        assert_eq!(m[&1], vec![5, 6]);
+        assert_eq!(m[&3], Vec::<u64>::new());
+        assert!(parse_snapshot(&[1, 5, 0]).is_err());
+        assert!(parse_snapshot(&[1]).is_err());
+        assert!(parse_snapshot(&[-2, 0]).is_err());
+    }
+
+    #[cfg(feature = "rewriter")]
+    #[test]
+    fn dumps_add_deltas_and_jvms_add_up() {
+        use bci_rewriter::coverage::data::{CovData, Session};
+        let d = std::env::temp_dir().join(format!("bciagent-cov-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        let p = d.join("x.cov").display().to_string();
+        let _ = std::fs::remove_file(&p);
+        let classes = vec![
+            None,
+            Some(ClassRec {
+                name: "A".into(),
+                hash: 1,
+                counters: 2,
+            }),
+            Some(ClassRec {
+                name: "B".into(),
+                hash: 2,
+                counters: 1,
+            }),
+        ];
+        let session = |id: &str| Session {
+            id: id.into(),
+            ..Default::default()
+        };
+        let mut f = CovFile::new(&p, session("one"));
+        let counts = HashMap::from([(1, vec![3, 4])]);
+        f.dump(&CovFile::run_data(&classes, &counts), 1).unwrap();
+        let counts = HashMap::from([(1, vec![5, 4]), (2, vec![1])]);
+        f.dump(&CovFile::run_data(&classes, &counts), 2).unwrap();
+        let got = CovData::parse(&std::fs::read(&p).unwrap()).unwrap();
+        assert_eq!(got.counts("A", 1).unwrap(), &[5, 4]);
+        assert_eq!(got.counts("B", 2).unwrap(), &[1]);
+        assert_eq!(got.sessions.len(), 1);
+        assert_eq!(got.sessions[0].dump_ms, 2);
+        let mut g = CovFile::new(&p, session("two"));
+        g.dump(&CovFile::run_data(&classes, &counts), 3).unwrap();
+        let got = CovData::parse(&std::fs::read(&p).unwrap()).unwrap();
+        assert_eq!(got.counts("A", 1).unwrap(), &[10, 8]);
+        assert_eq!(got.sessions.len(), 2);
+        std::fs::write(&p, b"not coverage").unwrap();
+        let at = g.dump(&CovFile::run_data(&classes, &counts), 4).unwrap();
+        assert_eq!(at, format!("{p}.{}", std::process::id()));
+        assert_eq!(std::fs::read(&p).unwrap(), b"not coverage");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

@@ -1,0 +1,523 @@
+//! Coverage in the agent (`coverage=y`): the same data as offline instrumentation, composable
+//! with cpu=times, offline-covered classes under the agent, the data file written at exit, on
+//! SIGQUIT and on SIGTERM, and JVMs sharing one file.
+//!
+//! Needs a JDK (JAVA_HOME, or /usr/lib/jvm/java-17-openjdk-amd64, or java/javac on PATH).
+
+use bci_rewriter::coverage::data::CovData;
+use bci_rewriter::coverage::{entry_counter, plan_class, ClassId, Options};
+use bci_rewriter::flow::Split;
+use bci_rewriter::Outcome;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+mod common;
+use common::{agent_lib, jdk_tool, repo};
+
+fn tmp(name: &str) -> PathBuf {
+    common::tmp("cov", name)
+}
+
+fn javac(dir: &Path, srcs: &[PathBuf]) {
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(dir)
+        .args(srcs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn java(cp: &str, opts: Option<&str>, main: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg("-Xverify:all");
+    if let Some(o) = opts {
+        cmd.arg(format!("-agentpath:{}={o}", agent_lib().display()));
+    }
+    cmd.arg("-cp").arg(cp).arg(main).args(args);
+    cmd
+}
+
+fn ok(o: Output) -> Output {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn read(p: &Path) -> CovData {
+    let b = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    CovData::parse(&b).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The counts of class `name` (one hash) in `d`.
+fn class_counts<'d>(d: &'d CovData, name: &str) -> (u64, &'d [u64]) {
+    let mut it = d.classes.iter().filter(|((n, _), _)| n == name);
+    let ((_, h), v) = it.next().unwrap_or_else(|| panic!("no data for {name}"));
+    assert!(it.next().is_none(), "{name} under two hashes");
+    (*h, v)
+}
+
+/// Entries of `method` of the class compiled into `dir`, from the data.
+fn entries(d: &CovData, dir: &Path, class: &str, method: &str) -> u64 {
+    let bytes = std::fs::read(dir.join(format!("{class}.class"))).unwrap();
+    let plan = plan_class(&bytes, Split::AfterCalls).unwrap();
+    let (h, counts) = class_counts(d, class);
+    assert_eq!(h, plan.hash, "{class}: hash of the original bytes");
+    assert_eq!(counts.len(), plan.counters as usize, "{class}: counters");
+    let m = plan
+        .methods
+        .iter()
+        .find(|m| m.name == method)
+        .unwrap_or_else(|| panic!("{class}.{method}"));
+    counts[entry_counter(m).unwrap() as usize]
+}
+
+/// What `bci instrument --coverage` does (cli/src/coverage.rs): every class of `from` into
+/// `to`, registered at run time with bci/runtime/Cov; the runtime jar's classes into `rt`.
+fn instrument_offline(from: &Path, to: &Path, rt: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "class") {
+            let bytes = std::fs::read(&p).unwrap();
+            let opts = Options {
+                runtime: "bci/runtime/Cov",
+                split: Split::AfterCalls,
+                class_id: ClassId::Registered {
+                    module_reads: false,
+                },
+            };
+            let out = match bci_rewriter::coverage::instrument(&bytes, &opts).unwrap().0 {
+                Outcome::Rewritten(b) => b,
+                Outcome::Unchanged => bytes,
+            };
+            std::fs::write(to.join(p.file_name().unwrap()), out).unwrap();
+        }
+    }
+    for (path, bytes) in bciagent::runtime_jar::CLASSES {
+        let f = rt.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+}
+
+fn cov_basics(dir: &Path) -> PathBuf {
+    let classes = dir.join("classes");
+    javac(
+        &classes,
+        &[repo().join("test-classes/coverage/CovBasics.java")],
+    );
+    classes
+}
+
+/// CovBasics through the agent (every class covered, JDK included) and through offline
+/// instrumentation with the runtime jar: the same class hash and identical counts; with
+/// cpu=times as well, the same coverage and the same cpu=times counts as cpu=times alone.
+#[test]
+fn agent_and_offline_give_identical_data() {
+    let dir = tmp("identical");
+    let classes = cov_basics(&dir);
+    let cp = classes.display().to_string();
+    let agent = dir.join("agent.cov");
+    let out_agent = ok(java(
+        &cp,
+        Some(&format!("coverage=y,covfile={}", agent.display())),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let offline = dir.join("offline.cov");
+    let out_offline = ok(Command::new(jdk_tool("java"))
+        .arg("-Xverify:all")
+        .arg(format!("-Dbci.covfile={}", offline.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovBasics")
+        .output()
+        .unwrap());
+    assert_eq!(out_agent.stdout, out_offline.stdout);
+    let (a, o) = (read(&agent), read(&offline));
+    let (ha, ca) = class_counts(&a, "CovBasics");
+    let (ho, co) = class_counts(&o, "CovBasics");
+    assert_eq!(ha, ho);
+    assert_eq!(ca, co);
+    assert!(ca.iter().any(|&c| c > 1), "counts: {ca:?}");
+    // JDK classes were covered too (include= not given: every class)
+    assert!(
+        a.classes.keys().any(|(n, _)| n == "java/util/ArrayList"),
+        "no JDK class in the agent's data"
+    );
+    assert_eq!(a.sessions.len(), 1);
+    assert!(
+        a.sessions[0].command.contains("CovBasics"),
+        "{:?}",
+        a.sessions
+    );
+    assert!(a.sessions[0].jvm.contains("VM"), "{:?}", a.sessions);
+    assert!(a.sessions[0].dump_ms >= a.sessions[0].start_ms);
+
+    // cpu=times and coverage in one run
+    let both = dir.join("both.cov");
+    let prof_both = dir.join("both.txt");
+    ok(java(
+        &cp,
+        Some(&format!(
+            "cpu=times,coverage=y,covfile={},file={}",
+            both.display(),
+            prof_both.display()
+        )),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    let prof_cpu = dir.join("cpu.txt");
+    ok(java(
+        &cp,
+        Some(&format!("cpu=times,file={}", prof_cpu.display())),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(class_counts(&read(&both), "CovBasics").1, ca);
+    let rows = |p: &Path| -> Vec<(String, String)> {
+        let t = std::fs::read_to_string(p).unwrap();
+        let mut inside = false;
+        let mut v = Vec::new();
+        for l in t.lines() {
+            if l.starts_with("METHODS BEGIN") {
+                inside = true;
+                continue;
+            }
+            if l.starts_with("METHODS END") {
+                inside = false;
+            }
+            let c: Vec<&str> = l.split_whitespace().collect();
+            if inside && c.len() == 7 && c[6].starts_with("CovBasics") {
+                v.push((c[6].to_string(), c[3].to_string()));
+            }
+        }
+        v.sort();
+        v
+    };
+    let (rb, rc) = (rows(&prof_both), rows(&prof_cpu));
+    assert!(rc.len() >= 10, "{rc:?}");
+    assert_eq!(rb, rc, "cpu=times counts with coverage differ");
+}
+
+/// Classes instrumented offline (marked BciInstrumented) under the agent: not instrumented
+/// again, registered with the agent's runtime, their counts in the agent's file once.
+#[test]
+fn offline_classes_under_the_agent_count_once() {
+    let dir = tmp("offline-agent");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let reference = dir.join("agent.cov");
+    ok(java(
+        &classes.display().to_string(),
+        Some(&format!(
+            "coverage=y,include=CovBasics,covfile={}",
+            reference.display()
+        )),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    let data = dir.join("mixed.cov");
+    let o = ok(java(
+        &format!("{}:{}", inst.display(), rt.display()),
+        Some(&format!("coverage=y,verbose=y,covfile={}", data.display())),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("CovBasics: instrumented offline for coverage"),
+        "{err}"
+    );
+    // the runtime jar's writer did not run (the agent's forwarder replaced its Cov)
+    assert!(!dir.join("bci.cov").exists() && !Path::new("bci.cov").exists());
+    let d = read(&data);
+    assert_eq!(
+        class_counts(&d, "CovBasics").1,
+        class_counts(&read(&reference), "CovBasics").1
+    );
+}
+
+const SIG: &str = r#"
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+
+public class CovSig {
+    static int work(int i) { return i * 2; }
+
+    public static void main(String[] a) throws Exception {
+        long s = 0;
+        for (int i = 0; i < 1000; i++) s += work(i);
+        if (a[0].equals("quit")) {
+            File f = new File(a[1]);
+            long pid = ProcessHandle.current().pid();
+            new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+            for (int k = 0; k < 400 && !f.exists(); k++) Thread.sleep(25);
+            Files.copy(f.toPath(), new File(a[2]).toPath(), StandardCopyOption.REPLACE_EXISTING);
+            for (int i = 0; i < 500; i++) s += work(i);
+        } else if (a[0].equals("term")) {
+            System.out.println("ready " + s);
+            System.out.flush();
+            Thread.sleep(60_000);
+        } else if (a[0].equals("threads")) {
+            Thread[] t = new Thread[8];
+            for (int k = 0; k < t.length; k++) {
+                t[k] = new Thread(() -> { for (int i = 0; i < 100_000; i++) work(i); });
+                t[k].start();
+            }
+            for (Thread x : t) x.join();
+        }
+        System.out.println("done " + s);
+    }
+}
+"#;
+
+fn cov_sig(dir: &Path) -> PathBuf {
+    let classes = dir.join("classes");
+    std::fs::create_dir_all(&classes).unwrap();
+    let src = dir.join("CovSig.java");
+    std::fs::write(&src, SIG).unwrap();
+    javac(&classes, &[src]);
+    classes
+}
+
+/// SIGQUIT writes the data and the JVM runs on; the exit dump adds only what ran since, so
+/// the file holds the run's counts once (one session).
+#[test]
+fn sigquit_dump_then_exit() {
+    let dir = tmp("sigquit");
+    let classes = cov_sig(&dir);
+    let data = dir.join("q.cov");
+    let snap = dir.join("snap.cov");
+    ok(java(
+        &classes.display().to_string(),
+        Some(&format!("coverage=y,covfile={}", data.display())),
+        "CovSig",
+        &[
+            "quit",
+            &data.display().to_string(),
+            &snap.display().to_string(),
+        ],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(entries(&read(&snap), &classes, "CovSig", "work"), 1000);
+    let end = read(&data);
+    assert_eq!(entries(&end, &classes, "CovSig", "work"), 1500);
+    assert_eq!(entries(&end, &classes, "CovSig", "main"), 1);
+    assert_eq!(end.sessions.len(), 1, "{:?}", end.sessions);
+}
+
+/// SIGTERM ends the JVM through its exit path: the data is written.
+#[test]
+fn sigterm_writes_the_data() {
+    let dir = tmp("sigterm");
+    let classes = cov_sig(&dir);
+    let data = dir.join("t.cov");
+    let mut child = java(
+        &classes.display().to_string(),
+        Some(&format!("coverage=y,covfile={}", data.display())),
+        "CovSig",
+        &["term"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("ready"), "{line:?}");
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success(), "killed by SIGTERM: {:?}", o.status);
+    let d = read(&data);
+    assert_eq!(entries(&d, &classes, "CovSig", "work"), 1000);
+    assert_eq!(entries(&d, &classes, "CovSig", "main"), 1);
+}
+
+/// Two JVMs at once on one covfile: the file holds the sum and both sessions; eight threads
+/// counting one method: exact.
+#[test]
+fn two_jvms_one_file_add_up_and_threads_count_exactly() {
+    let dir = tmp("two");
+    let classes = cov_sig(&dir);
+    let data = dir.join("two.cov");
+    let cp = classes.display().to_string();
+    let opts = format!("coverage=y,covfile={}", data.display());
+    let a = java(&cp, Some(&opts), "CovSig", &["threads"])
+        .spawn()
+        .unwrap();
+    let b = java(&cp, Some(&opts), "CovSig", &["threads"])
+        .spawn()
+        .unwrap();
+    ok(a.wait_with_output().unwrap());
+    ok(b.wait_with_output().unwrap());
+    let d = read(&data);
+    assert_eq!(d.sessions.len(), 2, "{:?}", d.sessions);
+    assert_eq!(
+        entries(&d, &classes, "CovSig", "work"),
+        2 * (1000 + 8 * 100_000)
+    );
+    assert_eq!(entries(&d, &classes, "CovSig", "main"), 2);
+}
+
+/// A covfile in a directory that does not exist stops the JVM at start, naming it.
+#[test]
+fn unwritable_covfile_refused_at_start() {
+    let dir = tmp("unwritable");
+    let classes = cov_sig(&dir);
+    let o = java(
+        &classes.display().to_string(),
+        Some("coverage=y,covfile=/nonexistent-bci-dir/x.cov"),
+        "CovSig",
+        &["plain"],
+    )
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/nonexistent-bci-dir/x.cov"), "{err}");
+}
+
+/// Transparency: javac compiling the java/util sources of the JDK's src.zip (Debian package
+/// openjdk-17-source, see agent/ci-packages.txt) with every class covered, JDK included, and
+/// -Xverify:all gives byte-identical class files to a bare run; also with cpu=times. The data
+/// holds javac's and java.util's classes with counts.
+#[test]
+fn javac_output_identical_with_coverage() {
+    let java_home = jdk_tool("java")
+        .parent()
+        .and_then(|p| p.parent())
+        .map(Path::to_path_buf)
+        .unwrap();
+    let src_zip = java_home.join("lib/src.zip");
+    assert!(
+        src_zip.exists(),
+        "{} missing: install openjdk-17-source",
+        src_zip.display()
+    );
+    let dir = tmp("javac");
+    let o = Command::new("unzip")
+        .arg("-q")
+        .arg(&src_zip)
+        .arg("java.base/java/util/*")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "unzip: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // the top-level java/util sources (what scripts/bench-coverage.sh compiles)
+    let util = dir.join("java.base/java/util");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&util)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "java"))
+        .collect();
+    sources.sort();
+    assert!(sources.len() > 100, "{} sources", sources.len());
+    let compile = |out: &str, agent: Option<String>| {
+        let out = dir.join(out);
+        std::fs::create_dir_all(&out).unwrap();
+        let mut cmd = Command::new(jdk_tool("javac"));
+        if let Some(opts) = agent {
+            cmd.arg("-J-Xverify:all");
+            cmd.arg(format!("-J-agentpath:{}={opts}", agent_lib().display()));
+        }
+        cmd.args(["-nowarn", "-XDignore.symbol.file", "--patch-module"])
+            .arg(format!("java.base={}", dir.join("java.base").display()));
+        cmd.arg("-d").arg(&out).args(&sources);
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "javac: {err}");
+        assert!(
+            !err.contains("VerifyError") && !err.contains("left original"),
+            "{err}"
+        );
+        out
+    };
+    let bare = compile("bare", None);
+    let cov = dir.join("javac.cov");
+    let covered = compile(
+        "cov",
+        Some(format!("coverage=y,include=*,covfile={}", cov.display())),
+    );
+    let both = compile(
+        "both",
+        Some(format!(
+            "cpu=times,coverage=y,include=*,covfile={},file={}",
+            dir.join("both.cov").display(),
+            dir.join("both.txt").display()
+        )),
+    );
+    // every class file javac wrote (sources it pulled in through --patch-module included)
+    fn files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    let list = |root: &Path| {
+        let mut v = Vec::new();
+        files(root, root, &mut v);
+        v.sort();
+        v
+    };
+    let classes = list(&bare);
+    assert!(classes.len() > 300, "{} classes", classes.len());
+    for other in [&covered, &both] {
+        assert_eq!(list(other), classes, "{}", other.display());
+        for c in &classes {
+            let a = std::fs::read(bare.join(c)).unwrap();
+            let b = std::fs::read(other.join(c)).unwrap();
+            assert!(
+                a == b,
+                "{c:?} differs under the agent ({})",
+                other.display()
+            );
+        }
+    }
+    let d = read(&cov);
+    let ran = |name: &str| {
+        d.classes
+            .iter()
+            .any(|((c, _), v)| c == name && v.iter().any(|&x| x > 0))
+    };
+    assert!(ran("com/sun/tools/javac/parser/JavacParser"));
+    assert!(ran("java/util/HashMap"));
+    assert!(ran("java/lang/String"));
+}
