@@ -604,6 +604,12 @@ fn stale_classes_and_class_filters() {
     );
     let s = report(&r.orig, &["--include", "Nothing.*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
+    let s = report(&r.orig, &["--per-test"]);
+    assert!(
+        s.contains("per test: the data has no per-test counts"),
+        "{s}"
+    );
+    assert!(!s.contains("CovBasics.java:"), "{s}");
     let s = report(&r.orig, &["--include", "Cov*", "--exclude", "x.*"]);
     assert!(s.contains("1 classes analysed, 1 with data"), "{s}");
 

@@ -76,7 +76,13 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     for e in &r.errors {
         let _ = writeln!(s, "error: {e}");
     }
-    if let Some(pt) = &r.per_test {
+    if r.per_test.as_ref().is_some_and(|pt| pt.tests.is_empty()) {
+        let _ = writeln!(
+            s,
+            "per test: the data has no per-test counts (recorded by the runtime jar's \
+             bci.runtime.Cov.begin/end or its JUnit listener, offline-instrumented classes)"
+        );
+    } else if let Some(pt) = &r.per_test {
         let _ = writeln!(
             s,
             "per test: {} tests; each line with code and the tests that ran it (- for none):",
