@@ -98,6 +98,33 @@ fn main() {
         &out_dir.join("java-cov"),
         &cov_src,
     );
+    // The tracing runtime (rule files with count/time/trace rules) as java.lang.BciTrace, a
+    // member of java.base like java.lang.BciProbes (JDK classes can be traced). String
+    // concatenation inline: no invokedynamic bootstrap inside the runtime.
+    let trace = PathBuf::from("java/bci/runtime/Trace.java");
+    println!("cargo:rerun-if-changed={}", trace.display());
+    let text =
+        std::fs::read_to_string(&trace).unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+    let text = text
+        .replace("package bci.runtime;", "package java.lang;")
+        .replace("class Trace ", "class BciTrace ")
+        .replace("private Trace()", "private BciTrace()")
+        .replace("Trace.class", "BciTrace.class");
+    let gen = out_dir.join("gen-trace");
+    std::fs::create_dir_all(gen.join("java/lang")).expect("create OUT_DIR/gen-trace");
+    let gen_src = gen.join("java/lang/BciTrace.java");
+    std::fs::write(&gen_src, text).expect("write BciTrace.java");
+    let patch = format!("java.base={}", gen.display());
+    run_javac(
+        &[
+            "-implicit:none",
+            "-XDstringConcat=inline",
+            "--patch-module",
+            &patch,
+        ],
+        &out,
+        &gen_src,
+    );
     // bci.runtime.Probes forwarding to java.lang.BciProbes: what offline-instrumented classes
     // call under the agent's built-in rules. Compiled against the java.lang.BciProbes class
     // just built (patched into java.base for this compilation only).

@@ -400,6 +400,12 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
             return;
         }
         a.live.store(true, Ordering::Release);
+        let trace_rules = a.engine.trace_rules();
+        if !trace_rules.is_empty() {
+            if let Err(e) = crate::trace::start(&jni, a.opts.tracefile.as_deref(), &trace_rules) {
+                log(&format!("tracing: {e}; no trace event will be written"));
+            }
+        }
         if a.opts.verbose {
             log(&format!(
                 "VMInit: runtime defined, {} classes loaded before it left original",
@@ -435,6 +441,15 @@ unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
                     crate::rewrite::COV_RUNTIME_CLASS,
                     a.cov.len()
                 ));
+            }
+        }
+        if !a.engine.trace_rules().is_empty() {
+            if let Err(e) = crate::trace::define(&jni) {
+                log(&format!(
+                    "cannot define {} ({e}); tracing rules will not record",
+                    crate::trace::CLASS
+                ));
+                jni.take_exception(true);
             }
         }
         if !a.early {
@@ -614,6 +629,7 @@ unsafe extern "C" fn class_file_load_hook(
         if name.starts_with("bci/runtime/")
             || name.starts_with(runtime::EARLY_PROBES)
             || name.starts_with(crate::rewrite::COV_RUNTIME_CLASS)
+            || name.starts_with(crate::trace::CLASS)
         {
             return;
         }
@@ -848,7 +864,18 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
             snap.threads.len()
         ));
     }
-    let text = report::render(&a.opts, &snap);
+    let mut text = report::render(&a.opts, &snap);
+    if at_exit && !a.engine.trace_rules().is_empty() {
+        match crate::trace::finish(jni) {
+            // a collapsed profile stays one stack per line: its summary goes to stderr
+            Ok(s) if a.opts.format == options::Format::Collapsed => eprint!("{s}"),
+            Ok(s) => {
+                text.push('\n');
+                text.push_str(&s);
+            }
+            Err(e) => log(&format!("tracing summary: {e}")),
+        }
+    }
     match out.write(&text, a.opts.format, at_exit) {
         Ok(path) => {
             if a.opts.verbose {

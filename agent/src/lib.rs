@@ -17,3 +17,4 @@ pub mod rewrite;
 pub mod runtime;
 pub mod runtime_jar;
 pub mod sys;
+pub mod trace;

@@ -50,6 +50,8 @@ pub struct Options {
     pub verbose: bool,
     pub help: bool,
     pub rules: Option<String>,
+    /// Trace events (rules with `trace = true`) as JSON lines to this file.
+    pub tracefile: Option<String>,
     pub clock: Clock,
     /// Sampling interval of `clock=sample`, in ms (HPROF's `interval=`).
     pub interval_ms: u64,
@@ -76,6 +78,7 @@ impl Default for Options {
             verbose: false,
             help: false,
             rules: None,
+            tracefile: None,
             clock: Clock::Sample,
             interval_ms: 1,
             include: Vec::new(),
@@ -102,7 +105,7 @@ impl fmt::Display for OptionError {
 pub const MAX_DEPTH: usize = 64;
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, clock, interval, include, exclude, format";
+    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -121,6 +124,9 @@ thread=y|n             thread in traces?              n
 doe=y|n                dump on exit?                  y
 verbose=y|n            log every class decision       n
 rules=<file>           rule file (TOML)               built-in cpu-times
+                         probe rules replace cpu-times; tracing rules (count/time/trace)
+                         run next to it, with a summary per rule at the end of file=
+tracefile=<file>       trace events as JSON lines     none
 clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
                          sample: no clock in probes; every interval= ms an agent thread
                                  charges each thread's CPU time since the last sample to its
@@ -217,6 +223,7 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "coverage" => o.coverage = yes_no(name, &need(value)?)?,
             "covfile" => o.covfile = need(value)?,
             "rules" => o.rules = Some(need(value)?),
+            "tracefile" => o.tracefile = Some(need(value)?),
             "clock" => {
                 let v = need(value)?;
                 o.clock = match v.as_str() {

@@ -83,6 +83,10 @@ mod imp {
         cpu: bool,
         /// coverage=y: class filters (include, exclude).
         cov: Option<(Vec<Glob>, Vec<Glob>)>,
+        /// Tracing rules of the rules= file (they run next to the probe rules).
+        trace: Vec<bci_rewriter::trace::TraceRule>,
+        /// The next tracing site id.
+        sites: std::sync::atomic::AtomicI32,
         /// coverage without cpu=times: a pass that only adds [`COV_THREAD_FIELD`] to Thread
         /// (also used while cpu=times waits for VMInit).
         fields_only: Option<(Rules, bci_rewriter::Options)>,
@@ -113,13 +117,29 @@ mod imp {
 
     impl Engine {
         pub fn new(o: &Options) -> Result<Engine, String> {
-            let rules = match &o.rules {
+            let file = match &o.rules {
                 Some(path) => {
                     let src =
                         std::fs::read_to_string(path).map_err(|e| format!("rules={path}: {e}"))?;
-                    Rules::parse(&src, path).map_err(|e| e.to_string())?
+                    let r = Rules::parse(&src, path).map_err(|e| e.to_string())?;
+                    r.check_agent_runtime().map_err(|e| e.to_string())?;
+                    Some(r)
                 }
-                None => Rules::cpu_times()
+                None => None,
+            };
+            let trace = file
+                .as_ref()
+                .map(|f| f.trace_rules().to_vec())
+                .unwrap_or_default();
+            if o.tracefile.is_some() && !trace.iter().any(|r| r.trace) {
+                return Err(
+                    "tracefile= needs rules=<file> with a rule that says trace = true".to_string(),
+                );
+            }
+            let rules = match file {
+                // probe rules replace the built-in cpu=times rules; tracing rules run next to them
+                Some(f) if f.has_probe_rules() => f,
+                _ => Rules::cpu_times()
                     .with_runtime(EARLY_RUNTIME_CLASS)
                     .with_filters(
                         &[],
@@ -184,6 +204,8 @@ mod imp {
                 cpu: o.cpu,
                 cov,
                 fields_only,
+                trace,
+                sites: std::sync::atomic::AtomicI32::new(0),
             })
         }
 
@@ -208,12 +230,18 @@ mod imp {
                 && !exc.iter().any(|g| g.matches(name))
         }
 
+        /// Names of the tracing rules, in file order (empty: no tracing).
+        pub fn trace_rules(&self) -> Vec<String> {
+            self.trace.iter().map(|r| r.name.clone()).collect()
+        }
+
         /// Whether the hook must hand class `internal_name` to [`Engine::instrument`]: rules
         /// or coverage select it, or it gets the runtime's fields.
         pub fn selects(&self, internal_name: &str) -> bool {
             (self.cpu && self.rules.selects_class(internal_name))
                 || self.opts.adds_fields_to(internal_name)
                 || self.cov_selects(internal_name)
+                || bci_rewriter::trace::selects_class(&self.trace, internal_name)
                 || self
                     .fields_only
                     .as_ref()
@@ -225,7 +253,8 @@ mod imp {
         }
 
         /// Coverage first (planned from the original bytes: the class hash and counter
-        /// numbering are those of `bci instrument --coverage`), then cpu=times on the result
+        /// numbering are those of `bci instrument --coverage`), then the tracing rules, then
+        /// cpu=times on the result
         /// (`cpu_live`: its runtime is defined). A class whose coverage fails still gets
         /// cpu=times (the reason is in `left`).
         pub fn instrument(
@@ -265,6 +294,23 @@ mod imp {
                     }
                     Ok((Outcome::Unchanged, _)) => {}
                     Err(e) => r.left.push(format!("{name}: no coverage: {e}")),
+                }
+            }
+            // tracing rules next, on the covered class (its lines and calls are unchanged)
+            if !self.trace.is_empty() {
+                let mut next = || {
+                    self.sites
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                };
+                let input = cur.as_deref().unwrap_or(bytes);
+                match bci_rewriter::trace::instrument(input, &self.trace, &mut next) {
+                    Ok((b, left)) => {
+                        r.left.extend(left.iter().map(|e| e.to_string()));
+                        if b.is_some() {
+                            cur = b;
+                        }
+                    }
+                    Err(e) => r.left.push(format!("{name}: no tracing: {e}")),
                 }
             }
             let input = cur.as_deref().unwrap_or(bytes);
@@ -311,6 +357,9 @@ mod imp {
         }
         pub fn selects(&self, _internal_name: &str) -> bool {
             false
+        }
+        pub fn trace_rules(&self) -> Vec<String> {
+            Vec::new()
         }
         pub fn runtime_class(&self) -> &str {
             DEFAULT_RUNTIME_CLASS

@@ -75,6 +75,14 @@ impl Snippet {
             )),
         }
     }
+    /// `dup` (or `dup2` when `wide`) of the value on top of the stack where the snippet is
+    /// inserted: a copy for the snippet to consume (the return value before a return, the
+    /// exception in a handler). Reads but never pops below the start.
+    pub fn dup_top(&mut self, wide: bool) -> &mut Self {
+        self.bytes.push(if wide { op::DUP2 } else { op::DUP });
+        self.effect(0, if wide { 2 } else { 1 });
+        self
+    }
     /// Pushes an int constant with the shortest encoding (iconst, bipush, sipush, ldc).
     pub fn int(&mut self, cp: &mut CpBuilder<'_>, v: i32) -> Result<&mut Self> {
         match v {

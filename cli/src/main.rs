@@ -6,6 +6,7 @@ mod io;
 mod offline;
 mod progress;
 mod report;
+mod rules_cmd;
 
 use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
 use clap::{Parser, Subcommand};
@@ -141,6 +142,14 @@ enum RulesCmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Per tracing rule, the methods and locations it matches in the classpath (and the rules
+    /// that match nothing). A `line` or `call` found in no matched method is an error.
+    Explain {
+        file: PathBuf,
+        /// Jars and class directories, separated by ':'.
+        #[arg(long, required = true)]
+        classpath: String,
+    },
 }
 
 #[derive(Default)]
@@ -207,6 +216,16 @@ fn main() -> ExitCode {
                 },
                 None => Rules::cpu_times(),
             };
+            if let (Some(p), Some(t)) = (&rules, r.trace_rules().first()) {
+                eprintln!(
+                    "bci: {}:{}:{}: rule {:?}: tracing rules (count/time/trace) run under the agent (rules=); bci instrument applies probe rules only",
+                    p.display(),
+                    t.pos.0,
+                    t.pos.1,
+                    t.name
+                );
+                return ExitCode::from(2);
+            }
             if let Some(rt) = &runtime {
                 r = r.with_runtime(rt);
             }
@@ -418,17 +437,11 @@ fn main() -> ExitCode {
         } => {
             let mut bad = false;
             for f in files {
-                match std::fs::read_to_string(&f) {
-                    Ok(src) => match Rules::parse(&src, &f.display().to_string()) {
-                        Ok(_) => println!("{}: ok", f.display()),
-                        Err(e) => {
-                            bad = true;
-                            eprintln!("{e}");
-                        }
-                    },
+                match rules_cmd::load(&f) {
+                    Ok(_) => println!("{}: ok", f.display()),
                     Err(e) => {
                         bad = true;
-                        eprintln!("{}: {e}", f.display());
+                        eprintln!("{e}");
                     }
                 }
             }
@@ -436,6 +449,32 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
+            }
+        }
+        Cmd::Rules {
+            cmd: RulesCmd::Explain { file, classpath },
+        } => {
+            let cp: Vec<PathBuf> = classpath
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .collect();
+            match rules_cmd::explain(&file, &cp) {
+                Ok((out, errors)) => {
+                    print!("{out}");
+                    for e in &errors {
+                        eprintln!("{e}");
+                    }
+                    if errors.is_empty() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
+                }
+                Err(e) => {
+                    eprintln!("bci: {e}");
+                    ExitCode::from(2)
+                }
             }
         }
     }

@@ -8,6 +8,7 @@ mod glob;
 pub mod offline;
 mod rules;
 pub mod suid;
+pub mod trace;
 
 pub use glob::Glob;
 pub use rules::{Probe, ProbeSet, RuleError, Rules};

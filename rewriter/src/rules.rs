@@ -85,22 +85,49 @@ struct RuntimeToml {
     class: toml::Spanned<String>,
 }
 
+/// One `[[rule]]`: a probe rule (`probes`, the cpu=times building block) or a tracing rule
+/// (`count`/`time`/`trace`; see [`crate::trace`]). Both kinds share this table so that one
+/// parser (the agent's and `bci rules check`'s) accepts exactly the same files.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RuleToml {
-    name: Option<String>,
-    #[serde(default = "all")]
-    classes: Vec<String>,
-    #[serde(default)]
-    exclude_classes: Vec<String>,
-    #[serde(default = "all")]
-    methods: Vec<String>,
-    #[serde(default)]
-    exclude_methods: Vec<String>,
-    #[serde(default = "all")]
-    descriptors: Vec<String>,
-    probes: Vec<toml::Spanned<String>>,
+pub(crate) struct RuleToml {
+    pub(crate) name: Option<toml::Spanned<String>>,
+    // probe rules
+    pub(crate) classes: Option<Vec<String>>,
+    pub(crate) exclude_classes: Option<Vec<String>>,
+    pub(crate) methods: Option<Vec<String>>,
+    pub(crate) exclude_methods: Option<Vec<String>>,
+    pub(crate) descriptors: Option<Vec<String>>,
+    pub(crate) probes: Option<toml::Spanned<Vec<toml::Spanned<String>>>>,
+    // tracing rules (crate::trace)
+    pub(crate) class: Option<Sp<String>>,
+    pub(crate) method: Option<Sp<String>>,
+    pub(crate) descriptor: Option<Sp<String>>,
+    pub(crate) access: Option<Vec<Sp<String>>>,
+    pub(crate) class_annotation: Option<Sp<String>>,
+    pub(crate) annotation: Option<Sp<String>>,
+    pub(crate) extends: Option<Sp<String>>,
+    pub(crate) implements: Option<Sp<String>>,
+    pub(crate) exclude_class: Option<Vec<Sp<String>>>,
+    pub(crate) exclude_method: Option<Vec<Sp<String>>>,
+    pub(crate) at: Option<Sp<Vec<Sp<String>>>>,
+    pub(crate) line: Option<Sp<i64>>,
+    pub(crate) call: Option<Sp<String>>,
+    pub(crate) count: Option<Sp<bool>>,
+    pub(crate) time: Option<Sp<bool>>,
+    pub(crate) trace: Option<Sp<bool>>,
+    pub(crate) args: Option<Sp<bool>>,
+    #[serde(rename = "return")]
+    pub(crate) ret: Option<Sp<bool>>,
+    pub(crate) exception: Option<Sp<bool>>,
+    pub(crate) tostring: Option<Sp<bool>>,
+    pub(crate) max_string: Option<Sp<i64>>,
+    pub(crate) min_duration: Option<Sp<String>>,
+    pub(crate) sample: Option<Sp<i64>>,
+    pub(crate) stack: Option<Sp<i64>>,
 }
+
+pub(crate) type Sp<T> = toml::Spanned<T>;
 
 fn all() -> Vec<String> {
     vec!["*".to_string()]
@@ -121,13 +148,17 @@ struct Rule {
 pub struct Rules {
     runtime: String,
     rules: Vec<Rule>,
+    /// Tracing rules (`count`/`time`/`trace`), in file order.
+    trace: Vec<crate::trace::TraceRule>,
+    /// Where `[runtime] class` was given (path, line, col).
+    runtime_at: Option<(String, usize, usize)>,
     include: Vec<Glob>,
     exclude: Vec<Glob>,
 }
 
 const DEFAULT_RUNTIME: &str = "bci/runtime/Probes";
 
-fn line_col(src: &str, at: usize) -> (usize, usize) {
+pub(crate) fn line_col(src: &str, at: usize) -> (usize, usize) {
     let at = at.min(src.len());
     let before = &src[..at];
     let line = before.matches('\n').count() + 1;
@@ -151,6 +182,7 @@ impl Rules {
             let at = e.span().map_or(0, |s| s.start);
             err(at, e.message().trim().to_string())
         })?;
+        let mut runtime_at = None;
         let runtime = match &file.runtime {
             Some(r) => {
                 let c = r.class.get_ref();
@@ -159,6 +191,8 @@ impl Rules {
                 if !ok {
                     return Err(err(r.class.span().start, format!("runtime.class: expected an internal class name like \"bci/runtime/Probes\", found {c:?}")));
                 }
+                let e = err(r.class.span().start, String::new());
+                runtime_at = Some((e.path, e.line, e.col));
                 c.clone()
             }
             None => DEFAULT_RUNTIME.to_string(),
@@ -170,11 +204,30 @@ impl Rules {
             ));
         }
         let mut rules = Vec::new();
+        let mut trace: Vec<crate::trace::TraceRule> = Vec::new();
         for (k, r) in file.rule.into_iter().enumerate() {
             let span = r.span();
             let r = r.into_inner();
+            let Some(probe_list) = &r.probes else {
+                let t = crate::trace::TraceRule::from_toml(&r, k, span.start, &err)?;
+                if let Some(prev) = trace.iter().find(|p| p.name == t.name) {
+                    let at = r.name.as_ref().map_or(span.start, |n| n.span().start);
+                    return Err(err(
+                        at,
+                        format!("a rule named {:?} is defined already (rule names must be unique; the first is at line {})", t.name, prev.pos.0),
+                    ));
+                }
+                trace.push(t);
+                continue;
+            };
+            if let Some((key, at)) = crate::trace::first_trace_key(&r) {
+                return Err(err(
+                    at,
+                    format!("`{key}` is a tracing-rule key and `probes` makes a probe rule: a rule is one or the other (conflicting actions)"),
+                ));
+            }
             let mut probes = ProbeSet::default();
-            for p in &r.probes {
+            for p in probe_list.get_ref() {
                 match PROBES.iter().find(|(n, _)| n == p.get_ref()) {
                     Some((_, pr)) => probes.0 |= *pr as u8,
                     None => {
@@ -190,28 +243,47 @@ impl Rules {
                 }
             }
             if probes.is_empty() {
-                let which = r.name.clone().unwrap_or_else(|| format!("rule {}", k + 1));
+                let which = r
+                    .name
+                    .as_ref()
+                    .map(|n| n.get_ref().clone())
+                    .unwrap_or_else(|| format!("rule {}", k + 1));
                 return Err(err(
                     span.start,
                     format!("{which} has no probes; expected e.g. probes = [\"enter\", \"exit\"]"),
                 ));
             }
-            let mut exclude_classes: Vec<Glob> =
-                r.exclude_classes.iter().map(|s| Glob::class(s)).collect();
+            let or_all = |v: &Option<Vec<String>>| v.clone().unwrap_or_else(all);
+            let mut exclude_classes: Vec<Glob> = r
+                .exclude_classes
+                .iter()
+                .flatten()
+                .map(|s| Glob::class(s))
+                .collect();
             // The runtime must never call itself.
             exclude_classes.push(Glob::new(&format!("{runtime}*")));
             rules.push(Rule {
-                classes: r.classes.iter().map(|s| Glob::class(s)).collect(),
+                classes: or_all(&r.classes).iter().map(|s| Glob::class(s)).collect(),
                 exclude_classes,
-                methods: r.methods.iter().map(|s| Glob::new(s)).collect(),
-                exclude_methods: r.exclude_methods.iter().map(|s| Glob::new(s)).collect(),
-                descriptors: r.descriptors.iter().map(|s| Glob::new(s)).collect(),
+                methods: or_all(&r.methods).iter().map(|s| Glob::new(s)).collect(),
+                exclude_methods: r
+                    .exclude_methods
+                    .iter()
+                    .flatten()
+                    .map(|s| Glob::new(s))
+                    .collect(),
+                descriptors: or_all(&r.descriptors)
+                    .iter()
+                    .map(|s| Glob::new(s))
+                    .collect(),
                 probes,
             });
         }
         Ok(Rules {
             runtime,
             rules,
+            trace,
+            runtime_at,
             include: Vec::new(),
             exclude: Vec::new(),
         })
@@ -235,6 +307,8 @@ impl Rules {
                     descriptors: vec![Glob::new("*")],
                     probes: ProbeSet(7),
                 }],
+                trace: Vec::new(),
+                runtime_at: None,
                 include: Vec::new(),
                 exclude: Vec::new(),
             },
@@ -257,6 +331,39 @@ impl Rules {
         }
         self.runtime = internal_name.to_string();
         self
+    }
+
+    /// Whether the file has probe rules (`probes = [...]`); a file of tracing rules only leaves
+    /// the agent's built-in cpu=times rules in place.
+    pub fn has_probe_rules(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// The tracing rules, in file order.
+    pub fn trace_rules(&self) -> &[crate::trace::TraceRule] {
+        &self.trace
+    }
+
+    /// The agent provides two runtime classes (bci/runtime/Probes at VMInit,
+    /// java/lang/BciProbes at early VMStart); any other `[runtime] class` is for
+    /// `bci instrument --runtime` only. The agent and `bci rules check` both refuse it here.
+    pub fn check_agent_runtime(&self) -> Result<(), RuleError> {
+        match &self.runtime_at {
+            Some((path, line, col))
+                if self.runtime != "bci/runtime/Probes" && self.runtime != "java/lang/BciProbes" =>
+            {
+                Err(RuleError {
+                    path: path.clone(),
+                    line: *line,
+                    col: *col,
+                    message: format!(
+                        "runtime.class {:?}: the agent provides only bci/runtime/Probes (defined at VMInit) and java/lang/BciProbes (defined at early VMStart); other runtime classes are for bci instrument",
+                        self.runtime
+                    ),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Internal name of the class the probes call.

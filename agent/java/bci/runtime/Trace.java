@@ -1,0 +1,707 @@
+package bci.runtime;
+
+/**
+ * The tracing runtime (rule files with count/time/trace rules; rewriter/src/trace.rs inserts
+ * the calls). Compiled as java.lang.BciTrace (agent/build.rs) and defined by the agent in
+ * java.base at early VMStart, so that JDK classes can call it.
+ *
+ * Uses nothing outside java.lang on the traced threads (tracing rules never instrument
+ * java.lang, so the runtime cannot call itself through a traced method) and holds a per-thread
+ * busy flag while it formats an event (toString() or a JSON value never re-enters it).
+ * Events are JSON lines handed to a bounded buffer; a writer thread writes them, so a traced
+ * thread never waits on I/O. A full buffer drops the event and counts it.
+ *
+ * Each site (one rule at one method or location) passes a constant info string, parsed once:
+ * rule, class, method, descriptor, location, mask, min_duration ns, sample, stack, max_string.
+ */
+public final class Trace {
+    private Trace() {}
+
+    // mask bits (rewriter/src/trace.rs)
+    static final int M_COUNT = 1, M_TIME = 2, M_TRACE = 4, M_ARGS = 8, M_RET = 16, M_EXC = 32,
+            M_TOSTRING = 64, M_ENTRY = 128, M_EXIT = 256, M_EXCEPTION = 512, M_VOID = 1024,
+            M_ENTRY_EVENT = 2048;
+    static final String[] WHERE = {"entry", "exit", "exception", "line", "call"};
+
+    /** Per-site stats slots in T.st. */
+    static final int W = 8, CNT = 0, TIMED = 1, TOTAL = 2, SELF = 3, MIN = 4, MAX = 5, SAMPLE = 6,
+            SLOWMIN = 7;
+    static final int SLOWEST = 3;
+
+    /** null constants for the inserted code (a snippet cannot use aconst_null). */
+    public static final Object[] NO_ARGS = null;
+    public static final Object NONE = null;
+
+    static volatile boolean on;
+    static ThreadLocal<T> tl;
+    static Site[] sites = new Site[256];
+    static final Object SITES = new Object();
+    static T[] threads = new T[16];
+    static int nthreads;
+
+    // the event buffer
+    static final Object Q = new Object();
+    static String[] queue = new String[1 << 16];
+    /** Tests only (set by the agent): buffer capacity, and no writer thread (finish() writes). */
+    static int testCapacity;
+    static boolean testHold;
+    static int qhead, qlen;
+    static long dropped, written;
+    static java.io.OutputStream out;
+    static String outPath;
+    static Thread writer;
+    static boolean stopping;
+    static String[] ruleNames = new String[0];
+
+    static final class Site {
+        String rule, cls, method, desc, loc;
+        int mask, sample, stack, maxStr;
+        long minNs;
+    }
+
+    static final class T {
+        final Thread thread;
+        long[] start = new long[32];
+        long[] child = new long[32];
+        int depth;
+        boolean busy;
+        long[] st = new long[0];
+        long[] slowDur = new long[0];
+        String[] slowDesc = new String[0];
+
+        T(Thread t) {
+            thread = t;
+        }
+
+        long[] st(int id) {
+            if ((id + 1) * W > st.length) {
+                int n = Math.max((id + 1) * W, st.length * 2);
+                long[] a = new long[n];
+                System.arraycopy(st, 0, a, 0, st.length);
+                for (int i = st.length / W; i < n / W; i++) {
+                    a[i * W + MIN] = Long.MAX_VALUE;
+                }
+                st = a;
+                long[] d = new long[(n / W) * SLOWEST];
+                System.arraycopy(slowDur, 0, d, 0, slowDur.length);
+                slowDur = d;
+                String[] s = new String[(n / W) * SLOWEST];
+                System.arraycopy(slowDesc, 0, s, 0, slowDesc.length);
+                slowDesc = s;
+            }
+            return st;
+        }
+    }
+
+    /**
+     * Called by the agent at VMInit. config: the trace file path ("" = none), then the rule
+     * names (for the summary), one per line.
+     */
+    public static void start(String config) throws java.io.IOException {
+        tl = new ThreadLocal<T>();
+        int n = 0;
+        for (int i = 0; i < config.length(); i++) {
+            if (config.charAt(i) == '\n') {
+                n++;
+            }
+        }
+        String[] f = new String[n + 1];
+        int from = 0;
+        for (int i = 0; i <= n; i++) {
+            int nl = config.indexOf('\n', from);
+            int end = nl < 0 ? config.length() : nl;
+            f[i] = config.substring(from, end);
+            from = end + 1;
+        }
+        String path = f[0].isEmpty() ? null : f[0];
+        ruleNames = new String[n];
+        System.arraycopy(f, 1, ruleNames, 0, n);
+        if (testCapacity > 0) {
+            queue = new String[testCapacity];
+        }
+        if (path != null) {
+            out = new java.io.BufferedOutputStream(new java.io.FileOutputStream(path), 1 << 16);
+            outPath = path;
+        }
+        if (path != null && !testHold) {
+            Thread w = new Writer();
+            w.setDaemon(true);
+            writer = w;
+            w.start();
+        }
+        on = true;
+    }
+
+    static final class Writer extends Thread {
+        Writer() {
+            super("bci-trace-writer");
+        }
+
+        public void run() {
+            T t = cur();
+            if (t != null) {
+                t.busy = true; // nothing this thread runs is traced
+            }
+            String[] batch = new String[1024];
+            while (true) {
+                int n = 0;
+                synchronized (Q) {
+                    while (qlen == 0 && !stopping) {
+                        try {
+                            Q.wait(100);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                    if (qlen == 0 && stopping) {
+                        return;
+                    }
+                    while (qlen > 0 && n < batch.length) {
+                        batch[n++] = queue[qhead];
+                        queue[qhead] = null;
+                        qhead = (qhead + 1) % queue.length;
+                        qlen--;
+                    }
+                }
+                write(batch, n);
+            }
+        }
+    }
+
+    static void write(String[] batch, int n) {
+        synchronized (Trace.class) {
+            java.io.OutputStream o = out;
+            if (o == null) {
+                return;
+            }
+            try {
+                for (int i = 0; i < n; i++) {
+                    o.write(batch[i].getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    batch[i] = null;
+                }
+                written += n;
+            } catch (java.io.IOException e) {
+                out = null;
+                System.err.println("bciagent: trace file " + outPath + ": " + e + "; events are no longer written");
+            }
+        }
+    }
+
+    static void emit(String line) {
+        synchronized (Q) {
+            if (qlen == queue.length || out == null) {
+                dropped++;
+                return;
+            }
+            queue[(qhead + qlen) % queue.length] = line;
+            qlen++;
+            if (qlen == 1) {
+                Q.notify();
+            }
+        }
+    }
+
+    static T cur() {
+        ThreadLocal<T> l = tl;
+        if (l == null) {
+            return null;
+        }
+        T t = l.get();
+        if (t == null) {
+            t = new T(Thread.currentThread());
+            l.set(t);
+            synchronized (SITES) {
+                if (nthreads == threads.length) {
+                    T[] a = new T[threads.length * 2];
+                    System.arraycopy(threads, 0, a, 0, threads.length);
+                    threads = a;
+                }
+                threads[nthreads++] = t;
+            }
+        }
+        return t;
+    }
+
+    static Site site(int id, String info) {
+        Site[] a = sites;
+        if (id < a.length) {
+            Site s = a[id];
+            if (s != null) {
+                return s;
+            }
+        }
+        return addSite(id, info);
+    }
+
+    static Site addSite(int id, String info) {
+        synchronized (SITES) {
+            if (id >= sites.length) {
+                Site[] a = new Site[Math.max(id + 1, sites.length * 2)];
+                System.arraycopy(sites, 0, a, 0, sites.length);
+                sites = a;
+            }
+            Site s = sites[id];
+            if (s != null) {
+                return s;
+            }
+            s = new Site();
+            String[] f = new String[10];
+            int from = 0;
+            for (int i = 0; i < 10; i++) {
+                int tab = info.indexOf('\t', from);
+                int end = tab < 0 ? info.length() : tab;
+                f[i] = info.substring(from, end);
+                from = end + 1;
+            }
+            s.rule = f[0];
+            s.cls = f[1];
+            s.method = f[2];
+            s.desc = f[3];
+            s.loc = f[4];
+            s.mask = Integer.parseInt(f[5]);
+            s.minNs = Long.parseLong(f[6]);
+            s.sample = Math.max(1, Integer.parseInt(f[7]));
+            s.stack = Integer.parseInt(f[8]);
+            s.maxStr = Integer.parseInt(f[9]);
+            sites[id] = s;
+            return s;
+        }
+    }
+
+    public static Object[] newArgs(int n) {
+        return new Object[n];
+    }
+
+    /** Method entry of a timed or traced rule: pushes a frame; returns it (null: not recording). */
+    public static Object enter(int id, String info, Object[] args) {
+        if (!on) {
+            return null;
+        }
+        T t = cur();
+        if (t == null || t.busy) {
+            return null;
+        }
+        Site s = site(id, info);
+        int d = t.depth;
+        if (d == t.start.length) {
+            long[] a = new long[d * 2];
+            System.arraycopy(t.start, 0, a, 0, d);
+            t.start = a;
+            long[] c = new long[d * 2];
+            System.arraycopy(t.child, 0, c, 0, d);
+            t.child = c;
+        }
+        t.child[d] = 0;
+        t.depth = d + 1;
+        if ((s.mask & M_ENTRY) != 0) {
+            long[] st = t.st(id);
+            st[id * W + CNT]++;
+            if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT)
+                    && sampled(st, id, s)) {
+                event(t, s, 0, System.nanoTime(), -1, args, null, null, false);
+            }
+        }
+        t.start[d] = System.nanoTime();
+        return t;
+    }
+
+    static boolean sampled(long[] st, int id, Site s) {
+        return s.sample == 1 || ++st[id * W + SAMPLE] % s.sample == 0;
+    }
+
+    /** Normal exit: ret is the boxed return value (null if not captured or void). */
+    public static void exit(Object ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        end((T) frame, now, id, 1, args, ret, null);
+    }
+
+    /** Exceptional exit (the catch-all handler; the exception is re-thrown after). */
+    public static void thrown(Throwable e, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        end((T) frame, now, id, 2, args, null, e);
+    }
+
+    static void end(T t, long now, int id, int where, Object[] args, Object ret, Throwable e) {
+        int d = t.depth - 1;
+        if (d < 0) {
+            return;
+        }
+        t.depth = d;
+        long dur = now - t.start[d];
+        long self = dur - t.child[d];
+        if (d > 0) {
+            t.child[d - 1] += dur;
+        }
+        Site s = sites[id];
+        int bit = where == 1 ? M_EXIT : M_EXCEPTION;
+        if ((s.mask & bit) == 0) {
+            return;
+        }
+        long[] st = t.st(id);
+        int b = id * W;
+        if ((s.mask & M_ENTRY) == 0) {
+            st[b + CNT]++;
+        }
+        st[b + TIMED]++;
+        st[b + TOTAL] += dur;
+        st[b + SELF] += self;
+        if (dur < st[b + MIN]) {
+            st[b + MIN] = dur;
+        }
+        if (dur > st[b + MAX]) {
+            st[b + MAX] = dur;
+        }
+        if (dur > st[b + SLOWMIN]) {
+            slowest(t, s, id, dur, args);
+        }
+        if ((s.mask & M_TRACE) != 0 && dur >= s.minNs && sampled(st, id, s)) {
+            event(t, s, where, now, dur, args, ret, e, true);
+        }
+    }
+
+    /** Keeps the SLOWEST slowest calls of a site on this thread (with their arguments). */
+    static void slowest(T t, Site s, int id, long dur, Object[] args) {
+        if (t.busy) {
+            return;
+        }
+        t.busy = true;
+        try {
+            int b = id * SLOWEST;
+            int low = b;
+            for (int i = b + 1; i < b + SLOWEST; i++) {
+                if (t.slowDur[i] < t.slowDur[low]) {
+                    low = i;
+                }
+            }
+            t.slowDur[low] = dur;
+            StringBuilder sb = new StringBuilder();
+            sb.append(s.cls).append('.').append(s.method).append(s.desc);
+            if (args != null) {
+                sb.append(" args=");
+                appendArgs(sb, args, s);
+            }
+            sb.append(" thread=").append(t.thread.getName());
+            t.slowDesc[low] = sb.toString();
+            long m = Long.MAX_VALUE;
+            for (int i = b; i < b + SLOWEST; i++) {
+                m = Math.min(m, t.slowDur[i]);
+            }
+            t.st[id * W + SLOWMIN] = m;
+        } finally {
+            t.busy = false;
+        }
+    }
+
+    /** A point event: count, and a trace event when the rule traces (where: 0 entry, 1 exit, 2 exception, 3 line, 4 call). */
+    public static void hit(int id, String info, int where, Object[] args) {
+        if (!on) {
+            return;
+        }
+        T t = cur();
+        if (t == null || t.busy) {
+            return;
+        }
+        Site s = site(id, info);
+        long[] st = t.st(id);
+        st[id * W + CNT]++;
+        if ((s.mask & M_TRACE) != 0 && sampled(st, id, s)) {
+            event(t, s, where, System.nanoTime(), -1, args, null, null, false);
+        }
+    }
+
+    static void event(T t, Site s, int where, long ts, long dur, Object[] args, Object ret,
+            Throwable e, boolean end) {
+        if (t.busy || out == null) {
+            return; // no trace file: the summary still counts the calls
+        }
+        t.busy = true;
+        try {
+            StringBuilder sb = new StringBuilder(160);
+            sb.append("{\"ts_ns\":").append(ts);
+            sb.append(",\"thread\":");
+            str(sb, t.thread.getName(), 1 << 16);
+            sb.append(",\"rule\":");
+            str(sb, s.rule, 1 << 16);
+            sb.append(",\"event\":\"").append(WHERE[where]).append('"');
+            sb.append(",\"class\":");
+            str(sb, s.cls, 1 << 16);
+            sb.append(",\"method\":");
+            str(sb, s.method, 1 << 16);
+            sb.append(",\"desc\":");
+            str(sb, s.desc, 1 << 16);
+            if (where >= 3) {
+                sb.append(",\"location\":");
+                str(sb, s.loc, 1 << 16);
+            }
+            if (dur >= 0) {
+                sb.append(",\"dur_ns\":").append(dur);
+            }
+            if (args != null && (s.mask & M_ARGS) != 0) {
+                sb.append(",\"args\":");
+                appendArgs(sb, args, s);
+            }
+            if (where == 1 && (s.mask & M_RET) != 0 && (s.mask & M_VOID) == 0) {
+                sb.append(",\"ret\":");
+                value(sb, ret, s);
+            }
+            if (where == 2 && (s.mask & M_EXC) != 0 && e != null) {
+                sb.append(",\"exception\":");
+                String x = e.getClass().getName();
+                if ((s.mask & M_TOSTRING) != 0) {
+                    try {
+                        String m = e.getMessage();
+                        if (m != null) {
+                            x = x + ": " + m;
+                        }
+                    } catch (Throwable ignored) {
+                        // a failing getMessage() leaves the class name
+                    }
+                }
+                str(sb, x, s.maxStr);
+            }
+            if (s.stack > 0) {
+                sb.append(",\"stack\":[");
+                StackTraceElement[] st = new Throwable().getStackTrace();
+                int n = 0;
+                for (StackTraceElement f : st) {
+                    String c = f.getClassName();
+                    if (c.startsWith("java.lang.BciTrace")) {
+                        continue;
+                    }
+                    if (n == s.stack) {
+                        break;
+                    }
+                    if (n > 0) {
+                        sb.append(',');
+                    }
+                    str(sb, c + "." + f.getMethodName() + ":" + f.getLineNumber(), 1 << 16);
+                    n++;
+                }
+                sb.append(']');
+            }
+            sb.append("}\n");
+            emit(sb.toString());
+        } catch (Throwable x) {
+            synchronized (Q) {
+                dropped++;
+            }
+        } finally {
+            t.busy = false;
+        }
+    }
+
+    static void appendArgs(StringBuilder sb, Object[] args, Site s) {
+        sb.append('[');
+        for (int i = 0; i < args.length; i++) {
+            if (i > 0) {
+                sb.append(',');
+            }
+            value(sb, args[i], s);
+        }
+        sb.append(']');
+    }
+
+    /** Primitives (boxed) as values, strings truncated, other objects as class@identityHash. */
+    static void value(StringBuilder sb, Object v, Site s) {
+        if (v == null) {
+            sb.append("null");
+        } else if (v instanceof Integer || v instanceof Long || v instanceof Short
+                || v instanceof Byte || v instanceof Boolean) {
+            sb.append(v.toString());
+        } else if (v instanceof Double || v instanceof Float) {
+            double d = ((Number) v).doubleValue();
+            if (Double.isNaN(d) || Double.isInfinite(d)) {
+                sb.append('"').append(v.toString()).append('"');
+            } else {
+                sb.append(v.toString());
+            }
+        } else if (v instanceof Character) {
+            str(sb, v.toString(), 1 << 16);
+        } else if (v instanceof String) {
+            str(sb, (String) v, s.maxStr);
+        } else if (v instanceof Enum) {
+            str(sb, v.getClass().getName() + "." + ((Enum<?>) v).name(), 1 << 16);
+        } else if ((s.mask & M_TOSTRING) != 0) {
+            String x;
+            try {
+                x = String.valueOf(v.toString());
+            } catch (Throwable e) {
+                x = ident(v) + " (toString threw " + e.getClass().getName() + ")";
+            }
+            str(sb, x, s.maxStr);
+        } else {
+            str(sb, ident(v), 1 << 16);
+        }
+    }
+
+    static String ident(Object v) {
+        return v.getClass().getName() + "@" + Integer.toHexString(System.identityHashCode(v));
+    }
+
+    /** A JSON string of at most max characters ("..." appended when cut). */
+    static void str(StringBuilder sb, String v, int max) {
+        sb.append('"');
+        int n = Math.min(v.length(), max);
+        for (int i = 0; i < n; i++) {
+            char c = v.charAt(i);
+            switch (c) {
+                case '"':
+                    sb.append("\\\"");
+                    break;
+                case '\\':
+                    sb.append("\\\\");
+                    break;
+                case '\n':
+                    sb.append("\\n");
+                    break;
+                case '\r':
+                    sb.append("\\r");
+                    break;
+                case '\t':
+                    sb.append("\\t");
+                    break;
+                default:
+                    if (c < 0x20) {
+                        sb.append("\\u00");
+                        sb.append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 15, 16));
+                    } else {
+                        sb.append(c);
+                    }
+            }
+        }
+        if (v.length() > max) {
+            sb.append("...");
+        }
+        sb.append('"');
+    }
+
+    /** At VM exit: writes the remaining events and returns the per-rule summary table. */
+    public static String finish() {
+        on = false;
+        synchronized (Q) {
+            stopping = true;
+            Q.notifyAll();
+        }
+        // the rest of the buffer, on this thread
+        String[] rest;
+        synchronized (Q) {
+            rest = new String[qlen];
+            for (int i = 0; i < rest.length; i++) {
+                rest[i] = queue[qhead];
+                queue[qhead] = null;
+                qhead = (qhead + 1) % queue.length;
+            }
+            qlen = 0;
+        }
+        write(rest, rest.length);
+        synchronized (Trace.class) {
+            if (out != null) {
+                try {
+                    out.flush();
+                } catch (java.io.IOException e) {
+                    System.err.println("bciagent: trace file " + outPath + ": " + e);
+                }
+            }
+        }
+        return summary();
+    }
+
+    static String summary() {
+        StringBuilder sb = new StringBuilder();
+        sb.append("TRACE SUMMARY (times in microseconds; self = total minus traced callees)\n");
+        sb.append(String.format("%-24s %12s %12s %12s %10s %10s %10s%n", "rule", "count",
+                "total", "self", "min", "avg", "max"));
+        T[] ts;
+        int nt;
+        Site[] ss;
+        synchronized (SITES) {
+            ts = threads;
+            nt = nthreads;
+            ss = sites;
+        }
+        for (String rule : ruleNames) {
+            long cnt = 0, timed = 0, total = 0, self = 0, min = Long.MAX_VALUE, max = 0;
+            int nsites = 0;
+            long[] slowD = new long[5];
+            String[] slowS = new String[5];
+            for (int id = 0; id < ss.length; id++) {
+                Site s = ss[id];
+                if (s == null || !s.rule.equals(rule)) {
+                    continue;
+                }
+                nsites++;
+                for (int k = 0; k < nt; k++) {
+                    T t = ts[k];
+                    long[] st = t.st;
+                    if ((id + 1) * W > st.length) {
+                        continue;
+                    }
+                    int b = id * W;
+                    cnt += st[b + CNT];
+                    timed += st[b + TIMED];
+                    total += st[b + TOTAL];
+                    self += st[b + SELF];
+                    min = Math.min(min, st[b + MIN]);
+                    max = Math.max(max, st[b + MAX]);
+                    for (int i = id * SLOWEST; i < (id + 1) * SLOWEST && i < t.slowDur.length; i++) {
+                        long d = t.slowDur[i];
+                        if (d <= 0 || t.slowDesc[i] == null) {
+                            continue;
+                        }
+                        int low = 0;
+                        for (int j = 1; j < slowD.length; j++) {
+                            if (slowD[j] < slowD[low]) {
+                                low = j;
+                            }
+                        }
+                        if (d > slowD[low]) {
+                            slowD[low] = d;
+                            slowS[low] = t.slowDesc[i];
+                        }
+                    }
+                }
+            }
+            if (nsites == 0) {
+                sb.append(String.format("%-24s %12s%n", rule, "- (no method ran)"));
+                continue;
+            }
+            if (timed == 0) {
+                sb.append(String.format("%-24s %12d%n", rule, cnt));
+                continue;
+            }
+            sb.append(String.format("%-24s %12d %12.1f %12.1f %10.1f %10.1f %10.1f%n", rule, cnt,
+                    total / 1e3, self / 1e3, min / 1e3, total / 1e3 / timed, max / 1e3));
+            for (int r = 0; r < slowD.length; r++) {
+                int best = -1;
+                for (int j = 0; j < slowD.length; j++) {
+                    if (slowS[j] != null && (best < 0 || slowD[j] > slowD[best])) {
+                        best = j;
+                    }
+                }
+                if (best < 0) {
+                    break;
+                }
+                sb.append(String.format("    slowest %10.1f  %s%n", slowD[best] / 1e3, slowS[best]));
+                slowS[best] = null;
+            }
+        }
+        long d, w;
+        synchronized (Q) {
+            d = dropped;
+        }
+        synchronized (Trace.class) {
+            w = written;
+        }
+        if (outPath != null) {
+            sb.append("trace events: ").append(w).append(" written to ").append(outPath)
+                    .append(", ").append(d).append(" dropped (buffer full)\n");
+        }
+        return sb.toString();
+    }
+}

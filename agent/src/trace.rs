@@ -1,0 +1,79 @@
+//! The tracing runtime (java.lang.BciTrace, agent/java/bci/runtime/Trace.java): defined at
+//! early VMStart when the rule file has tracing rules, started at VMInit, finished at exit
+//! (remaining events written, the per-rule summary returned for the report).
+
+use crate::jvm::Jni;
+
+pub const CLASS: &str = "java/lang/BciTrace";
+
+const CLASSES: &[(&str, &[u8])] = &[
+    (
+        "java/lang/BciTrace$Site",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/java/lang/BciTrace$Site.class"
+        )),
+    ),
+    (
+        "java/lang/BciTrace$T",
+        include_bytes!(concat!(env!("OUT_DIR"), "/java/java/lang/BciTrace$T.class")),
+    ),
+    (
+        "java/lang/BciTrace$Writer",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/java/lang/BciTrace$Writer.class"
+        )),
+    ),
+    (
+        CLASS,
+        include_bytes!(concat!(env!("OUT_DIR"), "/java/java/lang/BciTrace.class")),
+    ),
+];
+
+/// Defines java.lang.BciTrace and its nested classes in the boot loader (java.base).
+pub fn define(jni: &Jni) -> Result<(), String> {
+    for (name, bytes) in CLASSES {
+        let c = jni.define_boot_class(name, bytes)?;
+        jni.delete_local_ref(c);
+    }
+    Ok(())
+}
+
+/// Switches recording on: events to `tracefile` (none: summary only), `rules` named in the
+/// summary in this order.
+pub fn start(jni: &Jni, tracefile: Option<&str>, rules: &[String]) -> Result<(), String> {
+    let cls = jni.find_class(CLASS)?;
+    let m = jni.static_method_id(cls, "start", "(Ljava/lang/String;)V")?;
+    // tests only: a small event buffer, and no writer thread until exit (drops are exact)
+    if let Some(n) = std::env::var("BCIAGENT_TEST_TRACE_BUFFER")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    {
+        jni.set_static_int(cls, "testCapacity", n)?;
+    }
+    if std::env::var_os("BCIAGENT_TEST_TRACE_HOLD").is_some() {
+        jni.set_static_bool(cls, "testHold", true)?;
+    }
+    let mut config = tracefile.unwrap_or("").to_string();
+    for r in rules {
+        config.push('\n');
+        config.push_str(r);
+    }
+    let s = jni.new_string(&config)?;
+    let r = jni.call_static_void_obj(cls, &m, s);
+    jni.delete_local_ref(s);
+    r.map_err(|_| {
+        let t = tracefile.unwrap_or("");
+        format!("tracefile={t}: cannot be opened for writing")
+    })
+}
+
+/// Stops recording, writes the buffered events and returns the summary table.
+pub fn finish(jni: &Jni) -> Result<String, String> {
+    let cls = jni.find_class(CLASS)?;
+    let s = jni.call_static_object(cls, "finish", "()Ljava/lang/String;")?;
+    let text = jni.string(s).unwrap_or_default();
+    jni.delete_local_ref(s);
+    Ok(text)
+}

@@ -1,0 +1,401 @@
+//! Tracing rules end to end: test-classes/trace/*.java run under `rules=` (their .toml next to
+//! them) with `tracefile=`, HotSpot -Xverify:all; the JSON-lines events and the summary in the
+//! report are checked against the `// expect:` lines in the sources.
+//!
+//! `// expect: rule=R count=N`      the summary row of R counts N
+//! `// expect: rule=R events=N`     N events of rule R in the trace file
+//! `// expect: rule=R event=E k=v…` exactly one event of R with "event":"E" and each field k
+//!                                  equal to v (JSON as written: args=[1,2] ret="x")
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+mod common;
+use common::{agent_lib, jdk_tool, repo};
+
+fn compile(sources: &[&str], name: &str) -> PathBuf {
+    let out = common::tmp("trace", name);
+    let mut cmd = Command::new(jdk_tool("javac"));
+    cmd.arg("-g").arg("-d").arg(&out);
+    for s in sources {
+        cmd.arg(repo().join("test-classes/trace").join(s));
+    }
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "javac: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn run(dir: &Path, main: &str, opts: &str) -> Output {
+    run_env(dir, main, opts, &[])
+}
+
+fn run_env(dir: &Path, main: &str, opts: &str, env: &[(&str, &str)]) -> Output {
+    let o = Command::new(jdk_tool("java"))
+        .envs(env.iter().copied())
+        .arg("-Xverify:all")
+        .arg(format!("-agentpath:{}={}", agent_lib().display(), opts))
+        .arg("-cp")
+        .arg(dir)
+        .arg(main)
+        .output()
+        .unwrap();
+    o
+}
+
+struct Run {
+    events: Vec<String>,
+    report: String,
+    stderr: String,
+}
+
+fn traced(main: &str, rules: &str, extra_opts: &str) -> Run {
+    traced_env(main, rules, extra_opts, &[])
+}
+
+fn traced_env(main: &str, rules: &str, extra_opts: &str, env: &[(&str, &str)]) -> Run {
+    let dir = compile(&[&format!("{main}.java")], main);
+    let ev = dir.join("events.jsonl");
+    let prof = dir.join("prof.txt");
+    let rules = repo().join("test-classes/trace").join(rules);
+    let o = run_env(
+        &dir,
+        main,
+        &format!(
+            "rules={},tracefile={},file={}{extra_opts}",
+            rules.display(),
+            ev.display(),
+            prof.display()
+        ),
+        env,
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{main}: {stderr}");
+    assert!(!stderr.contains("left original"), "{stderr}");
+    let events = std::fs::read_to_string(&ev)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let report = std::fs::read_to_string(&prof).unwrap();
+    Run {
+        events,
+        report,
+        stderr,
+    }
+}
+
+/// The summary row's count of `rule`.
+fn summary_count(report: &str, rule: &str) -> Option<u64> {
+    let s = &report[report.find("TRACE SUMMARY")?..];
+    s.lines()
+        .find(|l| l.split_whitespace().next() == Some(rule))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+}
+
+fn field(ev: &str, key: &str, value: &str) -> bool {
+    let pat = format!("\"{key}\":{value}");
+    ev.match_indices(&pat)
+        .any(|(i, _)| matches!(ev.as_bytes().get(i + pat.len()), Some(b',') | Some(b'}')))
+}
+
+/// Splits on spaces outside double quotes.
+fn split_words(s: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    for c in s.chars() {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if c == ' ' && !quoted {
+            out.push(String::new());
+        } else {
+            out.last_mut().unwrap().push(c);
+        }
+    }
+    out.retain(|w| !w.is_empty());
+    out
+}
+
+fn check_expects(source: &str, r: &Run) -> usize {
+    let text = std::fs::read_to_string(repo().join("test-classes/trace").join(source)).unwrap();
+    let mut n = 0;
+    for line in text.lines() {
+        let Some(e) = line.trim().strip_prefix("// expect: ") else {
+            continue;
+        };
+        n += 1;
+        let words = split_words(e);
+        let kv: Vec<(&str, &str)> = words
+            .iter()
+            .map(|w| w.split_once('=').unwrap_or((w, "")))
+            .collect();
+        let rule = kv.iter().find(|(k, _)| *k == "rule").unwrap().1;
+        let mine: Vec<&String> = r
+            .events
+            .iter()
+            .filter(|ev| field(ev, "rule", &format!("\"{rule}\"")))
+            .collect();
+        for (k, v) in &kv {
+            match *k {
+                "count" => assert_eq!(
+                    summary_count(&r.report, rule),
+                    Some(v.parse().unwrap()),
+                    "{e}\n{}",
+                    &r.report[r.report.find("TRACE SUMMARY").unwrap_or(0)..]
+                ),
+                "events" => assert_eq!(mine.len(), v.parse::<usize>().unwrap(), "{e}: {mine:#?}"),
+                _ => {}
+            }
+        }
+        if let Some((_, ev)) = kv.iter().find(|(k, _)| *k == "event") {
+            let want: Vec<(&str, &str)> = kv
+                .iter()
+                .filter(|(k, _)| !matches!(*k, "rule" | "count" | "events"))
+                .map(|&(k, v)| if k == "event" { (k, "") } else { (k, v) })
+                .collect();
+            // `k~=v`: the field starts with v
+            let has = |l: &str, k: &str, v: &str| match k.strip_suffix('~') {
+                Some(k) => l.contains(&format!("\"{k}\":{v}")),
+                None => field(l, k, v),
+            };
+            let hits: Vec<&&String> = mine
+                .iter()
+                .filter(|l| field(l, "event", &format!("\"{ev}\"")))
+                .filter(|l| want.iter().all(|(k, v)| *k == "event" || has(l, k, v)))
+                .collect();
+            assert_eq!(
+                hits.len(),
+                1,
+                "{e}: matching events {hits:#?} among {mine:#?}"
+            );
+        }
+    }
+    n
+}
+
+#[test]
+fn trace_basics_events_counts_and_filters() {
+    // the line rule names the line marked in the source
+    let src = std::fs::read_to_string(repo().join("test-classes/trace/TraceBasics.java")).unwrap();
+    let toml =
+        std::fs::read_to_string(repo().join("test-classes/trace/trace-basics.toml")).unwrap();
+    let n: usize = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("line = "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    assert!(src
+        .lines()
+        .nth(n - 1)
+        .unwrap()
+        .contains("line rule: this line"));
+    let r = traced("TraceBasics", "trace-basics.toml", "");
+    let n = check_expects("TraceBasics.java", &r);
+    assert!(n >= 15, "only {n} expect lines");
+    // every event line carries the documented fields
+    assert!(!r.events.is_empty());
+    for ev in &r.events {
+        assert!(ev.starts_with("{\"ts_ns\":") && ev.ends_with('}'), "{ev}");
+        for k in ["thread", "rule", "event", "class", "method", "desc"] {
+            assert!(ev.contains(&format!("\"{k}\":\"")), "{k} in {ev}");
+        }
+        assert!(field(ev, "thread", "\"main\""), "{ev}");
+        let exit = field(ev, "event", "\"exit\"") || field(ev, "event", "\"exception\"");
+        assert_eq!(exit, ev.contains("\"dur_ns\":"), "{ev}");
+    }
+    // min_duration: the one event of "slow" took at least 20 ms
+    let slow = r
+        .events
+        .iter()
+        .find(|e| field(e, "rule", "\"slow\""))
+        .unwrap();
+    let d: i64 = slow
+        .split("\"dur_ns\":")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!(d >= 20_000_000, "{slow}");
+    assert!(
+        r.report.contains("trace events: 18 written to") && r.report.contains(", 0 dropped"),
+        "{}",
+        r.report
+    );
+    // the summary names the slowest call with its arguments
+    assert!(
+        r.report
+            .contains("TraceBasics.sleepy(I)V args=[30] thread=main"),
+        "{}",
+        r.report
+    );
+    assert!(!r.stderr.contains("Exception"), "{}", r.stderr);
+    // cpu=times runs next to the tracing rules and its counts stay exact
+    for (m, n) in [
+        ("TraceBasics.add(II)I", 7),
+        ("TraceBasics.half(D)D", 10),
+        ("TraceBasics.boom(Z)Ljava/lang/Object;", 2),
+        ("TraceBasics.loop(I)I", 1),
+    ] {
+        assert_eq!(methods_count(&r.report, m), Some(n), "{m}");
+    }
+}
+
+/// A full event buffer drops events (the traced thread never waits) and the summary says how
+/// many; counts and times are unaffected. The test build holds the writer thread back so the
+/// numbers are exact: 18 events into a buffer of 5.
+#[test]
+fn full_buffer_drops_and_counts() {
+    let r = traced_env(
+        "TraceBasics",
+        "trace-basics.toml",
+        "",
+        &[
+            ("BCIAGENT_TEST_TRACE_BUFFER", "5"),
+            ("BCIAGENT_TEST_TRACE_HOLD", "1"),
+        ],
+    );
+    assert_eq!(r.events.len(), 5, "{:#?}", r.events);
+    assert!(
+        r.report.contains(" 5 written to ") && r.report.contains(", 13 dropped (buffer full)"),
+        "{}",
+        r.report
+    );
+    assert_eq!(summary_count(&r.report, "add"), Some(7));
+    assert_eq!(summary_count(&r.report, "sampled"), Some(10));
+}
+
+/// The count column of `method`'s row in the report's METHODS section.
+fn methods_count(report: &str, method: &str) -> Option<u64> {
+    let s = &report[report.find("METHODS BEGIN")?..report.find("METHODS END")?];
+    s.lines()
+        .find(|l| l.split_whitespace().last() == Some(method))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|c| c.parse().ok())
+}
+
+#[test]
+fn bad_rule_file_stops_the_jvm_with_position() {
+    let dir = common::tmp("trace", "bad");
+    let rules = dir.join("bad.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"x\"\nclass = \"Foo\"\ntrace = true\nmin_duration = \"fast\"\n",
+    )
+    .unwrap();
+    let o = run(&dir, "Nothing", &format!("rules={}", rules.display()));
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:5:16: rule \"x\": bad min_duration \"fast\"",
+            rules.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn tracefile_without_trace_rules_is_refused() {
+    let dir = common::tmp("trace", "notrace");
+    let rules = dir.join("count.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"c\"\nclass = \"Foo\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = run(
+        &dir,
+        "Nothing",
+        &format!(
+            "rules={},tracefile={}/t.jsonl",
+            rules.display(),
+            dir.display()
+        ),
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tracefile= needs rules=<file> with a rule that says trace = true"),
+        "{err}"
+    );
+}
+
+#[test]
+fn trace_match_selection_time_and_threads() {
+    let r = traced("TraceMatch", "trace-match.toml", "");
+    let n = check_expects("TraceMatch.java", &r);
+    assert!(n >= 14, "only {n} expect lines");
+    // self time: outer's own time excludes its three timed calls of inner (3 x >= 5 ms)
+    let row = |rule: &str| -> Vec<f64> {
+        let s = &r.report[r.report.find("TRACE SUMMARY").unwrap()..];
+        s.lines()
+            .find(|l| l.split_whitespace().next() == Some(rule))
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
+    let (outer, inner) = (row("outer"), row("inner"));
+    // count, total, self, min, avg, max (us)
+    assert!(inner[1] >= 15_000.0 && inner[3] >= 5_000.0, "{inner:?}");
+    assert!(outer[1] >= inner[1], "{outer:?} {inner:?}");
+    assert!(outer[2] < 5_000.0, "outer self {outer:?}");
+    assert!(
+        (outer[1] - outer[2] - inner[1]).abs() < 1.0,
+        "{outer:?} {inner:?}"
+    );
+}
+
+/// rules/examples/hashmap-resize.toml: a JDK method (java.util.HashMap.resize, loaded before
+/// VMInit) traced under -Xverify:all; the 5 resizes HashResize.fill causes are found by their
+/// captured stacks.
+#[test]
+fn hashmap_resize_example() {
+    let dir = compile(&["HashResize.java"], "HashResize");
+    let ev = dir.join("events.jsonl");
+    let prof = dir.join("prof.txt");
+    let rules = repo().join("rules/examples/hashmap-resize.toml");
+    let o = run(
+        &dir,
+        "HashResize",
+        &format!(
+            "rules={},tracefile={},file={}",
+            rules.display(),
+            ev.display(),
+            prof.display()
+        ),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains("left original"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "100\n");
+    let events = std::fs::read_to_string(&ev).unwrap();
+    let mine: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"HashResize.fill:"))
+        .collect();
+    assert_eq!(mine.len(), 5, "{events}");
+    for l in &mine {
+        assert!(field(l, "rule", "\"hashmap-resize\""), "{l}");
+        assert!(field(l, "class", "\"java.util.HashMap\""), "{l}");
+        assert!(
+            l.contains("\"stack\":[\"java.util.HashMap.resize:"),
+            "the stack starts at the traced method: {l}"
+        );
+        // stack = 4: resize, putVal, put, fill
+        let stack = &l[l.find("\"stack\":[").unwrap()..];
+        assert_eq!(stack.matches("\",\"").count(), 3, "{l}");
+    }
+    // the summary counts every resize of the run, the program's 5 among them
+    let report = std::fs::read_to_string(&prof).unwrap();
+    let n = summary_count(&report, "hashmap-resize").unwrap();
+    assert!(
+        n >= 5 && n as usize == events.lines().count(),
+        "{n}\n{events}"
+    );
+}

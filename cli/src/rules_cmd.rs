@@ -1,0 +1,99 @@
+//! `bci rules check` and `bci rules explain`: the agent's parser, and what each tracing rule
+//! matches in given jars/directories.
+
+use bci_rewriter::trace::{self, Location, Site};
+use bci_rewriter::Rules;
+use std::path::{Path, PathBuf};
+
+/// Parses `path` as the agent does (the same parser and the same runtime-class check).
+pub fn load(path: &Path) -> Result<Rules, String> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let r = Rules::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())?;
+    r.check_agent_runtime().map_err(|e| e.to_string())?;
+    Ok(r)
+}
+
+/// The explanation (stdout) and the errors (`file:line:col: message`, one per line) of
+/// `bci rules explain`: per tracing rule the methods and locations it matches in `classpath`.
+pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String>), String> {
+    let rules = load(path)?;
+    let tr = rules.trace_rules();
+    let mut sites: Vec<Site> = Vec::new();
+    let mut classes = 0usize;
+    for entry in classpath {
+        for (name, bytes) in crate::io::read_all(entry)? {
+            if !name.ends_with(".class") || name.ends_with("module-info.class") {
+                continue;
+            }
+            classes += 1;
+            match trace::explain(&bytes, tr) {
+                Ok(s) => sites.extend(s),
+                Err(e) => {
+                    return Err(format!("{}: {name}: {e}", entry.display()));
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    let mut errors = Vec::new();
+    out.push_str(&format!(
+        "{}: {} tracing rules, {classes} classes in the classpath\n",
+        path.display(),
+        tr.len()
+    ));
+    if rules.has_probe_rules() {
+        out.push_str("(probe rules, with `probes`, are applied as they are and not explained)\n");
+    }
+    for (k, r) in tr.iter().enumerate() {
+        let mine: Vec<&Site> = sites.iter().filter(|s| s.rule == k).collect();
+        out.push_str(&format!("rule {:?} ({}):", r.name, r.describe()));
+        if mine.is_empty() {
+            out.push_str(" matches nothing\n");
+            continue;
+        }
+        let found: Vec<&&Site> = mine.iter().filter(|s| !s.location.is_empty()).collect();
+        let methods = {
+            let mut m: Vec<(&str, &str, &str)> = mine
+                .iter()
+                .map(|s| (s.class.as_str(), s.method.as_str(), s.desc.as_str()))
+                .collect();
+            m.dedup();
+            m.len()
+        };
+        out.push_str(&format!(
+            " {methods} method(s), {} location(s)\n",
+            found.len()
+        ));
+        for s in &mine {
+            let loc = if s.location.is_empty() {
+                "(no such location)".to_string()
+            } else {
+                s.location.clone()
+            };
+            out.push_str(&format!("  {}.{}{}  {loc}\n", s.class, s.method, s.desc));
+        }
+        if found.is_empty() {
+            // the classes are known: a line or call that exists in no matched method
+            let (line, col) = r.location_pos;
+            let what = match &r.location {
+                Location::Line(n) => format!("line {n} is in no method it matches"),
+                Location::Call { .. } => "no method it matches makes that call".to_string(),
+                Location::Method { .. } => continue,
+            };
+            let spans: Vec<String> = mine
+                .iter()
+                .map(|s| match s.lines {
+                    Some((a, b)) => format!("{}.{}{} lines {a}-{b}", s.class, s.method, s.desc),
+                    None => format!("{}.{}{} (no line numbers)", s.class, s.method, s.desc),
+                })
+                .collect();
+            errors.push(format!(
+                "{}:{line}:{col}: rule {:?}: {what} ({})",
+                path.display(),
+                r.name,
+                spans.join(", ")
+            ));
+        }
+    }
+    Ok((out, errors))
+}

@@ -1,0 +1,135 @@
+//! `bci rules check` and `bci rules explain` on test-classes/trace: the matched methods and
+//! locations, rules that match nothing, and a `line` that exists in no matched method.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bci(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bci"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn javac() -> PathBuf {
+    let p = PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac");
+    match std::env::var("JAVA_HOME") {
+        Ok(h) if Path::new(&h).join("bin/javac").exists() => Path::new(&h).join("bin/javac"),
+        _ if p.exists() => p,
+        _ => PathBuf::from("javac"),
+    }
+}
+
+fn work(name: &str) -> PathBuf {
+    let d = repo().join("target/test-out/rules-explain").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn classes(name: &str) -> PathBuf {
+    let d = work(name);
+    let o = Command::new(javac())
+        .arg("-g")
+        .arg("-d")
+        .arg(&d)
+        .arg(repo().join("test-classes/trace/TraceBasics.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    d
+}
+
+#[test]
+fn explain_lists_methods_and_locations() {
+    let cp = classes("ok");
+    let rules = repo().join("test-classes/trace/trace-basics.toml");
+    let o = bci(&[
+        "rules",
+        "explain",
+        rules.to_str().unwrap(),
+        "--classpath",
+        cp.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for want in [
+        "rule \"add\" (trace): 1 method(s), 1 location(s)\n  TraceBasics.add(II)I  entry/exit/exception\n",
+        "rule \"slow\" (trace, min_duration 20000000ns): 1 method(s)",
+        "rule \"entries\" (count, trace): 1 method(s), 1 location(s)\n  TraceBasics.point(FC)V  entry\n",
+        "rule \"line\" (count): 1 method(s), 1 location(s)\n  TraceBasics.loop(I)I  line 52 (pc 9)\n",
+        "  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 54\n  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 55\n",
+    ] {
+        assert!(out.contains(want), "{want:?} in\n{out}");
+    }
+}
+
+#[test]
+fn explain_says_nothing_matched_and_refuses_impossible_lines() {
+    let cp = classes("bad");
+    let d = work("bad-rules");
+    let rules = d.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"none\"\nclass = \"com.acme.**\"\ncount = true\n\n\
+         [[rule]]\nname = \"far\"\nclass = \"TraceBasics\"\nmethod = \"loop\"\nline = 99\ncount = true\n\n\
+         [[rule]]\nname = \"nocall\"\nclass = \"TraceBasics\"\nmethod = \"add\"\ncall = \"java.util.HashMap.put\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&[
+        "rules",
+        "explain",
+        rules.to_str().unwrap(),
+        "--classpath",
+        cp.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        out.contains("rule \"none\" (count): matches nothing\n"),
+        "{out}"
+    );
+    let r = rules.display();
+    assert_eq!(
+        err,
+        format!(
+            "{r}:10:8: rule \"far\": line 99 is in no method it matches (TraceBasics.loop(I)I lines 50-55)\n\
+             {r}:17:8: rule \"nocall\": no method it matches makes that call (TraceBasics.add(II)I lines 10-10)\n"
+        )
+    );
+    // check parses only: the same file is fine without the classes
+    let o = bci(&["rules", "check", rules.to_str().unwrap()]);
+    assert!(o.status.success());
+}
+
+#[test]
+fn check_refuses_a_runtime_class_the_agent_does_not_provide() {
+    let d = work("runtime");
+    let rules = d.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[runtime]\nclass = \"com/acme/MyProbes\"\n[[rule]]\nprobes = [\"enter\"]\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", rules.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{}:2:9: runtime.class \"com/acme/MyProbes\": the agent provides only",
+            rules.display()
+        )),
+        "{err}"
+    );
+}

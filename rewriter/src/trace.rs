@@ -1,0 +1,1332 @@
+//! Tracing rules: a `[[rule]]` with `count`, `time` or `trace` picks classes, methods and
+//! locations (see README "Tracing rules") and [`instrument`] adds calls into the tracing runtime
+//! (`java/lang/BciTrace`, agent/java/bci/runtime/Trace.java).
+//!
+//! Each (rule, method, location) gets a site id from the caller and a constant info string the
+//! runtime parses once (rule name, class, method, descriptor, where, options), so the hot path
+//! passes only an int, a constant string and (when captured) the arguments.
+
+use crate::rules::{RuleError, RuleToml, Sp};
+use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};
+use bci::{ClassFile, ClassWriter, MethodEditor, Snippet, VType};
+
+/// The tracing runtime, a member of java.base (defined by the agent at early VMStart), so that
+/// JDK classes can call it too.
+pub const RUNTIME: &str = "java/lang/BciTrace";
+
+/// Classes tracing rules never instrument: the runtime uses them on its own paths (a traced
+/// String or ThreadLocal method would call the runtime from inside the runtime).
+pub const NEVER: &[&str] = &[
+    "java/lang/",
+    "jdk/internal/",
+    "sun/",
+    "java/util/concurrent/",
+    "java/io/",
+];
+
+/// A name pattern: exact, glob (`*` = one package level or any run of a member name, `**` =
+/// any depth, `?` = one character) or `/regex/` (whole-name match).
+#[derive(Clone, Debug)]
+pub enum Pattern {
+    Glob(Vec<u8>),
+    Regex(regex_lite::Regex),
+}
+
+impl Pattern {
+    /// `class` patterns: dotted names, where `*` does not cross a `.`.
+    fn parse(p: &str, what: &str) -> Result<Pattern, String> {
+        if p.is_empty() {
+            return Err(format!("empty {what} pattern matches nothing"));
+        }
+        if p.len() >= 2 && p.starts_with('/') && p.ends_with('/') {
+            let body = &p[1..p.len() - 1];
+            return regex_lite::Regex::new(&format!("^(?:{body})$"))
+                .map(Pattern::Regex)
+                .map_err(|e| {
+                    let e = e.to_string();
+                    let first = e.lines().last().unwrap_or("").trim().to_string();
+                    format!("bad regular expression {p}: {first}")
+                });
+        }
+        if let Some(c) = p
+            .chars()
+            .find(|c| matches!(c, '[' | ']' | '{' | '}' | ';' | '/'))
+        {
+            return Err(format!(
+                "bad {what} pattern {p:?}: '{c}' is not allowed (globs use * ** ?; a regular expression is written /.../)"
+            ));
+        }
+        if p.contains("***") {
+            return Err(format!("bad {what} pattern {p:?}: *** (use * or **)"));
+        }
+        Ok(Pattern::Glob(p.as_bytes().to_vec()))
+    }
+    pub fn matches(&self, s: &str) -> bool {
+        match self {
+            Pattern::Regex(r) => r.is_match(s),
+            Pattern::Glob(p) => glob(p, s.as_bytes()),
+        }
+    }
+}
+
+/// `*` = any run without '.', `**` = any run, `?` = one character other than '.'.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some(b'*') if p.get(1) == Some(&b'*') => (0..=s.len()).any(|k| glob(&p[2..], &s[k..])),
+        Some(b'*') => {
+            for k in 0..=s.len() {
+                if glob(&p[1..], &s[k..]) {
+                    return true;
+                }
+                if k < s.len() && s[k] == b'.' {
+                    return false;
+                }
+            }
+            false
+        }
+        Some(b'?') => !s.is_empty() && s[0] != b'.' && glob(&p[1..], &s[1..]),
+        Some(&c) => s.first() == Some(&c) && glob(&p[1..], &s[1..]),
+    }
+}
+
+/// Where a rule acts.
+#[derive(Clone, Debug)]
+pub enum Location {
+    /// Method entry / normal exit / exceptional exit (any combination).
+    Method {
+        entry: bool,
+        exit: bool,
+        exception: bool,
+    },
+    /// Before the first instruction of source line N.
+    Line(u32),
+    /// Before each call to `owner.name` inside the method.
+    Call { owner: Pattern, name: Pattern },
+}
+
+/// One tracing rule.
+#[derive(Clone, Debug)]
+pub struct TraceRule {
+    pub name: String,
+    /// line and column of the rule's `[[rule]]` header
+    pub pos: (usize, usize),
+    class: Pattern,
+    exclude_class: Vec<Pattern>,
+    method: Pattern,
+    exclude_method: Vec<Pattern>,
+    descriptor: Option<Pattern>,
+    access_on: u16,
+    access_off: u16,
+    class_annotation: Option<Pattern>,
+    annotation: Option<Pattern>,
+    extends: Option<Pattern>,
+    implements: Option<Pattern>,
+    pub location: Location,
+    /// `at` lists "entry" explicitly: trace events at entry too (by default a traced call
+    /// gives one event, at its end).
+    pub entry_event: bool,
+    /// `path:line:col` of `line =` or `call =` (for explain's errors)
+    pub location_pos: (usize, usize),
+    pub count: bool,
+    pub time: bool,
+    pub trace: bool,
+    pub args: bool,
+    pub ret: bool,
+    pub exception: bool,
+    pub tostring: bool,
+    pub max_string: u32,
+    pub min_ns: i64,
+    pub sample: u32,
+    pub stack: u32,
+}
+
+const ACCESS: &[(&str, u16)] = &[
+    ("public", 0x0001),
+    ("private", 0x0002),
+    ("protected", 0x0004),
+    ("static", 0x0008),
+    ("final", 0x0010),
+    ("synchronized", 0x0020),
+    ("bridge", 0x0040),
+    ("varargs", 0x0080),
+    ("synthetic", 0x1000),
+];
+
+/// Keys only tracing rules have, in declaration order, for "conflicting" errors.
+pub(crate) fn first_trace_key(r: &RuleToml) -> Option<(&'static str, usize)> {
+    fn s<T>(k: &'static str, v: &Option<Sp<T>>) -> Option<(&'static str, usize)> {
+        v.as_ref().map(|v| (k, v.span().start))
+    }
+    fn l<T>(k: &'static str, v: &Option<Vec<Sp<T>>>) -> Option<(&'static str, usize)> {
+        v.as_ref()
+            .and_then(|v| v.first())
+            .map(|v| (k, v.span().start))
+    }
+    s("class", &r.class)
+        .or(s("method", &r.method))
+        .or(s("descriptor", &r.descriptor))
+        .or(l("access", &r.access))
+        .or(s("class_annotation", &r.class_annotation))
+        .or(s("annotation", &r.annotation))
+        .or(s("extends", &r.extends))
+        .or(s("implements", &r.implements))
+        .or(l("exclude_class", &r.exclude_class))
+        .or(l("exclude_method", &r.exclude_method))
+        .or(s("at", &r.at))
+        .or(s("line", &r.line))
+        .or(s("call", &r.call))
+        .or(s("count", &r.count))
+        .or(s("time", &r.time))
+        .or(s("trace", &r.trace))
+        .or(s("args", &r.args))
+        .or(s("return", &r.ret))
+        .or(s("exception", &r.exception))
+        .or(s("tostring", &r.tostring))
+        .or(s("max_string", &r.max_string))
+        .or(s("min_duration", &r.min_duration))
+        .or(s("sample", &r.sample))
+        .or(s("stack", &r.stack))
+}
+
+/// `"1ms"`, `"250us"`, `"10ns"`, `"2s"` -> ns.
+pub fn parse_duration(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n.parse().ok()?;
+    let mul = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+type ErrFn<'a> = &'a dyn Fn(usize, String) -> RuleError;
+
+impl TraceRule {
+    pub(crate) fn from_toml(
+        r: &RuleToml,
+        k: usize,
+        start: usize,
+        err: ErrFn<'_>,
+    ) -> Result<TraceRule, RuleError> {
+        let at0 = err(start, String::new());
+        let pos = (at0.line, at0.col);
+        let name = match &r.name {
+            Some(n) => {
+                let v = n.get_ref();
+                if v.is_empty() || v.chars().any(|c| c.is_control()) {
+                    return Err(err(
+                        n.span().start,
+                        "a rule name must be non-empty text without control characters".into(),
+                    ));
+                }
+                v.clone()
+            }
+            None => {
+                return Err(err(
+                    start,
+                    format!("rule {} has no name (name = \"...\")", k + 1),
+                ))
+            }
+        };
+        let who = format!("rule {name:?}");
+        // probe-rule keys in a tracing rule
+        for (key, v) in [
+            ("classes", &r.classes),
+            ("exclude_classes", &r.exclude_classes),
+            ("methods", &r.methods),
+            ("exclude_methods", &r.exclude_methods),
+            ("descriptors", &r.descriptors),
+        ] {
+            if v.is_some() {
+                return Err(err(
+                    start,
+                    format!("{who}: `{key}` belongs to probe rules (with `probes`); tracing rules use class, method, descriptor, exclude_class, exclude_method"),
+                ));
+            }
+        }
+        let pat = |v: &Sp<String>, what: &str| {
+            Pattern::parse(v.get_ref(), what)
+                .map_err(|m| err(v.span().start, format!("{who}: {m}")))
+        };
+        let class = match &r.class {
+            Some(c) => pat(c, "class")?,
+            None => {
+                return Err(err(
+                    start,
+                    format!("{who} has no `class` (e.g. class = \"com.acme.**\")"),
+                ))
+            }
+        };
+        let method = match &r.method {
+            Some(m) => pat(m, "method")?,
+            None => Pattern::Glob(b"*".to_vec()),
+        };
+        let descriptor = match &r.descriptor {
+            Some(d) => {
+                let v = d.get_ref();
+                if !(v.starts_with('(') || v.starts_with('*') || v.starts_with('/')) {
+                    return Err(err(
+                        d.span().start,
+                        format!("{who}: bad descriptor pattern {v:?}: a method descriptor starts with '(' (e.g. \"(I)*\")"),
+                    ));
+                }
+                // descriptors contain '/' and ';': glob them with the member matcher
+                if v.len() >= 2 && v.starts_with('/') && v.ends_with('/') {
+                    Some(pat(d, "descriptor")?)
+                } else {
+                    Some(Pattern::Glob(v.replace('*', "**").into_bytes()))
+                }
+            }
+            None => None,
+        };
+        let (mut access_on, mut access_off) = (0u16, 0u16);
+        for a in r.access.iter().flatten() {
+            let v = a.get_ref();
+            let (neg, word) = match v.strip_prefix('!') {
+                Some(w) => (true, w),
+                None => (false, v.as_str()),
+            };
+            match ACCESS.iter().find(|(n, _)| *n == word) {
+                Some((_, f)) if neg => access_off |= f,
+                Some((_, f)) => access_on |= f,
+                None => {
+                    return Err(err(
+                        a.span().start,
+                        format!(
+                            "{who}: unknown access flag {v:?}; expected one of: {} (each may be negated with !)",
+                            ACCESS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        if access_on & access_off != 0 {
+            let a = r
+                .access
+                .as_ref()
+                .and_then(|v| v.first())
+                .map_or(start, |a| a.span().start);
+            return Err(err(
+                a,
+                format!("{who}: an access flag is both required and excluded"),
+            ));
+        }
+        let opt_pat =
+            |v: &Option<Sp<String>>, what: &str| v.as_ref().map(|v| pat(v, what)).transpose();
+        let class_annotation = opt_pat(&r.class_annotation, "class_annotation")?;
+        let annotation = opt_pat(&r.annotation, "annotation")?;
+        let extends = opt_pat(&r.extends, "extends")?;
+        let implements = opt_pat(&r.implements, "implements")?;
+        let exclude_class = r
+            .exclude_class
+            .iter()
+            .flatten()
+            .map(|v| pat(v, "exclude_class"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let exclude_method = r
+            .exclude_method
+            .iter()
+            .flatten()
+            .map(|v| pat(v, "exclude_method"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let flag = |v: &Option<Sp<bool>>| v.as_ref().is_some_and(|b| *b.get_ref());
+        let (count, time, trace) = (flag(&r.count), flag(&r.time), flag(&r.trace));
+        if !(count || time || trace) {
+            return Err(err(
+                start,
+                format!("{who} has no action; expected count = true, time = true or trace = true"),
+            ));
+        }
+        // where
+        let mut location_pos = pos;
+        let location = match (&r.at, &r.line, &r.call) {
+            (Some(at), line, call) => {
+                if let Some(l) = line {
+                    return Err(err(
+                        l.span().start,
+                        format!(
+                            "{who}: `line` and `at` conflict (a rule acts at one kind of location)"
+                        ),
+                    ));
+                }
+                if let Some(c) = call {
+                    return Err(err(
+                        c.span().start,
+                        format!(
+                            "{who}: `call` and `at` conflict (a rule acts at one kind of location)"
+                        ),
+                    ));
+                }
+                let (mut entry, mut exit, mut exception) = (false, false, false);
+                for a in at.get_ref() {
+                    match a.get_ref().as_str() {
+                        "entry" => entry = true,
+                        "exit" => exit = true,
+                        "exception" => exception = true,
+                        other => {
+                            return Err(err(
+                                a.span().start,
+                                format!("{who}: unknown location {other:?} in `at`; expected entry, exit, exception (or line = N, call = \"Owner.method\")"),
+                            ))
+                        }
+                    }
+                }
+                if !(entry || exit || exception) {
+                    return Err(err(at.span().start, format!("{who}: `at` is empty")));
+                }
+                Location::Method {
+                    entry,
+                    exit,
+                    exception,
+                }
+            }
+            (None, Some(l), Some(c)) => {
+                let _ = l;
+                return Err(err(
+                    c.span().start,
+                    format!(
+                        "{who}: `line` and `call` conflict (a rule acts at one kind of location)"
+                    ),
+                ));
+            }
+            (None, Some(l), None) => {
+                let n = *l.get_ref();
+                if !(1..=65535).contains(&n) {
+                    return Err(err(
+                        l.span().start,
+                        format!("{who}: bad line {n}: expected a source line from 1 to 65535"),
+                    ));
+                }
+                let e = err(l.span().start, String::new());
+                location_pos = (e.line, e.col);
+                Location::Line(n as u32)
+            }
+            (None, None, Some(c)) => {
+                let v = c.get_ref();
+                let Some((owner, name)) = v
+                    .rsplit_once('.')
+                    .filter(|(o, n)| !o.is_empty() && !n.is_empty())
+                else {
+                    return Err(err(
+                        c.span().start,
+                        format!("{who}: bad call {v:?}: expected \"Owner.method\" (e.g. \"java.util.HashMap.put\")"),
+                    ));
+                };
+                let owner = Pattern::parse(owner, "call owner")
+                    .map_err(|m| err(c.span().start, format!("{who}: {m}")))?;
+                let name = Pattern::parse(name, "call method")
+                    .map_err(|m| err(c.span().start, format!("{who}: {m}")))?;
+                let e = err(c.span().start, String::new());
+                location_pos = (e.line, e.col);
+                Location::Call { owner, name }
+            }
+            (None, None, None) => Location::Method {
+                entry: true,
+                exit: true,
+                exception: true,
+            },
+        };
+        let ends = matches!(
+            location,
+            Location::Method { exit: true, .. }
+                | Location::Method {
+                    exception: true,
+                    ..
+                }
+        );
+        if time && !ends {
+            let t = r.time.as_ref().map_or(start, |t| t.span().start);
+            return Err(err(
+                t,
+                format!("{who}: `time` needs a call's end (at = exit or exception); it conflicts with this location"),
+            ));
+        }
+        let with_trace = |key: &str, v: &Option<Sp<bool>>| -> Result<(), RuleError> {
+            match v {
+                Some(b) if !trace => Err(err(
+                    b.span().start,
+                    format!(
+                        "{who}: `{key}` says what a trace event captures; it needs trace = true"
+                    ),
+                )),
+                _ => Ok(()),
+            }
+        };
+        with_trace("args", &r.args)?;
+        with_trace("return", &r.ret)?;
+        with_trace("exception", &r.exception)?;
+        with_trace("tostring", &r.tostring)?;
+        let min_ns = match &r.min_duration {
+            Some(d) => {
+                let Some(ns) = parse_duration(d.get_ref()) else {
+                    return Err(err(
+                        d.span().start,
+                        format!("{who}: bad min_duration {:?}: expected a number with ns, us, ms or s (e.g. \"500us\")", d.get_ref()),
+                    ));
+                };
+                if !(time || trace) || !ends {
+                    return Err(err(
+                        d.span().start,
+                        format!("{who}: `min_duration` filters calls by duration: it needs time or trace at a call's end (at = exit or exception)"),
+                    ));
+                }
+                ns
+            }
+            None => 0,
+        };
+        let int = |v: &Option<Sp<i64>>,
+                   key: &str,
+                   lo: i64,
+                   hi: i64,
+                   need_trace: bool|
+         -> Result<Option<i64>, RuleError> {
+            let Some(v) = v else { return Ok(None) };
+            let n = *v.get_ref();
+            if !(lo..=hi).contains(&n) {
+                return Err(err(
+                    v.span().start,
+                    format!("{who}: bad {key} {n}: expected {lo} to {hi}"),
+                ));
+            }
+            if need_trace && !trace {
+                return Err(err(
+                    v.span().start,
+                    format!("{who}: `{key}` applies to trace events; it needs trace = true"),
+                ));
+            }
+            Ok(Some(n))
+        };
+        let sample = int(&r.sample, "sample", 1, 1 << 30, true)?.unwrap_or(1) as u32;
+        let stack = int(&r.stack, "stack", 0, 64, true)?.unwrap_or(0) as u32;
+        let max_string = int(&r.max_string, "max_string", 1, 65536, true)?.unwrap_or(64) as u32;
+        let on = |v: &Option<Sp<bool>>, dflt: bool| v.as_ref().map_or(dflt, |b| *b.get_ref());
+        let args = on(&r.args, trace);
+        let ret = on(&r.ret, trace);
+        let exception = on(&r.exception, trace);
+        let tostring = on(&r.tostring, false);
+        Ok(TraceRule {
+            name,
+            pos,
+            class,
+            exclude_class,
+            method,
+            exclude_method,
+            descriptor,
+            access_on,
+            access_off,
+            class_annotation,
+            annotation,
+            extends,
+            implements,
+            location,
+            entry_event: r
+                .at
+                .as_ref()
+                .is_some_and(|a| a.get_ref().iter().any(|x| x.get_ref() == "entry")),
+            location_pos,
+            count,
+            time,
+            trace,
+            args,
+            ret,
+            exception,
+            tostring,
+            max_string,
+            min_ns,
+            sample,
+            stack,
+        })
+    }
+
+    /// Whether the rule can match a class of this name (dotted) at all: name and exclusions.
+    pub fn name_matches(&self, dotted: &str) -> bool {
+        self.class.matches(dotted) && !self.exclude_class.iter().any(|p| p.matches(dotted))
+    }
+
+    /// Class-level match: name, exclusions, annotations, declared supertypes.
+    pub fn class_matches(&self, c: &ClassView) -> bool {
+        self.name_matches(&c.name)
+            && self
+                .class_annotation
+                .as_ref()
+                .is_none_or(|p| c.annotations.iter().any(|a| p.matches(a)))
+            && self
+                .extends
+                .as_ref()
+                .is_none_or(|p| c.super_name.as_deref().is_some_and(|s| p.matches(s)))
+            && self
+                .implements
+                .as_ref()
+                .is_none_or(|p| c.interfaces.iter().any(|i| p.matches(i)))
+    }
+
+    /// Method-level match (the class matched already).
+    pub fn method_matches(
+        &self,
+        name: &str,
+        desc: &str,
+        access: u16,
+        annotations: &[String],
+    ) -> bool {
+        self.method.matches(name)
+            && !self.exclude_method.iter().any(|p| p.matches(name))
+            && self.descriptor.as_ref().is_none_or(|p| p.matches(desc))
+            && access & self.access_on == self.access_on
+            && access & self.access_off == 0
+            && self
+                .annotation
+                .as_ref()
+                .is_none_or(|p| annotations.iter().any(|a| p.matches(a)))
+    }
+
+    /// What the rule does, for `bci rules explain`.
+    pub fn describe(&self) -> String {
+        let mut what = Vec::new();
+        if self.count {
+            what.push("count".to_string());
+        }
+        if self.time {
+            what.push("time".to_string());
+        }
+        if self.trace {
+            what.push("trace".to_string());
+        }
+        if self.min_ns > 0 {
+            what.push(format!("min_duration {}ns", self.min_ns));
+        }
+        if self.sample > 1 {
+            what.push(format!("sample 1/{}", self.sample));
+        }
+        if self.stack > 0 {
+            what.push(format!("stack {}", self.stack));
+        }
+        what.join(", ")
+    }
+}
+
+/// What rules see of a class: dotted names.
+#[derive(Debug, Clone, Default)]
+pub struct ClassView {
+    pub name: String,
+    pub access: u16,
+    pub super_name: Option<String>,
+    pub interfaces: Vec<String>,
+    pub annotations: Vec<String>,
+}
+
+fn dotted(s: &str) -> String {
+    s.replace('/', ".")
+}
+
+/// Types of the annotations in RuntimeVisibleAnnotations / RuntimeInvisibleAnnotations among
+/// `attrs`, as dotted names. A malformed attribute yields what was read before it.
+pub fn annotations(cf: &ClassFile<'_>, attrs: &[bci::Attribute<'_>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in attrs {
+        let n = cf.attr_name(a);
+        if n != "RuntimeVisibleAnnotations" && n != "RuntimeInvisibleAnnotations" {
+            continue;
+        }
+        let d = a.data;
+        let mut p = 0usize;
+        let Some(count) = u16_at(d, 0) else { continue };
+        p += 2;
+        for _ in 0..count {
+            let Some(t) = u16_at(d, p) else { break };
+            if let Ok(s) = cf.cp.utf8(t) {
+                let s = s
+                    .strip_prefix('L')
+                    .and_then(|s| s.strip_suffix(';'))
+                    .unwrap_or(&s);
+                out.push(dotted(s));
+            }
+            match skip_annotation(d, p) {
+                Some(q) => p = q,
+                None => break,
+            }
+        }
+    }
+    out
+}
+
+fn u16_at(d: &[u8], p: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*d.get(p)?, *d.get(p + 1)?]))
+}
+
+/// Offset after the annotation at `p` (type, pairs).
+fn skip_annotation(d: &[u8], p: usize) -> Option<usize> {
+    let pairs = u16_at(d, p + 2)?;
+    let mut q = p + 4;
+    for _ in 0..pairs {
+        q = skip_element(d, q + 2)?;
+    }
+    Some(q)
+}
+
+fn skip_element(d: &[u8], p: usize) -> Option<usize> {
+    let tag = *d.get(p)?;
+    match tag {
+        b'B' | b'C' | b'D' | b'F' | b'I' | b'J' | b'S' | b'Z' | b's' | b'c' => Some(p + 3),
+        b'e' => Some(p + 5),
+        b'@' => skip_annotation(d, p + 1),
+        b'[' => {
+            let n = u16_at(d, p + 1)?;
+            let mut q = p + 3;
+            for _ in 0..n {
+                q = skip_element(d, q)?;
+            }
+            Some(q)
+        }
+        _ => None,
+    }
+}
+
+/// The class as rules see it.
+pub fn class_view(cf: &ClassFile<'_>) -> bci::Result<ClassView> {
+    let name = dotted(&cf.name()?);
+    let super_name = cf.super_name()?.map(|s| dotted(&s));
+    let mut interfaces = Vec::new();
+    for &i in &cf.interfaces {
+        interfaces.push(dotted(&cf.cp.class_name(i)?));
+    }
+    Ok(ClassView {
+        name,
+        access: cf.access,
+        super_name,
+        interfaces,
+        annotations: annotations(cf, &cf.attributes),
+    })
+}
+
+/// Whether tracing rules may instrument a class of this internal name at all.
+pub fn allowed(internal_name: &str) -> bool {
+    !NEVER.iter().any(|p| internal_name.starts_with(p))
+        && !internal_name.starts_with("bci/runtime/")
+}
+
+/// Cheap pre-filter on an internal class name (no parsing): some rule's class pattern and
+/// exclusions accept it.
+pub fn selects_class(rules: &[TraceRule], internal_name: &str) -> bool {
+    if rules.is_empty() || !allowed(internal_name) {
+        return false;
+    }
+    let d = dotted(internal_name);
+    rules.iter().any(|r| r.name_matches(&d))
+}
+
+/// One place a rule acts, for explain and the agent's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub rule: usize,
+    pub class: String,
+    pub method: String,
+    pub desc: String,
+    /// "entry/exit/exception", "line 12", "call java.util.HashMap.put(...) at line 7"; empty
+    /// when the method matches but has no such line or call.
+    pub location: String,
+    /// The method's first and last source lines (LineNumberTable), if it has them.
+    pub lines: Option<(u16, u16)>,
+}
+
+/// Matched methods and locations of each rule in one class (no rewriting): `bci rules explain`.
+pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>> {
+    let cf = ClassFile::parse(class_bytes)?;
+    let mut out = Vec::new();
+    let view = class_view(&cf)?;
+    for (ri, r) in rules.iter().enumerate() {
+        if !r.class_matches(&view) {
+            continue;
+        }
+        for m in &cf.methods {
+            if m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0 {
+                continue;
+            }
+            let name = cf.member_name(m);
+            let desc = cf.member_desc(m);
+            if !r.method_matches(&name, &desc, m.access, &annotations(&cf, &m.attributes)) {
+                continue;
+            }
+            let Some((_, a)) = cf.find_attr(&m.attributes, "Code") else {
+                continue;
+            };
+            let code = bci::CodeAttr::parse(&cf, a)?;
+            let table = line_table(&cf, &code);
+            let lines = table
+                .iter()
+                .map(|e| e.1)
+                .min()
+                .zip(table.iter().map(|e| e.1).max());
+            let mut locs: Vec<String> = locations(&cf, &code, &r.location)?
+                .into_iter()
+                .map(|(_, l)| l)
+                .collect();
+            if locs.is_empty() {
+                locs.push(String::new());
+            }
+            for loc in locs {
+                out.push(Site {
+                    rule: ri,
+                    class: view.name.clone(),
+                    method: name.to_string(),
+                    desc: desc.to_string(),
+                    location: loc,
+                    lines,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Instruction indexes (into the decoded code) where a line or call rule acts, with a label;
+/// for method locations one entry with index usize::MAX.
+fn locations(
+    cf: &ClassFile<'_>,
+    code: &bci::CodeAttr<'_>,
+    loc: &Location,
+) -> bci::Result<Vec<(usize, String)>> {
+    match loc {
+        Location::Method {
+            entry,
+            exit,
+            exception,
+        } => {
+            let mut w = Vec::new();
+            if *entry {
+                w.push("entry");
+            }
+            if *exit {
+                w.push("exit");
+            }
+            if *exception {
+                w.push("exception");
+            }
+            Ok(vec![(usize::MAX, w.join("/"))])
+        }
+        Location::Line(n) => {
+            let lines = line_table(cf, code);
+            let insns = code.decode_all()?;
+            let mut out = Vec::new();
+            let mut pcs: Vec<u16> = lines
+                .iter()
+                .filter(|(_, l)| *l as u32 == *n)
+                .map(|(pc, _)| *pc)
+                .collect();
+            pcs.sort_unstable();
+            pcs.dedup();
+            for pc in pcs {
+                if let Some(k) = insns.iter().position(|i| i.pc as usize == pc as usize) {
+                    out.push((k, format!("line {n} (pc {pc})")));
+                }
+            }
+            Ok(out)
+        }
+        Location::Call { owner, name } => {
+            use bci::opcodes::op;
+            let lines = line_table(cf, code);
+            let insns = code.decode_all()?;
+            let mut out = Vec::new();
+            for (k, i) in insns.iter().enumerate() {
+                if !matches!(
+                    i.opcode,
+                    op::INVOKEVIRTUAL | op::INVOKESPECIAL | op::INVOKESTATIC | op::INVOKEINTERFACE
+                ) {
+                    continue;
+                }
+                let Some(idx) = i.cp_index(code.code) else {
+                    continue;
+                };
+                let Ok(m) = cf.cp.member_ref(idx) else {
+                    continue;
+                };
+                if m.name == "<init>" {
+                    continue;
+                }
+                let o = dotted(&m.class);
+                if owner.matches(&o) && name.matches(&m.name) {
+                    let line = line_at(&lines, i.pc as u16);
+                    let l = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+                    out.push((k, format!("call {o}.{}{}{l}", m.name, m.desc)));
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn line_table(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Vec<(u16, u16)> {
+    let mut out = Vec::new();
+    for a in &code.attributes {
+        if cf.attr_name(a) == "LineNumberTable" {
+            if let Ok(t) = bci::attrs::LineNumbers::parse(a.data, a.offset) {
+                out.extend(t.entries);
+            }
+        }
+    }
+    out
+}
+
+fn line_at(lines: &[(u16, u16)], pc: u16) -> Option<u16> {
+    lines
+        .iter()
+        .filter(|(start, _)| *start <= pc)
+        .max_by_key(|(start, _)| *start)
+        .map(|(_, l)| *l)
+}
+
+// Bits of the info string's mask (Trace.java reads the same).
+const M_COUNT: u32 = 1;
+const M_TIME: u32 = 2;
+const M_TRACE: u32 = 4;
+const M_ARGS: u32 = 8;
+const M_RET: u32 = 16;
+const M_EXC: u32 = 32;
+const M_TOSTRING: u32 = 64;
+const M_ENTRY: u32 = 128;
+const M_EXIT: u32 = 256;
+const M_EXCEPTION: u32 = 512;
+const M_VOID: u32 = 1024;
+const M_ENTRY_EVENT: u32 = 2048;
+
+/// Where a point event happened (Trace.java's `hit` kinds).
+const W_ENTRY: i32 = 0;
+const W_LINE: i32 = 3;
+const W_CALL: i32 = 4;
+
+fn clean(s: &str) -> String {
+    s.replace(['\t', '\n'], " ")
+}
+
+/// The info string of a site: tab-separated fields Trace.java parses once.
+fn info(r: &TraceRule, class: &str, method: &str, desc: &str, location: &str) -> String {
+    let mut mask = 0;
+    for (on, bit) in [
+        (r.count, M_COUNT),
+        (r.time, M_TIME),
+        (r.trace, M_TRACE),
+        (r.args, M_ARGS),
+        (r.ret, M_RET),
+        (r.exception, M_EXC),
+        (r.tostring, M_TOSTRING),
+        (desc.ends_with(")V"), M_VOID),
+        (r.entry_event, M_ENTRY_EVENT),
+    ] {
+        if on {
+            mask |= bit;
+        }
+    }
+    if let Location::Method {
+        entry,
+        exit,
+        exception,
+    } = r.location
+    {
+        for (on, bit) in [(entry, M_ENTRY), (exit, M_EXIT), (exception, M_EXCEPTION)] {
+            if on {
+                mask |= bit;
+            }
+        }
+    }
+    format!(
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        clean(&r.name),
+        clean(&dotted(class)),
+        clean(method),
+        clean(desc),
+        clean(location),
+        mask,
+        r.min_ns,
+        r.sample,
+        r.stack,
+        r.max_string
+    )
+}
+
+/// Rewrites the methods of a class that tracing rules select. `next_site` hands out site ids.
+/// Methods that cannot take the calls are left original and returned with their error.
+pub fn instrument(
+    class_bytes: &[u8],
+    rules: &[TraceRule],
+    next_site: &mut dyn FnMut() -> i32,
+) -> Result<(Option<Vec<u8>>, Vec<bci::Error>), bci::Error> {
+    let cf = ClassFile::parse(class_bytes)?;
+    let iname = cf.name()?.to_string();
+    if cf.access & ACC_MODULE != 0 || !selects_class(rules, &iname) {
+        return Ok((None, Vec::new()));
+    }
+    if crate::offline::marker_of(&cf).is_some() {
+        return Ok((None, Vec::new()));
+    }
+    let view = class_view(&cf)?;
+    let matching: Vec<usize> = (0..rules.len())
+        .filter(|&k| rules[k].class_matches(&view))
+        .collect();
+    if matching.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let mut w = ClassWriter::new(&cf);
+    let mut left = Vec::new();
+    let mut changed = false;
+    for (k, m) in cf.methods.iter().enumerate() {
+        if m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0 {
+            continue;
+        }
+        let name = cf.member_name(m);
+        let desc = cf.member_desc(m);
+        if name == "<clinit>" {
+            continue;
+        }
+        let ann = annotations(&cf, &m.attributes);
+        let mine: Vec<&TraceRule> = matching
+            .iter()
+            .map(|&i| &rules[i])
+            .filter(|r| r.method_matches(&name, &desc, m.access, &ann))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let path = || cf.method_path(m);
+        match trace_method(&cf, k, &mut w.cp, &mine, &iname, &name, &desc, next_site) {
+            Ok(Some(body)) => {
+                w.set_code(k, body)?;
+                changed = true;
+            }
+            Ok(None) => {}
+            Err(e) => left.push(if e.path().is_empty() {
+                e.context(path())
+            } else {
+                e
+            }),
+        }
+    }
+    if !changed {
+        return Ok((None, left));
+    }
+    let out = w.finish().map_err(|e| e.context(iname.clone()))?;
+    Ok((Some(out), left))
+}
+
+/// Pushes the method's arguments as a new Object[] (primitives boxed).
+fn push_args(
+    s: &mut Snippet,
+    cp: &mut bci::CpBuilder<'_>,
+    desc: &str,
+    is_static: bool,
+) -> bci::Result<()> {
+    let params = bci::desc::MethodDesc::parse(desc)?;
+    let n = params.params.len();
+    s.int(cp, n as i32)?;
+    s.invokestatic(cp, RUNTIME, "newArgs", "(I)[Ljava/lang/Object;")?;
+    let mut slot: u16 = if is_static { 0 } else { 1 };
+    for (i, p) in params.params.iter().enumerate() {
+        s.op(bci::opcodes::op::DUP)?;
+        s.int(cp, i as i32)?;
+        let kind = load_kind(p);
+        s.load(kind, slot)?;
+        boxed(s, cp, p)?;
+        s.op(bci::opcodes::op::AASTORE)?;
+        slot += bci::desc::slots(p) as u16;
+    }
+    Ok(())
+}
+
+fn load_kind(d: &str) -> char {
+    match d.as_bytes().first() {
+        Some(b'J') => 'J',
+        Some(b'F') => 'F',
+        Some(b'D') => 'D',
+        Some(b'L') | Some(b'[') => 'A',
+        _ => 'I',
+    }
+}
+
+/// Boxes the primitive on top of the stack (references stay).
+fn boxed(s: &mut Snippet, cp: &mut bci::CpBuilder<'_>, d: &str) -> bci::Result<()> {
+    let (class, prim) = match d.as_bytes().first() {
+        Some(b'I') => ("java/lang/Integer", "I"),
+        Some(b'J') => ("java/lang/Long", "J"),
+        Some(b'F') => ("java/lang/Float", "F"),
+        Some(b'D') => ("java/lang/Double", "D"),
+        Some(b'Z') => ("java/lang/Boolean", "Z"),
+        Some(b'B') => ("java/lang/Byte", "B"),
+        Some(b'C') => ("java/lang/Character", "C"),
+        Some(b'S') => ("java/lang/Short", "S"),
+        _ => return Ok(()),
+    };
+    s.invokestatic(cp, class, "valueOf", &format!("({prim})L{class};"))?;
+    Ok(())
+}
+
+/// Pushes a null Object[] (the runtime's constant; snippets have no aconst_null).
+fn null_args(s: &mut Snippet, cp: &mut bci::CpBuilder<'_>) -> bci::Result<()> {
+    s.getstatic(cp, RUNTIME, "NO_ARGS", "[Ljava/lang/Object;")?;
+    Ok(())
+}
+
+/// Pushes a null Object.
+fn null_obj(s: &mut Snippet, cp: &mut bci::CpBuilder<'_>) -> bci::Result<()> {
+    s.getstatic(cp, RUNTIME, "NONE", "Ljava/lang/Object;")?;
+    Ok(())
+}
+
+struct Locals {
+    t: Option<u16>,
+    args: Option<u16>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn trace_method(
+    cf: &ClassFile<'_>,
+    k: usize,
+    cp: &mut bci::CpBuilder<'_>,
+    rules: &[&TraceRule],
+    class: &str,
+    name: &str,
+    desc: &str,
+    next_site: &mut dyn FnMut() -> i32,
+) -> bci::Result<Option<Vec<u8>>> {
+    let mut ed = MethodEditor::new(cf, k)?;
+    let is_static = ed.is_static();
+    let ret_desc = desc.rsplit(')').next().unwrap_or("V").to_string();
+    let object = cp.class("java/lang/Object")?;
+    let object_arr = cp.class("[Ljava/lang/Object;")?;
+    let supers = ed.super_calls()?.to_vec();
+    let mut entry_init = Snippet::new(); // at the very start (nulls for constructors)
+    let mut entry = Snippet::new(); // at entry (after super() in constructors)
+    let mut exits: Vec<Snippet> = Vec::new(); // per rule, applied in reverse
+    let mut handlers: Vec<Snippet> = Vec::new();
+    let mut points: Vec<(usize, Snippet)> = Vec::new();
+    let mut any = false;
+    for r in rules {
+        match &r.location {
+            Location::Method {
+                entry: at_entry,
+                exit,
+                exception,
+            } => {
+                any = true;
+                let site = next_site();
+                let info = info(r, class, name, desc, "method");
+                let frame = (r.time || r.trace) && (*exit || *exception);
+                let mut l = Locals {
+                    t: None,
+                    args: None,
+                };
+                if r.trace && r.args {
+                    let a = ed.new_local(VType::Object(object_arr))?;
+                    null_args(&mut entry_init, cp)?;
+                    entry_init.store('A', a)?;
+                    push_args(&mut entry, cp, desc, is_static)?;
+                    entry.store('A', a)?;
+                    l.args = Some(a);
+                }
+                let load_args =
+                    |s: &mut Snippet, cp: &mut bci::CpBuilder<'_>, l: &Locals| -> bci::Result<()> {
+                        match l.args {
+                            Some(a) => s.load('A', a).map(|_| ()),
+                            None => null_args(s, cp),
+                        }
+                    };
+                if frame {
+                    let t = ed.new_local(VType::Object(object))?;
+                    null_obj(&mut entry_init, cp)?;
+                    entry_init.store('A', t)?;
+                    entry.int(cp, site)?;
+                    entry.string(cp, &info)?;
+                    load_args(&mut entry, cp, &l)?;
+                    entry.invokestatic(
+                        cp,
+                        RUNTIME,
+                        "enter",
+                        "(ILjava/lang/String;[Ljava/lang/Object;)Ljava/lang/Object;",
+                    )?;
+                    entry.store('A', t)?;
+                    l.t = Some(t);
+                    // normal exit
+                    let mut x = Snippet::new();
+                    let capture_ret = r.trace && r.ret && ret_desc != "V";
+                    if capture_ret {
+                        let wide = matches!(ret_desc.as_str(), "J" | "D");
+                        x.dup_top(wide);
+                        boxed(&mut x, cp, &ret_desc)?;
+                    } else {
+                        null_obj(&mut x, cp)?;
+                    }
+                    x.load('A', t)?;
+                    x.int(cp, site)?;
+                    load_args(&mut x, cp, &l)?;
+                    x.invokestatic(
+                        cp,
+                        RUNTIME,
+                        "exit",
+                        "(Ljava/lang/Object;Ljava/lang/Object;I[Ljava/lang/Object;)V",
+                    )?;
+                    exits.push(x);
+                    let mut h = Snippet::new();
+                    h.dup_top(false);
+                    h.load('A', t)?;
+                    h.int(cp, site)?;
+                    load_args(&mut h, cp, &l)?;
+                    h.invokestatic(
+                        cp,
+                        RUNTIME,
+                        "thrown",
+                        "(Ljava/lang/Throwable;Ljava/lang/Object;I[Ljava/lang/Object;)V",
+                    )?;
+                    handlers.push(h);
+                } else {
+                    // count (and entry-only trace) without a frame
+                    let hit = |s: &mut Snippet,
+                               cp: &mut bci::CpBuilder<'_>,
+                               wh: i32,
+                               l: &Locals|
+                     -> bci::Result<()> {
+                        s.int(cp, site)?;
+                        s.string(cp, &info)?;
+                        s.int(cp, wh)?;
+                        load_args(s, cp, l)?;
+                        s.invokestatic(
+                            cp,
+                            RUNTIME,
+                            "hit",
+                            "(ILjava/lang/String;I[Ljava/lang/Object;)V",
+                        )?;
+                        Ok(())
+                    };
+                    // a count of calls is taken at entry; exits only when entry is not asked for
+                    if *at_entry {
+                        hit(&mut entry, cp, W_ENTRY, &l)?;
+                    }
+                    if *exit && !*at_entry {
+                        let mut x = Snippet::new();
+                        hit(&mut x, cp, 1, &l)?;
+                        exits.push(x);
+                    }
+                    if *exception && !*at_entry {
+                        let mut h = Snippet::new();
+                        hit(&mut h, cp, 2, &l)?;
+                        handlers.push(h);
+                    }
+                }
+            }
+            loc @ (Location::Line(_) | Location::Call { .. }) => {
+                let code = ed.code().clone();
+                let wh = if matches!(loc, Location::Line(_)) {
+                    W_LINE
+                } else {
+                    W_CALL
+                };
+                for (ik, label) in locations(cf, &code, loc)? {
+                    let site = next_site();
+                    let info = info(r, class, name, desc, &label);
+                    let mut s = Snippet::new();
+                    s.int(cp, site)?;
+                    s.string(cp, &info)?;
+                    s.int(cp, wh)?;
+                    if r.trace && r.args {
+                        push_args(&mut s, cp, desc, is_static)?;
+                    } else {
+                        null_args(&mut s, cp)?;
+                    }
+                    s.invokestatic(
+                        cp,
+                        RUNTIME,
+                        "hit",
+                        "(ILjava/lang/String;I[Ljava/lang/Object;)V",
+                    )?;
+                    points.push((ik, s));
+                    any = true;
+                }
+            }
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    if !entry_init.is_empty() || (!entry.is_empty() && supers.is_empty()) {
+        let mut s = entry_init;
+        if supers.is_empty() {
+            s.append(&entry);
+        }
+        ed.insert_entry(&s)?;
+    }
+    if !supers.is_empty() && !entry.is_empty() {
+        for k in &supers {
+            ed.insert_after(*k, &entry)?;
+        }
+    }
+    if !exits.is_empty() {
+        let mut all = Snippet::new();
+        for x in exits.iter().rev() {
+            all.append(x);
+        }
+        ed.insert_before_returns(|_| Ok(all.clone()))?;
+    }
+    if !handlers.is_empty() {
+        let mut all = Snippet::new();
+        for h in handlers.iter().rev() {
+            all.append(h);
+        }
+        ed.add_catch_all(&all)?;
+    }
+    for (ik, s) in points {
+        ed.insert_before(ik, &s)?;
+    }
+    ed.finish(cp).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pat(p: &str) -> Pattern {
+        Pattern::parse(p, "class").unwrap()
+    }
+
+    #[test]
+    fn class_patterns() {
+        // * is one package level, ** any depth, ? one character
+        assert!(pat("java.util.*").matches("java.util.HashMap"));
+        assert!(!pat("java.util.*").matches("java.util.concurrent.Foo"));
+        assert!(pat("java.util.**").matches("java.util.concurrent.Foo"));
+        assert!(pat("**.Foo").matches("a.b.c.Foo"));
+        assert!(!pat("**.Foo").matches("a.b.c.XFoo"));
+        assert!(pat("a.*$Inner").matches("a.Outer$Inner"));
+        assert!(pat("a.B?").matches("a.Bc"));
+        assert!(!pat("a.B?").matches("a.B."));
+        assert!(pat("a.B").matches("a.B"));
+        assert!(!pat("a.B").matches("a.BC"));
+        // regular expressions match the whole name
+        assert!(pat("/com\\.acme\\..*Service/").matches("com.acme.x.UserService"));
+        assert!(!pat("/acme/").matches("com.acme.X"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500us"), Some(500_000));
+        assert_eq!(parse_duration("2s"), Some(2_000_000_000));
+        assert_eq!(parse_duration("10ns"), Some(10));
+        assert_eq!(parse_duration("1.5ms"), None);
+        assert_eq!(parse_duration("ms"), None);
+        assert_eq!(parse_duration("5m"), None);
+    }
+
+    #[test]
+    fn annotations_are_read_from_class_bytes() {
+        // a class with RuntimeVisibleAnnotations is built by javac in the agent's tests; here
+        // the element skipper is checked on a hand-made attribute body:
+        // 1 annotation, type #0, 2 pairs: (name, int const) (name, array of 2 enum consts)
+        let d = [
+            0, 1, 0, 0, 0, 2, 0, 0, b'I', 0, 0, 0, 0, b'[', 0, 2, b'e', 0, 0, 0, 0, b'e', 0, 0, 0,
+            0,
+        ];
+        assert_eq!(skip_annotation(&d, 2), Some(d.len()));
+        assert_eq!(skip_annotation(&d[..10], 2), None);
+    }
+}

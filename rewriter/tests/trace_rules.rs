@@ -1,0 +1,178 @@
+//! Every kind of rule-file error, with its exact message and position (`file:line:col`).
+use bci_rewriter::Rules;
+
+fn err(src: &str) -> String {
+    match Rules::parse(src, "t.toml") {
+        Ok(_) => "ok".to_string(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// (rule file, the exact error). Written out in full: the positions are what users see.
+const CASES: &[(&str, &str)] = &[
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\ncolour = \"red\"\n",
+            "t.toml:5:1: unknown field `colour`, expected one of `name`, `classes`, `exclude_classes`, `methods`, `exclude_methods`, `descriptors`, `probes`, `class`, `method`, `descriptor`, `access`, `class_annotation`, `annotation`, `extends`, `implements`, `exclude_class`, `exclude_method`, `at`, `line`, `call`, `count`, `time`, `trace`, `args`, `return`, `exception`, `tostring`, `max_string`, `min_duration`, `sample`, `stack`",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.[ab].*\"\ntrace = true\n",
+            "t.toml:3:9: rule \"r\": bad class pattern \"com.[ab].*\": '[' is not allowed (globs use * ** ?; a regular expression is written /.../)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"/com.(acme/\"\ntrace = true\n",
+            "t.toml:3:9: rule \"r\": bad regular expression /com.(acme/: found open group without closing ')'",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.***\"\ntrace = true\n",
+            "t.toml:3:9: rule \"r\": bad class pattern \"com.***\": *** (use * or **)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\nmethod = \"\"\ntrace = true\n",
+            "t.toml:4:10: rule \"r\": empty method pattern matches nothing",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ndescriptor = \"I)V\"\ntrace = true\n",
+            "t.toml:4:14: rule \"r\": bad descriptor pattern \"I)V\": a method descriptor starts with '(' (e.g. \"(I)*\")",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nmin_duration = \"fast\"\n",
+            "t.toml:5:16: rule \"r\": bad min_duration \"fast\": expected a number with ns, us, ms or s (e.g. \"500us\")",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nsample = 0\n",
+            "t.toml:5:10: rule \"r\": bad sample 0: expected 1 to 1073741824",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nstack = 100\n",
+            "t.toml:5:9: rule \"r\": bad stack 100: expected 0 to 64",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nmax_string = 0\n",
+            "t.toml:5:14: rule \"r\": bad max_string 0: expected 1 to 65536",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nline = 0\n",
+            "t.toml:5:8: rule \"r\": bad line 0: expected a source line from 1 to 65535",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\naccess = [\"public\", \"publik\"]\n",
+            "t.toml:5:21: rule \"r\": unknown access flag \"publik\"; expected one of: public, private, protected, static, final, synchronized, bridge, varargs, synthetic (each may be negated with !)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\naccess = [\"static\", \"!static\"]\n",
+            "t.toml:5:11: rule \"r\": an access flag is both required and excluded",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nat = [\"middle\"]\n",
+            "t.toml:5:7: rule \"r\": unknown location \"middle\" in `at`; expected entry, exit, exception (or line = N, call = \"Owner.method\")",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nat = []\n",
+            "t.toml:5:6: rule \"r\": `at` is empty",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\ncall = \"foo\"\n",
+            "t.toml:5:8: rule \"r\": bad call \"foo\": expected \"Owner.method\" (e.g. \"java.util.HashMap.put\")",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\ncall = \"a.b.C.[x]\"\n",
+            "t.toml:5:8: rule \"r\": bad call method pattern \"[x]\": '[' is not allowed (globs use * ** ?; a regular expression is written /.../)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nprobes = [\"enter\"]\n",
+            "t.toml:3:9: `class` is a tracing-rule key and `probes` makes a probe rule: a rule is one or the other (conflicting actions)",
+        ),
+        (
+            "[[rule]]\nprobes = [\"enter\"]\ntrace = true\n",
+            "t.toml:3:9: `trace` is a tracing-rule key and `probes` makes a probe rule: a rule is one or the other (conflicting actions)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntime = true\nat = [\"entry\"]\n",
+            "t.toml:4:8: rule \"r\": `time` needs a call's end (at = exit or exception); it conflicts with this location",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nmin_duration = \"1ms\"\n",
+            "t.toml:5:16: rule \"r\": `min_duration` filters calls by duration: it needs time or trace at a call's end (at = exit or exception)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntime = true\nat = [\"entry\"]\nmin_duration = \"1ms\"\n",
+            "t.toml:4:8: rule \"r\": `time` needs a call's end (at = exit or exception); it conflicts with this location",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nargs = true\n",
+            "t.toml:5:8: rule \"r\": `args` says what a trace event captures; it needs trace = true",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntime = true\ntostring = true\n",
+            "t.toml:5:12: rule \"r\": `tostring` says what a trace event captures; it needs trace = true",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nsample = 2\n",
+            "t.toml:5:10: rule \"r\": `sample` applies to trace events; it needs trace = true",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nline = 3\ncall = \"a.B.c\"\n",
+            "t.toml:6:8: rule \"r\": `line` and `call` conflict (a rule acts at one kind of location)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nat = [\"entry\"]\nline = 3\n",
+            "t.toml:6:8: rule \"r\": `line` and `at` conflict (a rule acts at one kind of location)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntime = true\nline = 3\n",
+            "t.toml:4:8: rule \"r\": `time` needs a call's end (at = exit or exception); it conflicts with this location",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\n\n",
+            "t.toml:1:1: rule \"r\" has no action; expected count = true, time = true or trace = true",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = false\n",
+            "t.toml:1:1: rule \"r\" has no action; expected count = true, time = true or trace = true",
+        ),
+        (
+            "[[rule]]\nclass = \"a.B\"\ntrace = true\n",
+            "t.toml:1:1: rule 1 has no name (name = \"...\")",
+        ),
+        (
+            "[[rule]]\nname = \"\"\nclass = \"a.B\"\ntrace = true\n",
+            "t.toml:2:8: a rule name must be non-empty text without control characters",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\ntrace = true\n",
+            "t.toml:1:1: rule \"r\" has no `class` (e.g. class = \"com.acme.**\")",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\n\n[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\n",
+            "t.toml:7:8: a rule named \"r\" is defined already (rule names must be unique; the first is at line 1)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nclasses = [\"*\"]\n",
+            "t.toml:1:1: rule \"r\": `classes` belongs to probe rules (with `probes`); tracing rules use class, method, descriptor, exclude_class, exclude_method",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = \"yes\"\n",
+            "t.toml:4:9: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nexclude_class = [\"a.[b\"]\n",
+            "t.toml:5:18: rule \"r\": bad exclude_class pattern \"a.[b\": '[' is not allowed (globs use * ** ?; a regular expression is written /.../)",
+        ),
+];
+
+#[test]
+fn every_error_kind_has_its_message_and_position() {
+    for (src, want) in CASES {
+        assert_eq!(&err(src), want, "source:\n{src}");
+    }
+}
+
+#[test]
+fn valid_files_parse_and_cpu_times_still_loads() {
+    let ok = "[[rule]]\nname = \"a\"\nclass = \"com.acme.**\"\nmethod = \"/get[A-Z].*/\"\ndescriptor = \"()*\"\naccess = [\"public\", \"!static\"]\ntime = true\nmin_duration = \"2ms\"\n\n[[rule]]\nname = \"b\"\nclass = \"a.B\"\ncall = \"java.util.HashMap.put\"\ntrace = true\nstack = 3\n";
+    let r = Rules::parse(ok, "ok.toml").unwrap();
+    assert_eq!(r.trace_rules().len(), 2);
+    assert!(!r.has_probe_rules());
+    let cpu = Rules::parse(include_str!("../../rules/cpu-times.toml"), "cpu-times.toml").unwrap();
+    assert!(cpu.has_probe_rules() && cpu.trace_rules().is_empty());
+}
