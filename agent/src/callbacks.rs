@@ -794,7 +794,13 @@ fn cov_dump(a: &Agent, jni: &Jni) {
         if lost {
             log("coverage: a counter array could not be allocated; some counts are missing");
         }
-        let run = crate::coverage::CovFile::run_data(&a.cov.snapshot(), &counts);
+        let classes = a.cov.snapshot();
+        let mut run = crate::coverage::CovFile::run_data(&classes, &counts);
+        // per-test coverage (bci.runtime.Cov.begin/end under the agent)
+        match runtime::cov_tests(jni).and_then(|f| crate::coverage::parse_tests(&f)) {
+            Ok(t) => crate::coverage::CovFile::add_tests(&mut run, &classes, &t),
+            Err(e) => log(&format!("cannot read the per-test coverage counts: {e}")),
+        }
         let vm = |k: &str| runtime::system_property(&a.jvmti, k);
         let session = f.session_mut();
         session.jvm = format!("{} {}", vm("java.vm.name"), vm("java.vm.version"));

@@ -114,6 +114,36 @@ pub fn parse_snapshot(flat: &[i64]) -> Result<(HashMap<usize, Vec<u64>>, bool), 
     Ok((out, false))
 }
 
+/// Splits BciCov.tests's flat array (per test `-2, length, chars × length`, then its classes as
+/// in [`parse_snapshot`]) into (test name, counts by class id), in order.
+pub type TestCounts = Vec<(String, HashMap<usize, Vec<u64>>)>;
+
+pub fn parse_tests(flat: &[i64]) -> Result<TestCounts, String> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < flat.len() {
+        let len = match (flat[k], flat.get(k + 1)) {
+            (-2, Some(&n)) if n >= 0 && (n as usize) <= flat.len() - k - 2 => n as usize,
+            _ => return Err(format!("coverage tests: bad test header at {k}")),
+        };
+        let units: Vec<u16> = flat[k + 2..k + 2 + len]
+            .iter()
+            .map(|&c| c.clamp(0, 0xffff) as u16)
+            .collect();
+        let name = String::from_utf16_lossy(&units);
+        k += 2 + len;
+        let end = flat[k..]
+            .iter()
+            .position(|&x| x == -2)
+            .map_or(flat.len(), |p| k + p);
+        // ids, lengths and counts are never negative: -2 starts the next test
+        let (counts, _) = parse_snapshot(&flat[k..end])?;
+        out.push((name, counts));
+        k = end;
+    }
+    Ok(out)
+}
+
 #[cfg(feature = "rewriter")]
 pub use data_file::CovFile;
 
@@ -130,6 +160,8 @@ mod data_file {
         pub path: String,
         session: Session,
         written: HashMap<(String, u64), Vec<u64>>,
+        /// Per test, what was written of it (per-test coverage).
+        written_tests: HashMap<String, HashMap<(String, u64), Vec<u64>>>,
         /// Whether this JVM's session is in the file already.
         in_file: bool,
     }
@@ -140,6 +172,7 @@ mod data_file {
                 path: path.to_string(),
                 session,
                 written: HashMap::new(),
+                written_tests: HashMap::new(),
                 in_file: false,
             }
         }
@@ -166,6 +199,24 @@ mod data_file {
             d
         }
 
+        /// Adds per-test counts ([`super::parse_tests`]) to this run's data.
+        pub fn add_tests(
+            run: &mut CovData,
+            classes: &[Option<ClassRec>],
+            tests: &super::TestCounts,
+        ) {
+            for (name, counts) in tests {
+                for (id, v) in counts {
+                    let Some(Some(c)) = classes.get(*id) else {
+                        continue;
+                    };
+                    let mut v = v.clone();
+                    v.resize(c.counters as usize, 0);
+                    let _ = run.add_test_class(name, &c.name, c.hash, &v);
+                }
+            }
+        }
+
         /// Adds this run's counts since the last dump to the file, under a lock on
         /// `<path>.lck` (the lock the runtime jar's writer takes too: JVMs sharing the file add
         /// up). A file that is not coverage data is left alone and the data goes to
@@ -183,6 +234,20 @@ mod data_file {
                 };
                 let _ = delta.add_class(name, *hash, &d);
             }
+            for (test, classes) in &run.tests {
+                let w = self.written_tests.get(test);
+                for ((name, hash), v) in classes {
+                    let d: Vec<u64> = match w.and_then(|w| w.get(&(name.clone(), *hash))) {
+                        Some(w) => v
+                            .iter()
+                            .zip(w.iter().chain(std::iter::repeat(&0)))
+                            .map(|(a, b)| a.saturating_sub(*b))
+                            .collect(),
+                        None => v.clone(),
+                    };
+                    let _ = delta.add_test_class(test, name, *hash, &d);
+                }
+            }
             self.session.dump_ms = dump_ms;
             let lck = format!("{}.lck", self.path);
             let lock = std::fs::OpenOptions::new()
@@ -196,6 +261,12 @@ mod data_file {
             drop(lock);
             for (k, v) in &run.classes {
                 self.written.insert(k.clone(), v.clone());
+            }
+            for (t, classes) in &run.tests {
+                let w = self.written_tests.entry(t.clone()).or_default();
+                for (k, v) in classes {
+                    w.insert(k.clone(), v.clone());
+                }
             }
             self.in_file = true;
             Ok(at)
@@ -230,6 +301,12 @@ mod data_file {
             for ((name, hash), v) in &delta.classes {
                 data.add_class(name, *hash, v)
                     .map_err(|e| format!("{target}: {e}"))?;
+            }
+            for (test, classes) in &delta.tests {
+                for ((name, hash), v) in classes {
+                    data.add_test_class(test, name, *hash, v)
+                        .map_err(|e| format!("{target}: {e}"))?;
+                }
             }
             match data.sessions.iter_mut().find(|s| s.id == self.session.id) {
                 Some(s) if self.in_file => *s = self.session.clone(),
@@ -271,6 +348,20 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(r.len(), 2);
         assert_eq!(r.snapshot()[b as usize], Some(rec("B")));
+    }
+
+    #[test]
+    fn test_parsing() {
+        let flat = [-2, 2, 'a' as i64, 'b' as i64, 1, 2, 5, 6, -2, 1, 'c' as i64];
+        let t = parse_tests(&flat).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].0, "ab");
+        assert_eq!(t[0].1[&1], vec![5, 6]);
+        assert_eq!(t[1].0, "c");
+        assert!(t[1].1.is_empty());
+        assert!(parse_tests(&[-2, 5, 1]).is_err());
+        assert!(parse_tests(&[3, 1, 1]).is_err());
+        assert!(parse_tests(&[-2, 0, 1, 9, 0]).is_err());
     }
 
     #[test]

@@ -472,6 +472,15 @@ pub fn cov_snapshot(jni: &Jni) -> Result<Vec<i64>, String> {
     Ok(v)
 }
 
+/// BciCov.tests(): per-test counts, flattened (see coverage::parse_tests).
+pub fn cov_tests(jni: &Jni) -> Result<Vec<i64>, String> {
+    let rt = cov_get().ok_or("coverage runtime not defined")?;
+    let r = jni.call_static_object(rt.class.0, "tests", "()[J")?;
+    let v = jni.long_array(r);
+    jni.delete_local_ref(r);
+    Ok(v)
+}
+
 /// A system property of the VM (JVMTI GetSystemProperty), or "".
 pub fn system_property(jvmti: &Jvmti, name: &str) -> String {
     jvmti.system_property(name).unwrap_or_default()

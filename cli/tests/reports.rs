@@ -3,6 +3,9 @@
 //! and the data for Cobertura, genhtml for LCOV, headless Chromium for the HTML report.
 //! The program is test-classes/coverage/CovBasics.java, instrumented offline and run with the
 //! runtime jar under -Xverify:all.
+/// The agent's test helpers: `agent_lib()` builds the cdylib.
+#[path = "../../agent/tests/common/mod.rs"]
+mod agent_common;
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
@@ -314,7 +317,7 @@ fn jacoco_xml_is_valid_and_agrees_with_jacocos_own() {
     assert!(o.status.success() && !o.stdout.is_empty());
     std::fs::write(&dtd, &o.stdout).unwrap();
     let o = Command::new("xmllint")
-        .arg("--noout")
+        .args(["--noout", "--nonet"])
         .arg("--dtdvalid")
         .arg(&dtd)
         .arg(&ours)
@@ -462,7 +465,7 @@ fn cobertura_lcov_csv_and_console_from_two_data_files() {
 
     // Cobertura: well formed; the class's per-line hits are the data's, doubled.
     let o = Command::new("xmllint")
-        .arg("--noout")
+        .args(["--noout", "--nonet"])
         .arg(&cob)
         .output()
         .expect("xmllint (Debian libxml2-utils)");
@@ -594,8 +597,22 @@ fn stale_classes_and_class_filters() {
 
     let s = report(&r.orig, &["--exclude", "Cov*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
+    assert!(!s.contains("note:"), "excluded, not missing: {s}");
+    let empty = r.work.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let s = report(&empty, &[]);
+    assert!(
+        s.contains("note: 1 classes in the data are under no --classes path: CovBasics\n"),
+        "{s}"
+    );
     let s = report(&r.orig, &["--include", "Nothing.*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
+    let s = report(&r.orig, &["--per-test"]);
+    assert!(
+        s.contains("per test: the data has no per-test counts"),
+        "{s}"
+    );
+    assert!(!s.contains("CovBasics.java:"), "{s}");
     let s = report(&r.orig, &["--include", "Cov*", "--exclude", "x.*"]);
     assert!(s.contains("1 classes analysed, 1 with data"), "{s}");
 
@@ -764,20 +781,30 @@ fn walk(d: &Path) -> Vec<PathBuf> {
 const JUNIT: &str = "/usr/share/java/junit-platform-console-standalone.jar";
 
 /// Per-test coverage: three JUnit 5 tests (cli/tests/fixtures/pertest/ShapesTest.java) over
-/// one offline-instrumented class, run twice by Debian junit5's console launcher with the
-/// runtime jar on the class path (its listener found through ServiceLoader): `bci report
-/// --per-test` lists for every line exactly the tests its `// tests=` comment names, on the
-/// console and in the HTML tooltips; the LCOV has one TN: section per test (each test's counts
-/// from both runs) plus one for what ran outside the tests, and genhtml reads it.
+/// one class, offline-instrumented or under the agent (`coverage=y`), run twice by Debian
+/// junit5's console launcher with the runtime jar on the class path (its listener found through
+/// ServiceLoader): `bci report --per-test` lists for every line exactly the tests its
+/// `// tests=` comment names, on the console and in the HTML tooltips; the LCOV has one TN:
+/// section per test (each test's counts from both runs) plus one for what ran outside the
+/// tests, and genhtml reads it.
 #[test]
 fn per_test_coverage_under_junit5() {
+    per_test(false);
+}
+
+#[test]
+fn per_test_coverage_under_junit5_with_the_agent() {
+    per_test(true);
+}
+
+fn per_test(agent: bool) {
     if !Path::new(JUNIT).exists() {
         eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
         return;
     }
     let ws = common::workspace();
     let work = ws.join(format!(
-        "target/test-out/reports-pertest-{}",
+        "target/test-out/reports-pertest-{agent}-{}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&work);
@@ -806,15 +833,26 @@ fn per_test_coverage_under_junit5() {
     bci(&[os("runtime-jar"), os(&rt)]);
     let data = work.join("run.cov");
     for _ in 0..2 {
-        let o = Command::new(common::java_home().join("bin/java"))
-            .arg("-Xverify:all")
-            .arg(format!("-Dbci.covfile={}", data.display()))
+        let mut java = Command::new(common::java_home().join("bin/java"));
+        java.arg("-Xverify:all");
+        let classes = if agent {
+            java.arg(format!(
+                "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
+                agent_common::agent_lib().display(),
+                data.display()
+            ));
+            &orig
+        } else {
+            java.arg(format!("-Dbci.covfile={}", data.display()));
+            &inst
+        };
+        let o = java
             .arg("-jar")
             .arg(JUNIT)
             .arg("-cp")
             .arg(format!(
                 "{}:{}:{}",
-                inst.display(),
+                classes.display(),
                 tests.display(),
                 rt.display()
             ))

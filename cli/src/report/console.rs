@@ -58,10 +58,31 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
             "stale: {c}: the data is from another build of this class (left out of the counts)"
         );
     }
+    if !r.not_found.is_empty() {
+        let some: Vec<String> = r
+            .not_found
+            .iter()
+            .take(5)
+            .map(|c| c.replace('/', "."))
+            .collect();
+        let _ = writeln!(
+            s,
+            "note: {} classes in the data are under no --classes path: {}{}",
+            r.not_found.len(),
+            some.join(", "),
+            if r.not_found.len() > 5 { ", …" } else { "" }
+        );
+    }
     for e in &r.errors {
         let _ = writeln!(s, "error: {e}");
     }
-    if let Some(pt) = &r.per_test {
+    if r.per_test.as_ref().is_some_and(|pt| pt.tests.is_empty()) {
+        let _ = writeln!(
+            s,
+            "per test: the data has no per-test counts (recorded by the runtime jar's \
+             bci.runtime.Cov.begin/end or its JUnit listener, offline-instrumented classes)"
+        );
+    } else if let Some(pt) = &r.per_test {
         let _ = writeln!(
             s,
             "per test: {} tests; each line with code and the tests that ran it (- for none):",

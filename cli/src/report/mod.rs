@@ -77,6 +77,8 @@ pub struct Report {
     pub errors: Vec<String>,
     /// Classes that had data.
     pub with_data: usize,
+    /// Classes in the data that are under none of the `--classes` paths (sorted).
+    pub not_found: Vec<String>,
     pub sources: Vec<PathBuf>,
     pub data_files: Vec<PathBuf>,
     /// With `--per-test`.
@@ -182,11 +184,13 @@ impl Report {
             stale: Vec::new(),
             errors: Vec::new(),
             with_data: 0,
+            not_found: Vec::new(),
             sources: a.sources.to_vec(),
             data_files: a.data.to_vec(),
             per_test: None,
         };
         let mut seen = BTreeMap::new();
+        let mut present = std::collections::BTreeSet::new();
         for (root, entry, bytes) in all {
             progress.inc();
             if entry.starts_with("META-INF/") || entry.ends_with("module-info.class") {
@@ -202,6 +206,7 @@ impl Report {
                     .push(format!("{}: {entry}: no class name", root.display()));
                 continue;
             };
+            present.insert(name.clone());
             if (!include.is_empty() && !include.iter().any(|g| g.matches(&name)))
                 || exclude.iter().any(|g| g.matches(&name))
             {
@@ -265,6 +270,14 @@ impl Report {
             }
         }
         progress.finish();
+        r.not_found = data
+            .classes
+            .keys()
+            .map(|(n, _)| n)
+            .filter(|n| !present.contains(*n))
+            .cloned()
+            .collect();
+        r.not_found.dedup();
         r.classes.sort_by(|x, y| x.name.cmp(&y.name));
         if let Some(mut pt) = per_test {
             for (t, classes) in pt.classes.iter_mut().enumerate() {

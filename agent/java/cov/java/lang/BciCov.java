@@ -216,6 +216,11 @@ public final class BciCov {
      * they run is a snapshot).
      */
     static synchronized long[] snapshot() {
+        return flatten(sums(), lost);
+    }
+
+    /** Sums over every thread by class id. Holds the class lock. */
+    private static long[][] sums() {
         long[][] sum = new long[folded.length][];
         for (int c = 0; c < folded.length; c++) {
             if (folded[c] != null) {
@@ -235,6 +240,11 @@ public final class BciCov {
                 }
             }
         }
+        return sum;
+    }
+
+    /** {@code cid, n, count × n} per class id with counts, then {@code -1} if {@code lost}. */
+    private static long[] flatten(long[][] sum, boolean lost) {
         int len = lost ? 1 : 0;
         for (int c = 0; c < sum.length; c++) {
             if (sum[c] != null) {
@@ -253,6 +263,100 @@ public final class BciCov {
         }
         if (lost) {
             out[k] = -1;
+        }
+        return out;
+    }
+
+    /** The test running now (null: none) and the sums when it began. Guarded by the class lock. */
+    private static String test;
+    private static long[][] testBase;
+    /** Tests seen, and per test what was counted while it ran, by class id. Class lock. */
+    private static String[] testNames = new String[0];
+    private static long[][][] testSums = new long[0][][];
+
+    /**
+     * Test {@code name} begins (bci.runtime.Cov.begin, e.g. from the runtime jar's JUnit
+     * listener): what every thread counts until {@link #end} is also the test's.
+     */
+    public static synchronized void begin(String name) {
+        end();
+        testBase = sums();
+        test = name == null ? "" : name;
+    }
+
+    /** The running test (if any) ends: the counts since its {@link #begin} are added to it. */
+    public static synchronized void end() {
+        if (test == null) {
+            return;
+        }
+        long[][] now = sums();
+        int t = 0;
+        while (t < testNames.length && !testNames[t].equals(test)) {
+            t++;
+        }
+        if (t == testNames.length) {
+            String[] n = new String[t + 1];
+            long[][][] v = new long[t + 1][][];
+            System.arraycopy(testNames, 0, n, 0, t);
+            System.arraycopy(testSums, 0, v, 0, t);
+            n[t] = test;
+            v[t] = new long[0][];
+            testNames = n;
+            testSums = v;
+        }
+        long[][] sum = testSums[t];
+        if (sum.length < now.length) {
+            long[][] g = new long[now.length][];
+            System.arraycopy(sum, 0, g, 0, sum.length);
+            testSums[t] = sum = g;
+        }
+        for (int c = 0; c < now.length; c++) {
+            long[] a = now[c];
+            if (a == null) {
+                continue;
+            }
+            long[] b = c < testBase.length ? testBase[c] : null;
+            for (int i = 0; i < a.length; i++) {
+                long x = a[i] - (b != null && i < b.length ? b[i] : 0);
+                if (x > 0) {
+                    if (sum[c] == null || sum[c].length < a.length) {
+                        long[] g = new long[a.length];
+                        if (sum[c] != null) {
+                            System.arraycopy(sum[c], 0, g, 0, sum[c].length);
+                        }
+                        sum[c] = g;
+                    }
+                    long y = sum[c][i] + x;
+                    sum[c][i] = y < 0 ? Long.MAX_VALUE : y; // saturate
+                }
+            }
+        }
+        test = null;
+        testBase = null;
+    }
+
+    /**
+     * Per-test counts, flattened for the agent: per test {@code -2, length, chars × length},
+     * then its classes as in {@link #snapshot} (without the lost marker).
+     */
+    static synchronized long[] tests() {
+        long[][] parts = new long[testNames.length][];
+        int len = 0;
+        for (int t = 0; t < testNames.length; t++) {
+            parts[t] = flatten(testSums[t], false);
+            len += 2 + testNames[t].length() + parts[t].length;
+        }
+        long[] out = new long[len];
+        int k = 0;
+        for (int t = 0; t < testNames.length; t++) {
+            String n = testNames[t];
+            out[k++] = -2;
+            out[k++] = n.length();
+            for (int i = 0; i < n.length(); i++) {
+                out[k++] = n.charAt(i);
+            }
+            System.arraycopy(parts[t], 0, out, k, parts[t].length);
+            k += parts[t].length;
         }
         return out;
     }
