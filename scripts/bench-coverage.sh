@@ -8,7 +8,8 @@
 # openjdk-17-source), bare vs the bci agent vs JaCoCo's agent, both instrumenting javac's own
 # classes, com.sun.tools.javac.* (module jdk.compiler, loaded by the application class loader,
 # so JaCoCo takes them without inclbootstrapclasses).
-# Medians of RUNS (default 3) interleaved runs; prints the ratios. Not a test. Fetches the two
+# Medians of RUNS (default 3) interleaved runs of wall time and of CPU time (user + sys);
+# prints the ratios. Not a test. Fetches the two
 # .deb files with `apt-get download` (no install) into a temp dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,15 +43,43 @@ JS
 "$bci" runtime-jar bci-runtime.jar >/dev/null
 unzip -q -o "$JAVA_HOME/lib/src.zip" 'java.base/java/util/*' -d "$work/src"
 
+# Runs a command; prints "wall_ms cpu_ms" (cpu: user + sys of the JVM, all its threads, from
+# /proc/self/stat of the subshell's children: steadier than wall time on a loaded machine).
 time_ms() {
     local t0 t1
     t0=$(date +%s%N)
-    "$@" >"$work/last.out" 2>"$work/last.err" || { cat "$work/last.err" >&2; exit 1; }
+    (
+        "$@" >"$work/last.out" 2>"$work/last.err" || { cat "$work/last.err" >&2; exit 1; }
+        # cutime + cstime (fields 16, 17) of this subshell: the command's CPU time, in ticks
+        read -r -a st </proc/self/stat
+        echo $(((st[15] + st[16]) * 1000 / $(getconf CLK_TCK))) >"$work/last.cpu"
+    ) || exit 1
     t1=$(date +%s%N)
-    echo $(((t1 - t0) / 1000000))
+    echo "$(((t1 - t0) / 1000000)) $(cat "$work/last.cpu")"
 }
+wall() { for x in "$@"; do echo "${x% *}"; done; }
+cpu() { for x in "$@"; do echo "${x#* }"; done; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+# table TITLE BARE_ARRAY [LABEL ARRAY]...: medians of wall and CPU ms, ratios to bare
+table() {
+    local title=$1 base=$2; shift 2
+    local -n b_=$base
+    local bw bc
+    bw=$(wall "${b_[@]}" | median); bc=$(cpu "${b_[@]}" | median)
+    echo "$title, $runs interleaved runs (wall ms cpu ms per run: bare ${b_[*]})"
+    printf '%-28s %9s %7s %9s %7s\n' run wall ratio cpu ratio
+    printf '%-28s %9d %7s %9d %7s\n' bare "$bw" 1.00x "$bc" 1.00x
+    while [ $# -gt 0 ]; do
+        local -n v_=$2
+        local w c
+        w=$(wall "${v_[@]}" | median); c=$(cpu "${v_[@]}" | median)
+        printf '%-28s %9d %7s %9d %7s\n' "$1" "$w" "$(ratio "$w" "$bw")" "$c" "$(ratio "$c" "$bc")"
+        echo "    ($1 per run: ${v_[*]})"
+        unset -n v_
+        shift 2
+    done
+}
 
 if [ "$what" = rhino ] || [ "$what" = all ]; then
 main=org.mozilla.javascript.tools.shell.Main
@@ -64,13 +93,7 @@ for r in $(seq "$runs"); do
     rm -f jacoco.exec
     jac+=("$(time_ms "$java" -javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='org.mozilla.*' -cp "$rhino" $main driver.js)")
 done
-b=$(echo "${bare[*]}" | median); c=$(echo "${bci_t[*]}" | median); a=$(echo "${bci_a[*]}" | median); j=$(echo "${jac[*]}" | median)
-echo "rhino + acorn.js, $runs interleaved runs, wall ms (all: ${bare[*]} | ${bci_t[*]} | ${bci_a[*]} | ${jac[*]})"
-printf '%-28s %8s %8s\n' run median ratio
-printf '%-28s %8d %8s\n' bare "$b" 1.00x
-printf '%-28s %8d %8s\n' "bci coverage (offline)" "$c" "$(ratio "$c" "$b")"
-printf '%-28s %8d %8s\n' "bci coverage (agent)" "$a" "$(ratio "$a" "$b")"
-printf '%-28s %8d %8s\n' "JaCoCo 0.8.6 agent" "$j" "$(ratio "$j" "$b")"
+table "rhino + acorn.js" bare "bci coverage (offline)" bci_t "bci coverage (agent)" bci_a "JaCoCo 0.8.6 agent" jac
 fi
 
 if [ "$what" = javac ] || [ "$what" = all ]; then
@@ -85,10 +108,5 @@ for r in $(seq "$runs"); do
     rm -f jacoco.exec
     jac+=("$(jc -J-javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='com.sun.tools.javac.*')")
 done
-b=$(echo "${bare[*]}" | median); a=$(echo "${bci_a[*]}" | median); j=$(echo "${jac[*]}" | median)
-echo "javac, ${#srcs[@]} java/util sources, $runs interleaved runs, wall ms (all: ${bare[*]} | ${bci_a[*]} | ${jac[*]})"
-printf '%-28s %8s %8s\n' run median ratio
-printf '%-28s %8d %8s\n' bare "$b" 1.00x
-printf '%-28s %8d %8s\n' "bci coverage (agent)" "$a" "$(ratio "$a" "$b")"
-printf '%-28s %8d %8s\n' "JaCoCo 0.8.6 agent" "$j" "$(ratio "$j" "$b")"
+table "javac, ${#srcs[@]} java/util sources" bare "bci coverage (agent)" bci_a "JaCoCo 0.8.6 agent" jac
 fi

@@ -724,6 +724,14 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         a.live.store(false, Ordering::Release);
         if a.opts.coverage {
             cov_dump(a, &jni);
+            if a.opts.verbose {
+                log(&format!(
+                    "VM death: {} classes with coverage counters, {} classes instrumented, {} ms in the rewriter",
+                    a.cov.len(),
+                    a.instrumented.load(Ordering::Relaxed),
+                    a.hook_ns.load(Ordering::Relaxed) / 1_000_000
+                ));
+            }
         }
         if runtime::get().is_none() {
             return;

@@ -257,6 +257,56 @@ fn offline_classes_under_the_agent_count_once() {
     );
 }
 
+/// A JVM with the runtime jar (offline-instrumented classes) and a JVM with the agent, at once,
+/// on one data file: both take the same lock (fcntl on `<file>.lck`), the counts add up.
+#[test]
+fn agent_and_runtime_jar_share_one_file() {
+    let dir = tmp("mixed-writers");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let reference = dir.join("one.cov");
+    ok(java(
+        &classes.display().to_string(),
+        Some(&format!(
+            "coverage=y,include=CovBasics,covfile={}",
+            reference.display()
+        )),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    let one = class_counts(&read(&reference), "CovBasics").1.to_vec();
+    let shared = dir.join("shared.cov");
+    for _ in 0..2 {
+        let offline = Command::new(jdk_tool("java"))
+            .arg(format!("-Dbci.covfile={}", shared.display()))
+            .arg("-cp")
+            .arg(format!("{}:{}", inst.display(), rt.display()))
+            .arg("CovBasics")
+            .spawn()
+            .unwrap();
+        let agent = java(
+            &classes.display().to_string(),
+            Some(&format!(
+                "coverage=y,include=CovBasics,covfile={}",
+                shared.display()
+            )),
+            "CovBasics",
+            &[],
+        )
+        .spawn()
+        .unwrap();
+        ok(offline.wait_with_output().unwrap());
+        ok(agent.wait_with_output().unwrap());
+    }
+    let d = read(&shared);
+    assert_eq!(d.sessions.len(), 4, "{:?}", d.sessions);
+    let want: Vec<u64> = one.iter().map(|c| 4 * c).collect();
+    assert_eq!(class_counts(&d, "CovBasics").1, want.as_slice());
+}
+
 const SIG: &str = r#"
 import java.io.File;
 import java.nio.file.Files;
