@@ -201,12 +201,20 @@ public final class Trace {
         }
     }
 
+    /** The last thread's state: one load and a compare when one thread makes the calls. */
+    static T last;
+
     static T cur() {
+        T t = last;
+        Thread me = Thread.currentThread();
+        if (t != null && t.thread == me) {
+            return t;
+        }
         ThreadLocal<T> l = tl;
         if (l == null) {
             return null;
         }
-        T t = l.get();
+        t = l.get();
         if (t == null) {
             t = new T(Thread.currentThread());
             l.set(t);
@@ -219,6 +227,7 @@ public final class Trace {
                 threads[nthreads++] = t;
             }
         }
+        last = t;
         return t;
     }
 
