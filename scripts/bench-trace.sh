@@ -66,6 +66,8 @@ for ((r = 1; r <= runs; r++)); do
     done
 done
 
+# "in clocks": per run, (ns/call - the bare median of that JDK) / that run's clock read; the
+# median of those ratios (the machine's speed drifts between runs; the ratio much less)
 printf '%-34s %12s %12s %14s %12s\n' "configuration (runs=$runs)" "ns/call" "clock ns" "over bare ns" "in clocks"
 for k in "${!cmds[@]}"; do
     l=$(echo "${leaf[$k]}" | median)
@@ -74,8 +76,11 @@ for k in "${!cmds[@]}"; do
     jdk17*) b=$(echo "${leaf[0]}" | median) ;;
     *) b=$(echo "${leaf[4]}" | median) ;;
     esac
-    awk -v n="${names[$k]}" -v l="$l" -v c="$c" -v b="$b" \
-        'BEGIN { printf "%-34s %12.2f %12.2f %14.2f %12.2f\n", n, l, c, l - b, (l - b) / c }'
+    ratios=$(paste -d' ' <(echo "${leaf[$k]}" | tr ' ' '\n' | grep .) <(echo "${clock[$k]}" | tr ' ' '\n' | grep .) |
+        awk -v b="$b" '{ printf " %.3f", ($1 - b) / $2 }')
+    r=$(echo "$ratios" | median)
+    awk -v n="${names[$k]}" -v l="$l" -v c="$c" -v b="$b" -v r="$r" \
+        'BEGIN { printf "%-34s %12.2f %12.2f %14.2f %12.2f\n", n, l, c, l - b, r }'
 done
 echo "per-run ns/call:"
 for k in "${!cmds[@]}"; do echo "  ${names[$k]}:${leaf[$k]}  (clock:${clock[$k]})"; done
