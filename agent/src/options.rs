@@ -52,6 +52,8 @@ pub struct Options {
     pub rules: Option<String>,
     /// Trace events (rules with `trace = true`) as JSON lines to this file.
     pub tracefile: Option<String>,
+    /// `traceformat=text`: one readable line per event instead of JSON.
+    pub trace_text: bool,
     pub clock: Clock,
     /// Sampling interval of `clock=sample`, in ms (HPROF's `interval=`).
     pub interval_ms: u64,
@@ -73,6 +75,7 @@ impl Default for Options {
             help: false,
             rules: None,
             tracefile: None,
+            trace_text: false,
             clock: Clock::Sample,
             interval_ms: 1,
             include: Vec::new(),
@@ -96,7 +99,7 @@ impl fmt::Display for OptionError {
 pub const MAX_DEPTH: usize = 64;
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, clock, interval, include, exclude, format";
+    "help, cpu, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -118,6 +121,7 @@ rules=<file>           rule file (TOML)               built-in cpu-times
                          probe rules replace cpu-times; tracing rules (count/time/trace)
                          run next to it, with a summary per rule at the end of file=
 tracefile=<file>       trace events as JSON lines     none
+traceformat=json|text  tracefile= lines: JSON or text json
 clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
                          sample: no clock in probes; every interval= ms an agent thread
                                  charges each thread's CPU time since the last sample to its
@@ -207,6 +211,18 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "verbose" => o.verbose = yes_no(name, &need(value)?)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
+            "traceformat" => {
+                let v = need(value)?;
+                o.trace_text = match v.as_str() {
+                    "json" => false,
+                    "text" => true,
+                    _ => {
+                        return Err(OptionError(format!(
+                            "bad value for option traceformat: '{v}' (valid: json, text)"
+                        )))
+                    }
+                };
+            }
             "clock" => {
                 let v = need(value)?;
                 o.clock = match v.as_str() {
