@@ -337,6 +337,13 @@ mod tests {
             assert!(e.contains("(valid: y, n)"), "{bad}: {e}");
         }
         assert!(parse(Some("file=")).is_err());
+        let e = parse(Some("traceformat=xml")).unwrap_err().0;
+        assert_eq!(
+            e,
+            "bad value for option traceformat: 'xml' (valid: json, text)"
+        );
+        assert!(parse(Some("traceformat=text")).unwrap().trace_text);
+        assert!(parse(Some("tracefile=")).is_err());
         assert!(parse(Some("depth=65")).is_err());
     }
 
