@@ -34,7 +34,8 @@ fn traced_classes_pass_our_verifier() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let hierarchy = bci_verify::ClassPath::new(&[out.clone()], true).expect("class path");
+    let hierarchy =
+        bci_verify::ClassPath::new(std::slice::from_ref(&out), true).expect("class path");
     let mut rewritten = 0;
     for rules in ["trace-basics.toml", "trace-match.toml"] {
         let p = repo().join("test-classes/trace").join(rules);
