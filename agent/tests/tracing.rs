@@ -434,3 +434,23 @@ fn text_format() {
     );
     assert!(r.events.iter().all(|l| !l.starts_with('{')));
 }
+
+#[test]
+fn unwritable_tracefile_stops_the_jvm_at_start() {
+    let dir = common::tmp("trace", "unwritable");
+    let rules = repo().join("test-classes/trace/trace-basics.toml");
+    let o = run(
+        &dir,
+        "Nothing",
+        &format!(
+            "rules={},tracefile=/nonexistent/dir/t.jsonl",
+            rules.display()
+        ),
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bciagent: tracefile=/nonexistent/dir/t.jsonl: No such file or directory"),
+        "{err}"
+    );
+}
