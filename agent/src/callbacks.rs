@@ -402,7 +402,12 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
         a.live.store(true, Ordering::Release);
         let trace_rules = a.engine.trace_rules();
         if !trace_rules.is_empty() {
-            if let Err(e) = crate::trace::start(&jni, a.opts.tracefile.as_deref(), &trace_rules) {
+            if let Err(e) = crate::trace::start(
+                &jni,
+                a.opts.tracefile.as_deref(),
+                a.opts.trace_text,
+                &trace_rules,
+            ) {
                 log(&format!("tracing: {e}; no trace event will be written"));
             }
         }

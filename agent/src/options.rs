@@ -52,6 +52,8 @@ pub struct Options {
     pub rules: Option<String>,
     /// Trace events (rules with `trace = true`) as JSON lines to this file.
     pub tracefile: Option<String>,
+    /// `traceformat=text`: one readable line per event instead of JSON.
+    pub trace_text: bool,
     pub clock: Clock,
     /// Sampling interval of `clock=sample`, in ms (HPROF's `interval=`).
     pub interval_ms: u64,
@@ -79,6 +81,7 @@ impl Default for Options {
             help: false,
             rules: None,
             tracefile: None,
+            trace_text: false,
             clock: Clock::Sample,
             interval_ms: 1,
             include: Vec::new(),
@@ -105,7 +108,7 @@ impl fmt::Display for OptionError {
 pub const MAX_DEPTH: usize = 64;
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, clock, interval, include, exclude, format";
+    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -127,6 +130,7 @@ rules=<file>           rule file (TOML)               built-in cpu-times
                          probe rules replace cpu-times; tracing rules (count/time/trace)
                          run next to it, with a summary per rule at the end of file=
 tracefile=<file>       trace events as JSON lines     none
+traceformat=json|text  tracefile= lines: JSON or text json
 clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
                          sample: no clock in probes; every interval= ms an agent thread
                                  charges each thread's CPU time since the last sample to its
@@ -224,6 +228,18 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "covfile" => o.covfile = need(value)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
+            "traceformat" => {
+                let v = need(value)?;
+                o.trace_text = match v.as_str() {
+                    "json" => false,
+                    "text" => true,
+                    _ => {
+                        return Err(OptionError(format!(
+                            "bad value for option traceformat: '{v}' (valid: json, text)"
+                        )))
+                    }
+                };
+            }
             "clock" => {
                 let v = need(value)?;
                 o.clock = match v.as_str() {
@@ -340,6 +356,13 @@ mod tests {
             assert!(e.contains("(valid: y, n)"), "{bad}: {e}");
         }
         assert!(parse(Some("file=")).is_err());
+        let e = parse(Some("traceformat=xml")).unwrap_err().0;
+        assert_eq!(
+            e,
+            "bad value for option traceformat: 'xml' (valid: json, text)"
+        );
+        assert!(parse(Some("traceformat=text")).unwrap().trace_text);
+        assert!(parse(Some("tracefile=")).is_err());
         assert!(parse(Some("depth=65")).is_err());
     }
 

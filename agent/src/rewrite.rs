@@ -136,6 +136,10 @@ mod imp {
                     "tracefile= needs rules=<file> with a rule that says trace = true".to_string(),
                 );
             }
+            // a trace file that cannot be written stops the JVM here, not silently at VMInit
+            if let Some(p) = &o.tracefile {
+                std::fs::File::create(p).map_err(|e| format!("tracefile={p}: {e}"))?;
+            }
             let rules = match file {
                 // probe rules replace the built-in cpu=times rules; tracing rules run next to them
                 Some(f) if f.has_probe_rules() => f,

@@ -40,9 +40,14 @@ pub fn define(jni: &Jni) -> Result<(), String> {
     Ok(())
 }
 
-/// Switches recording on: events to `tracefile` (none: summary only), `rules` named in the
-/// summary in this order.
-pub fn start(jni: &Jni, tracefile: Option<&str>, rules: &[String]) -> Result<(), String> {
+/// Switches recording on: events to `tracefile` (none: summary only) as JSON lines or `text`,
+/// `rules` named in the summary in this order.
+pub fn start(
+    jni: &Jni,
+    tracefile: Option<&str>,
+    text: bool,
+    rules: &[String],
+) -> Result<(), String> {
     let cls = jni.find_class(CLASS)?;
     let m = jni.static_method_id(cls, "start", "(Ljava/lang/String;)V")?;
     // tests only: a small event buffer, and no writer thread until exit (drops are exact)
@@ -55,7 +60,11 @@ pub fn start(jni: &Jni, tracefile: Option<&str>, rules: &[String]) -> Result<(),
     if std::env::var_os("BCIAGENT_TEST_TRACE_HOLD").is_some() {
         jni.set_static_bool(cls, "testHold", true)?;
     }
-    let mut config = tracefile.unwrap_or("").to_string();
+    let mut config = format!(
+        "{}\n{}",
+        if text { "text" } else { "json" },
+        tracefile.unwrap_or("")
+    );
     for r in rules {
         config.push('\n');
         config.push_str(r);

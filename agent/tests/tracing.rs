@@ -56,7 +56,10 @@ fn traced(main: &str, rules: &str, extra_opts: &str) -> Run {
 }
 
 fn traced_env(main: &str, rules: &str, extra_opts: &str, env: &[(&str, &str)]) -> Run {
-    let dir = compile(&[&format!("{main}.java")], main);
+    // one directory per call: tests run in parallel in this process
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = compile(&[&format!("{main}.java")], &format!("{main}-{k}"));
     let ev = dir.join("events.jsonl");
     let prof = dir.join("prof.txt");
     let rules = repo().join("test-classes/trace").join(rules);
@@ -397,5 +400,57 @@ fn hashmap_resize_example() {
     assert!(
         n >= 5 && n as usize == events.lines().count(),
         "{n}\n{events}"
+    );
+}
+
+/// traceformat=text: the same events as readable lines.
+#[test]
+fn text_format() {
+    let r = traced("TraceBasics", "trace-basics.toml", ",traceformat=text");
+    assert_eq!(r.events.len(), 18, "{:#?}", r.events);
+    let with = |needle: &str| r.events.iter().filter(|l| l.contains(needle)).count();
+    assert_eq!(
+        with("[main] add exit TraceBasics.add(II)I dur_ns="),
+        7,
+        "{:#?}",
+        r.events
+    );
+    assert_eq!(with(" args=[40,2] ret=42"), 1, "{:#?}", r.events);
+    assert_eq!(
+        with("[main] boom exception TraceBasics.boom(Z)Ljava/lang/Object; dur_ns="),
+        1
+    );
+    assert_eq!(
+        with(" args=[true] exception=\"java.lang.IllegalStateException\""),
+        1
+    );
+    assert_eq!(
+        with(
+            "[main] call call TraceBasics.loop(I)I (call TraceBasics.add(II)I at line 54) args=[4]"
+        ),
+        1,
+        "{:#?}",
+        r.events
+    );
+    assert!(r.events.iter().all(|l| !l.starts_with('{')));
+}
+
+#[test]
+fn unwritable_tracefile_stops_the_jvm_at_start() {
+    let dir = common::tmp("trace", "unwritable");
+    let rules = repo().join("test-classes/trace/trace-basics.toml");
+    let o = run(
+        &dir,
+        "Nothing",
+        &format!(
+            "rules={},tracefile=/nonexistent/dir/t.jsonl",
+            rules.display()
+        ),
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bciagent: tracefile=/nonexistent/dir/t.jsonl: No such file or directory"),
+        "{err}"
     );
 }

@@ -245,6 +245,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn dup_top_reads_the_value_below_without_underflow() {
+        // before a return: a copy of the value on the stack, consumed by the snippet
+        let mut s = Snippet::new();
+        s.dup_top(false).op(op::POP).unwrap();
+        assert_eq!((s.net(), s.underflows(), s.max_depth()), (0, false, 1));
+        assert_eq!(s.bytes(), &[op::DUP, op::POP]);
+        let mut w = Snippet::new();
+        w.dup_top(true).op(op::POP2).unwrap();
+        assert_eq!((w.net(), w.underflows(), w.max_depth()), (0, false, 2));
+        // popping what it did not copy still underflows
+        let mut u = Snippet::new();
+        u.dup_top(false).op(op::POP).unwrap().op(op::POP).unwrap();
+        assert!(u.underflows());
+    }
+
+    #[test]
     fn local_loads_and_stores_pick_the_shortest_form() {
         let mut s = Snippet::new();
         s.load('J', 2)

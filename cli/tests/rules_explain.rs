@@ -133,3 +133,25 @@ fn check_refuses_a_runtime_class_the_agent_does_not_provide() {
         "{err}"
     );
 }
+
+#[test]
+fn instrument_refuses_tracing_rules_with_their_position() {
+    let cp = classes("instrument");
+    let rules = repo().join("test-classes/trace/trace-basics.toml");
+    let out = work("instrument-out");
+    let o = bci(&[
+        "instrument",
+        cp.to_str().unwrap(),
+        out.join("o").to_str().unwrap(),
+        "--rules",
+        rules.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci: {}:1:1: rule \"add\": tracing rules (count/time/trace) run under the agent (rules=); bci instrument applies probe rules only\n",
+            rules.display()
+        )
+    );
+}

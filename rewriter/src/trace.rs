@@ -738,6 +738,10 @@ pub struct Site {
 pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>> {
     let cf = ClassFile::parse(class_bytes)?;
     let mut out = Vec::new();
+    // what the agent never instruments is never explained as matched
+    if !allowed(&cf.name()?) {
+        return Ok(out);
+    }
     let view = class_view(&cf)?;
     for (ri, r) in rules.iter().enumerate() {
         if !r.class_matches(&view) {
@@ -1305,6 +1309,32 @@ mod tests {
         // regular expressions match the whole name
         assert!(pat("/com\\.acme\\..*Service/").matches("com.acme.x.UserService"));
         assert!(!pat("/acme/").matches("com.acme.X"));
+    }
+
+    #[test]
+    fn runtime_packages_are_never_selected() {
+        let r = crate::Rules::parse(
+            "[[rule]]\nname = \"all\"\nclass = \"**\"\ncount = true\n",
+            "t.toml",
+        )
+        .unwrap();
+        let t = r.trace_rules();
+        assert!(selects_class(t, "java/util/HashMap"));
+        assert!(selects_class(t, "com/acme/X"));
+        for never in [
+            "java/lang/String",
+            "java/lang/ThreadLocal",
+            "java/lang/BciTrace",
+            "java/io/FileOutputStream",
+            "java/util/concurrent/ConcurrentHashMap",
+            "jdk/internal/misc/Unsafe",
+            "sun/nio/cs/UTF_8",
+            "bci/runtime/Probes",
+        ] {
+            assert!(!selects_class(t, never), "{never}");
+        }
+        // java.lang's subpackages too (ThreadLocal's map reads java.lang.ref.Reference)
+        assert!(!selects_class(t, "java/lang/ref/Reference"));
     }
 
     #[test]

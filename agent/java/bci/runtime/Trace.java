@@ -52,6 +52,8 @@ public final class Trace {
     static Thread writer;
     static boolean stopping;
     static String[] ruleNames = new String[0];
+    /** traceformat=text: one readable line per event instead of JSON. */
+    static boolean text;
 
     static final class Site {
         String rule, cls, method, desc, loc;
@@ -94,8 +96,8 @@ public final class Trace {
     }
 
     /**
-     * Called by the agent at VMInit. config: the trace file path ("" = none), then the rule
-     * names (for the summary), one per line.
+     * Called by the agent at VMInit. config, one per line: the event format (json or text), the
+     * trace file path ("" = none), then the rule names (for the summary).
      */
     public static void start(String config) throws java.io.IOException {
         tl = new ThreadLocal<T>();
@@ -113,9 +115,11 @@ public final class Trace {
             f[i] = config.substring(from, end);
             from = end + 1;
         }
-        String path = f[0].isEmpty() ? null : f[0];
-        ruleNames = new String[n];
-        System.arraycopy(f, 1, ruleNames, 0, n);
+        // f[0]: "json" or "text", f[1]: the trace file ("" = none), then the rules
+        text = f[0].equals("text");
+        String path = n < 1 || f[1].isEmpty() ? null : f[1];
+        ruleNames = new String[Math.max(0, n - 1)];
+        System.arraycopy(f, 2, ruleNames, 0, ruleNames.length);
         if (testCapacity > 0) {
             queue = new String[testCapacity];
         }
@@ -201,12 +205,20 @@ public final class Trace {
         }
     }
 
+    /** The last thread's state: one load and a compare when one thread makes the calls. */
+    static T last;
+
     static T cur() {
+        T t = last;
+        Thread me = Thread.currentThread();
+        if (t != null && t.thread == me) {
+            return t;
+        }
         ThreadLocal<T> l = tl;
         if (l == null) {
             return null;
         }
-        T t = l.get();
+        t = l.get();
         if (t == null) {
             t = new T(Thread.currentThread());
             l.set(t);
@@ -219,6 +231,7 @@ public final class Trace {
                 threads[nthreads++] = t;
             }
         }
+        last = t;
         return t;
     }
 
@@ -423,35 +436,45 @@ public final class Trace {
         t.busy = true;
         try {
             StringBuilder sb = new StringBuilder(160);
-            sb.append("{\"ts_ns\":").append(ts);
-            sb.append(",\"thread\":");
-            str(sb, t.thread.getName(), 1 << 16);
-            sb.append(",\"rule\":");
-            str(sb, s.rule, 1 << 16);
-            sb.append(",\"event\":\"").append(WHERE[where]).append('"');
-            sb.append(",\"class\":");
-            str(sb, s.cls, 1 << 16);
-            sb.append(",\"method\":");
-            str(sb, s.method, 1 << 16);
-            sb.append(",\"desc\":");
-            str(sb, s.desc, 1 << 16);
-            if (where >= 3) {
-                sb.append(",\"location\":");
-                str(sb, s.loc, 1 << 16);
+            if (text) {
+                // ts_ns [thread] rule event class.method desc (location)
+                sb.append(ts).append(" [").append(t.thread.getName()).append("] ").append(s.rule)
+                        .append(' ').append(WHERE[where]).append(' ').append(s.cls).append('.')
+                        .append(s.method).append(s.desc);
+                if (where >= 3) {
+                    sb.append(" (").append(s.loc).append(')');
+                }
+            } else {
+                sb.append("{\"ts_ns\":").append(ts);
+                sb.append(",\"thread\":");
+                str(sb, t.thread.getName(), 1 << 16);
+                sb.append(",\"rule\":");
+                str(sb, s.rule, 1 << 16);
+                sb.append(",\"event\":\"").append(WHERE[where]).append('"');
+                sb.append(",\"class\":");
+                str(sb, s.cls, 1 << 16);
+                sb.append(",\"method\":");
+                str(sb, s.method, 1 << 16);
+                sb.append(",\"desc\":");
+                str(sb, s.desc, 1 << 16);
+                if (where >= 3) {
+                    sb.append(",\"location\":");
+                    str(sb, s.loc, 1 << 16);
+                }
             }
             if (dur >= 0) {
-                sb.append(",\"dur_ns\":").append(dur);
+                key(sb, "dur_ns").append(dur);
             }
             if (args != null && (s.mask & M_ARGS) != 0) {
-                sb.append(",\"args\":");
+                key(sb, "args");
                 appendArgs(sb, args, s);
             }
             if (where == 1 && (s.mask & M_RET) != 0 && (s.mask & M_VOID) == 0) {
-                sb.append(",\"ret\":");
+                key(sb, "ret");
                 value(sb, ret, s);
             }
             if (where == 2 && (s.mask & M_EXC) != 0 && e != null) {
-                sb.append(",\"exception\":");
+                key(sb, "exception");
                 String x = e.getClass().getName();
                 if ((s.mask & M_TOSTRING) != 0) {
                     try {
@@ -466,7 +489,7 @@ public final class Trace {
                 str(sb, x, s.maxStr);
             }
             if (s.stack > 0) {
-                sb.append(",\"stack\":[");
+                key(sb, "stack").append('[');
                 StackTraceElement[] st = new Throwable().getStackTrace();
                 int n = 0;
                 for (StackTraceElement f : st) {
@@ -485,7 +508,7 @@ public final class Trace {
                 }
                 sb.append(']');
             }
-            sb.append("}\n");
+            sb.append(text ? "\n" : "}\n");
             emit(sb.toString());
         } catch (Throwable x) {
             synchronized (Q) {
@@ -494,6 +517,14 @@ public final class Trace {
         } finally {
             t.busy = false;
         }
+    }
+
+    /** The next field: `,"name":` (JSON lines) or ` name=` (text). */
+    static StringBuilder key(StringBuilder sb, String name) {
+        if (text) {
+            return sb.append(' ').append(name).append('=');
+        }
+        return sb.append(",\"").append(name).append("\":");
     }
 
     static void appendArgs(StringBuilder sb, Object[] args, Site s) {
