@@ -403,7 +403,7 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
         let trace_rules = a.engine.trace_rules();
         if !trace_rules.is_empty() {
             if let Err(e) = crate::trace::start(
-                &jni,
+                jni,
                 a.opts.tracefile.as_deref(),
                 a.opts.trace_text,
                 &trace_rules,
