@@ -877,7 +877,12 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
             snap.threads.len()
         ));
     }
-    let mut text = report::render(&a.opts, &snap);
+    // tracing rules alone: the file holds their summary, not an empty profile
+    let mut text = if a.engine.profiles() || a.engine.trace_rules().is_empty() {
+        report::render(&a.opts, &snap)
+    } else {
+        String::new()
+    };
     if at_exit && !a.engine.trace_rules().is_empty() {
         match crate::trace::finish(jni) {
             // a collapsed profile stays one stack per line: its summary goes to stderr

@@ -66,6 +66,8 @@ pub struct Options {
     pub covfile: String,
     /// `cpu=times` given (or implied: without `coverage=y` the agent profiles).
     pub cpu: bool,
+    /// `cpu=times` given explicitly (a rules file with only tracing rules then profiles too).
+    pub cpu_given: bool,
 }
 
 impl Default for Options {
@@ -90,6 +92,7 @@ impl Default for Options {
             coverage: false,
             covfile: "bci.cov".into(),
             cpu: true,
+            cpu_given: false,
         }
     }
 }
@@ -128,7 +131,8 @@ doe=y|n                dump on exit?                  y
 verbose=y|n            log every class decision       n
 rules=<file>           rule file (TOML)               built-in cpu-times
                          probe rules replace cpu-times; tracing rules (count/time/trace)
-                         run next to it, with a summary per rule at the end of file=
+                         alone trace only (add cpu=times for the profile too), with a
+                         summary per rule in file=
 tracefile=<file>       trace events as JSON lines     none
 traceformat=json|text  tracefile= lines: JSON or text json
 clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
@@ -298,6 +302,7 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     }
     // coverage=y alone records coverage only; cpu=times or a rules file add the profile
     o.cpu = !o.coverage || cpu_given || o.rules.is_some();
+    o.cpu_given = cpu_given;
     if !depth_given && o.format == Format::Collapsed {
         // a flame graph wants whole stacks, not HPROF's 4-frame traces (which would make every
         // cut stack a root of its own)

@@ -140,6 +140,13 @@ mod imp {
             if let Some(p) = &o.tracefile {
                 std::fs::File::create(p).map_err(|e| format!("tracefile={p}: {e}"))?;
             }
+            // a file with tracing rules only traces: the cpu=times profile runs next to it
+            // when cpu=times is given too
+            let cpu = o.cpu
+                && (o.cpu_given
+                    || file
+                        .as_ref()
+                        .is_none_or(|f| f.has_probe_rules() || f.trace_rules().is_empty()));
             let rules = match file {
                 // probe rules replace the built-in cpu=times rules; tracing rules run next to them
                 Some(f) if f.has_probe_rules() => f,
@@ -205,7 +212,7 @@ mod imp {
             Ok(Engine {
                 rules: rules.with_filters(&o.include, &o.exclude),
                 opts,
-                cpu: o.cpu,
+                cpu,
                 cov,
                 fields_only,
                 trace,
@@ -237,6 +244,11 @@ mod imp {
         /// Names of the tracing rules, in file order (empty: no tracing).
         pub fn trace_rules(&self) -> Vec<String> {
             self.trace.iter().map(|r| r.name.clone()).collect()
+        }
+
+        /// Whether classes get the cpu=times (or rule-file probe) profile.
+        pub fn profiles(&self) -> bool {
+            self.cpu
         }
 
         /// Whether the hook must hand class `internal_name` to [`Engine::instrument`]: rules
@@ -364,6 +376,9 @@ mod imp {
         }
         pub fn trace_rules(&self) -> Vec<String> {
             Vec::new()
+        }
+        pub fn profiles(&self) -> bool {
+            false
         }
         pub fn runtime_class(&self) -> &str {
             DEFAULT_RUNTIME_CLASS

@@ -196,7 +196,7 @@ fn trace_basics_events_counts_and_filters() {
         .nth(n - 1)
         .unwrap()
         .contains("line rule: this line"));
-    let r = traced("TraceBasics", "trace-basics.toml", "");
+    let r = traced("TraceBasics", "trace-basics.toml", ",cpu=times");
     let n = check_expects("TraceBasics.java", &r);
     assert!(n >= 15, "only {n} expect lines");
     // every event line carries the documented fields
@@ -236,7 +236,7 @@ fn trace_basics_events_counts_and_filters() {
         r.report
     );
     assert!(!r.stderr.contains("Exception"), "{}", r.stderr);
-    // cpu=times runs next to the tracing rules and its counts stay exact
+    // cpu=times (given) runs next to the tracing rules and its counts stay exact
     for (m, n) in [
         ("TraceBasics.add(II)I", 7),
         ("TraceBasics.half(D)D", 10),
@@ -408,6 +408,17 @@ fn hashmap_resize_example() {
 fn text_format() {
     let r = traced("TraceBasics", "trace-basics.toml", ",traceformat=text");
     assert_eq!(r.events.len(), 18, "{:#?}", r.events);
+    // tracing rules alone: no cpu=times profile, the file holds the tracing summary only
+    assert!(
+        !r.report.contains("METHODS BEGIN") && !r.report.contains("CPU TIME"),
+        "{}",
+        r.report
+    );
+    assert!(
+        r.report.contains("trace events: 18 written to"),
+        "{}",
+        r.report
+    );
     let with = |needle: &str| r.events.iter().filter(|l| l.contains(needle)).count();
     assert_eq!(
         with("[main] add exit TraceBasics.add(II)I dur_ns="),
@@ -453,4 +464,55 @@ fn unwritable_tracefile_stops_the_jvm_at_start() {
         err.contains("bciagent: tracefile=/nonexistent/dir/t.jsonl: No such file or directory"),
         "{err}"
     );
+}
+
+/// Tracing rules, cpu=times and coverage=y in one run: the events, the profile's counts and
+/// the coverage data's method entries are each exact.
+#[test]
+fn tracing_with_cpu_times_and_coverage() {
+    use bci_rewriter::coverage::analysis::analyze;
+    use bci_rewriter::coverage::class_hash;
+    use bci_rewriter::coverage::data::CovData;
+    use bci_rewriter::flow::Split;
+    let cov_dir = common::tmp("trace", "with-coverage");
+    let cov = cov_dir.join("run.cov");
+    let r = traced(
+        "TraceBasics",
+        "trace-basics.toml",
+        &format!(
+            ",cpu=times,coverage=y,include=TraceBasics,covfile={}",
+            cov.display()
+        ),
+    );
+    assert_eq!(r.events.len(), 18, "{:#?}", r.events);
+    assert_eq!(
+        methods_count(&r.report, "TraceBasics.add(II)I"),
+        Some(7),
+        "{}",
+        r.report
+    );
+    assert_eq!(
+        methods_count(&r.report, "TraceBasics.half(D)D"),
+        Some(10),
+        "{}",
+        r.report
+    );
+    // javac's output is deterministic: the class compiled again has the run's hash
+    let dir = compile(&["TraceBasics.java"], "with-coverage-classes");
+    let bytes = std::fs::read(dir.join("TraceBasics.class")).unwrap();
+    let data = CovData::parse(&std::fs::read(&cov).unwrap()).unwrap();
+    let counts = data
+        .counts("TraceBasics", class_hash(&bytes))
+        .expect("coverage data for TraceBasics");
+    let class = analyze(&bytes, Some(counts), Split::AfterCalls).unwrap();
+    let entries = |name: &str, desc: &str| {
+        class
+            .methods
+            .iter()
+            .find(|m| m.name == name && m.desc == desc)
+            .map(|m| m.entries)
+    };
+    assert_eq!(entries("add", "(II)I"), Some(7));
+    assert_eq!(entries("half", "(D)D"), Some(10));
+    assert_eq!(entries("boom", "(Z)Ljava/lang/Object;"), Some(2));
 }
