@@ -224,7 +224,7 @@ fn trace_basics_events_counts_and_filters() {
         .unwrap();
     assert!(d >= 20_000_000, "{slow}");
     assert!(
-        r.report.contains("trace events: 18 written to") && r.report.contains(", 0 dropped"),
+        r.report.contains("trace events: 20 written to") && r.report.contains(", 0 dropped"),
         "{}",
         r.report
     );
@@ -263,7 +263,7 @@ fn full_buffer_drops_and_counts() {
     );
     assert_eq!(r.events.len(), 5, "{:#?}", r.events);
     assert!(
-        r.report.contains(" 5 written to ") && r.report.contains(", 13 dropped (buffer full)"),
+        r.report.contains(" 5 written to ") && r.report.contains(", 15 dropped (buffer full)"),
         "{}",
         r.report
     );
@@ -407,7 +407,7 @@ fn hashmap_resize_example() {
 #[test]
 fn text_format() {
     let r = traced("TraceBasics", "trace-basics.toml", ",traceformat=text");
-    assert_eq!(r.events.len(), 18, "{:#?}", r.events);
+    assert_eq!(r.events.len(), 20, "{:#?}", r.events);
     // tracing rules alone: no cpu=times profile, the file holds the tracing summary only
     assert!(
         !r.report.contains("METHODS BEGIN") && !r.report.contains("CPU TIME"),
@@ -415,7 +415,7 @@ fn text_format() {
         r.report
     );
     assert!(
-        r.report.contains("trace events: 18 written to"),
+        r.report.contains("trace events: 20 written to"),
         "{}",
         r.report
     );
@@ -437,7 +437,7 @@ fn text_format() {
     );
     assert_eq!(
         with(
-            "[main] call call TraceBasics.loop(I)I (call TraceBasics.add(II)I at line 54) args=[4]"
+            "[main] call call TraceBasics.loop(I)I (call TraceBasics.add(II)I at line 57) args=[4]"
         ),
         1,
         "{:#?}",
@@ -484,7 +484,7 @@ fn tracing_with_cpu_times_and_coverage() {
             cov.display()
         ),
     );
-    assert_eq!(r.events.len(), 18, "{:#?}", r.events);
+    assert_eq!(r.events.len(), 20, "{:#?}", r.events);
     assert_eq!(
         methods_count(&r.report, "TraceBasics.add(II)I"),
         Some(7),

@@ -67,8 +67,9 @@ fn explain_lists_methods_and_locations() {
         "rule \"add\" (trace): 1 method(s), 1 location(s)\n  TraceBasics.add(II)I  entry/exit/exception\n",
         "rule \"slow\" (trace, min_duration 20000000ns): 1 method(s)",
         "rule \"entries\" (count, trace): 1 method(s), 1 location(s)\n  TraceBasics.point(FC)V  entry\n",
-        "rule \"line\" (count): 1 method(s), 1 location(s)\n  TraceBasics.loop(I)I  line 52 (pc 9)\n",
-        "  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 54\n  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 55\n",
+        "rule \"line\" (count): 1 method(s), 1 location(s)\n  TraceBasics.loop(I)I  line 55 (pc 9)\n",
+        "  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 57\n  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 58\n",
+        "rule \"after\" (trace): 1 method(s), 2 location(s)\n  TraceBasics.loop(I)I  after call TraceBasics.add(II)I at line 57\n  TraceBasics.loop(I)I  after call TraceBasics.add(II)I at line 58\n",
     ] {
         assert!(out.contains(want), "{want:?} in\n{out}");
     }
@@ -104,7 +105,7 @@ fn explain_says_nothing_matched_and_refuses_impossible_lines() {
     assert_eq!(
         err,
         format!(
-            "{r}:10:8: rule \"far\": line 99 is in no method it matches (TraceBasics.loop(I)I lines 50-55)\n\
+            "{r}:10:8: rule \"far\": line 99 is in no method it matches (TraceBasics.loop(I)I lines 53-58)\n\
              {r}:17:8: rule \"nocall\": no method it matches makes that call (TraceBasics.add(II)I lines 10-10)\n"
         )
     );

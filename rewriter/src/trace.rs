@@ -101,8 +101,13 @@ pub enum Location {
     },
     /// Before the first instruction of source line N.
     Line(u32),
-    /// Before each call to `owner.name` inside the method.
-    Call { owner: Pattern, name: Pattern },
+    /// Before (or, with `at = ["after"]`, after the normal return of) each call to
+    /// `owner.name` inside the method.
+    Call {
+        owner: Pattern,
+        name: Pattern,
+        after: bool,
+    },
 }
 
 /// One tracing rule.
@@ -345,7 +350,26 @@ impl TraceRule {
         }
         // where
         let mut location_pos = pos;
-        let location = match (&r.at, &r.line, &r.call) {
+        // with `call`, `at` says which side of the call: "before" (the default) or "after"
+        let mut call_after = false;
+        let at_rule = match (&r.at, &r.call) {
+            (Some(at), Some(_)) => {
+                let sides: Vec<&str> = at.get_ref().iter().map(|a| a.get_ref().as_str()).collect();
+                match sides.as_slice() {
+                    ["before"] => {}
+                    ["after"] => call_after = true,
+                    _ => {
+                        return Err(err(
+                            at.span().start,
+                            format!("{who}: with `call`, `at` is [\"before\"] or [\"after\"] (the side of the call the rule acts on)"),
+                        ))
+                    }
+                }
+                &None
+            }
+            (at, _) => at,
+        };
+        let location = match (at_rule, &r.line, &r.call) {
             (Some(at), line, call) => {
                 if let Some(l) = line {
                     return Err(err(
@@ -424,7 +448,11 @@ impl TraceRule {
                     .map_err(|m| err(c.span().start, format!("{who}: {m}")))?;
                 let e = err(c.span().start, String::new());
                 location_pos = (e.line, e.col);
-                Location::Call { owner, name }
+                Location::Call {
+                    owner,
+                    name,
+                    after: call_after,
+                }
             }
             (None, None, None) => Location::Method {
                 entry: true,
@@ -831,7 +859,7 @@ fn locations(
             }
             Ok(out)
         }
-        Location::Call { owner, name } => {
+        Location::Call { owner, name, after } => {
             use bci::opcodes::op;
             let lines = line_table(cf, code);
             let insns = code.decode_all()?;
@@ -856,7 +884,8 @@ fn locations(
                 if owner.matches(&o) && name.matches(&m.name) {
                     let line = line_at(&lines, i.pc as u16);
                     let l = line.map(|l| format!(" at line {l}")).unwrap_or_default();
-                    out.push((k, format!("call {o}.{}{}{l}", m.name, m.desc)));
+                    let side = if *after { "after call" } else { "call" };
+                    out.push((k, format!("{side} {o}.{}{}{l}", m.name, m.desc)));
                 }
             }
             Ok(out)
@@ -902,6 +931,7 @@ const M_ENTRY_EVENT: u32 = 2048;
 const W_ENTRY: i32 = 0;
 const W_LINE: i32 = 3;
 const W_CALL: i32 = 4;
+const W_AFTER_CALL: i32 = 5;
 
 fn clean(s: &str) -> String {
     s.replace(['\t', '\n'], " ")
@@ -1105,7 +1135,8 @@ fn trace_method(
     let mut entry = Snippet::new(); // at entry (after super() in constructors)
     let mut exits: Vec<Snippet> = Vec::new(); // per rule, applied in reverse
     let mut handlers: Vec<Snippet> = Vec::new();
-    let mut points: Vec<(usize, Snippet)> = Vec::new();
+    // (instruction, snippet, after it rather than before)
+    let mut points: Vec<(usize, Snippet, bool)> = Vec::new();
     let mut any = false;
     for r in rules {
         match &r.location {
@@ -1221,10 +1252,10 @@ fn trace_method(
             }
             loc @ (Location::Line(_) | Location::Call { .. }) => {
                 let code = ed.code().clone();
-                let wh = if matches!(loc, Location::Line(_)) {
-                    W_LINE
-                } else {
-                    W_CALL
+                let (wh, after) = match loc {
+                    Location::Line(_) => (W_LINE, false),
+                    Location::Call { after: true, .. } => (W_AFTER_CALL, true),
+                    _ => (W_CALL, false),
                 };
                 for (ik, label) in locations(cf, &code, loc)? {
                     let site = next_site();
@@ -1244,7 +1275,7 @@ fn trace_method(
                         "hit",
                         "(ILjava/lang/String;I[Ljava/lang/Object;)V",
                     )?;
-                    points.push((ik, s));
+                    points.push((ik, s, after));
                     any = true;
                 }
             }
@@ -1279,8 +1310,12 @@ fn trace_method(
         }
         ed.add_catch_all(&all)?;
     }
-    for (ik, s) in points {
-        ed.insert_before(ik, &s)?;
+    for (ik, s, after) in points {
+        if after {
+            ed.insert_after(ik, &s)?;
+        } else {
+            ed.insert_before(ik, &s)?;
+        }
     }
     ed.finish(cp).map(Some)
 }

@@ -111,6 +111,10 @@ const CASES: &[(&str, &str)] = &[
             "t.toml:5:10: rule \"r\": `sample` applies to trace events; it needs trace = true",
         ),
         (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\ncall = \"a.B.c\"\nat = [\"exit\"]\n",
+            "t.toml:6:6: rule \"r\": with `call`, `at` is [\"before\"] or [\"after\"] (the side of the call the rule acts on)",
+        ),
+        (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nline = 3\ncall = \"a.B.c\"\n",
             "t.toml:6:8: rule \"r\": `line` and `call` conflict (a rule acts at one kind of location)",
         ),

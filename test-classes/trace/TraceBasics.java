@@ -44,8 +44,11 @@ public class TraceBasics {
 
     // expect: rule=line count=4
     // expect: rule=call events=2
-    // expect: rule=call event=call args=[4] location="call TraceBasics.add(II)I at line 54"
-    // expect: rule=call event=call args=[4] location="call TraceBasics.add(II)I at line 55"
+    // expect: rule=call event=call args=[4] location="call TraceBasics.add(II)I at line 57"
+    // expect: rule=call event=call args=[4] location="call TraceBasics.add(II)I at line 58"
+    // expect: rule=after events=2
+    // expect: rule=after event=after-call args=[4] location="after call TraceBasics.add(II)I at line 57"
+    // expect: rule=after event=after-call args=[4] location="after call TraceBasics.add(II)I at line 58"
     static int loop(int n) {
         int s = 0;
         for (int i = 0; i < n; i++) {

@@ -21,7 +21,7 @@ public final class Trace {
     static final int M_COUNT = 1, M_TIME = 2, M_TRACE = 4, M_ARGS = 8, M_RET = 16, M_EXC = 32,
             M_TOSTRING = 64, M_ENTRY = 128, M_EXIT = 256, M_EXCEPTION = 512, M_VOID = 1024,
             M_ENTRY_EVENT = 2048;
-    static final String[] WHERE = {"entry", "exit", "exception", "line", "call"};
+    static final String[] WHERE = {"entry", "exit", "exception", "line", "call", "after-call"};
 
     /** Per-site stats slots in T.st. */
     static final int W = 8, CNT = 0, TIMED = 1, TOTAL = 2, SELF = 3, MIN = 4, MAX = 5, SAMPLE = 6,
