@@ -17,7 +17,8 @@
 # configuration is not touched). Not a test: prints a table.
 #   scripts/bench-cpu-times.sh [all|fib|threads|javac|scalac|jython|rhino]...
 #   RUNS=5 OPTS=clock=wall scripts/bench-cpu-times.sh javac rhino
-#   AGENTS="old=/path/libbciagent.so" adds agent columns (side by side, same rounds)
+#   AGENTS="old=/path/libbciagent.so" adds agent columns (side by side, same rounds);
+#   LIB=/path/libbciagent.so is the "agent" column's library (default: this tree's, built first)
 #   OFF=1 adds the agent with BCIAGENT_PROBES_OFF=1 (classes rewritten, nothing recorded)
 set -euo pipefail
 
@@ -33,8 +34,12 @@ whats=("$@")
 [[ ${#whats[@]} -gt 0 ]] || whats=(all)
 [[ ${whats[*]} == all ]] && whats=(fib javac scalac jython rhino)
 
-cargo build -q -p bci-agent --release --manifest-path "$here/Cargo.toml"
-lib=$CARGO_TARGET_DIR/release/libbciagent.so
+# LIB=path: the agent column's library (default: this tree's, built first)
+lib=${LIB:-}
+if [[ -z $lib ]]; then
+    cargo build -q -p bci-agent --release --manifest-path "$here/Cargo.toml"
+    lib=$CARGO_TARGET_DIR/release/libbciagent.so
+fi
 cache=$CARGO_TARGET_DIR/bench-cache
 mkdir -p "$cache"
 work=$(mktemp -d /tmp/bench-cpu-times.XXXXXX)
