@@ -59,7 +59,10 @@ fn main() {
         ),
     ];
     let only = std::env::var("BENCH_JOB").unwrap_or_default();
-    let jobs: Vec<Job> = jobs.into_iter().filter(|(n, _)| n.contains(&only)).collect();
+    let jobs: Vec<Job> = jobs
+        .into_iter()
+        .filter(|(n, _)| n.contains(&only))
+        .collect();
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
     // Interleave the jobs so machine noise hits all of them alike.
     for _round in 0..5 {
