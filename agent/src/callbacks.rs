@@ -32,6 +32,10 @@ pub struct Agent {
     left: Mutex<LeftOriginal>,
     /// Time spent in the rewriter, ns.
     hook_ns: AtomicU64,
+    /// verbose=y: classes the hook saw and the rules did not select, and the ns the hook spent
+    /// on them in all (clock read at entry and at return; for the report's verbose line).
+    not_selected: AtomicU64,
+    not_selected_ns: AtomicU64,
     /// The report file, opened and locked at load (outfile.rs); None without cpu=times.
     out: Mutex<Option<OutFile>>,
     /// coverage=y: class ids of the classes with counters.
@@ -254,6 +258,8 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         failed: AtomicUsize::new(0),
         left: Mutex::new(LeftOriginal::default()),
         hook_ns: AtomicU64::new(0),
+        not_selected: AtomicU64::new(0),
+        not_selected_ns: AtomicU64::new(0),
         out: Mutex::new(out),
         cov: crate::coverage::CovRegistry::new(),
         cov_field: AtomicBool::new(false),
@@ -627,6 +633,11 @@ unsafe extern "C" fn class_file_load_hook(
 ) {
     guard("ClassFileLoadHook", || {
         let Some(a) = AGENT.get() else { return };
+        let entry_ns = if a.opts.verbose {
+            runtime::monotonic_ns()
+        } else {
+            0
+        };
         if !class_being_redefined.is_null() || class_data.is_null() || class_data_len <= 0 {
             return;
         }
@@ -646,6 +657,13 @@ unsafe extern "C" fn class_file_load_hook(
             }
         }
         if !a.engine.selects(name) {
+            if a.opts.verbose {
+                a.not_selected.fetch_add(1, Ordering::Relaxed);
+                a.not_selected_ns.fetch_add(
+                    (runtime::monotonic_ns() - entry_ns).max(0) as u64,
+                    Ordering::Relaxed,
+                );
+            }
             return;
         }
         if !jni.is_null() {
@@ -752,6 +770,11 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
                 a.failed.load(Ordering::Relaxed),
                 a.registry.len(),
                 a.hook_ns.load(Ordering::Relaxed) / 1_000_000
+            ));
+            let n = a.not_selected.load(Ordering::Relaxed);
+            log(&format!(
+                "class-load hook: {n} classes not selected by the rules, {} ns each on average",
+                a.not_selected_ns.load(Ordering::Relaxed) / n.max(1)
             ));
         }
     });

@@ -1130,3 +1130,35 @@ fn runtime_that_cannot_link_stays_off() {
         .unwrap();
     assert_eq!(o.stdout, bare.stdout);
 }
+
+/// verbose=y counts the classes the rules do not select and the time the class-load hook spends
+/// on them (the issue-13 budget is 1 us a class: a benchmark figure, printed, not asserted).
+#[test]
+fn hook_cost_of_unselected_classes_is_reported() {
+    let dir = tmp("hook-cost");
+    let f = dir.join("out.txt");
+    let o = java(
+        classes(),
+        "Fib",
+        &format!("file={},include=Fib,verbose=y", f.display()),
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("class-load hook: "))
+        .unwrap_or_else(|| panic!("no hook line in: {stderr}"));
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (n, ns) = (nums[0], nums[1]);
+    // every JDK class the program loads after the runtime is up goes through the hook
+    assert!(n >= 100, "{line}");
+    assert!(ns > 0, "{line}");
+    eprintln!("{line}");
+    let r = std::fs::read_to_string(&f).unwrap();
+    assert!(r.contains("Fib.fib"), "{r}");
+    assert!(!r.contains("java.lang.String."), "{r}");
+}

@@ -3,6 +3,7 @@
 //! median of 5 runs each, measured side by side in one process. Not a test.
 //!
 //!     cargo bench -p bci-cli --bench throughput
+//!     BENCH_JOB=probe cargo bench -p bci-cli --bench throughput   (only jobs naming "probe": for perf)
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
@@ -57,6 +58,11 @@ fn main() {
             ),
         ),
     ];
+    let only = std::env::var("BENCH_JOB").unwrap_or_default();
+    let jobs: Vec<Job> = jobs
+        .into_iter()
+        .filter(|(n, _)| n.contains(&only))
+        .collect();
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
     // Interleave the jobs so machine noise hits all of them alike.
     for _round in 0..5 {

@@ -252,7 +252,6 @@ public final class Probes {
                     int c = (int) (v >>> 32);
                     fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
                     fr[b + 1] = c;
-                    s.ctx = c;
                     s.sp = b + 8;
                     return;
                 }
@@ -299,7 +298,6 @@ public final class Probes {
                 }
                 s.mismatches += (b - 8 - k) >> 3;
             }
-            s.ctx = (int) fr[k - 7];
             s.sp = k;
         }
     }
@@ -318,7 +316,8 @@ public final class Probes {
         }
         T s = cur();
         if (s != null) {
-            int ctx = s.ctx;
+            // the context of the top frame's callees (fr[0..8) is the root frame)
+            int ctx = (int) s.fr[s.sp - 7];
             long[] dm = s.dm;
             int h = slot(dm, ctx, id);
             if (dm[h] == (((long) ctx << 32) | id)) {
@@ -1067,11 +1066,10 @@ public final class Probes {
         /** thread=y: its row in the report, -1 = "other threads". */
         int row = -1;
 
-        // shadow stack pointer (index into fr); fr[0..8) is the root frame
+        // shadow stack pointer (index into fr); fr[0..8) is the root frame. fr[sp - 7] is the
+        // context node (call path of the top depth-1 frames) of the top frame's callees (not
+        // kept in a field of its own as well: one store less in every enter and exit)
         int sp = 8;
-        // the context node (call path of the top depth-1 frames) of the top frame's callees:
-        // always fr[sp - 7], kept here too for leafEnter, which reads nothing else of the stack
-        int ctx;
         // the pure leaf running now (its node), 0 = none; read by the sampler
         int leaf;
 
@@ -1182,7 +1180,7 @@ public final class Probes {
             }
             int node = cached((int) fr[b - 7], id);
             fr[b] = ((long) id << 32) | node;
-            fr[b + 1] = ctx = nCtx[node];
+            fr[b + 1] = nCtx[node];
             if (timed) {
                 int j = mdSlot(id); // (md may grow in mdSlot: read it after)
                 md[j]++;
@@ -1202,7 +1200,7 @@ public final class Probes {
         /** A pure leaf's entry, off the fast path (see {@link Probes#leafEnter}). */
         void leafEnter(int id) {
             slowEnters++;
-            leaf = cached(ctx, id);
+            leaf = cached((int) fr[sp - 7], id);
         }
 
         /**
@@ -1256,7 +1254,6 @@ public final class Probes {
             long[] fr = this.fr;
             long f = fr[b - 8];
             if (!timed && (int) (f >>> 32) == id) {
-                ctx = (int) fr[b - 15];
                 sp = b - 8;
                 return;
             }
@@ -1286,7 +1283,6 @@ public final class Probes {
             long[] fr = this.fr;
             long f = fr[b];
             int node = (int) f;
-            ctx = (int) fr[b - 7];
             if (!timed) {
                 return b;
             }
