@@ -46,6 +46,7 @@ pub struct Agent {
     #[cfg(feature = "rewriter")]
     cov_file: Mutex<crate::coverage::CovFile>,
     /// When the agent loaded (ms since the epoch): the coverage session's start.
+    #[cfg_attr(not(feature = "rewriter"), allow(dead_code))]
     start_ms: i64,
 }
 
