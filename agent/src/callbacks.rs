@@ -477,11 +477,14 @@ unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         {
             runtime::Variant::ThreadFields
         } else {
-            log(&format!(
-                "{} has no runtime fields; {} looks threads up by hash (slower probes)",
-                crate::rewrite::THREAD_CLASS,
-                runtime::EARLY_PROBES
-            ));
+            // (tracing rules alone: no probe runs, the fields are not asked for)
+            if a.engine.profiles() {
+                log(&format!(
+                    "{} has no runtime fields; {} looks threads up by hash (slower probes)",
+                    crate::rewrite::THREAD_CLASS,
+                    runtime::EARLY_PROBES
+                ));
+            }
             runtime::Variant::Early
         };
         if let Err(e) = runtime::define(&a.jvmti, &jni, &a.opts, cpu_nanos as *mut c_void, variant)
