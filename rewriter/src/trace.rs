@@ -67,9 +67,25 @@ impl Pattern {
             Pattern::Glob(p) => glob(p, s.as_bytes()),
         }
     }
+
+    /// [`Pattern::matches`] on a class name in internal form (`java/util/Map`): globs match it
+    /// as it is (no copy: the class-load hook asks this of every class); a regular expression
+    /// sees the dotted name.
+    pub fn matches_internal(&self, internal: &str) -> bool {
+        match self {
+            Pattern::Regex(r) => r.is_match(&dotted(internal)),
+            Pattern::Glob(p) => glob(p, internal.as_bytes()),
+        }
+    }
 }
 
-/// `*` = any run without '.', `**` = any run, `?` = one character other than '.'.
+/// A package separator of the subject: '.' (dotted names) or '/' (internal names).
+fn sep(b: u8) -> bool {
+    b == b'.' || b == b'/'
+}
+
+/// `*` = any run without a package separator, `**` = any run, `?` = one character other than
+/// a separator. The pattern is dotted; in the subject '/' stands for '.' (internal names).
 fn glob(p: &[u8], s: &[u8]) -> bool {
     match p.first() {
         None => s.is_empty(),
@@ -79,13 +95,14 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
                 if glob(&p[1..], &s[k..]) {
                     return true;
                 }
-                if k < s.len() && s[k] == b'.' {
+                if k < s.len() && sep(s[k]) {
                     return false;
                 }
             }
             false
         }
-        Some(b'?') => !s.is_empty() && s[0] != b'.' && glob(&p[1..], &s[1..]),
+        Some(b'?') => !s.is_empty() && !sep(s[0]) && glob(&p[1..], &s[1..]),
+        Some(b'.') => s.first().is_some_and(|&b| sep(b)) && glob(&p[1..], &s[1..]),
         Some(&c) => s.first() == Some(&c) && glob(&p[1..], &s[1..]),
     }
 }
@@ -744,8 +761,13 @@ pub fn selects_class(rules: &[TraceRule], internal_name: &str) -> bool {
     if rules.is_empty() || !allowed(internal_name) {
         return false;
     }
-    let d = dotted(internal_name);
-    rules.iter().any(|r| r.name_matches(&d))
+    rules.iter().any(|r| {
+        r.class.matches_internal(internal_name)
+            && !r
+                .exclude_class
+                .iter()
+                .any(|p| p.matches_internal(internal_name))
+    })
 }
 
 /// One place a rule acts, for explain and the agent's log.
@@ -1326,6 +1348,21 @@ mod tests {
 
     fn pat(p: &str) -> Pattern {
         Pattern::parse(p, "class").unwrap()
+    }
+
+    #[test]
+    fn internal_names_match_like_dotted_ones() {
+        for (p, name) in [
+            ("java.util.*", "java/util/HashMap"),
+            ("java.**", "java/util/concurrent/Foo"),
+            ("/java\\.util\\..*/", "java/util/HashMap"),
+            ("java.util.Hash?ap", "java/util/HashMap"),
+        ] {
+            assert!(pat(p).matches_internal(name), "{p} {name}");
+            assert!(pat(p).matches(&name.replace('/', ".")), "{p} {name}");
+        }
+        assert!(!pat("java.util.*").matches_internal("java/util/concurrent/Foo"));
+        assert!(!pat("java.util?HashMap").matches_internal("java/util/HashMap"));
     }
 
     #[test]
