@@ -1,6 +1,8 @@
 //! Throughput over the JDK 17 corpus, one thread: parse only, identity round trip, and the
-//! cpu-times probe rewrite of every method. Prints MB/s (class-file bytes in per second),
-//! median of 5 runs each, measured side by side in one process. Not a test.
+//! cpu-times probe rewrite of every method. Prints MB/s (class-file bytes in per second of
+//! wall time, and per second of this thread's CPU time from /proc/thread-self/schedstat, which
+//! other processes on a loaded machine do not inflate), median of 5 runs each, measured side
+//! by side in one process. Not a test.
 //!
 //!     cargo bench -p bci-cli --bench throughput
 //!     BENCH_JOB=probe cargo bench -p bci-cli --bench throughput   (only jobs naming "probe": for perf)
@@ -16,6 +18,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// This thread's time on a CPU so far, in ns (the first field of schedstat); None where
+/// /proc does not have it.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn main() {
     let dir = common::jdk_corpus();
     let classes: Vec<Vec<u8>> = common::class_files(&dir)
@@ -25,6 +38,8 @@ fn main() {
     let total: usize = classes.iter().map(|c| c.len()).sum();
     let mb = total as f64 / 1e6;
     println!("corpus: {} classes, {:.1} MB", classes.len(), mb);
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    print!("load average before: {}", load());
     let rules = Rules::cpu_times();
     type Job<'a> = (&'a str, Box<dyn Fn(&[u8]) -> usize + 'a>);
     let jobs: Vec<Job> = vec![
@@ -64,9 +79,11 @@ fn main() {
         .filter(|(n, _)| n.contains(&only))
         .collect();
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
+    let mut cpu_results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
     // Interleave the jobs so machine noise hits all of them alike.
     for _round in 0..5 {
         for (j, (_, f)) in jobs.iter().enumerate() {
+            let c = thread_cpu_ns();
             let t = Instant::now();
             let mut acc = 0usize;
             for c in &classes {
@@ -74,10 +91,14 @@ fn main() {
             }
             black_box(acc);
             results[j].push(mb / t.elapsed().as_secs_f64());
+            if let (Some(c0), Some(c1)) = (c, thread_cpu_ns()) {
+                cpu_results[j].push(mb / ((c1 - c0).max(1) as f64 / 1e9));
+            }
         }
     }
+    print!("load average after: {}", load());
     let base = median(results[0].clone());
-    for ((name, _), r) in jobs.iter().zip(results) {
+    for (((name, _), r), cpu) in jobs.iter().zip(results).zip(cpu_results) {
         let m = median(r.clone());
         let (lo, hi) = r
             .iter()
@@ -86,5 +107,8 @@ fn main() {
             "{name:32} median {m:8.1} MB/s   (min {lo:.1}, max {hi:.1}; {:.2}x parse time)",
             base / m
         );
+        if !cpu.is_empty() {
+            println!("{:32} median {:8.1} MB/s of thread CPU time", "", median(cpu));
+        }
     }
 }
