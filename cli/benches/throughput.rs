@@ -108,7 +108,11 @@ fn main() {
             base / m
         );
         if !cpu.is_empty() {
-            println!("{:32} median {:8.1} MB/s of thread CPU time", "", median(cpu));
+            println!(
+                "{:32} median {:8.1} MB/s of thread CPU time",
+                "",
+                median(cpu)
+            );
         }
     }
 }
