@@ -23,10 +23,16 @@ build() {
         sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1
 }
 
-rm -rf "$work/base"
-mkdir -p "$work/base"
-git -C "$root" archive "$base" | tar -x -C "$work/base"
-cp "$root/cli/benches/throughput_outputs.rs" "$work/base/cli/benches/"
+# the base tree is kept between runs for the same revision (no rebuild)
+rev=$(git -C "$root" rev-parse "$base")
+if [ "$(cat "$work/base.rev" 2>/dev/null)" != "$rev" ]; then
+    rm -rf "$work/base"
+    mkdir -p "$work/base"
+    git -C "$root" archive "$rev" | tar -x -C "$work/base"
+    echo "$rev" >"$work/base.rev"
+fi
+cmp -s "$root/cli/benches/throughput_outputs.rs" "$work/base/cli/benches/throughput_outputs.rs" ||
+    cp "$root/cli/benches/throughput_outputs.rs" "$work/base/cli/benches/"
 if ! grep -q throughput_outputs "$work/base/cli/Cargo.toml"; then
     printf '\n[[bench]]\nname = "throughput_outputs"\nharness = false\n' >>"$work/base/cli/Cargo.toml"
 fi

@@ -348,6 +348,26 @@ impl<'a> ConstantPool<'a> {
             desc,
         })
     }
+    /// [`ConstantPool::member_ref`] as raw (modified UTF-8) bytes, without decoding text: (tag,
+    /// class name, name, descriptor). Fails exactly when `member_ref` does.
+    pub fn member_ref_bytes(&self, i: u16) -> Result<(u8, &'a [u8], &'a [u8], &'a [u8])> {
+        let t = self.tag(i).unwrap_or(0);
+        if !matches!(t, tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF) {
+            return Err(Error::format(format!(
+                "constant #{i} is {}, expected a field or method reference",
+                tag_name(t)
+            )));
+        }
+        let p = self.offsets[i as usize] as usize + 1;
+        let class = self.utf8_bytes(self.class_name_index(be16(self.bytes, p))?)?;
+        let nt = self.payload(be16(self.bytes, p + 2), tag::NAME_AND_TYPE)?;
+        Ok((
+            t,
+            class,
+            self.utf8_bytes(be16(self.bytes, nt))?,
+            self.utf8_bytes(be16(self.bytes, nt + 2))?,
+        ))
+    }
     /// Raw descriptor bytes of a Fieldref/Methodref/InterfaceMethodref/InvokeDynamic/Dynamic
     /// entry and the name bytes, without decoding text (hot path of stack-depth analysis).
     pub fn ref_name_desc_bytes(&self, i: u16) -> Result<(&'a [u8], &'a [u8])> {
@@ -794,5 +814,68 @@ impl<'a> CpBuilder<'a> {
         let c = self.class(class)?;
         let nt = self.name_and_type(name, desc)?;
         self.ref2(tag::FIELDREF, c, nt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::Reader;
+
+    /// A pool from (tag, payload) entries.
+    fn pool_bytes(entries: &[(u8, Vec<u8>)]) -> Vec<u8> {
+        let mut b = ((entries.len() + 1) as u16).to_be_bytes().to_vec();
+        for (t, p) in entries {
+            b.push(*t);
+            b.extend_from_slice(p);
+        }
+        b
+    }
+    fn utf8(s: &[u8]) -> (u8, Vec<u8>) {
+        let mut p = (s.len() as u16).to_be_bytes().to_vec();
+        p.extend_from_slice(s);
+        (tag::UTF8, p)
+    }
+    fn refs(t: u8, a: u16, b: u16) -> (u8, Vec<u8>) {
+        let mut p = a.to_be_bytes().to_vec();
+        p.extend_from_slice(&b.to_be_bytes());
+        (t, p)
+    }
+
+    #[test]
+    fn member_ref_bytes_agrees_with_member_ref() {
+        let b = pool_bytes(&[
+            utf8(b"p/A"),                              // 1
+            (tag::CLASS, 1u16.to_be_bytes().to_vec()), // 2
+            utf8(b"f"),                                // 3
+            utf8(b"I"),                                // 4
+            refs(tag::NAME_AND_TYPE, 3, 4),            // 5
+            refs(tag::FIELDREF, 2, 5),                 // 6
+            utf8(b"\xC0\xBCinit>"),                    // 7: overlong '<'
+            utf8(b"()V"),                              // 8
+            refs(tag::NAME_AND_TYPE, 7, 8),            // 9
+            refs(tag::METHODREF, 2, 9),                // 10
+            refs(tag::INTERFACE_METHODREF, 2, 5),      // 11
+            (tag::INTEGER, vec![0, 0, 0, 7]),          // 12
+        ]);
+        let mut r = Reader::new(&b);
+        let cp = ConstantPool::parse(&b, &mut r, 61).unwrap();
+        for i in 0..15u16 {
+            let text = cp.member_ref(i);
+            let raw = cp.member_ref_bytes(i);
+            match (&text, &raw) {
+                (Ok(m), Ok((t, c, n, d))) => {
+                    assert_eq!(m.tag, *t, "#{i}");
+                    assert_eq!(m.class, decode_mutf8(c), "#{i}");
+                    assert_eq!(m.name, decode_mutf8(n), "#{i}");
+                    assert_eq!(m.desc, decode_mutf8(d), "#{i}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "#{i}"),
+                _ => panic!("#{i}: {text:?} vs {raw:?}"),
+            }
+        }
+        let (_, _, n, _) = cp.member_ref_bytes(10).unwrap();
+        assert_eq!(n, b"\xC0\xBCinit>");
+        assert_eq!(cp.member_ref(10).unwrap().name, "<init>");
     }
 }

@@ -6,11 +6,67 @@ use crate::desc;
 use crate::error::{Error, ErrorKind, Result};
 use crate::opcodes::{self, op, Operands};
 
+/// Bytes of a snippet: inline up to [`Bytes::INLINE`] bytes (every probe call is shorter), on
+/// the heap beyond. A method's probes are built, copied and dropped per method: inline they
+/// cost no allocation.
+#[derive(Clone)]
+pub(crate) enum Bytes {
+    Inline(u8, [u8; Bytes::INLINE]),
+    Heap(Vec<u8>),
+}
+
+impl Bytes {
+    const INLINE: usize = 30;
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Inline(n, b) => &b[..*n as usize],
+            Bytes::Heap(v) => v,
+        }
+    }
+    fn push(&mut self, b: u8) {
+        self.extend_from_slice(&[b]);
+    }
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        match self {
+            Bytes::Inline(n, b) if *n as usize + s.len() <= Bytes::INLINE => {
+                b[*n as usize..*n as usize + s.len()].copy_from_slice(s);
+                *n += s.len() as u8;
+            }
+            Bytes::Inline(n, b) => {
+                let mut v = Vec::with_capacity((*n as usize + s.len()).max(2 * Bytes::INLINE));
+                v.extend_from_slice(&b[..*n as usize]);
+                v.extend_from_slice(s);
+                *self = Bytes::Heap(v);
+            }
+            Bytes::Heap(v) => v.extend_from_slice(s),
+        }
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Bytes {
+        Bytes::Inline(0, [0; Bytes::INLINE])
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, o: &Bytes) -> bool {
+        self.as_slice() == o.as_slice()
+    }
+}
+impl Eq for Bytes {}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
 /// A branch-free instruction sequence. Inserted before/after instructions it must leave the
 /// operand stack as it found it (net depth 0) and never pop what it did not push.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Snippet {
-    pub(crate) bytes: Vec<u8>,
+    bytes: Bytes,
     depth: i32,
     max: i32,
     min: i32,
@@ -21,13 +77,13 @@ impl Snippet {
         Snippet::default()
     }
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        self.bytes.as_slice()
     }
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.bytes().len()
     }
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.len() == 0
     }
     /// Highest stack depth reached, relative to the start.
     pub fn max_depth(&self) -> u16 {
@@ -52,7 +108,7 @@ impl Snippet {
         self.min = self.min.min(self.depth + o.min);
         self.max = self.max.max(self.depth + o.max);
         self.depth += o.depth;
-        self.bytes.extend_from_slice(&o.bytes);
+        self.bytes.extend_from_slice(o.bytes());
     }
     /// An opcode without operands whose stack effect is fixed in the opcode table.
     pub fn op(&mut self, opcode: u8) -> Result<&mut Self> {
@@ -243,6 +299,31 @@ impl Snippet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_snippets_keep_every_byte_past_the_inline_buffer() {
+        // short snippets are stored inline, longer ones on the heap: same bytes either way
+        let mut s = Snippet::new();
+        let mut want = Vec::new();
+        for k in 0..40u8 {
+            s.op(op::ICONST_0 + k % 6).unwrap().op(op::POP).unwrap();
+            want.extend_from_slice(&[op::ICONST_0 + k % 6, op::POP]);
+            assert_eq!(s.bytes(), &want[..]);
+            assert_eq!(s.len(), want.len());
+        }
+        let mut short = Snippet::new();
+        short.op(op::NOP).unwrap();
+        let mut joined = short.clone();
+        joined.append(&s);
+        assert_eq!(joined.bytes()[0], op::NOP);
+        assert_eq!(&joined.bytes()[1..], &want[..]);
+        assert_eq!(joined.max_depth(), 1);
+        // equality is by content, whichever way it is stored
+        let mut again = Snippet::new();
+        again.append(&joined);
+        assert_eq!(again, joined);
+        assert_ne!(again, s);
+    }
 
     #[test]
     fn dup_top_reads_the_value_below_without_underflow() {

@@ -1,11 +1,12 @@
 //! Throughput over the JDK 17 corpus, one thread: parse only, identity round trip, and the
 //! cpu-times probe rewrite of every method. Prints MB/s (class-file bytes in per second of
 //! wall time, and per second of this thread's CPU time from /proc/thread-self/schedstat, which
-//! other processes on a loaded machine do not inflate), median of 5 runs each, measured side
+//! other processes on a loaded machine do not inflate), median of 5 runs each (BENCH_ROUNDS), measured side
 //! by side in one process. Not a test.
 //!
 //!     cargo bench -p bci-cli --bench throughput
 //!     BENCH_JOB=probe cargo bench -p bci-cli --bench throughput   (only jobs naming "probe": for perf)
+//!     BENCH_ROUNDS=1 ...   (rounds instead of 5: one is enough for callgrind's exact counts)
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
@@ -81,7 +82,12 @@ fn main() {
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
     let mut cpu_results: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
     // Interleave the jobs so machine noise hits all of them alike.
-    for _round in 0..5 {
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(5);
+    for _round in 0..rounds {
         for (j, (_, f)) in jobs.iter().enumerate() {
             let c = thread_cpu_ns();
             let t = Instant::now();

@@ -256,6 +256,8 @@ pub fn instrument_methods(
     let mut w = ClassWriter::new(&cf);
     // methods that get probes, in order: with runtime ids, the index is the method's id
     let mut chosen: Vec<(usize, rules::ProbeSet)> = Vec::new();
+    // their names and descriptors, decoded once
+    let mut chosen_names = Vec::new();
     for (k, m) in cf.methods.iter().enumerate() {
         if !selected {
             break;
@@ -270,6 +272,7 @@ pub fn instrument_methods(
             continue;
         }
         chosen.push((k, probes));
+        chosen_names.push((mname, mdesc));
     }
     let runtime_ids = opts.runtime_ids && !chosen.is_empty();
     if runtime_ids && opts.module_reads && cf.major < 49 {
@@ -327,12 +330,17 @@ pub fn instrument_methods(
     let register = prologue.as_ref().map(|p| &p.code);
     let mut changed = false;
     let mut done_clinit = false;
+    // names compare as decoded text; plain ASCII bytes decide without decoding
+    let text_is = |idx: u16, s: &str| match cf.cp.utf8_bytes(idx) {
+        Ok(b) if b.is_ascii() => b == s.as_bytes(),
+        _ => cf.cp.utf8(idx).unwrap_or_default() == s,
+    };
+    let is_clinit = |m: &bci::Member<'_>| {
+        text_is(m.name_index, "<clinit>") && text_is(m.descriptor_index, "()V")
+    };
     for (k, m) in cf.methods.iter().enumerate() {
-        let mname = cf.member_name(m);
-        let mdesc = cf.member_desc(m);
-        let is_clinit = mname == "<clinit>" && mdesc == "()V";
         let Some(index) = position[k] else {
-            if let (true, Some(reg_s)) = (is_clinit, register) {
+            if let (Some(reg_s), true) = (register, register.is_some() && is_clinit(m)) {
                 // a <clinit> the rules leave alone still registers first
                 let body = MethodEditor::new(&cf, k)
                     .and_then(|mut ed| {
@@ -346,8 +354,9 @@ pub fn instrument_methods(
             continue;
         };
         let probes = chosen[index].1;
+        let (mname, mdesc) = &chosen_names[index];
         let mut ed = MethodEditor::new(&cf, k)?;
-        if is_clinit {
+        if is_clinit(m) {
             if let Some(reg_s) = register {
                 ed.insert_entry(reg_s)?;
                 done_clinit = true;
@@ -356,8 +365,8 @@ pub fn instrument_methods(
         ed.force_wide_jumps = opts.force_wide_jumps;
         let info = MethodInfo {
             class: &name,
-            name: &mname,
-            desc: &mdesc,
+            name: mname,
+            desc: mdesc,
             access: m.access,
             source_file: source.as_deref(),
             first_line: first_line(&cf, ed.code()),
@@ -426,11 +435,17 @@ pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
         return true;
     }
     // `aload_0; getfield/putfield` cannot throw NullPointerException when local 0 is `this`
-    // and never reassigned (and the field resolves within the class being loaded).
-    let this_stable = !ed.is_static()
-        && !insns
-            .iter()
-            .any(|i| matches!(i.opcode, op::ASTORE | op::ASTORE_0) && i.local(code) == Some(0));
+    // and never reassigned (and the field resolves within the class being loaded). Looked at
+    // on the first such getfield only.
+    let mut this_stable = None;
+    let mut is_this_stable = || {
+        *this_stable.get_or_insert_with(|| {
+            !ed.is_static()
+                && !insns.iter().any(|i| {
+                    matches!(i.opcode, op::ASTORE | op::ASTORE_0) && i.local(code) == Some(0)
+                })
+        })
+    };
     for (k, i) in insns.iter().enumerate() {
         let safe = match i.opcode {
             op::NOP..=op::SIPUSH => true,
@@ -454,7 +469,10 @@ pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
             op::IRETURN..=op::RETURN => true,
             op::IFNULL | op::IFNONNULL | op::GOTO_W | op::JSR_W => true,
             op::GETFIELD => {
-                this_stable && k > 0 && insns[k - 1].opcode == op::ALOAD_0 && own_field(ed, i, code)
+                k > 0
+                    && insns[k - 1].opcode == op::ALOAD_0
+                    && is_this_stable()
+                    && own_field(ed, i, code)
             }
             _ => false,
         };
@@ -468,19 +486,29 @@ pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
 /// A field reference to a field this class declares (its resolution cannot fail).
 fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
     let cf = ed.class();
-    let Ok(m) = cf.cp.member_ref(i.cp_index(code).unwrap_or(0)) else {
+    let Ok((_, class, name, desc)) = cf.cp.member_ref_bytes(i.cp_index(code).unwrap_or(0)) else {
         return false;
     };
     // Names compare as text (as decoded); raw bytes decide unless one is not plain ASCII.
-    let same = |idx: u16, s: &str| match cf.cp.utf8_bytes(idx) {
-        Ok(b) if b.is_ascii() && s.is_ascii() => b == s.as_bytes(),
-        _ => cf.cp.utf8(idx).unwrap_or_default() == s,
+    let text = bci::cp::decode_mutf8;
+    let same = |idx: u16, s: &[u8]| match cf.cp.utf8_bytes(idx) {
+        Ok(b) if b.is_ascii() && s.is_ascii() => b == s,
+        _ => cf.cp.utf8(idx).unwrap_or_default() == text(s),
     };
-    cf.name().is_ok_and(|n| n == m.class)
+    let this_class = cf
+        .cp
+        .class_name_index(cf.this_class)
+        .and_then(|n| cf.cp.utf8_bytes(n));
+    let same_class = match this_class {
+        Ok(t) if t.is_ascii() && class.is_ascii() => t == class,
+        Ok(t) => text(t) == text(class),
+        Err(_) => false,
+    };
+    same_class
         && cf
             .fields
             .iter()
-            .any(|f| same(f.name_index, &m.name) && same(f.descriptor_index, &m.desc))
+            .any(|f| same(f.name_index, name) && same(f.descriptor_index, desc))
 }
 
 /// Inserts the probes of one method and returns its new Code attribute body.
