@@ -35,6 +35,57 @@ const KIND: [u8; 256] = {
     t
 };
 
+/// Buffers reused from one method to the next on a thread: an editor takes them when it is
+/// opened and gives them back when dropped, so editing a method allocates almost nothing for
+/// its instruction table, pc index, stack depths and layout (a class has many methods, and the
+/// agent rewrites thousands of classes). A buffer is taken whole, so two editors open at once
+/// on a thread simply allocate for the second; buffers over [`KEEP`] bytes are not kept.
+#[derive(Default)]
+struct Scratch {
+    insns: Vec<Insn>,
+    index_of: Vec<u32>,
+    specials: Vec<u32>,
+    depth_in: Vec<u32>,
+    work: Vec<usize>,
+    events: Vec<Event>,
+    frame_bytes: Vec<u8>,
+    types: Vec<VType>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// The largest buffer kept for reuse, in bytes (a 64 KB method's pc index is 256 KB).
+const KEEP: usize = 256 << 10;
+
+/// Takes buffer `f` of this thread's scratch (empty, with the capacity it had).
+fn take<T>(f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) -> Vec<T> {
+    SCRATCH
+        .try_with(|s| {
+            s.try_borrow_mut()
+                .map(|mut s| std::mem::take(f(&mut s)))
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
+}
+
+/// Gives a buffer back to this thread's scratch (kept if larger than the one there).
+fn give<T>(mut v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
+    if v.capacity() == 0 || v.capacity() * std::mem::size_of::<T>() > KEEP {
+        return;
+    }
+    v.clear();
+    let _ = SCRATCH.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            let slot = f(&mut s);
+            if slot.capacity() < v.capacity() {
+                *slot = v;
+            }
+        }
+    });
+}
+
 pub struct MethodEditor<'c, 'a> {
     cf: &'c ClassFile<'a>,
     method: &'c Member<'a>,
@@ -199,6 +250,14 @@ impl Layout<'_> {
     }
 }
 
+impl Drop for MethodEditor<'_, '_> {
+    fn drop(&mut self) {
+        give(std::mem::take(&mut self.insns), |s| &mut s.insns);
+        give(std::mem::take(&mut self.index_of), |s| &mut s.index_of);
+        give(std::mem::take(&mut self.specials), |s| &mut s.specials);
+    }
+}
+
 impl<'c, 'a> MethodEditor<'c, 'a> {
     /// Opens method `method_index` of `cf` for editing. Fails if it has no Code attribute or the
     /// code does not decode.
@@ -217,9 +276,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let code = CodeAttr::parse(cf, a).ctx(|| "Code")?;
         // One pass: decode, index, note branches/switches and the locals used.
         let c = code.code;
-        let mut insns = Vec::with_capacity(c.len() / 2);
-        let mut index_of = vec![NONE; c.len() + 1];
-        let mut specials = Vec::new();
+        let mut insns = take(|s| &mut s.insns);
+        insns.reserve(c.len() / 2);
+        let mut index_of = take(|s| &mut s.index_of);
+        index_of.resize(c.len() + 1, NONE);
+        let mut specials = take(|s| &mut s.specials);
         let mut locals_end = 0u32;
         let mut pc = 0usize;
         while pc < c.len() {
@@ -726,8 +787,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // The layout only differs from a plain copy of the original code at "events":
         // instructions with inserted code before/after them, branches and switches. Positions
         // are computed per event; between events the code moves as a block.
-        let mut ev: Vec<Event> =
-            Vec::with_capacity(self.before.len() + self.after.len() + self.specials.len());
+        let mut ev: Vec<Event> = take(|s| &mut s.events);
+        ev.reserve(self.before.len() + self.after.len() + self.specials.len());
         {
             let (mut x, mut y, mut z) = (0, 0, 0);
             let key = |l: &[(u32, Snippet)], i: usize| l.get(i).map_or(u32::MAX, |e| e.0);
@@ -1072,6 +1133,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 bump(d + s.max_depth() as u32);
             }
         }
+        give(depths.depth_in, |s| &mut s.depth_in);
         if max_stack > 0xFFFF {
             return Err(Error::new(ErrorKind::TooLarge, "max_stack over 65535"));
         }
@@ -1113,27 +1175,34 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             && self.trampolines.is_empty();
         if self.cf.major >= 50 && (smt.is_some() || need_new_frames) && fast_frames {
             // Frames keep their contents: patch offsets in the byte stream, append the handler's.
-            let mut extra = Vec::new();
+            let mut handler_frame = None;
             if add_catch_all {
                 let t = cp.throwable()?;
-                extra.push(Frame {
+                let mut stack = take(|s| &mut s.types);
+                stack.push(VType::Object(t));
+                handler_frame = Some(Frame {
                     offset: handler_pos,
                     locals: Vec::new(),
-                    stack: vec![VType::Object(t)],
+                    stack,
                 });
             }
-            let mut b = Vec::with_capacity(smt.map_or(0, |a| a.data.len()) + 16);
+            let extra = handler_frame.as_slice();
+            let mut b = take(|s| &mut s.frame_bytes);
+            b.reserve(smt.map_or(0, |a| a.data.len()) + 16);
             match smt {
                 Some(a) => frames::relocate_table(
                     a.data,
                     a.offset,
                     |o| map(o, At::Before),
                     |o| map(o as u32, At::Insn).map(|x| x as u16),
-                    &extra,
+                    extra,
                     &mut b,
                 )
                 .ctx(|| "StackMapTable")?,
-                None => frames::relocate_table(&[0, 0], 0, Ok, Ok, &extra, &mut b)?,
+                None => frames::relocate_table(&[0, 0], 0, Ok, Ok, extra, &mut b)?,
+            }
+            if let Some(f) = handler_frame {
+                give(f.stack, |s| &mut s.types);
             }
             smt_bytes = Some(b);
         } else if self.cf.major >= 50 && (smt.is_some() || need_new_frames) {
@@ -1375,6 +1444,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             count += 1;
         }
         attr[count_at..count_at + 2].copy_from_slice(&count.to_be_bytes());
+        if let Some(b) = smt_bytes {
+            give(b, |s| &mut s.frame_bytes);
+        }
+        give(lay.ev, |s| &mut s.events);
         Ok(attr)
     }
 
@@ -1436,8 +1509,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     fn depths_with(&self, cache: &mut Vec<u32>) -> Result<Depths> {
         let n = self.insns.len();
         let code = self.code.code;
-        let mut din: Vec<u32> = vec![NONE; n];
-        let mut work: Vec<usize> = Vec::new();
+        let mut din: Vec<u32> = take(|s| &mut s.depth_in);
+        din.resize(n, NONE);
+        let mut work: Vec<usize> = take(|s| &mut s.work);
         let set = |din: &mut Vec<u32>, work: &mut Vec<usize>, k: usize, d: u32| {
             if din[k] == NONE {
                 din[k] = d;
@@ -1510,6 +1584,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 break;
             }
         }
+        give(work, |s| &mut s.work);
         Ok(Depths { depth_in: din, max })
     }
 }
