@@ -216,21 +216,11 @@ impl<'a> ConstantPool<'a> {
             }
             let t = self.bytes[off];
             let p = off + 1;
+            // the check inline, the error out of line
             let want = |idx: u16, tags: &[u8], what: &str| -> Result<()> {
-                let got = self.tag(idx);
-                if got.is_some_and(|g| tags.contains(&g)) {
-                    Ok(())
-                } else {
-                    Err(Error::format(format!(
-                        "constant #{i} ({}): {what} #{idx} is {}, expected {}",
-                        tag_name(t),
-                        got.map_or("out of range", tag_name),
-                        tags.iter()
-                            .map(|&t| tag_name(t))
-                            .collect::<Vec<_>>()
-                            .join(" or ")
-                    ))
-                    .at(off))
+                match self.tag(idx) {
+                    Some(g) if tags.contains(&g) => Ok(()),
+                    got => Err(bad_ref(i, t, off, idx, got, tags, what)),
                 }
             };
             match t {
@@ -429,6 +419,31 @@ impl<'a> ConstantPool<'a> {
     }
 }
 
+/// The error of [`ConstantPool::check_refs`] for entry `i` (tag `t` at `off`), whose `what`
+/// `#idx` has tag `got` instead of one of `tags`.
+#[cold]
+#[inline(never)]
+fn bad_ref(
+    i: usize,
+    t: u8,
+    off: usize,
+    idx: u16,
+    got: Option<u8>,
+    tags: &[u8],
+    what: &str,
+) -> Error {
+    Error::format(format!(
+        "constant #{i} ({}): {what} #{idx} is {}, expected {}",
+        tag_name(t),
+        got.map_or("out of range", tag_name),
+        tags.iter()
+            .map(|&t| tag_name(t))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    ))
+    .at(off)
+}
+
 /// A resolved field or method reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberRef<'a> {
@@ -524,9 +539,14 @@ struct RawIndex {
 
 #[inline]
 fn load_le(p: &[u8]) -> u64 {
+    // 8 bytes (most names): one load, no variable-length copy
+    if let Ok(w) = <[u8; 8]>::try_from(p) {
+        return u64::from_le_bytes(w);
+    }
     let mut w = [0u8; 8];
-    let k = p.len().min(8);
-    w[..k].copy_from_slice(&p[..k]);
+    for (d, &b) in w.iter_mut().zip(p) {
+        *d = b;
+    }
     u64::from_le_bytes(w)
 }
 
@@ -750,10 +770,21 @@ impl<'a> CpBuilder<'a> {
                 "Utf8 constant longer than 65535 bytes",
             ));
         }
-        let mut p = Vec::with_capacity(enc.len() + 2);
-        p.extend_from_slice(&(enc.len() as u16).to_be_bytes());
-        p.extend_from_slice(&enc);
-        self.add_raw(tag::UTF8, &p)
+        // the payload (length, bytes) on the stack for the usual short names
+        let mut short = [0u8; 130];
+        let long;
+        let p: &[u8] = if enc.len() + 2 <= short.len() {
+            short[..2].copy_from_slice(&(enc.len() as u16).to_be_bytes());
+            short[2..2 + enc.len()].copy_from_slice(&enc);
+            &short[..2 + enc.len()]
+        } else {
+            let mut v = Vec::with_capacity(enc.len() + 2);
+            v.extend_from_slice(&(enc.len() as u16).to_be_bytes());
+            v.extend_from_slice(&enc);
+            long = v;
+            &long
+        };
+        self.add_raw(tag::UTF8, p)
     }
     fn ref1(&mut self, t: u8, a: u16) -> Result<u16> {
         self.add_raw(t, &a.to_be_bytes())
@@ -840,6 +871,32 @@ mod tests {
         let mut p = a.to_be_bytes().to_vec();
         p.extend_from_slice(&b.to_be_bytes());
         (t, p)
+    }
+
+    #[test]
+    fn references_of_the_wrong_kind_are_named_with_entry_and_offset() {
+        let parse = |entries: &[(u8, Vec<u8>)]| {
+            let b = pool_bytes(entries);
+            let mut r = Reader::new(&b);
+            ConstantPool::parse(&b, &mut r, 61)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        };
+        let int = (tag::INTEGER, vec![0, 0, 0, 1]);
+        assert_eq!(
+            parse(&[int.clone(), (tag::CLASS, 1u16.to_be_bytes().to_vec())]),
+            "constant #2 (Class): name #1 is Integer, expected Utf8 at offset 0x7"
+        );
+        assert_eq!(
+            parse(&[utf8(b"x"), refs(tag::NAME_AND_TYPE, 1, 9)]),
+            "constant #2 (NameAndType): descriptor #9 is out of range, expected Utf8 at offset 0x6"
+        );
+        assert_eq!(
+            parse(&[int, (tag::METHOD_HANDLE, vec![6, 0, 1])]),
+            "constant #2 (MethodHandle): reference #1 is Integer, expected Methodref or \
+             InterfaceMethodref at offset 0x7"
+        );
     }
 
     #[test]
