@@ -18,7 +18,7 @@ use crate::snippet::Snippet;
 const NONE: u32 = u32::MAX;
 
 /// Per opcode, for the decoding pass: 1 = uses a local variable, 2 = branch or switch
-/// (relocated on finish), 0 = neither.
+/// (relocated on finish), 3 = return, 0 = none of these.
 const KIND: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut o = 0;
@@ -28,6 +28,7 @@ const KIND: [u8; 256] = {
             op::ILOAD..=op::ALOAD_3 | op::ISTORE..=op::ASTORE_3 | op::RET | op::IINC => 1,
             op::IFEQ..=op::JSR | op::IFNULL..=op::JSR_W => 2,
             op::TABLESWITCH | op::LOOKUPSWITCH => 2,
+            _ if matches!(opcodes::FLOW[o], Flow::Return) => 3,
             _ => 0,
         };
         o += 1;
@@ -45,6 +46,8 @@ struct Scratch {
     insns: Vec<Insn>,
     index_of: Vec<u32>,
     specials: Vec<u32>,
+    returns: Vec<u32>,
+    before: Vec<(u32, Snippet)>,
     depth_in: Vec<u32>,
     work: Vec<usize>,
     events: Vec<Event>,
@@ -111,6 +114,8 @@ pub struct MethodEditor<'c, 'a> {
     ctor: std::cell::OnceCell<Option<Ctor>>,
     /// Indices of the branches and switches (relocated on finish), increasing.
     specials: Vec<u32>,
+    /// Indices of the return instructions, increasing.
+    returns: Vec<u32>,
     /// The end of the highest local-variable slot the instructions use.
     locals_end: u32,
 }
@@ -255,6 +260,8 @@ impl Drop for MethodEditor<'_, '_> {
         give(std::mem::take(&mut self.insns), |s| &mut s.insns);
         give(std::mem::take(&mut self.index_of), |s| &mut s.index_of);
         give(std::mem::take(&mut self.specials), |s| &mut s.specials);
+        give(std::mem::take(&mut self.returns), |s| &mut s.returns);
+        give(std::mem::take(&mut self.before), |s| &mut s.before);
     }
 }
 
@@ -281,6 +288,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut index_of = take(|s| &mut s.index_of);
         index_of.resize(c.len() + 1, NONE);
         let mut specials = take(|s| &mut s.specials);
+        let mut returns = take(|s| &mut s.returns);
         let mut locals_end = 0u32;
         let mut pc = 0usize;
         while pc < c.len() {
@@ -304,7 +312,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         locals_end = locals_end.max(l as u32 + i.local_size() as u32);
                     }
                 }
-                _ => specials.push(k),
+                2 => specials.push(k),
+                _ => returns.push(k),
             }
             insns.push(i);
             pc += i.len as usize;
@@ -318,7 +327,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             insns,
             index_of,
             prologue: Snippet::new(),
-            before: Vec::new(),
+            before: take(|s| &mut s.before),
             after: Vec::new(),
             catch_all: None,
             trampolines: Vec::new(),
@@ -327,6 +336,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             force_wide_jumps: false,
             ctor: std::cell::OnceCell::new(),
             specials,
+            returns,
             locals_end,
         })
     }
@@ -433,12 +443,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         &mut self,
         mut f: impl FnMut(&Insn) -> Result<Snippet>,
     ) -> Result<()> {
-        for k in 0..self.insns.len() {
-            if self.insns[k].flow() == Flow::Return {
-                let s = f(&self.insns[k])?;
-                Self::neutral(&s, "before")?;
-                put_owned(&mut self.before, k as u32, s);
-            }
+        for j in 0..self.returns.len() {
+            let k = self.returns[j] as usize;
+            let s = f(&self.insns[k])?;
+            Self::neutral(&s, "before")?;
+            put_owned(&mut self.before, k as u32, s);
         }
         Ok(())
     }

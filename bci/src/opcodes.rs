@@ -353,7 +353,7 @@ const OPERANDS: [Operands; 256] = {
     }
     t
 };
-const FLOW: [Flow; 256] = {
+pub(crate) const FLOW: [Flow; 256] = {
     let mut t = [Flow::Next; 256];
     let mut i = 0;
     while i < 256 {
