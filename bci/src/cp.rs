@@ -338,9 +338,9 @@ impl<'a> ConstantPool<'a> {
             desc,
         })
     }
-    /// [`ConstantPool::member_ref`] as raw (modified UTF-8) bytes, without decoding text: (tag,
-    /// class name, name, descriptor). Fails exactly when `member_ref` does.
-    pub fn member_ref_bytes(&self, i: u16) -> Result<(u8, &'a [u8], &'a [u8], &'a [u8])> {
+    /// [`ConstantPool::member_ref`] as raw (modified UTF-8) bytes, without decoding text. Fails
+    /// exactly when `member_ref` does.
+    pub fn member_ref_bytes(&self, i: u16) -> Result<MemberRefBytes<'a>> {
         let t = self.tag(i).unwrap_or(0);
         if !matches!(t, tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF) {
             return Err(Error::format(format!(
@@ -351,12 +351,12 @@ impl<'a> ConstantPool<'a> {
         let p = self.offsets[i as usize] as usize + 1;
         let class = self.utf8_bytes(self.class_name_index(be16(self.bytes, p))?)?;
         let nt = self.payload(be16(self.bytes, p + 2), tag::NAME_AND_TYPE)?;
-        Ok((
-            t,
+        Ok(MemberRefBytes {
+            tag: t,
             class,
-            self.utf8_bytes(be16(self.bytes, nt))?,
-            self.utf8_bytes(be16(self.bytes, nt + 2))?,
-        ))
+            name: self.utf8_bytes(be16(self.bytes, nt))?,
+            desc: self.utf8_bytes(be16(self.bytes, nt + 2))?,
+        })
     }
     /// Raw descriptor bytes of a Fieldref/Methodref/InterfaceMethodref/InvokeDynamic/Dynamic
     /// entry and the name bytes, without decoding text (hot path of stack-depth analysis).
@@ -417,6 +417,15 @@ impl<'a> ConstantPool<'a> {
         };
         Some((t, &self.bytes[off + 1..off + 1 + len]))
     }
+}
+
+/// A field or method reference as raw (modified UTF-8) bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberRefBytes<'a> {
+    pub tag: u8,
+    pub class: &'a [u8],
+    pub name: &'a [u8],
+    pub desc: &'a [u8],
 }
 
 /// The error of [`ConstantPool::check_refs`] for entry `i` (tag `t` at `off`), whose `what`
@@ -921,18 +930,17 @@ mod tests {
             let text = cp.member_ref(i);
             let raw = cp.member_ref_bytes(i);
             match (&text, &raw) {
-                (Ok(m), Ok((t, c, n, d))) => {
-                    assert_eq!(m.tag, *t, "#{i}");
-                    assert_eq!(m.class, decode_mutf8(c), "#{i}");
-                    assert_eq!(m.name, decode_mutf8(n), "#{i}");
-                    assert_eq!(m.desc, decode_mutf8(d), "#{i}");
+                (Ok(m), Ok(r)) => {
+                    assert_eq!(m.tag, r.tag, "#{i}");
+                    assert_eq!(m.class, decode_mutf8(r.class), "#{i}");
+                    assert_eq!(m.name, decode_mutf8(r.name), "#{i}");
+                    assert_eq!(m.desc, decode_mutf8(r.desc), "#{i}");
                 }
                 (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "#{i}"),
                 _ => panic!("#{i}: {text:?} vs {raw:?}"),
             }
         }
-        let (_, _, n, _) = cp.member_ref_bytes(10).unwrap();
-        assert_eq!(n, b"\xC0\xBCinit>");
+        assert_eq!(cp.member_ref_bytes(10).unwrap().name, b"\xC0\xBCinit>");
         assert_eq!(cp.member_ref(10).unwrap().name, "<init>");
     }
 }

@@ -486,9 +486,10 @@ pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
 /// A field reference to a field this class declares (its resolution cannot fail).
 fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
     let cf = ed.class();
-    let Ok((_, class, name, desc)) = cf.cp.member_ref_bytes(i.cp_index(code).unwrap_or(0)) else {
+    let Ok(r) = cf.cp.member_ref_bytes(i.cp_index(code).unwrap_or(0)) else {
         return false;
     };
+    let (class, name, desc) = (r.class, r.name, r.desc);
     // Names compare as text (as decoded); raw bytes decide unless one is not plain ASCII.
     let text = bci::cp::decode_mutf8;
     let same = |idx: u16, s: &[u8]| match cf.cp.utf8_bytes(idx) {
