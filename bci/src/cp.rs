@@ -274,6 +274,7 @@ impl<'a> ConstantPool<'a> {
     pub fn raw(&self) -> &'a [u8] {
         &self.bytes[self.start..self.end]
     }
+    #[inline]
     pub fn tag(&self, i: u16) -> Option<u8> {
         let off = *self.offsets.get(i as usize)? as usize;
         if off == 0 {
@@ -283,14 +284,11 @@ impl<'a> ConstantPool<'a> {
         }
     }
     /// Offset of the entry's payload (after the tag), checked to have tag `t`.
+    #[inline]
     fn payload(&self, i: u16, t: u8) -> Result<usize> {
         match self.tag(i) {
             Some(g) if g == t => Ok(self.offsets[i as usize] as usize + 1),
-            g => Err(Error::format(format!(
-                "constant #{i} is {}, expected {}",
-                g.map_or("out of range", tag_name),
-                tag_name(t)
-            ))),
+            g => Err(wrong_tag(i, g, t)),
         }
     }
     /// Raw (modified UTF-8) bytes of a Utf8 entry.
@@ -417,6 +415,17 @@ impl<'a> ConstantPool<'a> {
         };
         Some((t, &self.bytes[off + 1..off + 1 + len]))
     }
+}
+
+/// The error of a constant `#i` that has tag `got` where tag `want` is needed.
+#[cold]
+#[inline(never)]
+fn wrong_tag(i: u16, got: Option<u8>, want: u8) -> Error {
+    Error::format(format!(
+        "constant #{i} is {}, expected {}",
+        got.map_or("out of range", tag_name),
+        tag_name(want)
+    ))
 }
 
 /// A field or method reference as raw (modified UTF-8) bytes.
@@ -941,6 +950,15 @@ mod tests {
             }
         }
         assert_eq!(cp.member_ref_bytes(10).unwrap().name, b"\xC0\xBCinit>");
+        // an entry of another kind, or none, is an error that names both
+        assert_eq!(
+            cp.utf8_bytes(12).unwrap_err().to_string(),
+            "constant #12 is Integer, expected Utf8"
+        );
+        assert_eq!(
+            cp.class_name(40).unwrap_err().to_string(),
+            "constant #40 is out of range, expected Class"
+        );
         assert_eq!(cp.member_ref(10).unwrap().name, "<init>");
     }
 }

@@ -1379,18 +1379,16 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     }
                 }
                 b"LineNumberTable" => match entries(4) {
-                    // Well-formed: relocated as it is read.
+                    // Well-formed: copied, then relocated in place.
                     Some((n, w)) if d.len() == 2 + n * w => {
-                        attr.extend_from_slice(&d[..2]);
-                        for e in d[2..].chunks_exact(4) {
+                        let at = attr.len();
+                        attr.extend_from_slice(d);
+                        for e in attr[at + 2..].chunks_exact_mut(4) {
                             let pc = u16::from_be_bytes([e[0], e[1]]);
-                            let pc = if pc == 0 {
-                                0
-                            } else {
-                                map(pc as u32, At::Before)? as u16
-                            };
-                            attr.extend_from_slice(&pc.to_be_bytes());
-                            attr.extend_from_slice(&e[2..4]);
+                            if pc != 0 {
+                                let pc = map(pc as u32, At::Before)? as u16;
+                                e[..2].copy_from_slice(&pc.to_be_bytes());
+                            }
                         }
                     }
                     _ => {
@@ -1408,8 +1406,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 },
                 b"LocalVariableTable" | b"LocalVariableTypeTable" => match entries(10) {
                     Some((n, w)) if d.len() == 2 + n * w => {
-                        attr.extend_from_slice(&d[..2]);
-                        for e in d[2..].chunks_exact(10) {
+                        let at = attr.len();
+                        attr.extend_from_slice(d);
+                        for e in attr[at + 2..].chunks_exact_mut(10) {
                             let start = u16::from_be_bytes([e[0], e[1]]);
                             let length = u16::from_be_bytes([e[2], e[3]]);
                             let s = if start == 0 {
@@ -1418,9 +1417,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                                 map(start as u32, At::Before)?
                             };
                             let end = map(start as u32 + length as u32, At::Before)?;
-                            attr.extend_from_slice(&(s as u16).to_be_bytes());
-                            attr.extend_from_slice(&((end - s) as u16).to_be_bytes());
-                            attr.extend_from_slice(&e[4..10]);
+                            e[..2].copy_from_slice(&(s as u16).to_be_bytes());
+                            e[2..4].copy_from_slice(&((end - s) as u16).to_be_bytes());
                         }
                     }
                     _ => {
