@@ -159,6 +159,13 @@ pub fn define(
         // instead (callbacks::Java_java_lang_BciProbes_cpuNanos), when start() first calls it.
         jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
     }
+    // the probes' locked sections take the lock through JNI (virtual threads wait pinned)
+    if !early {
+        let (lock, unlock) = crate::callbacks::lock_natives();
+        jni.register_native(cls, c"lock0", c"()Z", lock)?;
+        jni.register_native(cls, c"unlock0", c"()V", unlock)?;
+    }
+    jni.set_static_bool(cls, "jniLock", true)?;
     jni.set_static_int(cls, "clock", o.clock.code())?;
     jni.set_static_bool(cls, "timed", o.clock != Clock::Sample)?;
     jni.set_static_int(cls, "depth", o.depth as i32)?;
