@@ -1461,7 +1461,7 @@ public final class Probes {
         // that make few calls stay small) and doubles, up to DM_MAX entries and twice the
         // nodes of the shared tree, while entries keep missing it. Only the owner thread
         // writes it; the dump and the fold read it.
-        long[] dm = new long[4 * 8];
+        long[] dm = new long[4 * 4];
         /** Empty arrays shared by all states (thread memory: thousands of parked virtual threads). */
         static final long[] NO_LONGS = new long[0];
         static final int[] NO_INTS = new int[0];
@@ -1470,7 +1470,7 @@ public final class Probes {
         // Counts on their way to the sink, pairs (kind << 32 | node, value): kind 0 = calls
         // (a replaced cache entry's), 1 = self time (timed clocks). Moved to the sink under
         // the class lock when full (drain), growing up to Q_MAX longs for busy threads.
-        long[] q = new long[16];
+        long[] q = new long[8];
         int nq;
         int drains;
         static final int Q_MAX = 1024;
@@ -1653,9 +1653,9 @@ public final class Probes {
         }
 
         private long[] growStack() {
-            // by half (whole frames): a parked virtual thread's stack is a little deeper than
-            // the first size, and thousands of them are live at once
-            int n = fr.length + (fr.length >> 3 << 2);
+            // by a quarter (whole frames): a parked virtual thread's stack is a little deeper
+            // than the first size, and thousands of them are live at once
+            int n = fr.length + (fr.length >> 4 << 2);
             fr = copy(fr, n < fr.length + 4 ? fr.length + 4 : n);
             return fr;
         }
