@@ -956,6 +956,15 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
              {misses} callee-cache misses",
             snap.threads.len()
         ));
+        if let Ok(m) = runtime::memory(jni) {
+            if let [nodes, tree, sinks, live, made, threads] = m[..] {
+                log(&format!(
+                    "runtime memory: {nodes} shared call-path nodes ({tree} bytes), aggregates \
+                     {sinks} bytes, {live} live threads, {made} thread states made for \
+                     {threads} threads"
+                ));
+            }
+        }
     }
     // tracing rules alone: the file holds their summary, not an empty profile
     let mut text = if a.engine.profiles() || a.engine.trace_rules().is_empty() {

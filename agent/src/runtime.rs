@@ -367,6 +367,16 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
     }
 }
 
+/// `Probes.memory()`, for the log: call-path nodes, bytes of the shared tree, bytes of the
+/// sinks, live threads, thread states made, threads registered.
+pub fn memory(jni: &Jni) -> Result<Vec<i64>, String> {
+    let rt = get().ok_or("runtime not defined")?;
+    let arr = jni.call_static_object(rt.class.0, "memory", "()[J")?;
+    let v = jni.long_array(arr);
+    jni.delete_local_ref(arr);
+    Ok(v)
+}
+
 /// Reads the data to report: `Probes.snapshot` takes it under the runtime's lock (ended
 /// threads folded, live threads, thread=y rows), then each entry is read by index. Sampled
 /// per-method totals (clock=sample) are kept for all threads at once and go to the first entry.

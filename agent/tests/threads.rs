@@ -400,3 +400,81 @@ public class Forever {
     assert!(text.contains("RECORDING STOPPED: "), "{text}");
     assert!(text.contains("CPU TIME (ms) END"), "{text}");
 }
+
+/// Memory follows the call paths, not the threads: 2,000 platform threads run one after the
+/// other (each joined before the next starts; JVMTI ThreadEnd comes before join returns) reuse
+/// the state of the thread before them instead of each allocating one, and the shared tree
+/// holds each distinct call path once. Read from the runtime's own account (verbose=y log),
+/// not from timings. Before: every thread allocated its state and its own call-path tree.
+#[test]
+fn sequential_threads_reuse_states() {
+    let dir = tmp("sequential");
+    std::fs::write(
+        dir.join("Sequential.java"),
+        r#"
+public class Sequential {
+    static int work(int x) { return x * 7 + 1; }
+    public static void main(String[] a) throws Exception {
+        int n = Integer.parseInt(a[0]);
+        for (int i = 0; i < n; i++) {
+            final int k = i;
+            Thread t = new Thread(() -> { int s = work(k) + work(k + 1); if (s == 1) System.out.println(s); });
+            t.start();
+            t.join();
+        }
+        System.out.println("threads " + n);
+    }
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new(jdk17().join("bin/javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Sequential.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // (made, nodes) for n threads
+    let account = |n: u64| -> (u64, u64) {
+        let (text, o) = run(&jdk17(), &dir, "Sequential", &[&n.to_string()], "verbose=y");
+        let counts = method_counts(&text);
+        assert_eq!(
+            counts.get("Sequential.work"),
+            Some(&(2 * n)),
+            "work() count"
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        let line = err
+            .lines()
+            .find_map(|l| l.strip_prefix("bciagent: runtime memory: "))
+            .unwrap_or_else(|| panic!("no runtime memory line in the log:\n{err}"));
+        let num = |after: &str| -> u64 {
+            let i = line
+                .find(after)
+                .unwrap_or_else(|| panic!("{after:?} in {line}"));
+            line[..i]
+                .split_whitespace()
+                .last()
+                .and_then(|w| w.trim_start_matches('(').parse().ok())
+                .unwrap_or_else(|| panic!("number before {after:?} in {line}"))
+        };
+        (num(" thread states made"), num(" shared call-path nodes"))
+    };
+    let (made_small, nodes_small) = account(200);
+    let (made, nodes) = account(2000);
+    // a few JDK threads (finalizer, cleaner, ...) and the main thread have states of their own
+    assert!(
+        made < 50,
+        "{made} thread states made for 2,000 sequential threads"
+    );
+    assert!(
+        made_small < 50,
+        "{made_small} thread states made for 200 sequential threads"
+    );
+    // ten times the threads, the same call paths: the tree does not grow with the threads
+    assert!(
+        nodes < nodes_small + nodes_small / 2,
+        "call-path nodes: {nodes_small} for 200 threads, {nodes} for 2,000"
+    );
+}

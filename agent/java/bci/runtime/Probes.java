@@ -19,10 +19,13 @@ import jdk.internal.vm.annotation.DontInline;
  * registration: {@code new T}, {@code Thread.getName}) marks the thread as {@link #registering}
  * and every probe call it makes returns at once.
  *
- * <p>All recording is per thread, without locks or atomics: a thread finds its own {@link T}
- * in a field of its Thread object (no shared "last thread" that threads would keep writing).
- * Only the first probe of a thread takes the class lock (to register). Counts are exact; times come from the clock chosen with
- * {@code clock=}.
+ * <p>Counting is per thread, without locks or atomics: a thread finds its own {@link T} in a
+ * field of its Thread object (no shared "last thread" that threads would keep writing) and
+ * counts in its cache entries. The call-path nodes are shared by all threads (see
+ * {@link #gKey}), looked up without a lock. The class lock is taken by a thread's first probe
+ * (to register), for a call path no thread ran before, and when a thread's queue of counts is
+ * full (moved to its sink, {@link A}); through JNI ({@link #jniLock}) under the agent. Counts
+ * are exact; times come from the clock chosen with {@code clock=}.
  */
 public final class Probes {
     private Probes() {}
@@ -812,6 +815,7 @@ public final class Probes {
                 s.name = name;
             } else {
                 s = new T(t, nextSerial++, name, false);
+                statesMade++;
             }
             s.early = startedEarly(t);
             nLive++;
@@ -1114,6 +1118,20 @@ public final class Probes {
             out[o++] = d[--n];
         }
         return o;
+    }
+
+    /** Thread states made (not taken from the pool), for the log. */
+    static long statesMade;
+
+    /**
+     * For the log (verbose=y): {@code [call-path nodes, bytes of the shared tree, bytes of the
+     * sinks, live threads, thread states made, threads registered]}.
+     */
+    public static long[] memory() {
+        synchronized (Probes.class) {
+            return new long[] {gNodes, treeBytes(), ended.bytes() + rowsBytes, nLive, statesMade,
+                    nextSerial};
+        }
     }
 
     /** Why recording stopped early, or null. */
