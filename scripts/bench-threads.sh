@@ -7,12 +7,14 @@
 #             when /usr/lib/jvm/temurin-25-jdk-amd64 is absent)
 # Not a test: prints a table. Usage: scripts/bench-threads.sh [platform|virtual|all]
 #   RUNS=5 OPTS=clock=wall scripts/bench-threads.sh platform
+#   OLD=/path/libbciagent.so adds that build as a third column (same rounds, side by side)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 what=${1:-all}
 runs=${RUNS:-3}
 opts=${OPTS:-}
+old=${OLD:-}
 jdk17=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 jdk25=/usr/lib/jvm/temurin-25-jdk-amd64
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
@@ -45,7 +47,7 @@ one() {
 bench() {
     local name=$1 java=$2
     shift 2
-    local bw="" br="" bh="" bu="" aw="" ar="" ah="" au="" w r h u
+    local bw="" br="" bh="" bu="" aw="" ar="" ah="" au="" ow="" or="" oh="" ou="" w r h u
     for ((i = 1; i <= runs; i++)); do
         read -r w r h u < <(one "$java" "$@")
         bw+=" $w" br+=" $r" bh+=" $h" bu+=" $u"
@@ -54,12 +56,24 @@ bench() {
         if grep -q "RECORDING STOPPED" "$work/$name.txt"; then
             echo "$name: agent run $i: $(grep -m1 'RECORDING STOPPED' "$work/$name.txt")"
         fi
+        if [[ -n $old ]]; then
+            read -r w r h u < <(one "$java" "-agentpath:$old=file=$work/$name-old.txt${opts:+,$opts}" "$@")
+            ow+=" $w" or+=" $r" oh+=" $h" ou+=" $u"
+            if grep -q "RECORDING STOPPED" "$work/$name-old.txt"; then
+                echo "$name: old agent run $i: $(grep -m1 'RECORDING STOPPED' "$work/$name-old.txt")"
+            fi
+        fi
     done
     printf '%-8s runs=%d  bare: %6d ms, RSS %4d MB, heap after GC %4d MB, at exit %4d MB  |  agent: %6d ms, RSS %4d MB, heap after GC %4d MB, at exit %4d MB\n' \
         "$name" "$runs" "$(echo "$bw" | median)" "$(($(echo "$br" | median) / 1024))" "$(echo "$bh" | median)" "$(echo "$bu" | median)" \
         "$(echo "$aw" | median)" "$(($(echo "$ar" | median) / 1024))" "$(echo "$ah" | median)" "$(echo "$au" | median)"
     echo "         bare ms:$bw RSS KB:$br heap after GC MB:$bh at exit MB:$bu"
     echo "         agent ms:$aw RSS KB:$ar heap after GC MB:$ah at exit MB:$au"
+    if [[ -n $old ]]; then
+        printf '%-8s old agent: %6d ms, RSS %4d MB, heap after GC %4d MB, at exit %4d MB\n' \
+            "$name" "$(echo "$ow" | median)" "$(($(echo "$or" | median) / 1024))" "$(echo "$oh" | median)" "$(echo "$ou" | median)"
+        echo "         old ms:$ow RSS KB:$or heap after GC MB:$oh at exit MB:$ou"
+    fi
 }
 
 if [[ $what == platform || $what == all ]]; then

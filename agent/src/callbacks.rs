@@ -557,6 +557,59 @@ pub unsafe extern "system" fn Java_java_lang_BciProbes_cpuNanos(
     unsafe { cpu_nanos(env, cls) }
 }
 
+/// `Probes.lock0()`: takes the runtime class's monitor through JNI (see [`Jni::monitor`]):
+/// the probes' locked sections, which virtual threads and the carriers that run them both
+/// enter, so that no virtual thread waits for the lock unmounted (with its carrier blocked on
+/// the same lock, the JVM hung). Returns whether it holds it.
+unsafe extern "system" fn lock_native(env: *mut sys::JNIEnv, cls: sys::jclass) -> sys::jboolean {
+    // SAFETY: env is this thread's JNIEnv for the duration of the native call.
+    let jni = unsafe { Jni::from_raw(env) };
+    // SAFETY: the VM passes the class of a static native as a reference valid for the call.
+    let cls = unsafe { crate::jvm::JRef::from_native_arg(cls) };
+    guard("lock0", || jni.monitor(cls, true)).unwrap_or(false) as sys::jboolean
+}
+
+/// `Probes.unlock0()`: leaves the monitor taken by [`lock_native`].
+unsafe extern "system" fn unlock_native(env: *mut sys::JNIEnv, cls: sys::jclass) {
+    // SAFETY: env is this thread's JNIEnv for the duration of the native call.
+    let jni = unsafe { Jni::from_raw(env) };
+    // SAFETY: the VM passes the class of a static native as a reference valid for the call.
+    let cls = unsafe { crate::jvm::JRef::from_native_arg(cls) };
+    let _ = guard("unlock0", || jni.monitor(cls, false));
+}
+
+/// `java.lang.BciProbes.lock0()`, found by the VM under its JNI name (see
+/// [`Java_java_lang_BciProbes_cpuNanos`]).
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciProbes_lock0(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+) -> sys::jboolean {
+    // SAFETY: same contract as lock_native.
+    unsafe { lock_native(env, cls) }
+}
+
+/// `java.lang.BciProbes.unlock0()`, found by the VM under its JNI name.
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciProbes_unlock0(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+) {
+    // SAFETY: same contract as unlock_native.
+    unsafe { unlock_native(env, cls) }
+}
+
+/// The natives `bci/runtime/Probes` gets with RegisterNatives (VmInit variant): lock0, unlock0.
+pub fn lock_natives() -> (*mut c_void, *mut c_void) {
+    (lock_native as *mut c_void, unlock_native as *mut c_void)
+}
+
 /// `bci/runtime/Cov.agentRegister(className, hash, counters)`: a class instrumented by
 /// `bci instrument --coverage` (its `<clinit>` calls it) gets its coverage id from the agent.
 unsafe extern "system" fn offline_cov_register(
@@ -903,6 +956,15 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
              {misses} callee-cache misses",
             snap.threads.len()
         ));
+        if let Ok(m) = runtime::memory(jni) {
+            if let [nodes, tree, sinks, live, made, threads] = m[..] {
+                log(&format!(
+                    "runtime memory: {nodes} shared call-path nodes ({tree} bytes), aggregates \
+                     {sinks} bytes, {live} live threads, {made} thread states made for \
+                     {threads} threads"
+                ));
+            }
+        }
     }
     // tracing rules alone: the file holds their summary, not an empty profile
     let mut text = if a.engine.profiles() || a.engine.trace_rules().is_empty() {

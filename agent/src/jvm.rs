@@ -520,6 +520,20 @@ impl Jni {
     }
 
     /// Registers one native method on `cls`.
+    /// JNI MonitorEnter (`enter`) or MonitorExit on `obj`; whether it succeeded. A virtual
+    /// thread that blocks here stays on its carrier (a native frame pins it), unlike one
+    /// blocking on `synchronized`, which unmounts and needs the scheduler to run it again.
+    pub fn monitor(&self, obj: JRef, enter: bool) -> bool {
+        let f: sys::MonitorFn = self.f(if enter {
+            ns::MONITOR_ENTER
+        } else {
+            ns::MONITOR_EXIT
+        });
+        // SAFETY: valid env and a live reference (JRef contract).
+        let r = unsafe { f(self.0, obj.0) };
+        r == 0 && !self.take_exception(false)
+    }
+
     pub fn register_native(
         &self,
         cls: JRef,

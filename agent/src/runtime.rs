@@ -159,6 +159,13 @@ pub fn define(
         // instead (callbacks::Java_java_lang_BciProbes_cpuNanos), when start() first calls it.
         jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
     }
+    // the probes' locked sections take the lock through JNI (virtual threads wait pinned)
+    if !early {
+        let (lock, unlock) = crate::callbacks::lock_natives();
+        jni.register_native(cls, c"lock0", c"()Z", lock)?;
+        jni.register_native(cls, c"unlock0", c"()V", unlock)?;
+    }
+    jni.set_static_bool(cls, "jniLock", true)?;
     jni.set_static_int(cls, "clock", o.clock.code())?;
     jni.set_static_bool(cls, "timed", o.clock != Clock::Sample)?;
     jni.set_static_int(cls, "depth", o.depth as i32)?;
@@ -358,6 +365,16 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
         }
         slots.truncate(serials.len());
     }
+}
+
+/// `Probes.memory()`, for the log: call-path nodes, bytes of the shared tree, bytes of the
+/// sinks, live threads, thread states made, threads registered.
+pub fn memory(jni: &Jni) -> Result<Vec<i64>, String> {
+    let rt = get().ok_or("runtime not defined")?;
+    let arr = jni.call_static_object(rt.class.0, "memory", "()[J")?;
+    let v = jni.long_array(arr);
+    jni.delete_local_ref(arr);
+    Ok(v)
 }
 
 /// Reads the data to report: `Probes.snapshot` takes it under the runtime's lock (ended

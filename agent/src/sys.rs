@@ -186,6 +186,8 @@ pub mod jni_slot {
     pub const NEW_LONG_ARRAY: usize = 180;
     pub const SET_LONG_ARRAY_REGION: usize = 212;
     pub const REGISTER_NATIVES: usize = 215;
+    pub const MONITOR_ENTER: usize = 217;
+    pub const MONITOR_EXIT: usize = 218;
     pub const GET_STRING_UTF_REGION: usize = 221;
     pub const EXCEPTION_CHECK: usize = 228;
 }
@@ -227,6 +229,7 @@ pub type DefineClassFn =
 pub type FindClassFn = unsafe extern "C" fn(*mut JNIEnv, *const c_char) -> jclass;
 pub type JniVoidFn = unsafe extern "C" fn(*mut JNIEnv);
 pub type ExceptionOccurredFn = unsafe extern "C" fn(*mut JNIEnv) -> jobject;
+pub type MonitorFn = unsafe extern "C" fn(*mut JNIEnv, jobject) -> jint;
 pub type ExceptionCheckFn = unsafe extern "C" fn(*mut JNIEnv) -> jboolean;
 pub type NewGlobalRefFn = unsafe extern "C" fn(*mut JNIEnv, jobject) -> jobject;
 pub type DeleteLocalRefFn = unsafe extern "C" fn(*mut JNIEnv, jobject);

@@ -19,10 +19,13 @@ import jdk.internal.vm.annotation.DontInline;
  * registration: {@code new T}, {@code Thread.getName}) marks the thread as {@link #registering}
  * and every probe call it makes returns at once.
  *
- * <p>All recording is per thread, without locks or atomics: a thread finds its own {@link T}
- * in a field of its Thread object (no shared "last thread" that threads would keep writing).
- * Only the first probe of a thread takes the class lock (to register). Counts are exact; times come from the clock chosen with
- * {@code clock=}.
+ * <p>Counting is per thread, without locks or atomics: a thread finds its own {@link T} in a
+ * field of its Thread object (no shared "last thread" that threads would keep writing) and
+ * counts in its cache entries. The call-path nodes are shared by all threads (see
+ * {@link #gKey}), looked up without a lock. The class lock is taken by a thread's first probe
+ * (to register), for a call path no thread ran before, and when a thread's queue of counts is
+ * full (moved to its sink, {@link A}); through JNI ({@link #jniLock}) under the agent. Counts
+ * are exact; times come from the clock chosen with {@code clock=}.
  */
 public final class Probes {
     private Probes() {}
@@ -72,16 +75,158 @@ public final class Probes {
     /** thread=y: most threads with rows of their own in the report (the others: "other threads"). */
     static final int ROWS = 256;
     static int rowsUsed;
-    /** thread=y: ended threads with rows, by row (null: that row's thread is live). */
+    /** thread=y: the sink of each row's thread (its counts, live or ended), by row. */
     static A[] rows = new A[0];
     /**
-     * Ended threads folded together: all of them (thread=n), those without a row (thread=y).
-     * Bounded by the number of distinct call paths, not by the number of threads.
+     * The counts of all threads (thread=n) or of those without a row (thread=y): ended
+     * threads folded in, live threads' counts as they leave their caches. Bounded by the
+     * number of distinct call paths, not by the number of threads.
      */
     static A ended = new A("other threads");
+    /** thread=y: bytes of the rows of ended threads. */
     static long rowsBytes;
     /** The state a thread's field points to once the thread ended (field build; see ended()). */
-    static final T GONE = new T(null, -2, "ended", 1, true);
+    static final T GONE = new T(null, -2, "ended", true);
+    /**
+     * States of ended threads, their data folded, ready for the next threads (a program that
+     * starts threads one after the other allocates no new state for each).
+     */
+    static T[] pool = new T[64];
+    static int npool;
+
+    // The call-path tree, shared by all threads: node k >= 1 is the call path of node
+    // prefix(k) (a context: a path of at most depth-1 frames) followed by method id(k); node
+    // 0 is the root (the empty path). Nodes are only added, under the class lock, and a
+    // node's values never change once written: a thread looks a node up without the lock
+    // (find) and takes the lock only for a path that no thread ran before (node). Memory so
+    // follows the distinct call paths, not the threads.
+    /** ~(prefix << 32 | id) per node; 0: not written yet (as a racy reader may see it). */
+    static long[] gKey = new long[64];
+    /** The node's context for its callees + 1; 0: not written yet. Written last. */
+    static int[] gCtx = new int[64];
+    /** Frames in the node's path. */
+    static int[] gLen = new int[64];
+    /** Open addressing on T.mix(key): node numbers, 0 = empty. Load at most 1/2. */
+    static int[] gTab = new int[128];
+    /** Nodes in the tree, the root included. */
+    static int gNodes = 1;
+
+    static {
+        gCtx[0] = 1; // the root's callees: context 0 (the root)
+    }
+
+    /**
+     * The node of method {@code id} called in context {@code ctx}, as {@code ctx for its
+     * callees << 32 | node}, or -1 if not found. Without the lock: what a racy read may see
+     * of a node being added (zeros) is treated as "not found", and the caller then looks
+     * again under the lock.
+     */
+    static long find(int ctx, int id) {
+        long key = ((long) ctx << 32) | (id & 0xffffffffL);
+        int[] tab = gTab;
+        long[] keys = gKey;
+        int[] ctxs = gCtx;
+        int m = tab.length - 1;
+        int i = T.mix(key) & m;
+        for (int k = 0; k <= m; k++) {
+            int n = tab[i];
+            if (n <= 0) {
+                return -1;
+            }
+            if (n < keys.length && keys[n] == ~key) {
+                int c = n < ctxs.length ? ctxs[n] : 0;
+                return c > 0 ? ((long) (c - 1) << 32) | n : -1;
+            }
+            i = (i + 1) & m;
+        }
+        return -1;
+    }
+
+    /** Like {@link #find}, adding the node (under the class lock) if it is new. */
+    static long node(int ctx, int id) {
+        long v = find(ctx, id);
+        if (v >= 0) {
+            return v;
+        }
+        if (jniLock && lock0()) {
+            try {
+                int n = child(ctx, id);
+                return ((long) (gCtx[n] - 1) << 32) | n;
+            } finally {
+                unlock0();
+            }
+        }
+        synchronized (Probes.class) {
+            int n = child(ctx, id);
+            return ((long) (gCtx[n] - 1) << 32) | n;
+        }
+    }
+
+    /** Under the class lock: the node of (ctx, id), added if new. */
+    static int child(int ctx, int id) {
+        long key = ((long) ctx << 32) | (id & 0xffffffffL);
+        int[] tab = gTab;
+        int m = tab.length - 1;
+        int i = T.mix(key) & m;
+        for (;;) {
+            int n = tab[i];
+            if (n == 0) {
+                break;
+            }
+            if (gKey[n] == ~key) {
+                return n;
+            }
+            i = (i + 1) & m;
+        }
+        int node = gNodes;
+        if (node == gKey.length) {
+            int c = node * 2;
+            gLen = T.copy(gLen, c);
+            gCtx = T.copy(gCtx, c);
+            gKey = T.copy(gKey, c);
+        }
+        gKey[node] = ~key;
+        gLen[node] = gLen[ctx] + 1;
+        gNodes = node + 1;
+        if (node * 2 > tab.length) {
+            // a new table, filled before it is published (racy readers see the old or the new)
+            int[] nt = new int[tab.length * 2];
+            int nm = nt.length - 1;
+            for (int k = 1; k < node; k++) {
+                int j = T.mix(~gKey[k]) & nm;
+                while (nt[j] != 0) {
+                    j = (j + 1) & nm;
+                }
+                nt[j] = k;
+            }
+            tab = nt;
+            m = nm;
+            gTab = nt;
+            i = T.mix(key) & m;
+            while (tab[i] != 0) {
+                i = (i + 1) & m;
+            }
+        }
+        tab[i] = node;
+        int d = depth < 1 ? 1 : depth;
+        int c = gLen[node] < d ? node : drop(node);
+        gCtx[node] = c + 1;
+        return node;
+    }
+
+    /** The node of this node's path without its oldest frame (under the class lock). */
+    static int drop(int node) {
+        if (gLen[node] <= 1) {
+            return 0;
+        }
+        long k = ~gKey[node];
+        return child(drop((int) (k >>> 32)), (int) k);
+    }
+
+    /** About the bytes the shared tree takes. */
+    static long treeBytes() {
+        return 16L * gKey.length + 4L * gTab.length;
+    }
 
     /**
      * Most bytes the recorded data may take (a quarter of the largest heap; 0 = no limit):
@@ -102,6 +247,20 @@ public final class Probes {
     static long[] reserve = new long[1 << 16];
 
     static native long cpuNanos();
+
+    /**
+     * Set by the agent: {@link #lock0}/{@link #unlock0} take and leave this class's monitor
+     * through JNI. The locked sections that probes reach (registration, a new call path, a
+     * thread's queue, a failure) use them: a virtual thread waiting there stays on its carrier
+     * (a native frame pins it). Waiting in {@code synchronized}, it would unmount and need the
+     * scheduler to run again, whose own threads (carriers running instrumented JDK code) may
+     * be waiting for the same lock: the JVM hung so. Without the agent (offline), synchronized.
+     */
+    static boolean jniLock;
+
+    static native boolean lock0();
+
+    static native void unlock0();
 
     static long clockNow() {
         if (clock == 1) {
@@ -130,7 +289,21 @@ public final class Probes {
      * The aggregates of threads that ended before stay for the report.
      */
     static void dropLive() {
+        if (jniLock && lock0()) {
+            try {
+                dropLiveLocked();
+            } finally {
+                unlock0();
+            }
+            return;
+        }
         synchronized (Probes.class) {
+            dropLiveLocked();
+        }
+    }
+
+    static void dropLiveLocked() {
+        {
             for (int i = 0; i < nall && i < all.length; i++) {
                 T s = all[i];
                 all[i] = null;
@@ -241,9 +414,9 @@ public final class Probes {
         if (s != null) {
             int b = s.sp;
             long[] fr = s.fr;
-            if (b + 8 <= fr.length) {
-                // fr[0..8) is the root frame: there is always a caller's context to read
-                int ctx = (int) fr[b - 7];
+            if (b + 4 <= fr.length) {
+                // fr[0..4) is the root frame: there is always a caller's context to read
+                int ctx = (int) fr[b - 3];
                 long[] dm = s.dm;
                 int h = slot(dm, ctx, id);
                 if (dm[h] == (((long) ctx << 32) | id)) {
@@ -252,7 +425,7 @@ public final class Probes {
                     int c = (int) (v >>> 32);
                     fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
                     fr[b + 1] = c;
-                    s.sp = b + 8;
+                    s.sp = b + 4;
                     return;
                 }
             }
@@ -282,21 +455,21 @@ public final class Probes {
         } else {
             int b = s.sp;
             long[] fr = s.fr;
-            int k = b - 8;
+            int k = b - 4;
             if ((int) (fr[k] >>> 32) != id) {
                 // rare: frames above this method's lost their exit (e.g. an error inside a
                 // probe), or it has none (entered before recording started)
-                k -= 8;
-                while (k >= 8 && (int) (fr[k] >>> 32) != id) {
-                    k -= 8;
+                k -= 4;
+                while (k >= 4 && (int) (fr[k] >>> 32) != id) {
+                    k -= 4;
                 }
-                if (k < 8) {
+                if (k < 4) {
                     if (!s.early) {
                         s.mismatches++;
                     }
                     return;
                 }
-                s.mismatches += (b - 8 - k) >> 3;
+                s.mismatches += (b - 4 - k) >> 2;
             }
             s.sp = k;
         }
@@ -316,8 +489,8 @@ public final class Probes {
         }
         T s = cur();
         if (s != null) {
-            // the context of the top frame's callees (fr[0..8) is the root frame)
-            int ctx = (int) s.fr[s.sp - 7];
+            // the context of the top frame's callees (fr[0..4) is the root frame)
+            int ctx = (int) s.fr[s.sp - 3];
             long[] dm = s.dm;
             int h = slot(dm, ctx, id);
             if (dm[h] == (((long) ctx << 32) | id)) {
@@ -421,7 +594,13 @@ public final class Probes {
         }
         T s = self();
         if (s != null) {
-            s.exit(id);
+            try {
+                s.exit(id);
+            } catch (OutOfMemoryError e) {
+                fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
+            }
         }
     }
 
@@ -579,58 +758,91 @@ public final class Probes {
         if (t == null || registering == t) {
             return null;
         }
-        synchronized (Probes.class) {
-            T s = registered(t, h);
-            if (s != null) {
-                return s;
-            }
-            if (failure != null) {
-                return null; // recording stopped for good
-            }
-            registering = t;
+        if (jniLock && lock0()) {
             try {
-                String name = null;
-                try {
-                    name = t.getName();
-                } catch (Throwable e) {
-                    name = null;
-                }
-                int slot;
-                if (nfree > 0) {
-                    slot = free[--nfree];
-                } else {
-                    if (nall == all.length) {
-                        all = copy(all, all.length * 2);
-                    }
-                    slot = nall++;
-                }
-                if (budget > 0) {
-                    long avg = endedCount > 0 ? endedBytes / endedCount : 4096;
-                    long est = nLive * avg + ended.bytes() + rowsBytes;
-                    if (est > budget) {
-                        fail(null, text("the profile data (about ", est >> 20, " MB for ",
-                                nLive, " live threads) would exceed a quarter of the heap:"
-                                + " recording stopped, counts are incomplete"));
-                        return null;
-                    }
-                }
-                s = new T(t, nextSerial++, name, depth, false);
-                s.early = startedEarly(t);
-                nLive++;
-                s.slot = slot;
-                s.row = perThread && rowsUsed < ROWS ? rowsUsed++ : -1;
-                all[slot] = s;
-                version++;
-                publish(s);
-                return s;
-            } catch (OutOfMemoryError e) {
-                fail(e, "out of memory registering a thread: recording stopped, counts are incomplete");
-                return null;
-            } catch (Throwable e) {
-                return null;
+                return registerLocked(t, h);
             } finally {
-                registering = null;
+                unlock0();
             }
+        }
+        synchronized (Probes.class) {
+            return registerLocked(t, h);
+        }
+    }
+
+    /** Registers thread {@code t} (identity hash {@code h}); under the class lock. */
+    static T registerLocked(Thread t, int h) {
+        T s = registered(t, h);
+        if (s != null) {
+            return s;
+        }
+        if (failure != null) {
+            return null; // recording stopped for good
+        }
+        registering = t;
+        try {
+            String name = null;
+            try {
+                name = t.getName();
+            } catch (Throwable e) {
+                name = null;
+            }
+            int slot;
+            if (nfree > 0) {
+                slot = free[--nfree];
+            } else {
+                if (nall == all.length) {
+                    all = copy(all, all.length * 2);
+                }
+                slot = nall++;
+            }
+            if (budget > 0) {
+                long avg = endedCount > 0 ? endedBytes / endedCount : 4096;
+                long est = nLive * avg + ended.bytes() + rowsBytes + treeBytes();
+                if (est > budget) {
+                    fail(null, text("the profile data (about ", est >> 20, " MB for ",
+                            nLive, " live threads) would exceed a quarter of the heap:"
+                            + " recording stopped, counts are incomplete"));
+                    return null;
+                }
+            }
+            if (npool > 0) {
+                s = pool[--npool];
+                pool[npool] = null;
+                s.thread = t;
+                s.hash = h;
+                s.serial = nextSerial++;
+                s.name = name;
+            } else {
+                s = new T(t, nextSerial++, name, false);
+                statesMade++;
+            }
+            s.early = startedEarly(t);
+            nLive++;
+            s.slot = slot;
+            s.row = perThread && rowsUsed < ROWS ? rowsUsed++ : -1;
+            if (s.row >= 0) {
+                if (s.row >= rows.length) {
+                    A[] r = new A[rows.length < 16 ? 16 : rows.length * 2];
+                    System.arraycopy(rows, 0, r, 0, rows.length);
+                    rows = r;
+                }
+                rows[s.row] = new A(name);
+                s.sink = rows[s.row];
+            } else {
+                s.sink = ended;
+            }
+            all[slot] = s;
+            version++;
+            publish(s);
+            return s;
+        } catch (OutOfMemoryError e) {
+            fail(e, "out of memory registering a thread: recording stopped, counts are incomplete");
+            return null;
+        } catch (Throwable e) {
+            return null;
+        } finally {
+            registering = null;
         }
     }
 
@@ -678,19 +890,19 @@ public final class Probes {
                 return; // recording stopped: its data is dropped, to give memory back
             }
             try {
-                long[] e = s.export();
-                if (s.row >= 0) {
-                    if (s.row >= rows.length) {
-                        A[] r = new A[rows.length < 16 ? 16 : rows.length * 2];
-                        System.arraycopy(rows, 0, r, 0, rows.length);
-                        rows = r;
+                A a = s.sink;
+                if (a != null) {
+                    a.addThread(s, true);
+                    a.threads++;
+                    if (s.row >= 0) {
+                        rowsBytes += a.bytes();
                     }
-                    A a = new A(s.name);
-                    a.add(e);
-                    rows[s.row] = a;
-                    rowsBytes += a.bytes();
-                } else {
-                    ended.add(e);
+                }
+                // its state serves a later thread (unless it grew large)
+                if (npool < pool.length && s.fr.length <= 4 * 64 && s.dm.length <= 4 * 256
+                        && s.q.length <= 64) {
+                    s.reset();
+                    pool[npool++] = s;
                 }
             } catch (OutOfMemoryError e) {
                 fail(e, "out of memory folding an ended thread's data: recording stopped, counts are incomplete");
@@ -739,15 +951,21 @@ public final class Probes {
             earlyThreads = early;
         }
         cur();
-        T t = new T(Thread.currentThread(), -1, "self-test", depth, false);
+        T t = new T(Thread.currentThread(), -1, "self-test", false);
+        A a = new A("self-test");
+        t.sink = a;
         t.enter(0);
         t.leafEnter(1);
         t.exit(0);
         t.timer(0, 1);
-        t.sample(1, 1);
-        A a = new A("self-test");
-        a.add(t.export());
-        a.add(a.export());
+        t.put(1, 1);
+        t.drain();
+        synchronized (Probes.class) {
+            t.sample(1, 1);
+            a.addThread(t, true);
+            a.copy("self-test").export();
+            t.reset();
+        }
         if (timed) {
             clockNow();
         }
@@ -785,19 +1003,29 @@ public final class Probes {
             String[] names = new String[1 + nall + rowsUsed];
             long[][] data = new long[names.length][];
             if (!perThread) {
-                names[n] = "ended threads";
-                data[n++] = ended.export();
+                // one entry for all counts; a live thread with mismatches also gets an entry
+                // of its own, without counts, that names it (the report lists such threads)
+                A sum = ended.copy("ended threads");
                 for (int i = 0; i < nall; i++) {
                     T s = all[i];
                     if (s != null) {
+                        sum.addThread(s, false);
+                    }
+                }
+                names[n] = sum.name;
+                data[n++] = sum.export();
+                for (int i = 0; i < nall; i++) {
+                    T s = all[i];
+                    long mm = s == null ? 0 : s.mismatches;
+                    if (mm > 0) {
+                        A one = new A(s.name);
+                        one.mismatches = mm;
                         names[n] = s.name;
-                        data[n++] = s.export();
+                        data[n++] = one.export();
                     }
                 }
             } else {
-                A other = new A("other threads");
-                other.add(ended.export());
-                other.threads = ended.threads;
+                A other = ended.copy("other threads");
                 T[] live = new T[rowsUsed];
                 for (int i = 0; i < nall; i++) {
                     T s = all[i];
@@ -807,17 +1035,20 @@ public final class Probes {
                     if (s.row >= 0 && s.row < live.length) {
                         live[s.row] = s;
                     } else {
-                        other.add(s.export());
+                        other.addThread(s, true);
+                        other.threads++;
                     }
                 }
-                for (int r = 0; r < rowsUsed; r++) {
-                    if (live[r] != null) {
-                        names[n] = live[r].name;
-                        data[n++] = live[r].export();
-                    } else if (r < rows.length && rows[r] != null) {
-                        names[n] = rows[r].name;
-                        data[n++] = rows[r].export();
+                for (int r = 0; r < rowsUsed && r < rows.length; r++) {
+                    if (rows[r] == null) {
+                        continue;
                     }
+                    A row = rows[r].copy(rows[r].name);
+                    if (live[r] != null) {
+                        row.addThread(live[r], true);
+                    }
+                    names[n] = row.name;
+                    data[n++] = row.export();
                 }
                 if (other.threads > 0) {
                     names[n] = "other threads";
@@ -889,28 +1120,41 @@ public final class Probes {
         return o;
     }
 
+    /** Thread states made (not taken from the pool), for the log. */
+    static long statesMade;
+
+    /**
+     * For the log (verbose=y): {@code [call-path nodes, bytes of the shared tree, bytes of the
+     * sinks, live threads, thread states made, threads registered]}.
+     */
+    public static long[] memory() {
+        synchronized (Probes.class) {
+            return new long[] {gNodes, treeBytes(), ended.bytes() + rowsBytes, nLive, statesMade,
+                    nextSerial};
+        }
+    }
+
     /** Why recording stopped early, or null. */
     public static String failure() {
         return failure;
     }
 
     /**
-     * Call paths of many threads folded together (ended threads; see {@link #ended}): nodes
-     * keyed by (prefix node, method), counts and self time summed, per-method totals summed.
-     * Changed only under the class lock.
+     * Counts of many threads, or of one thread (thread=y rows), by node of the shared call-path
+     * tree: calls and self time per node (a small hash map: only the nodes these threads ran),
+     * per-method totals (timed clocks) and statistics. Where live threads move their counts
+     * (see {@link T#drain}) and ended threads' data is folded ({@link #ended}). Changed only
+     * under the class lock.
      */
     static final class A {
         final String name;
         /** Threads folded in. */
         long threads;
-        int n = 1;
-        int[] prefix = new int[16];
-        int[] ids = new int[16];
+        // open addressing on the node: key[i] = node + 1 (0 = empty), load up to 3/4
+        int[] key = new int[16];
         long[] cnt = new long[16];
         long[] slf = new long[16];
-        long[] hKey = new long[32];
-        int[] hVal = new int[32];
-        int hUsed;
+        int used;
         long[] total = new long[0];
         long mismatches;
         long misses;
@@ -920,123 +1164,183 @@ public final class Probes {
 
         A(String name) {
             this.name = name;
-            for (int k = 0; k < hKey.length; k++) {
-                hKey[k] = -1L;
-            }
         }
 
-        private int child(int p, int id) {
-            long key = ((long) p << 32) | (id & 0xffffffffL);
-            int m = hKey.length - 1;
-            int i = T.mix(key) & m;
-            for (;;) {
-                long k = hKey[i];
-                if (k == key) {
-                    return hVal[i];
+        /** Adds {@code c} calls and {@code sl} ns of self time to node {@code node}. */
+        void add(int node, long c, long sl) {
+            if ((c == 0 && sl == 0) || node <= 0) {
+                return;
+            }
+            int i = slot(node);
+            if (key[i] == 0) {
+                if ((used + 1) * 4 > key.length * 3) {
+                    grow();
+                    i = slot(node);
                 }
-                if (k == -1L) {
-                    break;
-                }
+                key[i] = node + 1;
+                used++;
+            }
+            cnt[i] += c;
+            slf[i] += sl;
+        }
+
+        private int slot(int node) {
+            int m = key.length - 1;
+            int i = (node * 0x9E3779B1) & m;
+            while (key[i] != 0 && key[i] != node + 1) {
                 i = (i + 1) & m;
             }
-            if (n == prefix.length) {
-                int c = prefix.length * 2;
-                prefix = T.copy(prefix, c);
-                ids = T.copy(ids, c);
-                cnt = T.copy(cnt, c);
-                slf = T.copy(slf, c);
-            }
-            int node = n++;
-            prefix[node] = p;
-            ids[node] = id;
-            if ((hUsed + 1) * 2 > hKey.length) {
-                long[] ok = hKey;
-                int[] ov = hVal;
-                hKey = new long[ok.length * 2];
-                hVal = new int[ok.length * 2];
-                for (int k = 0; k < hKey.length; k++) {
-                    hKey[k] = -1L;
+            return i;
+        }
+
+        private void grow() {
+            int[] ok = key;
+            long[] oc = cnt;
+            long[] os = slf;
+            key = new int[ok.length * 2];
+            cnt = new long[key.length];
+            slf = new long[key.length];
+            for (int k = 0; k < ok.length; k++) {
+                if (ok[k] != 0) {
+                    int i = slot(ok[k] - 1);
+                    key[i] = ok[k];
+                    cnt[i] = oc[k];
+                    slf[i] = os[k];
                 }
-                m = hKey.length - 1;
-                for (int k = 0; k < ok.length; k++) {
-                    if (ok[k] != -1L) {
-                        int j = T.mix(ok[k]) & m;
-                        while (hKey[j] != -1L) {
-                            j = (j + 1) & m;
-                        }
-                        hKey[j] = ok[k];
-                        hVal[j] = ov[k];
+            }
+        }
+
+        /** Adds the first {@code n} longs of a thread's queue (see {@link T#put}). */
+        void addQueue(long[] q, int n) {
+            int g = gNodes;
+            for (int k = 0; k + 1 < n && k + 1 < q.length; k += 2) {
+                long kn = q[k];
+                int node = (int) kn;
+                if (node > 0 && node < g) {
+                    if ((kn >>> 32) == 0) {
+                        add(node, q[k + 1], 0);
+                    } else {
+                        add(node, 0, q[k + 1]);
                     }
                 }
-                i = T.mix(key) & m;
-                while (hKey[i] != -1L) {
-                    i = (i + 1) & m;
-                }
             }
-            hKey[i] = key;
-            hVal[i] = node;
-            hUsed++;
-            return node;
         }
 
-        /** About the bytes it takes. */
-        long bytes() {
-            return 64 + 24L * prefix.length + 12L * hKey.length + 8L * total.length
-                    + 16L * tmCount.length;
+        /**
+         * Adds thread {@code s}'s data not in a sink yet: counts still in its cache entries and
+         * its queue, its per-method totals (timed clocks), timers and statistics (its
+         * mismatches if {@code mism}). Reads a live thread racily (each value whole; a count
+         * the thread moves meanwhile can be missed or seen twice).
+         */
+        void addThread(T s, boolean mism) {
+            int g = gNodes;
+            long[] dm = s.dm;
+            for (int h = 0; h + 3 < dm.length; h += 4) {
+                int node = (int) dm[h + 1];
+                long c = dm[h + 2];
+                if (dm[h] != -1L && c != 0 && node > 0 && node < g) {
+                    add(node, c, 0);
+                }
+            }
+            addQueue(s.q, s.nq);
+            long[] md = s.md;
+            int[] mk = s.mdKey;
+            if (md.length == 2 * mk.length) {
+                for (int k = 0; k < mk.length; k++) {
+                    int id = mk[k] - 1;
+                    if (id >= 0) {
+                        if (id >= total.length) {
+                            total = T.copy(total, id + 1 > 2 * total.length ? id + 1 : 2 * total.length);
+                        }
+                        total[id] += md[2 * k + 1];
+                    }
+                }
+            }
+            addTimers(s.tmCount, s.tmTotal);
+            if (mism) {
+                mismatches += s.mismatches;
+            }
+            misses += s.misses;
+            slowEnters += s.slowEnters;
         }
 
-        /** Adds one export (a thread's or an aggregate's, same layout). */
-        void add(long[] e) {
-            int o = 0;
-            int ne = (int) e[o++];
-            int[] map = new int[ne < 1 ? 1 : ne];
-            o += 4; // node 0: the root
-            for (int k = 1; k < ne; k++) {
-                int p = (int) e[o];
-                int id = (int) e[o + 1];
-                long c = e[o + 2];
-                long sl = e[o + 3];
-                o += 4;
-                if (p < 0 || p >= k) {
-                    continue; // not a node of a well-formed export (prefixes come first)
-                }
-                int node = child(map[p], id);
-                map[k] = node;
-                cnt[node] += c;
-                slf[node] += sl;
-            }
-            int nm = (int) e[o++];
-            if (nm > total.length) {
-                total = T.copy(total, nm);
-            }
-            for (int k = 0; k < nm; k++) {
-                total[k] += e[o++];
-            }
-            mismatches += e[o++];
-            misses += e[o++];
-            slowEnters += e[o++];
-            int nt = (int) e[o++];
+        private void addTimers(long[] tc, long[] tt) {
+            int nt = tc.length < tt.length ? tc.length : tt.length;
             if (nt > tmCount.length) {
                 tmCount = T.copy(tmCount, nt);
                 tmTotal = T.copy(tmTotal, nt);
             }
             for (int k = 0; k < nt; k++) {
-                tmCount[k] += e[o++];
-                tmTotal[k] += e[o++];
+                tmCount[k] += tc[k];
+                tmTotal[k] += tt[k];
             }
-            threads++;
         }
 
+        /** A copy named {@code name} (the dump adds live threads to it). */
+        A copy(String name) {
+            A a = new A(name);
+            a.threads = threads;
+            a.key = key.clone();
+            a.cnt = cnt.clone();
+            a.slf = slf.clone();
+            a.used = used;
+            a.total = total.clone();
+            a.mismatches = mismatches;
+            a.misses = misses;
+            a.slowEnters = slowEnters;
+            a.tmCount = tmCount.clone();
+            a.tmTotal = tmTotal.clone();
+            return a;
+        }
+
+        /** About the bytes it takes. */
+        long bytes() {
+            return 64 + 20L * key.length + 8L * total.length + 16L * tmCount.length;
+        }
+
+        /**
+         * Flattened for the agent (the layout of {@link Probes#export(int)}): the nodes it has
+         * counts for and their prefixes, renumbered in tree order (a prefix before its node).
+         * Under the class lock.
+         */
         long[] export() {
+            int g = gNodes;
+            long[] gk = gKey;
+            // loc[k]: node k's index in the output (0: not exported; -1: exported, not numbered yet)
+            int[] loc = new int[g];
+            for (int i = 0; i < key.length; i++) {
+                int n = key[i] - 1;
+                while (n > 0 && n < g && loc[n] == 0) {
+                    loc[n] = -1;
+                    n = (int) (~gk[n] >>> 32);
+                }
+            }
+            int ne = 1;
+            for (int k = 1; k < g; k++) {
+                if (loc[k] != 0) {
+                    loc[k] = ne++;
+                }
+            }
             int nt = tmCount.length;
-            long[] out = new long[1 + 4 * n + 1 + total.length + 3 + 1 + 2 * nt];
+            long[] out = new long[1 + 4 * ne + 1 + total.length + 3 + 1 + 2 * nt];
             int o = 0;
-            out[o++] = n;
-            for (int k = 0; k < n; k++) {
-                out[o++] = prefix[k];
-                out[o++] = ids[k];
-                out[o++] = cnt[k];
-                out[o++] = slf[k];
+            out[o++] = ne;
+            o += 4; // node 0: the root
+            for (int k = 1; k < g; k++) {
+                if (loc[k] > 0) {
+                    long kk = ~gk[k];
+                    int p = (int) (kk >>> 32);
+                    out[o++] = p > 0 && p < g ? loc[p] : 0;
+                    out[o++] = (int) kk;
+                    o += 2;
+                }
+            }
+            for (int i = 0; i < key.length; i++) {
+                int n = key[i] - 1;
+                if (n > 0 && n < g) {
+                    out[1 + 4 * loc[n] + 2] += cnt[i];
+                    out[1 + 4 * loc[n] + 3] += slf[i];
+                }
             }
             out[o++] = total.length;
             for (int k = 0; k < total.length; k++) {
@@ -1054,37 +1358,31 @@ public final class Probes {
         }
     }
 
-    /** A thread's state. Only its own thread writes it. */
+    /**
+     * A thread's state: its shadow stack, its direct-mapped cache (which holds most of its
+     * counts) and a short queue of counts on their way to its sink. Only its own thread writes
+     * it (the sampler and the dump read it). Small, and sized by what the thread runs, not by
+     * the call paths: those are in the shared tree. Reused for a later thread once its thread
+     * ended (see {@link Probes#pool}).
+     */
     static final class T {
-        final Thread thread;
-        final int hash;
-        final long serial;
-        final String name;
-        final int depth;
+        Thread thread;
+        int hash;
+        long serial;
+        String name;
         /** Index in Probes.all while the thread is live. */
         int slot = -1;
         /** thread=y: its row in the report, -1 = "other threads". */
         int row = -1;
+        /** Where its counts go: the shared aggregate, or its row (thread=y). */
+        A sink;
 
-        // shadow stack pointer (index into fr); fr[0..8) is the root frame. fr[sp - 7] is the
+        // shadow stack pointer (index into fr); fr[0..4) is the root frame. fr[sp - 3] is the
         // context node (call path of the top depth-1 frames) of the top frame's callees (not
         // kept in a field of its own as well: one store less in every enter and exit)
-        int sp = 8;
+        int sp = 4;
         // the pure leaf running now (its node), 0 = none; read by the sampler
         int leaf;
-
-        // call-path nodes; node 0 is the root (empty path)
-        int nNodes = 1;
-        // (every per-thread array starts small: a thread that makes few calls stays small)
-        int[] nPrefix = new int[16];
-        int[] nId = new int[16];
-        int[] nLen = new int[16];
-
-        // (ctx, id) -> node
-        long[] hKey = new long[32];
-        int[] hVal = new int[32];
-        int hUsed;
-
 
         /** Exits that matched no frame (and frames that lost their exit). */
         long mismatches;
@@ -1099,8 +1397,8 @@ public final class Probes {
         /** Entries that took the out-of-line path (statistics). */
         long slowEnters;
         // the rules' timer probe, per method: count, total ns
-        long[] tmCount = new long[0];
-        long[] tmTotal = new long[0];
+        long[] tmCount = NO_LONGS;
+        long[] tmTotal = NO_LONGS;
 
         void timer(int id, long ns) {
             if (id >= tmCount.length) {
@@ -1120,21 +1418,14 @@ public final class Probes {
          * capacity 0 and a 1-entry cache that never hits, so that every fast path goes to the
          * slow path, which records nothing for it.
          */
-        T(Thread thread, long serial, String name, int depth, boolean gone) {
+        T(Thread thread, long serial, String name, boolean gone) {
             this.thread = thread;
             this.hash = System.identityHashCode(thread);
             this.serial = serial;
             this.name = name;
-            this.depth = depth < 1 ? 1 : depth;
             if (gone) {
-                fr = new long[8];
+                fr = new long[4];
                 dm = new long[4];
-            }
-            if (timed) {
-                nSelf = new long[16];
-            }
-            for (int k = 0; k < hKey.length; k++) {
-                hKey[k] = -1L;
             }
             for (int k = 0; k < dm.length; k += 4) {
                 dm[k] = -1L;
@@ -1142,32 +1433,71 @@ public final class Probes {
             fr[0] = -1L << 32; // root: no method, node 0
         }
 
-        // Shadow stack, 8 longs per frame: [id << 32 | node, ctx for callees, -, start time,
-        // time in callees, -, -, -]. fr[0..8) is the root frame.
-        long[] fr = new long[8 * 16];
+        /**
+         * Makes an ended thread's state (its data folded, see {@link Probes#ended}) new for
+         * another thread: empty stack, cache, queue and statistics; its arrays kept.
+         */
+        void reset() {
+            thread = null;
+            slot = -1;
+            row = -1;
+            sink = null;
+            sp = 4;
+            leaf = 0;
+            mismatches = 0;
+            early = false;
+            misses = 0;
+            slowEnters = 0;
+            dmGrown = 0;
+            nq = 0;
+            drains = 0;
+            tmCount = NO_LONGS;
+            tmTotal = NO_LONGS;
+            mdKey = NO_INTS;
+            md = NO_LONGS;
+            mdUsed = 0;
+            for (int k = 0; k < 4; k++) {
+                fr[k] = 0;
+            }
+            fr[0] = -1L << 32;
+            long[] c = dm;
+            for (int k = 0; k < c.length; k += 4) {
+                c[k] = -1L;
+                c[k + 1] = 0;
+                c[k + 2] = 0;
+            }
+        }
+
+        // Shadow stack, 4 longs per frame: [id << 32 | node, ctx for callees, start time, time
+        // in callees]. fr[0..4) is the root frame. (8 longs a frame until a live virtual
+        // thread's stack had to stay small: thousands of them are parked at once.)
+        long[] fr = new long[4 * 16];
         // Direct-mapped cache, 4 longs per entry: [key = ctx << 32 | id, the node's context
-        // for callees << 32 | node, calls counted here and not yet in nCount, -], read by the
-        // inlined fast paths of enter and leafEnter: a hit touches one cache line (no random
-        // access into nCount, which has one slot per call path). An entry's count moves to
-        // nCount when the entry is replaced. Starts small (threads that make few calls stay
-        // small) and doubles, up to DM_MAX entries, while entries keep missing it. Only the
-        // owner thread writes it; export reads it.
-        long[] dm = new long[4 * 16];
+        // for callees << 32 | node, calls counted here and not yet moved to the sink, -], read
+        // by the inlined fast paths of enter and leafEnter: a hit touches one cache line. An
+        // entry's count moves to the queue when the entry is replaced. Starts small (threads
+        // that make few calls stay small) and doubles, up to DM_MAX entries and twice the
+        // nodes of the shared tree, while entries keep missing it. Only the owner thread
+        // writes it; the dump and the fold read it.
+        long[] dm = new long[4 * 4];
+        /** Empty arrays shared by all states (thread memory: thousands of parked virtual threads). */
+        static final long[] NO_LONGS = new long[0];
+        static final int[] NO_INTS = new int[0];
         /** Most entries the direct-mapped cache grows to. */
         static final int DM_MAX = 1 << 16;
-        // per node
-        long[] nCount = new long[16];
-        /** Timed clocks only (else empty). */
-        long[] nSelf = new long[0];
-        int[] nCtx = new int[16];
+        // Counts on their way to the sink, pairs (kind << 32 | node, value): kind 0 = calls
+        // (a replaced cache entry's), 1 = self time (timed clocks). Moved to the sink under
+        // the class lock when full (drain), growing up to Q_MAX longs for busy threads.
+        long[] q = new long[8];
+        int nq;
+        int drains;
+        static final int Q_MAX = 1024;
         // timed clocks, per method the thread ran (open addressing on the method id; slot i:
         // mdKey[i] = id + 1, 0 = empty): md[2i] = its frames on the stack, md[2i + 1] = total
         // time of its outermost frames. Sized by the methods used, not by the largest id.
-        int[] mdKey = new int[0]; // (allocated on first use: timed clocks only)
-        long[] md = new long[0];
+        int[] mdKey = NO_INTS; // (allocated on first use: timed clocks only)
+        long[] md = NO_LONGS;
         int mdUsed;
-        // sampler-owned: sampled time per node (the per-method totals are Probes.sTotal)
-        long[] sSelf = new long[0];
         /** slowEnters when the direct-mapped cache last grew. */
         long dmGrown;
 
@@ -1175,41 +1505,41 @@ public final class Probes {
             slowEnters++;
             int b = sp;
             long[] fr = this.fr;
-            if (b + 8 > fr.length) {
+            if (b + 4 > fr.length) {
                 fr = growStack();
             }
-            int node = cached((int) fr[b - 7], id);
-            fr[b] = ((long) id << 32) | node;
-            fr[b + 1] = nCtx[node];
+            long v = cached((int) fr[b - 3], id);
+            fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
+            fr[b + 1] = (int) (v >>> 32);
             if (timed) {
                 int j = mdSlot(id); // (md may grow in mdSlot: read it after)
                 md[j]++;
-                fr[b + 4] = 0;
-                fr[b + 3] = clockNow();
+                fr[b + 3] = 0;
+                fr[b + 2] = clockNow();
             }
-            sp = b + 8;
+            sp = b + 4;
         }
 
         /** About the bytes it takes (arrays read racily; an estimate). */
         long bytes() {
-            return 200 + 8L * (fr.length + dm.length + nCount.length + nSelf.length + hKey.length
-                    + md.length + sSelf.length) + 4L * (nPrefix.length + nId.length + nLen.length
-                    + nCtx.length + hVal.length + mdKey.length);
+            return 160 + 8L * (fr.length + dm.length + q.length + md.length) + 4L * mdKey.length;
         }
 
         /** A pure leaf's entry, off the fast path (see {@link Probes#leafEnter}). */
         void leafEnter(int id) {
             slowEnters++;
-            leaf = cached((int) fr[sp - 7], id);
+            leaf = (int) cached((int) fr[sp - 3], id);
         }
 
         /**
-         * Counts a call of method {@code id} in context {@code ctx} and returns its node: the
-         * entry of the direct-mapped cache of the fast paths, (re)filled from {@link #lookup}.
+         * Counts a call of method {@code id} in context {@code ctx} and returns its node with
+         * the node's context for callees ({@code ctx << 32 | node}): the entry of the
+         * direct-mapped cache of the fast paths, (re)filled from the shared tree.
          */
-        private int cached(int ctx, int id) {
+        private long cached(int ctx, int id) {
             // grows while entries keep missing: after 16 slow entries per entry it has
-            if (slowEnters - dmGrown > 4L * dm.length && dm.length < 4 * DM_MAX) {
+            if (slowEnters - dmGrown > 4L * dm.length && dm.length < 4 * DM_MAX
+                    && dm.length < 8L * gNodes) {
                 dmGrown = slowEnters;
                 growDm();
             }
@@ -1217,60 +1547,90 @@ public final class Probes {
             int h = slot(dm, ctx, id);
             long key = ((long) ctx << 32) | id;
             if (dm[h] != key) {
-                int node = lookup(ctx, id);
+                misses++;
+                long v = node(ctx, id);
                 flush(dm, h);
                 dm[h] = key;
-                dm[h + 1] = ((long) nCtx[node] << 32) | node;
+                dm[h + 1] = v;
             }
             dm[h + 2]++;
-            return (int) dm[h + 1];
+            return dm[h + 1];
         }
 
-        /** Moves the count of cache entry {@code h} to its node. */
+        /** Moves the count of cache entry {@code h} to the queue. */
         private void flush(long[] dm, int h) {
             long c = dm[h + 2];
             if (dm[h] != -1L && c != 0) {
-                nCount[(int) dm[h + 1]] += c;
+                put((int) dm[h + 1], c);
             }
             dm[h + 2] = 0;
         }
 
-        /** The node of context {@code ctx} followed by method {@code id}. */
-        private int lookup(int ctx, int id) {
-            // (a per-context cache of recent callees in front of the hash table cost 64 bytes
-            // a node in every thread; it went when thread memory had to stay small)
-            misses++;
-            return child(ctx, id);
+        /** Queues {@code v} for {@code kn} (kind << 32 | node); drains a full queue. */
+        void put(long kn, long v) {
+            if (nq + 2 > q.length) {
+                drain();
+            }
+            q[nq] = kn;
+            q[nq + 1] = v;
+            nq += 2;
+        }
+
+        /** Moves the queue to the sink (under the class lock). */
+        void drain() {
+            if (jniLock && lock0()) {
+                try {
+                    drainLocked();
+                } finally {
+                    unlock0();
+                }
+                return;
+            }
+            synchronized (Probes.class) {
+                drainLocked();
+            }
+        }
+
+        private void drainLocked() {
+            A a = sink;
+            if (a != null && failure == null) {
+                a.addQueue(q, nq);
+            }
+            nq = 0;
+            // a thread that keeps draining gets a longer queue (fewer locks)
+            if ((++drains & 31) == 0 && q.length < Q_MAX) {
+                q = new long[q.length * 2];
+            }
         }
 
         void exit(int id) {
             int b = sp;
-            if (b <= 8) {
+            if (b <= 4) {
                 if (!early) {
                     mismatches++;
                 }
                 return;
             }
             long[] fr = this.fr;
-            long f = fr[b - 8];
+            long f = fr[b - 4];
             if (!timed && (int) (f >>> 32) == id) {
-                sp = b - 8;
+                sp = b - 4;
                 return;
             }
             long t = timed ? clockNow() : 0;
             if ((int) (f >>> 32) != id) {
-                int k = b - 16;
-                while (k >= 8 && (int) (fr[k] >>> 32) != id) {
-                    k -= 8;
+                int k = b - 8;
+                while (k >= 4 && (int) (fr[k] >>> 32) != id) {
+                    k -= 4;
                 }
-                if (k < 8) {
+                if (k < 4) {
                     if (!early) {
                         mismatches++;
                     }
                     return;
                 }
                 // frames above k lost their exit (e.g. an error inside a probe): end them now
-                while (b - 8 > k) {
+                while (b - 4 > k) {
                     mismatches++;
                     b = pop(b, t);
                 }
@@ -1279,24 +1639,23 @@ public final class Probes {
         }
 
         private int pop(int b, long t) {
-            b -= 8;
+            b -= 4;
             long[] fr = this.fr;
             long f = fr[b];
             int node = (int) f;
             if (!timed) {
                 return b;
             }
-            long el = t - fr[b + 3];
+            long el = t - fr[b + 2];
             if (el < 0) {
                 el = 0;
             }
-            long self = el - fr[b + 4];
-            if (self < 0) {
-                self = 0;
+            long self = el - fr[b + 3];
+            if (self > 0) {
+                put((1L << 32) | node, self);
             }
-            nSelf[node] += self;
             if (b > 0) {
-                fr[b - 4] += el;
+                fr[b - 1] += el;
             }
             int j = mdSlot((int) (f >>> 32));
             long[] md = this.md;
@@ -1306,82 +1665,16 @@ public final class Probes {
             return b;
         }
 
-        private int child(int ctx, int id) {
-            long key = ((long) ctx << 32) | (id & 0xffffffffL);
-            int m = hKey.length - 1;
-            int i = mix(key) & m;
-            for (;;) {
-                long k = hKey[i];
-                if (k == key) {
-                    return hVal[i];
-                }
-                if (k == -1L) {
-                    break;
-                }
-                i = (i + 1) & m;
-            }
-            int node = nNodes;
-            if (node == nPrefix.length) {
-                growNodes();
-            }
-            nNodes = node + 1;
-            nPrefix[node] = ctx;
-            nId[node] = id;
-            nLen[node] = nLen[ctx] + 1;
-            // insert before computing the ctx: drop() may add nodes and rehash
-            put(key, node);
-            int c = nLen[node] < depth ? node : drop(node);
-            nCtx[node] = c;
-            return node;
-        }
-
-        /** The node of this node's path without its oldest frame. */
-        private int drop(int node) {
-            if (nLen[node] <= 1) {
-                return 0;
-            }
-            return child(drop(nPrefix[node]), nId[node]);
-        }
-
         static int mix(long key) {
             long h = key * 0x9E3779B97F4A7C15L;
             return (int) (h ^ (h >>> 29));
         }
 
-        private void put(long key, int val) {
-            // (load up to 3/4: a thread's table is a large part of its memory)
-            if ((hUsed + 1) * 4 > hKey.length * 3) {
-                long[] ok = hKey;
-                int[] ov = hVal;
-                hKey = new long[ok.length * 2];
-                hVal = new int[ok.length * 2];
-                for (int k = 0; k < hKey.length; k++) {
-                    hKey[k] = -1L;
-                }
-                int m = hKey.length - 1;
-                for (int k = 0; k < ok.length; k++) {
-                    if (ok[k] != -1L) {
-                        int j = mix(ok[k]) & m;
-                        while (hKey[j] != -1L) {
-                            j = (j + 1) & m;
-                        }
-                        hKey[j] = ok[k];
-                        hVal[j] = ov[k];
-                    }
-                }
-            }
-            int m = hKey.length - 1;
-            int i = mix(key) & m;
-            while (hKey[i] != -1L) {
-                i = (i + 1) & m;
-            }
-            hKey[i] = key;
-            hVal[i] = val;
-            hUsed++;
-        }
-
         private long[] growStack() {
-            fr = copy(fr, fr.length * 2);
+            // by a quarter (whole frames): a parked virtual thread's stack is a little deeper
+            // than the first size, and thousands of them are live at once
+            int n = fr.length + (fr.length >> 4 << 2);
+            fr = copy(fr, n < fr.length + 4 ? fr.length + 4 : n);
             return fr;
         }
 
@@ -1395,18 +1688,6 @@ public final class Probes {
                 k[i] = -1L;
             }
             dm = k;
-        }
-
-        private void growNodes() {
-            int n = nPrefix.length * 2;
-            nId = copy(nId, n);
-            nLen = copy(nLen, n);
-            nCtx = copy(nCtx, n);
-            nCount = copy(nCount, n);
-            if (timed) {
-                nSelf = copy(nSelf, n);
-            }
-            nPrefix = copy(nPrefix, n);
         }
 
         /** Index in md of method {@code id}'s pair, added if new. */
@@ -1454,50 +1735,52 @@ public final class Probes {
             }
         }
 
+        /**
+         * The sampler (under the class lock): {@code ns} of CPU time to the thread's current
+         * call path in its sink (self) and once to each method on its shadow stack (total).
+         */
         void sample(long ns, int ep) {
+            A a = sink;
+            if (a == null) {
+                return;
+            }
             // read racily while the owner runs: each value once, then checked
+            int g = gNodes;
             int lf = leaf;
             int b = sp;
             long[] fr = this.fr;
             if (b > fr.length) {
                 b = fr.length;
             }
-            b &= ~7;
+            b &= ~3;
             int node;
             int topId;
-            int k = b - 8; // the first shadow frame charged with total time
+            int k = b - 4; // the first shadow frame charged with total time
             if (lf > 0) {
                 // a pure leaf is running on top of the shadow stack
-                int[] ids = nId;
-                if (lf >= ids.length) {
+                long[] gk = gKey;
+                if (lf >= g || lf >= gk.length) {
                     return;
                 }
                 node = lf;
-                topId = ids[lf];
+                topId = (int) ~gk[lf];
             } else {
-                if (b <= 8) {
+                if (b <= 4) {
                     return;
                 }
                 // the top frame is read once: its node (self) and method (total) must agree
                 // even if the owner pushes and pops while we look
-                long top = fr[b - 8];
+                long top = fr[b - 4];
                 node = (int) top;
                 topId = (int) (top >>> 32);
-                k = b - 16;
+                k = b - 8;
             }
-            if (node <= 0 || topId < 0) {
+            if (node <= 0 || node >= g || topId < 0) {
                 return;
             }
-            if (node >= sSelf.length) {
-                int n = sSelf.length < 16 ? 16 : sSelf.length;
-                while (n <= node) {
-                    n *= 2;
-                }
-                sSelf = copy(sSelf, n);
-            }
-            sSelf[node] += ns;
+            a.add(node, 0, ns);
             charge(topId, ns, ep);
-            for (; k >= 8; k -= 8) {
+            for (; k >= 4; k -= 4) {
                 int id = (int) (fr[k] >>> 32);
                 if (id >= 0) {
                     charge(id, ns, ep);
@@ -1505,91 +1788,16 @@ public final class Probes {
             }
         }
 
-
-        private static int min(int a, int b) {
-            return a < b ? a : b;
-        }
-
         static int[] copy(int[] a, int n) {
             int[] b = new int[n];
-            System.arraycopy(a, 0, b, 0, a.length);
+            System.arraycopy(a, 0, b, 0, a.length < n ? a.length : n);
             return b;
         }
 
         static long[] copy(long[] a, int n) {
             long[] b = new long[n];
-            System.arraycopy(a, 0, b, 0, a.length);
+            System.arraycopy(a, 0, b, 0, a.length < n ? a.length : n);
             return b;
-        }
-
-        long[] export() {
-            // read each array once; a concurrent grow leaves the old (shorter) copies consistent
-            int[] prefix = nPrefix;
-            int[] ids = nId;
-            long[] cnt = nCount;
-            long[] cache = dm;
-            long[] slf = nSelf;
-            long[] md = this.md;
-            // a copy: a running thread adds keys while this reads them (two reads of one slot
-            // could disagree and index past the output)
-            int[] mk = mdKey.clone();
-            long[] ss = sSelf;
-            boolean tm = timed;
-            int n = nNodes;
-            n = min(min(n, prefix.length), min(ids.length, cnt.length));
-            if (tm) {
-                n = min(n, slf.length);
-            }
-            // timed: total per method id, dense (sampled totals are kept for all threads at
-            // once, Probes.sTotal); md and mdKey grow together, a torn pair is skipped
-            int nm = 0;
-            boolean pair = tm && md.length == 2 * mk.length;
-            if (pair) {
-                for (int k = 0; k < mk.length; k++) {
-                    if (mk[k] > nm) {
-                        nm = mk[k];
-                    }
-                }
-            }
-            long[] tc = tmCount;
-            long[] tt = tmTotal;
-            int nt = min(tc.length, tt.length);
-            long[] out = new long[1 + 4 * n + 1 + nm + 3 + 1 + 2 * nt];
-            int o = 0;
-            out[o++] = n;
-            for (int k = 0; k < n; k++) {
-                out[o++] = prefix[k];
-                out[o++] = ids[k];
-                out[o++] = cnt[k];
-                out[o++] = tm ? slf[k] : (k < ss.length ? ss[k] : 0);
-            }
-            // calls still counted in the cache: an entry moves its count to nCount when it is
-            // replaced, so a thread still running can be off by the entries it moves meanwhile
-            for (int h = 0; h + 3 < cache.length; h += 4) {
-                int node = (int) cache[h + 1];
-                long c = cache[h + 2];
-                if (cache[h] != -1L && c != 0 && node > 0 && node < n) {
-                    out[1 + 4 * node + 2] += c;
-                }
-            }
-            out[o++] = nm;
-            if (pair) {
-                for (int k = 0; k < mk.length; k++) {
-                    if (mk[k] > 0 && mk[k] <= nm) {
-                        out[o + mk[k] - 1] = md[2 * k + 1];
-                    }
-                }
-            }
-            o += nm;
-            out[o++] = mismatches;
-            out[o++] = misses;
-            out[o++] = slowEnters;
-            out[o++] = nt;
-            for (int k = 0; k < nt; k++) {
-                out[o++] = tc[k];
-                out[o++] = tt[k];
-            }
-            return out;
         }
     }
 }
