@@ -9,7 +9,10 @@
 # classes, com.sun.tools.javac.* (module jdk.compiler, loaded by the application class loader,
 # so JaCoCo takes them without inclbootstrapclasses).
 # Medians of RUNS (default 3) interleaved runs of wall time and of CPU time (user + sys);
-# prints the ratios. Not a test. Fetches the two
+# prints the ratios. Not a test.
+# To compare builds in one run: AGENTS="old=/path/libbciagent.so new=..." replaces the agent
+# row by one row per library; BCIS="old=/path/bci new=..." does the same for the offline row
+# (each bci instruments rhino and writes its own runtime jar). Fetches the two
 # .deb files with `apt-get download` (no install) into a temp dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,8 +42,13 @@ var n = 0;
 for (var i = 0; i < 3; i++) { n += acorn.parse(src, {ecmaVersion: 2020}).body.length; }
 print(n);
 JS
-"$bci" instrument --coverage "$rhino" rhino-cov.jar >/dev/null
-"$bci" runtime-jar bci-runtime.jar >/dev/null
+# label=path pairs: the agent libraries and bci binaries to compare (default: this build's)
+read -r -a agents <<<"${AGENTS:-this=$agent}"
+read -r -a bcis <<<"${BCIS:-this=$bci}"
+for b in "${bcis[@]}"; do
+    "${b#*=}" instrument --coverage "$rhino" "rhino-cov-${b%%=*}.jar" >/dev/null
+    "${b#*=}" runtime-jar "bci-runtime-${b%%=*}.jar" >/dev/null
+done
 unzip -q -o "$JAVA_HOME/lib/src.zip" 'java.base/java/util/*' -d "$work/src"
 
 # Runs a command; prints "wall_ms cpu_ms" (cpu: user + sys of the JVM, all its threads, from
@@ -83,30 +91,46 @@ table() {
 
 if [ "$what" = rhino ] || [ "$what" = all ]; then
 main=org.mozilla.javascript.tools.shell.Main
-bare=(); bci_t=(); bci_a=(); jac=()
+bare=(); jac=(); rows=()
+for b in "${bcis[@]}"; do declare -a "off_${b%%=*}=()"; rows+=("bci coverage (offline, ${b%%=*})" "off_${b%%=*}"); done
+for a in "${agents[@]}"; do declare -a "ag_${a%%=*}=()"; rows+=("bci coverage (agent, ${a%%=*})" "ag_${a%%=*}"); done
 for r in $(seq "$runs"); do
     bare+=("$(time_ms "$java" -cp "$rhino" $main driver.js)")
-    rm -f bci.cov
-    bci_t+=("$(time_ms "$java" -Dbci.covfile="$work/bci.cov" -cp rhino-cov.jar:bci-runtime.jar $main driver.js)")
-    rm -f agent.cov
-    bci_a+=("$(time_ms "$java" -agentpath:"$agent"=coverage=y,include='org.mozilla.*',covfile="$work/agent.cov" -cp "$rhino" $main driver.js)")
+    for b in "${bcis[@]}"; do
+        l=${b%%=*}
+        rm -f bci.cov
+        declare -n v_="off_$l"
+        v_+=("$(time_ms "$java" -Dbci.covfile="$work/bci.cov" -cp "rhino-cov-$l.jar:bci-runtime-$l.jar" $main driver.js)")
+        unset -n v_
+    done
+    for a in "${agents[@]}"; do
+        rm -f agent.cov
+        declare -n v_="ag_${a%%=*}"
+        v_+=("$(time_ms "$java" -agentpath:"${a#*=}"=coverage=y,include='org.mozilla.*',covfile="$work/agent.cov" -cp "$rhino" $main driver.js)")
+        unset -n v_
+    done
     rm -f jacoco.exec
     jac+=("$(time_ms "$java" -javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='org.mozilla.*' -cp "$rhino" $main driver.js)")
 done
-table "rhino + acorn.js" bare "bci coverage (offline)" bci_t "bci coverage (agent)" bci_a "JaCoCo 0.8.6 agent" jac
+table "rhino + acorn.js" bare "${rows[@]}" "JaCoCo 0.8.6 agent" jac
 fi
 
 if [ "$what" = javac ] || [ "$what" = all ]; then
 javac=$JAVA_HOME/bin/javac
 srcs=("$work"/src/java.base/java/util/*.java)
 jc() { rm -rf "$work/out"; mkdir -p "$work/out"; time_ms "$javac" "$@" -nowarn -XDignore.symbol.file --patch-module java.base="$work/src/java.base" -d "$work/out" "${srcs[@]}"; }
-bare=(); bci_a=(); jac=()
+bare=(); jac=(); rows=()
+for a in "${agents[@]}"; do declare -a "jag_${a%%=*}=()"; rows+=("bci coverage (agent, ${a%%=*})" "jag_${a%%=*}"); done
 for r in $(seq "$runs"); do
     bare+=("$(jc)")
-    rm -f agent.cov
-    bci_a+=("$(jc -J-agentpath:"$agent"=coverage=y,include='com.sun.tools.javac.*',covfile="$work/agent.cov")")
+    for a in "${agents[@]}"; do
+        rm -f agent.cov
+        declare -n v_="jag_${a%%=*}"
+        v_+=("$(jc -J-agentpath:"${a#*=}"=coverage=y,include='com.sun.tools.javac.*',covfile="$work/agent.cov")")
+        unset -n v_
+    done
     rm -f jacoco.exec
     jac+=("$(jc -J-javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='com.sun.tools.javac.*')")
 done
-table "javac, ${#srcs[@]} java/util sources" bare "bci coverage (agent)" bci_a "JaCoCo 0.8.6 agent" jac
+table "javac, ${#srcs[@]} java/util sources" bare "${rows[@]}" "JaCoCo 0.8.6 agent" jac
 fi
