@@ -18,6 +18,7 @@
 #   scripts/bench-cpu-times.sh [all|fib|threads|javac|scalac|jython|rhino]...
 #   RUNS=5 OPTS=clock=wall scripts/bench-cpu-times.sh javac rhino
 #   AGENTS="old=/path/libbciagent.so" adds agent columns (side by side, same rounds);
+#   AGENTS="x=/path/lib.so@BCIAGENT_NO_LEAF_PROBES=1" runs column x with that environment;
 #   LIB=/path/libbciagent.so is the "agent" column's library (default: this tree's, built first)
 #   OFF=1 adds the agent with BCIAGENT_PROBES_OFF=1 (classes rewritten, nothing recorded)
 set -euo pipefail
@@ -48,9 +49,14 @@ trap 'rm -rf "$work"' EXIT
 # Variants: name and command prefix (an env assignment list, then java options).
 names=(bare agent)
 declare -A lib_of=([agent]=$lib)
+declare -A env_of=()
 for a in ${AGENTS:-}; do
-    names+=("${a%%=*}")
-    lib_of[${a%%=*}]=${a#*=}
+    n=${a%%=*}
+    names+=("$n")
+    l=${a#*=}
+    lib_of[$n]=${l%%@*}
+    # name=lib.so@VAR=value,VAR=value: that column runs with these environment variables
+    [[ $l == *@* ]] && env_of[$n]=${l#*@}
 done
 [[ -n ${OFF:-} ]] && names+=(off) && lib_of[off]=$lib
 
@@ -93,6 +99,7 @@ run_one() {
     case $v in
     bare) ;;
     off) pre=(env BCIAGENT_PROBES_OFF=1) ;;
+    *) [[ -n ${env_of[$v]:-} ]] && pre=(env ${env_of[$v]//,/ }) ;;
     esac
     local agent=()
     [[ $v != bare ]] && agent=("-agentpath:${lib_of[$v]}=file=$work/$name.$v.hprof.txt${opts:+,$opts}")
