@@ -317,15 +317,22 @@ impl<'a> ConstantPool<'a> {
             self.utf8(be16(self.bytes, p + 2))?,
         ))
     }
-    /// (class, name, descriptor) of a Fieldref, Methodref or InterfaceMethodref.
-    pub fn member_ref(&self, i: u16) -> Result<MemberRef<'a>> {
+    /// The tag of constant `i` if it is a Fieldref, Methodref or InterfaceMethodref.
+    #[inline]
+    fn member_tag(&self, i: u16) -> Result<u8> {
         let t = self.tag(i).unwrap_or(0);
-        if !matches!(t, tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF) {
-            return Err(Error::format(format!(
+        if matches!(t, tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF) {
+            Ok(t)
+        } else {
+            Err(Error::format(format!(
                 "constant #{i} is {}, expected a field or method reference",
                 tag_name(t)
-            )));
+            )))
         }
+    }
+    /// (class, name, descriptor) of a Fieldref, Methodref or InterfaceMethodref.
+    pub fn member_ref(&self, i: u16) -> Result<MemberRef<'a>> {
+        let t = self.member_tag(i)?;
         let p = self.offsets[i as usize] as usize + 1;
         let class = self.class_name(be16(self.bytes, p))?;
         let (name, desc) = self.name_and_type(be16(self.bytes, p + 2))?;
@@ -339,13 +346,7 @@ impl<'a> ConstantPool<'a> {
     /// [`ConstantPool::member_ref`] as raw (modified UTF-8) bytes, without decoding text. Fails
     /// exactly when `member_ref` does.
     pub fn member_ref_bytes(&self, i: u16) -> Result<MemberRefBytes<'a>> {
-        let t = self.tag(i).unwrap_or(0);
-        if !matches!(t, tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF) {
-            return Err(Error::format(format!(
-                "constant #{i} is {}, expected a field or method reference",
-                tag_name(t)
-            )));
-        }
+        let t = self.member_tag(i)?;
         let p = self.offsets[i as usize] as usize + 1;
         let class = self.utf8_bytes(self.class_name_index(be16(self.bytes, p))?)?;
         let nt = self.payload(be16(self.bytes, p + 2), tag::NAME_AND_TYPE)?;

@@ -162,17 +162,7 @@ fn main() {
         let t = std::time::Instant::now();
         for (path, b) in &classes {
             let r = instrument_methods(b, rules, &mut SequentialIds(0), opts)
-                .map(|(o, left)| {
-                    let mut o = outcome(o);
-                    if !left.is_empty() {
-                        // the methods left original are part of the output
-                        let names: Vec<String> = left.iter().map(|e| e.to_string()).collect();
-                        let mut b = o.take().unwrap_or_default();
-                        b.extend_from_slice(names.join("\n").as_bytes());
-                        o = Some(b);
-                    }
-                    o
-                })
+                .map(|(o, left)| with_left(outcome(o), &left))
                 .map_err(|e| e.to_string());
             line(&mut out, name, path, r);
         }
@@ -219,16 +209,7 @@ fn main() {
                 site
             };
             let r = bci_rewriter::trace::instrument(b, trace_rules.trace_rules(), &mut next)
-                .map(|(o, left)| {
-                    let mut o = o;
-                    if !left.is_empty() {
-                        let names: Vec<String> = left.iter().map(|e| e.to_string()).collect();
-                        let mut b = o.take().unwrap_or_default();
-                        b.extend_from_slice(names.join("\n").as_bytes());
-                        o = Some(b);
-                    }
-                    o
-                })
+                .map(|(o, left)| with_left(o, &left))
                 .map_err(|e| e.to_string());
             line(&mut out, "trace", path, r);
         }
@@ -241,4 +222,15 @@ fn main() {
         fnv(out.as_bytes()),
         out_path.display()
     );
+}
+
+/// An output with the methods left original appended (they are part of what is compared).
+fn with_left<E: std::fmt::Display>(mut o: Option<Vec<u8>>, left: &[E]) -> Option<Vec<u8>> {
+    if !left.is_empty() {
+        let names: Vec<String> = left.iter().map(|e| e.to_string()).collect();
+        let mut b = o.take().unwrap_or_default();
+        b.extend_from_slice(names.join("\n").as_bytes());
+        o = Some(b);
+    }
+    o
 }
