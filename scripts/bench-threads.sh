@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory of the bciagent cpu=times profile with many threads: peak RSS, the largest heap after
-# a GC and the heap used at exit (from -Xlog:gc,gc+heap+exit), bare vs agent, medians of RUNS runs (default 3) run side by side
+# a GC and the heap used at exit (from -Xlog:gc,gc+heap+exit; JDK 24+ logs it as gc+exit), bare vs agent, medians of RUNS runs (default 3) run side by side
 # (bare and agent alternating), all under -Xmx256m, on
 #   platform: test-classes/ManyThreads.java, 10,000 platform threads (JDK 17)
 #   virtual:  test-classes/jdk21/VirtualThreads.java, 100,000 virtual threads (JDK 25, skipped
@@ -34,12 +34,12 @@ one() {
     rm -f "$work/gc.log"
     local t0 t1
     t0=$(date +%s%N)
-    /usr/bin/time -f '%M' -o "$work/rss" "$java" -Xmx256m "-Xlog:gc,gc+heap+exit:file=$work/gc.log" "$@" \
+    /usr/bin/time -f '%M' -o "$work/rss" "$java" -Xmx256m "-Xlog:gc,gc+heap+exit,gc+exit:file=$work/gc.log" "$@" \
         >"$work/last.out" 2>"$work/last.err" || { cat "$work/last.err" >&2; exit 1; }
     t1=$(date +%s%N)
     local heap used
     heap=$( (grep -o '[0-9]*M->[0-9]*M' "$work/gc.log" || true) | sed 's/.*->//; s/M//' | sort -n | tail -1)
-    used=$( (grep -o 'heap *total [0-9]*K, used [0-9]*K' "$work/gc.log" || true) | head -1 | sed 's/.*used //; s/K//')
+    used=$( (grep -o 'heap *total.*used [0-9]*K' "$work/gc.log" || true) | head -1 | sed 's/.*used //; s/K//')
     echo "$(((t1 - t0) / 1000000)) $(tail -1 "$work/rss") ${heap:-0} $(((${used:-0} + 512) / 1024))"
 }
 
