@@ -320,7 +320,23 @@ public final class Cov {
      */
     private static volatile Last[] last = new Last[64];
 
-    /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
+    /**
+     * On entry to a method: the calling thread's counters of class {@code cid}, which has
+     * {@code n} counters, after adding one to the method's entry counter {@code e} in them.
+     */
+    public static long[] arr(int cid, int n, int e) {
+        long[] a = arr(cid, n);
+        if (e < a.length) {
+            a[e]++;
+        }
+        return a;
+    }
+
+    /**
+     * The calling thread's counters of class {@code cid}, which has {@code n} counters (the
+     * lookup of classes instrumented by bci before the entry counter moved into {@link
+     * #arr(int, int, int)}).
+     */
     public static long[] arr(int cid, int n) {
         Last[] l = last;
         if (cid < l.length) {

@@ -45,6 +45,18 @@ public final class BciCov {
 
     private static long[] sink = new long[0];
 
+    /**
+     * On entry to a method: the calling thread's counters of class {@code cid}, which has
+     * {@code n} counters, after adding one to the method's entry counter {@code e} in them.
+     */
+    public static long[] arr(int cid, int n, int e) {
+        long[] a = arr(cid, n);
+        if (e < a.length) {
+            a[e]++;
+        }
+        return a;
+    }
+
     /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
     public static long[] arr(int cid, int n) {
         if (FIELD) {

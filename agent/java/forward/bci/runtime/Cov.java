@@ -16,6 +16,11 @@ public final class Cov {
         return agentRegister(name, hash, n);
     }
 
+    public static long[] arr(int cid, int n, int e) {
+        return java.lang.BciCov.arr(cid, n, e);
+    }
+
+    /** The lookup of classes instrumented by bci before the entry counter moved into arr. */
     public static long[] arr(int cid, int n) {
         return java.lang.BciCov.arr(cid, n);
     }
