@@ -214,6 +214,22 @@ fn agent_and_offline_give_identical_data() {
     assert_eq!(rb, rc, "cpu=times counts with coverage differ");
 }
 
+/// CovBasics run with the agent (coverage of CovBasics only) into `file`; returns `file`.
+fn agent_reference(classes: &Path, file: &Path) -> PathBuf {
+    ok(java(
+        &classes.display().to_string(),
+        Some(&format!(
+            "coverage=y,include=CovBasics,covfile={}",
+            file.display()
+        )),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    file.to_path_buf()
+}
+
 /// Classes instrumented offline (marked BciInstrumented) under the agent: not instrumented
 /// again, registered with the agent's runtime, their counts in the agent's file once.
 #[test]
@@ -222,18 +238,7 @@ fn offline_classes_under_the_agent_count_once() {
     let classes = cov_basics(&dir);
     let (inst, rt) = (dir.join("inst"), dir.join("rt"));
     instrument_offline(&classes, &inst, &rt);
-    let reference = dir.join("agent.cov");
-    ok(java(
-        &classes.display().to_string(),
-        Some(&format!(
-            "coverage=y,include=CovBasics,covfile={}",
-            reference.display()
-        )),
-        "CovBasics",
-        &[],
-    )
-    .output()
-    .unwrap());
+    let reference = agent_reference(&classes, &dir.join("agent.cov"));
     let data = dir.join("mixed.cov");
     let o = ok(java(
         &format!("{}:{}", inst.display(), rt.display()),
@@ -265,18 +270,7 @@ fn agent_and_runtime_jar_share_one_file() {
     let classes = cov_basics(&dir);
     let (inst, rt) = (dir.join("inst"), dir.join("rt"));
     instrument_offline(&classes, &inst, &rt);
-    let reference = dir.join("one.cov");
-    ok(java(
-        &classes.display().to_string(),
-        Some(&format!(
-            "coverage=y,include=CovBasics,covfile={}",
-            reference.display()
-        )),
-        "CovBasics",
-        &[],
-    )
-    .output()
-    .unwrap());
+    let reference = agent_reference(&classes, &dir.join("one.cov"));
     let one = class_counts(&read(&reference), "CovBasics").1.to_vec();
     let shared = dir.join("shared.cov");
     for _ in 0..2 {

@@ -1215,24 +1215,31 @@ fn trace_method(
                     } else {
                         null_obj(&mut x, cp)?;
                     }
-                    x.load('A', t)?;
-                    x.int(cp, site)?;
-                    load_args(&mut x, cp, &l)?;
-                    x.invokestatic(
+                    // (value on the stack,) the frame, the site, the arguments: the runtime's
+                    // exit or thrown event
+                    let end_call = |s: &mut Snippet,
+                                    cp: &mut bci::CpBuilder<'_>,
+                                    event: &str,
+                                    desc: &str|
+                     -> bci::Result<()> {
+                        s.load('A', t)?;
+                        s.int(cp, site)?;
+                        load_args(s, cp, &l)?;
+                        s.invokestatic(cp, RUNTIME, event, desc)?;
+                        Ok(())
+                    };
+                    end_call(
+                        &mut x,
                         cp,
-                        RUNTIME,
                         "exit",
                         "(Ljava/lang/Object;Ljava/lang/Object;I[Ljava/lang/Object;)V",
                     )?;
                     exits.push(x);
                     let mut h = Snippet::new();
                     h.dup_top(false);
-                    h.load('A', t)?;
-                    h.int(cp, site)?;
-                    load_args(&mut h, cp, &l)?;
-                    h.invokestatic(
+                    end_call(
+                        &mut h,
                         cp,
-                        RUNTIME,
                         "thrown",
                         "(Ljava/lang/Throwable;Ljava/lang/Object;I[Ljava/lang/Object;)V",
                     )?;
