@@ -400,6 +400,9 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
                 return;
             }
         }
+        // (at VMInit, not VMStart: on JDK 17 the lookup throws NoSuchFieldError, and an
+        // exception made that early crashed the JVM in Throwable.<clinit>)
+        init_thread_holder(jni);
         if let Err(e) = runtime::switch_on(jni) {
             log(&format!(
                 "cannot switch the runtime on ({e}); the program runs without probes recording"
@@ -578,6 +581,66 @@ unsafe extern "system" fn unlock_native(env: *mut sys::JNIEnv, cls: sys::jclass)
     let _ = guard("unlock0", || jni.monitor(cls, false));
 }
 
+/// java.lang.Thread's `holder` field and (a global reference to) the class of virtual
+/// threads, which have no holder (JDK 19+; `None` before, or if either is not found).
+static THREAD_HOLDER: OnceLock<Option<(crate::jvm::InstanceFieldId, crate::jvm::JRef)>> =
+    OnceLock::new();
+
+/// Looks up java.lang.Thread's `holder` field for [`ready_native`] (at VMInit).
+pub fn init_thread_holder(jni: &Jni) {
+    THREAD_HOLDER.get_or_init(|| {
+        let cls = jni.find_class("java/lang/Thread").ok()?;
+        let f = jni.field_id(cls, "holder", "Ljava/lang/Thread$FieldHolder;");
+        jni.delete_local_ref(cls);
+        let f = f.ok()?;
+        // JDK 21+: BaseVirtualThread (VirtualThread and the bound kind); JDK 19-20: VirtualThread
+        let virt = jni
+            .find_class("java/lang/BaseVirtualThread")
+            .or_else(|_| jni.find_class("java/lang/VirtualThread"))
+            .ok()?;
+        let g = jni.new_global_ref(virt);
+        jni.delete_local_ref(virt);
+        (!g.is_null()).then_some((f, g))
+    });
+}
+
+/// `Probes.ready0(Thread)`: whether the thread's constructor has finished (JDK 19+: a
+/// platform thread's FieldHolder is set; virtual threads have none and run only once built). A thread attaching through JNI (the launcher's DestroyJavaVM at exit,
+/// native threads) runs its own Thread constructor; if a probe in it waits for the runtime's
+/// lock, HotSpot records the BLOCKED state in the still-null holder and crashes (SIGSEGV in
+/// java_lang_Thread::set_thread_status). The runtime does not register such a thread yet.
+unsafe extern "system" fn ready_native(
+    env: *mut sys::JNIEnv,
+    _cls: sys::jclass,
+    thread: sys::jobject,
+) -> sys::jboolean {
+    // SAFETY: env is this thread's JNIEnv for the duration of the native call.
+    let jni = unsafe { Jni::from_raw(env) };
+    // SAFETY: the VM passes the arguments of a native as references valid for the call.
+    let t = unsafe { crate::jvm::JRef::from_native_arg(thread) };
+    guard("ready0", || match THREAD_HOLDER.get() {
+        Some(Some((f, virt))) => {
+            !t.is_null() && (!jni.object_field_is_null(t, f) || jni.is_instance_of(t, *virt))
+        }
+        _ => true,
+    })
+    .unwrap_or(false) as sys::jboolean
+}
+
+/// `java.lang.BciProbes.ready0(Thread)`, found by the VM under its JNI name.
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciProbes_ready0(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+    thread: sys::jobject,
+) -> sys::jboolean {
+    // SAFETY: same contract as ready_native.
+    unsafe { ready_native(env, cls, thread) }
+}
+
 /// `java.lang.BciProbes.lock0()`, found by the VM under its JNI name (see
 /// [`Java_java_lang_BciProbes_cpuNanos`]).
 ///
@@ -605,9 +668,14 @@ pub unsafe extern "system" fn Java_java_lang_BciProbes_unlock0(
     unsafe { unlock_native(env, cls) }
 }
 
-/// The natives `bci/runtime/Probes` gets with RegisterNatives (VmInit variant): lock0, unlock0.
-pub fn lock_natives() -> (*mut c_void, *mut c_void) {
-    (lock_native as *mut c_void, unlock_native as *mut c_void)
+/// The natives `bci/runtime/Probes` gets with RegisterNatives (VmInit variant): lock0,
+/// unlock0, ready0.
+pub fn lock_natives() -> (*mut c_void, *mut c_void, *mut c_void) {
+    (
+        lock_native as *mut c_void,
+        unlock_native as *mut c_void,
+        ready_native as *mut c_void,
+    )
 }
 
 /// `bci/runtime/Cov.agentRegister(className, hash, counters)`: a class instrumented by

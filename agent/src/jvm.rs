@@ -264,6 +264,38 @@ impl Jni {
         self.static_field(cls, name, sig).map(FieldId)
     }
 
+    /// The id of instance field `name` (`sig`) of `cls`.
+    pub fn field_id(&self, cls: JRef, name: &str, sig: &str) -> Result<InstanceFieldId, String> {
+        // GetFieldID has GetStaticFieldID's signature
+        let f: sys::GetStaticFieldIdFn = self.f(ns::GET_FIELD_ID);
+        let n = CString::new(name).map_err(|e| e.to_string())?;
+        let s = CString::new(sig).map_err(|e| e.to_string())?;
+        // SAFETY: valid env, class reference and C strings.
+        let id = unsafe { f(self.0, cls.0, n.as_ptr(), s.as_ptr()) };
+        self.ok(id, &format!("GetFieldID {name}"))
+            .map(InstanceFieldId)
+    }
+
+    /// Whether `obj` is an instance of `cls` (JNI IsInstanceOf).
+    pub fn is_instance_of(&self, obj: JRef, cls: JRef) -> bool {
+        let f: sys::IsInstanceOfFn = self.f(ns::IS_INSTANCE_OF);
+        // SAFETY: valid env and live references.
+        unsafe { f(self.0, obj.0, cls.0) != 0 }
+    }
+
+    /// Whether reference field `f` of `obj` is null (`obj` must be an instance of the class
+    /// `f` was looked up in).
+    pub fn object_field_is_null(&self, obj: JRef, f: &InstanceFieldId) -> bool {
+        let get: sys::GetObjectFieldFn = self.f(ns::GET_OBJECT_FIELD);
+        // SAFETY: valid env, a live reference and a field id of its class (caller's contract).
+        let v = unsafe { get(self.0, obj.0, f.0) };
+        if v.is_null() {
+            return true;
+        }
+        self.delete_local_ref(JRef(v));
+        false
+    }
+
     pub fn set_static_bool(&self, cls: JRef, name: &str, v: bool) -> Result<(), String> {
         let id = self.static_field(cls, name, "Z")?;
         let f: sys::SetStaticBooleanFieldFn = self.f(ns::SET_STATIC_BOOLEAN_FIELD);
@@ -594,6 +626,15 @@ pub struct StaticMethod(sys::jmethodID);
 unsafe impl Send for StaticMethod {}
 // SAFETY: as above.
 unsafe impl Sync for StaticMethod {}
+
+/// An instance field id (only made by [`Jni::field_id`]).
+pub struct InstanceFieldId(sys::jfieldID);
+
+// SAFETY: field ids are global and immutable in the VM (valid until the class unloads; boot
+// classes never unload).
+unsafe impl Send for InstanceFieldId {}
+// SAFETY: as above.
+unsafe impl Sync for InstanceFieldId {}
 
 /// A static field id (only made by [`Jni::static_field_id`]).
 pub struct FieldId(sys::jfieldID);

@@ -161,9 +161,10 @@ pub fn define(
     }
     // the probes' locked sections take the lock through JNI (virtual threads wait pinned)
     if !early {
-        let (lock, unlock) = crate::callbacks::lock_natives();
+        let (lock, unlock, ready) = crate::callbacks::lock_natives();
         jni.register_native(cls, c"lock0", c"()Z", lock)?;
         jni.register_native(cls, c"unlock0", c"()V", unlock)?;
+        jni.register_native(cls, c"ready0", c"(Ljava/lang/Thread;)Z", ready)?;
     }
     jni.set_static_bool(cls, "jniLock", true)?;
     jni.set_static_int(cls, "clock", o.clock.code())?;

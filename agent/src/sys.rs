@@ -168,8 +168,11 @@ pub mod jni_slot {
     pub const DELETE_GLOBAL_REF: usize = 22;
     pub const DELETE_LOCAL_REF: usize = 23;
     pub const NEW_OBJECT_A: usize = 30;
+    pub const IS_INSTANCE_OF: usize = 32;
     pub const GET_METHOD_ID: usize = 33;
     pub const CALL_OBJECT_METHOD_A: usize = 36;
+    pub const GET_FIELD_ID: usize = 94;
+    pub const GET_OBJECT_FIELD: usize = 95;
     pub const GET_STATIC_METHOD_ID: usize = 113;
     pub const CALL_STATIC_OBJECT_METHOD_A: usize = 116;
     pub const CALL_STATIC_INT_METHOD_A: usize = 131;
@@ -246,6 +249,8 @@ pub type CallStaticIntMethodAFn =
     unsafe extern "C" fn(*mut JNIEnv, jclass, jmethodID, *const jvalue) -> jint;
 pub type CallStaticVoidMethodAFn =
     unsafe extern "C" fn(*mut JNIEnv, jclass, jmethodID, *const jvalue);
+pub type IsInstanceOfFn = unsafe extern "C" fn(*mut JNIEnv, jobject, jclass) -> jboolean;
+pub type GetObjectFieldFn = unsafe extern "C" fn(*mut JNIEnv, jobject, jfieldID) -> jobject;
 pub type GetStaticFieldIdFn =
     unsafe extern "C" fn(*mut JNIEnv, jclass, *const c_char, *const c_char) -> jfieldID;
 pub type SetStaticBooleanFieldFn = unsafe extern "C" fn(*mut JNIEnv, jclass, jfieldID, jboolean);

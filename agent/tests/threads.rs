@@ -47,9 +47,21 @@ fn run_heap(
     opts: &str,
     heap: &str,
 ) -> (String, Output) {
+    run_jvm(jdk, cp, &[heap], main, args, opts)
+}
+
+/// Runs `main` under the agent with `opts` and the JVM options `jvm`.
+fn run_jvm(
+    jdk: &Path,
+    cp: &Path,
+    jvm: &[&str],
+    main: &str,
+    args: &[&str],
+    opts: &str,
+) -> (String, Output) {
     let file = cp.join(format!("{}.txt", opts.replace([',', '='], "_")));
     let o = Command::new(jdk.join("bin/java"))
-        .arg(heap)
+        .args(jvm)
         .arg(format!(
             "-agentpath:{}=file={},cutoff=0{}{}",
             agent_lib().display(),
@@ -275,6 +287,7 @@ fn virtual_threads_counted_and_folded() {
         "-Xmx1g",
     );
     check_expectations("jdk21/VirtualThreads.java", &text, 100000, 10000);
+    assert_no_mismatch(&text, "10,000 virtual threads");
     let err = String::from_utf8_lossy(&o.stderr);
     let entries: usize = err
         .lines()
@@ -287,6 +300,104 @@ fn virtual_threads_counted_and_folded() {
         })
         .unwrap_or_else(|| panic!("no thread count in the log"));
     assert!(entries < 100, "{entries} thread entries at the dump");
+}
+
+/// JDK 25: a virtual thread's call paths stay whole across unmount and mount. VtPaths' threads
+/// block in five ways that unmount them (sleep, parkNanos, a queue's take, Object.wait, a
+/// contended monitor) and resume on any of 4 carriers; every call after a resume is counted
+/// under its full path (depth 4), and no probe exit misses its frame, on the virtual threads'
+/// stacks or the carriers'. Before: VirtualThread.mount/unmount switch Thread.currentThread()
+/// between their entry and exit, and Continuation.run's exit (on the virtual thread) popped the
+/// continuation's frames, so c() showed under `Continuation.run < VirtualThread.unmount` and
+/// the report ended with ~80,000 mismatched exits.
+#[test]
+fn virtual_thread_paths_survive_unmount() {
+    let Some(jdk) = jdk25() else { return };
+    let cp = compile(&jdk, "jdk21/VtPaths.java", "vtpaths");
+    for opts in ["", "clock=wall"] {
+        let (text, _) = run_jvm(
+            &jdk,
+            &cp,
+            &["-Xmx256m", "-Djdk.virtualThreadScheduler.parallelism=4"],
+            "VtPaths",
+            &["2000"],
+            opts,
+        );
+        check_expectations("jdk21/VtPaths.java", &text, 1000, 2000);
+        assert_no_mismatch(&text, opts);
+    }
+}
+
+/// The report has no "probe exits did not match the shadow stack" line.
+fn assert_no_mismatch(text: &str, what: &str) {
+    let mism: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("did not match the shadow stack"))
+        .collect();
+    assert!(mism.is_empty(), "({what}) {}", mism.join("\n"));
+}
+
+/// A thread attaching through JNI runs its own Thread constructor, whose probes register it;
+/// if the runtime's lock was taken by another thread then, HotSpot (JDK 19+) crashed
+/// (SIGSEGV in java_lang_Thread::set_thread_status: the BLOCKED state goes to the Thread's
+/// FieldHolder, still null). Seen at exit, when the launcher's DestroyJavaVM thread attaches
+/// while carriers fold ended virtual threads. Made certain here: a thread holds the runtime
+/// class's monitor from the moment main ends until after DestroyJavaVM has attached.
+#[test]
+fn attaching_thread_while_the_runtime_lock_is_held() {
+    let dir = tmp("attach");
+    std::fs::write(
+        dir.join("HoldLock.java"),
+        r#"
+public class HoldLock {
+    public static void main(String[] a) throws Exception {
+        Class<?> rt = Class.forName("java.lang.BciProbes");
+        Thread main = Thread.currentThread();
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(1);
+                main.join();
+                synchronized (rt) {
+                    Thread.sleep(500);
+                }
+            } catch (InterruptedException e) {
+            }
+        });
+        t.start();
+        Thread.sleep(50);
+        System.out.println("main returns");
+    }
+}
+"#,
+    )
+    .unwrap();
+    let jdks: Vec<PathBuf> = std::iter::once(jdk17()).chain(jdk25()).collect();
+    for jdk in jdks {
+        let cp = dir.join(jdk.file_name().unwrap());
+        std::fs::create_dir_all(&cp).unwrap();
+        let o = Command::new(jdk.join("bin/javac"))
+            .arg("-d")
+            .arg(&cp)
+            .arg(dir.join("HoldLock.java"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // run() asserts the exit status and reads the report
+        let (text, o) = run_jvm(
+            &jdk,
+            &cp,
+            &["-XX:-CreateCoredumpOnCrash"],
+            "HoldLock",
+            &[],
+            "",
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("main returns"),
+            "{}",
+            jdk.display()
+        );
+        assert!(text.contains("CPU TIME (ms) END"), "{}", jdk.display());
+    }
 }
 
 /// JDK 25: 100,000 virtual threads under -Xmx256m finish and the report is written (before

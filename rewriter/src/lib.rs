@@ -138,6 +138,47 @@ impl<'r> Calls<'r> {
     }
 }
 
+/// Methods of the JDK's virtual-thread machinery (JDK 21+) whose entry and exit probes would
+/// run on different threads as `Thread.currentThread()` sees them, so that a runtime keeping
+/// a shadow stack per thread (the agent's cpu=times) pushes a frame on one thread's stack and
+/// pops it from another's; they get no probes (their callees do).
+/// - `VirtualThread.mount`/`unmount`/`switchToCarrierThread`/`switchToVirtualThread` change
+///   the current thread (`Thread.setCurrentThread`) between entry and exit.
+/// - `Continuation.run` runs on the virtual thread below the continuation's frames (JDK 24+:
+///   `runContinuation` mounts first) and returns when they yield: its exit would end the
+///   frames of every method the virtual thread is blocked in.
+/// - JDK 21-23 mount inside the continuation: its bottom frames (`Continuation.enter`,
+///   `enter0`, the task lambda, `VirtualThread.run(Runnable)`) are entered on the carrier
+///   and left on another one, and `Continuation.yield`/`yield0` are entered after the
+///   unmount and left before the next mount, on different carriers.
+const THREAD_SWITCHING: &[(&str, &[&str])] = &[
+    (
+        "java/lang/VirtualThread",
+        &[
+            "mount",
+            "unmount",
+            "switchToCarrierThread",
+            "switchToVirtualThread",
+            "run",
+        ],
+    ),
+    (
+        "java/lang/VirtualThread$VThreadContinuation",
+        &["lambda$new$0"],
+    ),
+    (
+        "jdk/internal/vm/Continuation",
+        &["run", "enter", "enter0", "yield", "yield0"],
+    ),
+];
+
+/// Whether `class.name` is in [`THREAD_SWITCHING`].
+pub fn switches_threads(class: &str, name: &str) -> bool {
+    THREAD_SWITCHING
+        .iter()
+        .any(|(c, ms)| *c == class && ms.contains(&name))
+}
+
 /// Methods whose instrumentation would change what the JVM does beyond the probes: HotSpot
 /// treats a class as finalizable only if its `finalize()V` is not empty (just `return`).
 /// Probing `java.lang.Object.finalize()` would make every object finalizable.
@@ -268,7 +309,10 @@ pub fn instrument_methods(
         let mname = cf.member_name(m);
         let mdesc = cf.member_desc(m);
         let probes = rules.probes_for(&name, &mname, &mdesc);
-        if probes.is_empty() || changes_jvm_semantics(&cf, m, &mname, &mdesc) {
+        if probes.is_empty()
+            || changes_jvm_semantics(&cf, m, &mname, &mdesc)
+            || switches_threads(&name, &mname)
+        {
             continue;
         }
         chosen.push((k, probes));

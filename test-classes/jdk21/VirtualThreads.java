@@ -4,9 +4,9 @@
 // expect: VirtualThreads.work count=300000
 // expect: VirtualThreads.body count=100000
 // expect: VirtualThreads.main count=1
-// Known gap (also before issue 9's fix): after a virtual thread's first unmount (the sleep) its
-// shadow stack is wrong, so work() shows under Continuation.run < VirtualThread.unmount.
-// expect-path-todo: VirtualThreads.work < VirtualThreads.body < VirtualThreads.lambda$main$0 count=300000
+// work() runs after the sleep has unmounted the thread, on any carrier: its call path is whole
+// (it showed under Continuation.run < VirtualThread.unmount before those got no probes).
+// expect-path: VirtualThreads.work < VirtualThreads.body < VirtualThreads.lambda$main$0 count=300000
 public class VirtualThreads {
     static int work(int x) {
         return x * 7 + 1;

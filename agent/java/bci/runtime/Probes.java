@@ -262,6 +262,17 @@ public final class Probes {
 
     static native void unlock0();
 
+    /**
+     * Whether thread {@code t}'s constructor has finished (under the agent; see the agent's
+     * ready_native). A thread attaching through JNI (e.g. the launcher's DestroyJavaVM at exit)
+     * runs its own constructor, and a probe there that waited for the class lock crashed
+     * HotSpot (JDK 19+): such a thread is registered at its first probe after the constructor.
+     */
+    static native boolean ready0(Thread t);
+
+    /** The last thread found not {@link #ready0} (its state gets {@link T#early}). */
+    static Thread unready;
+
     static long clockNow() {
         if (clock == 1) {
             return System.nanoTime();
@@ -758,6 +769,12 @@ public final class Probes {
         if (t == null || registering == t) {
             return null;
         }
+        if (jniLock && !ready0(t)) {
+            // its constructor is still running (see ready0); the methods it is in exit
+            // after it registers, with no frame: expected, like an early thread's
+            unready = t;
+            return null;
+        }
         if (jniLock && lock0()) {
             try {
                 return registerLocked(t, h);
@@ -817,7 +834,10 @@ public final class Probes {
                 s = new T(t, nextSerial++, name, false);
                 statesMade++;
             }
-            s.early = startedEarly(t);
+            s.early = t == unready || startedEarly(t);
+            if (t == unready) {
+                unready = null;
+            }
             nLive++;
             s.slot = slot;
             s.row = perThread && rowsUsed < ROWS ? rowsUsed++ : -1;
@@ -951,6 +971,11 @@ public final class Probes {
             earlyThreads = early;
         }
         cur();
+        if (jniLock) {
+            // links the native now, while the probes are off (a native of a boot class is
+            // looked up through ClassLoader.findNative, which is instrumented)
+            ready0(Thread.currentThread());
+        }
         T t = new T(Thread.currentThread(), -1, "self-test", false);
         A a = new A("self-test");
         t.sink = a;
@@ -1389,7 +1414,8 @@ public final class Probes {
         /**
          * The thread ran before recording started (e.g. Reference Handler, Common-Cleaner):
          * its methods entered then (blocked in a wait) exit later with no frame on the shadow
-         * stack. Such exits are expected, not counted as mismatches.
+         * stack. Such exits are expected, not counted as mismatches. Also a thread that
+         * attached through JNI: its probes before its constructor finished recorded nothing.
          */
         boolean early;
         /** Entries that missed the callee cache of their context (statistics). */
