@@ -586,7 +586,7 @@ unsafe extern "system" fn unlock_native(env: *mut sys::JNIEnv, cls: sys::jclass)
 static THREAD_HOLDER: OnceLock<Option<(crate::jvm::InstanceFieldId, crate::jvm::JRef)>> =
     OnceLock::new();
 
-/// Looks up java.lang.Thread's `holder` field for [`ready_native`] (at VMInit).
+/// Looks up java.lang.Thread's `holder` field for [`kind_native`] (at VMInit).
 pub fn init_thread_holder(jni: &Jni) {
     THREAD_HOLDER.get_or_init(|| {
         let cls = jni.find_class("java/lang/Thread").ok()?;
@@ -604,41 +604,50 @@ pub fn init_thread_holder(jni: &Jni) {
     });
 }
 
-/// `Probes.ready0(Thread)`: whether the thread's constructor has finished (JDK 19+: a
-/// platform thread's FieldHolder is set; virtual threads have none and run only once built). A thread attaching through JNI (the launcher's DestroyJavaVM at exit,
-/// native threads) runs its own Thread constructor; if a probe in it waits for the runtime's
-/// lock, HotSpot records the BLOCKED state in the still-null holder and crashes (SIGSEGV in
-/// java_lang_Thread::set_thread_status). The runtime does not register such a thread yet.
-unsafe extern "system" fn ready_native(
+/// `Probes.kind0(Thread)`: 2 for a virtual thread (the runtime keeps those apart from the
+/// sampled platform threads), 1 for a platform thread whose constructor has finished (JDK
+/// 19+: its FieldHolder is set), 0 for one whose constructor still runs. A thread attaching
+/// through JNI (the launcher's DestroyJavaVM at exit, native threads) runs its own Thread
+/// constructor; if a probe in it waits for the runtime's lock, HotSpot records the BLOCKED
+/// state in the still-null holder and crashes (SIGSEGV in java_lang_Thread::set_thread_status).
+/// The runtime does not register such a thread yet. Before JDK 19: 1.
+unsafe extern "system" fn kind_native(
     env: *mut sys::JNIEnv,
     _cls: sys::jclass,
     thread: sys::jobject,
-) -> sys::jboolean {
+) -> sys::jint {
     // SAFETY: env is this thread's JNIEnv for the duration of the native call.
     let jni = unsafe { Jni::from_raw(env) };
     // SAFETY: the VM passes the arguments of a native as references valid for the call.
     let t = unsafe { crate::jvm::JRef::from_native_arg(thread) };
-    guard("ready0", || match THREAD_HOLDER.get() {
+    guard("kind0", || match THREAD_HOLDER.get() {
+        _ if t.is_null() => 0,
         Some(Some((f, virt))) => {
-            !t.is_null() && (!jni.object_field_is_null(t, f) || jni.is_instance_of(t, *virt))
+            if jni.is_instance_of(t, *virt) {
+                2
+            } else if jni.object_field_is_null(t, f) {
+                0
+            } else {
+                1
+            }
         }
-        _ => true,
+        _ => 1,
     })
-    .unwrap_or(false) as sys::jboolean
+    .unwrap_or(0)
 }
 
-/// `java.lang.BciProbes.ready0(Thread)`, found by the VM under its JNI name.
+/// `java.lang.BciProbes.kind0(Thread)`, found by the VM under its JNI name.
 ///
 /// # Safety
 /// Called by the VM as the native method, with the current thread's JNIEnv.
 #[no_mangle]
-pub unsafe extern "system" fn Java_java_lang_BciProbes_ready0(
+pub unsafe extern "system" fn Java_java_lang_BciProbes_kind0(
     env: *mut sys::JNIEnv,
     cls: sys::jclass,
     thread: sys::jobject,
-) -> sys::jboolean {
-    // SAFETY: same contract as ready_native.
-    unsafe { ready_native(env, cls, thread) }
+) -> sys::jint {
+    // SAFETY: same contract as kind_native.
+    unsafe { kind_native(env, cls, thread) }
 }
 
 /// `java.lang.BciProbes.lock0()`, found by the VM under its JNI name (see
@@ -669,12 +678,12 @@ pub unsafe extern "system" fn Java_java_lang_BciProbes_unlock0(
 }
 
 /// The natives `bci/runtime/Probes` gets with RegisterNatives (VmInit variant): lock0,
-/// unlock0, ready0.
+/// unlock0, kind0.
 pub fn lock_natives() -> (*mut c_void, *mut c_void, *mut c_void) {
     (
         lock_native as *mut c_void,
         unlock_native as *mut c_void,
-        ready_native as *mut c_void,
+        kind_native as *mut c_void,
     )
 }
 
@@ -1025,11 +1034,12 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
             snap.threads.len()
         ));
         if let Ok(m) = runtime::memory(jni) {
-            if let [nodes, tree, sinks, live, made, threads] = m[..] {
+            if let [nodes, tree, sinks, live, made, threads, most, sampled, virt] = m[..] {
                 log(&format!(
                     "runtime memory: {nodes} shared call-path nodes ({tree} bytes), aggregates \
                      {sinks} bytes, {live} live threads, {made} thread states made for \
-                     {threads} threads"
+                     {threads} threads, at most {most} live at once; slot tables: {sampled} \
+                     sampled (platform threads), {virt} virtual threads"
                 ));
             }
         }

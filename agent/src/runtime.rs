@@ -42,6 +42,19 @@ const FALLBACK_PROBES_A_CLASS: &[u8] = include_bytes!(concat!(
 ));
 const PROBES_A_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java/bci/runtime/Probes$A.class"));
+// the live threads' slot tables (Probes.Slots)
+const EARLY_PROBES_SLOTS_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java/java/lang/BciProbes$Slots.class"
+));
+const FALLBACK_PROBES_SLOTS_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java-fallback/java/lang/BciProbes$Slots.class"
+));
+const PROBES_SLOTS_CLASS: &[u8] = include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/java/bci/runtime/Probes$Slots.class"
+));
 
 /// The defined runtime class (a global reference) and its sampling and thread-end methods.
 pub struct Runtime {
@@ -139,16 +152,19 @@ pub fn define(
         Variant::ThreadFields => {
             jni.define_boot_class("java/lang/BciProbes$T", EARLY_PROBES_T_CLASS)?;
             jni.define_boot_class("java/lang/BciProbes$A", EARLY_PROBES_A_CLASS)?;
+            jni.define_boot_class("java/lang/BciProbes$Slots", EARLY_PROBES_SLOTS_CLASS)?;
             jni.define_boot_class(EARLY_PROBES, EARLY_PROBES_CLASS)?
         }
         Variant::Early => {
             jni.define_boot_class("java/lang/BciProbes$T", FALLBACK_PROBES_T_CLASS)?;
             jni.define_boot_class("java/lang/BciProbes$A", FALLBACK_PROBES_A_CLASS)?;
+            jni.define_boot_class("java/lang/BciProbes$Slots", FALLBACK_PROBES_SLOTS_CLASS)?;
             jni.define_boot_class(EARLY_PROBES, FALLBACK_PROBES_CLASS)?
         }
         Variant::VmInit => {
             jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
             jni.define_boot_class("bci/runtime/Probes$A", PROBES_A_CLASS)?;
+            jni.define_boot_class("bci/runtime/Probes$Slots", PROBES_SLOTS_CLASS)?;
             jni.define_boot_class(PROBES, PROBES_CLASS)?
         }
     };
@@ -161,10 +177,10 @@ pub fn define(
     }
     // the probes' locked sections take the lock through JNI (virtual threads wait pinned)
     if !early {
-        let (lock, unlock, ready) = crate::callbacks::lock_natives();
+        let (lock, unlock, kind) = crate::callbacks::lock_natives();
         jni.register_native(cls, c"lock0", c"()Z", lock)?;
         jni.register_native(cls, c"unlock0", c"()V", unlock)?;
-        jni.register_native(cls, c"ready0", c"(Ljava/lang/Thread;)Z", ready)?;
+        jni.register_native(cls, c"kind0", c"(Ljava/lang/Thread;)I", kind)?;
     }
     jni.set_static_bool(cls, "jniLock", true)?;
     jni.set_static_int(cls, "clock", o.clock.code())?;
@@ -369,7 +385,8 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
 }
 
 /// `Probes.memory()`, for the log: call-path nodes, bytes of the shared tree, bytes of the
-/// sinks, live threads, thread states made, threads registered.
+/// sinks, live threads, thread states made, threads registered, most live at once, slots of
+/// the sampled (platform) and virtual threads' tables.
 pub fn memory(jni: &Jni) -> Result<Vec<i64>, String> {
     let rt = get().ok_or("runtime not defined")?;
     let arr = jni.call_static_object(rt.class.0, "memory", "()[J")?;

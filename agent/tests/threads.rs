@@ -273,7 +273,10 @@ fn jdk25() -> Option<PathBuf> {
 /// JDK 25: virtual threads are measured and each one's data is folded when it ends
 /// (VirtualThreadEnd): 10,000 of them counted exactly, and the dump holds the aggregate and the
 /// few threads still live, not one entry per virtual thread. (-Xmx1g: under the agent several
-/// thousand are live at once; see hundred_thousand_virtual_threads_exact.)
+/// thousand are live at once; see hundred_thousand_virtual_threads_exact.) Virtual threads are
+/// kept apart from the sampler's table of platform threads: it read every one of them every
+/// interval (none has CPU time of its own), under the runtime's lock, with a slot table as
+/// large as the most virtual threads live at once (before: all 10,000 slots in one table).
 #[test]
 fn virtual_threads_counted_and_folded() {
     let Some(jdk) = jdk25() else { return };
@@ -300,6 +303,10 @@ fn virtual_threads_counted_and_folded() {
         })
         .unwrap_or_else(|| panic!("no thread count in the log"));
     assert!(entries < 100, "{entries} thread entries at the dump");
+    let sampled = memory_number(&err, " sampled (platform threads)");
+    let virt = memory_number(&err, " virtual threads");
+    assert!(sampled < 100, "{sampled} slots in the sampler's table");
+    assert!(virt > 100, "{virt} slots for virtual threads");
 }
 
 /// JDK 25: a virtual thread's call paths stay whole across unmount and mount. VtPaths' threads
@@ -326,6 +333,22 @@ fn virtual_thread_paths_survive_unmount() {
         check_expectations("jdk21/VtPaths.java", &text, 1000, 2000);
         assert_no_mismatch(&text, opts);
     }
+}
+
+/// The number before `after` in the log's "runtime memory:" line (verbose=y).
+fn memory_number(err: &str, after: &str) -> u64 {
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("bciagent: runtime memory: "))
+        .unwrap_or_else(|| panic!("no runtime memory line in the log:\n{err}"));
+    let i = line
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} in {line}"));
+    line[..i]
+        .split_whitespace()
+        .last()
+        .and_then(|w| w.trim_start_matches('(').parse().ok())
+        .unwrap_or_else(|| panic!("number before {after:?} in {line}"))
 }
 
 /// The report has no "probe exits did not match the shadow stack" line.
@@ -556,21 +579,10 @@ public class Sequential {
             "work() count"
         );
         let err = String::from_utf8_lossy(&o.stderr);
-        let line = err
-            .lines()
-            .find_map(|l| l.strip_prefix("bciagent: runtime memory: "))
-            .unwrap_or_else(|| panic!("no runtime memory line in the log:\n{err}"));
-        let num = |after: &str| -> u64 {
-            let i = line
-                .find(after)
-                .unwrap_or_else(|| panic!("{after:?} in {line}"));
-            line[..i]
-                .split_whitespace()
-                .last()
-                .and_then(|w| w.trim_start_matches('(').parse().ok())
-                .unwrap_or_else(|| panic!("number before {after:?} in {line}"))
-        };
-        (num(" thread states made"), num(" shared call-path nodes"))
+        (
+            memory_number(&err, " thread states made"),
+            memory_number(&err, " shared call-path nodes"),
+        )
     };
     let (made_small, nodes_small) = account(200);
     let (made, nodes) = account(2000);

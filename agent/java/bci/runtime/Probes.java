@@ -54,16 +54,17 @@ public final class Probes {
     /** Number of frames in a call path (HPROF depth). */
     static int depth = 4;
     /**
-     * The live threads' states, by slot (null = free; a slot is reused once its thread ended).
-     * Written under the class lock; {@link #version} changes with every change.
+     * The live platform threads' states, by slot: the sampler's table ({@link #version}
+     * changes with every change).
      */
-    static T[] all = new T[64];
-    /** Slots in use or used before (all[nall..] are null). */
-    static int nall;
-    /** Free slots below nall, a stack. */
-    static int[] free = new int[16];
-    static int nfree;
-    /** Changes whenever a slot gets or loses a thread (the sampler then re-reads the slots). */
+    static final Slots live = new Slots();
+    /**
+     * The live virtual threads' states (JDK 21+), apart from the platform threads': they have
+     * no CPU time of their own to sample, and thousands of them may be parked at once, which
+     * the sampler then read every interval (and made a slot table of, under the class lock).
+     */
+    static final Slots vlive = new Slots();
+    /** Changes whenever a slot of {@link #live} gets or loses a thread (the sampler then re-reads them). */
     static long version;
     /** Serial of the next registered thread (unique; the sampler tells reused slots apart). */
     static long nextSerial;
@@ -238,6 +239,8 @@ public final class Probes {
     /** Tests only (BCIAGENT_TEST_BUDGET): the budget in bytes instead of a quarter of the heap. */
     static long testBudget;
     static int nLive;
+    /** Most threads live at once (for the log). */
+    static int maxLive;
     static long endedBytes;
     static long endedCount;
 
@@ -263,14 +266,15 @@ public final class Probes {
     static native void unlock0();
 
     /**
-     * Whether thread {@code t}'s constructor has finished (under the agent; see the agent's
-     * ready_native). A thread attaching through JNI (e.g. the launcher's DestroyJavaVM at exit)
-     * runs its own constructor, and a probe there that waited for the class lock crashed
-     * HotSpot (JDK 19+): such a thread is registered at its first probe after the constructor.
+     * Under the agent (see its kind_native): 0 if thread {@code t}'s constructor has not
+     * finished, 1 for a platform thread, 2 for a virtual thread. A thread attaching through
+     * JNI (e.g. the launcher's DestroyJavaVM at exit) runs its own constructor, and a probe
+     * there that waited for the class lock crashed HotSpot (JDK 19+): such a thread is
+     * registered at its first probe after the constructor.
      */
-    static native boolean ready0(Thread t);
+    static native int kind0(Thread t);
 
-    /** The last thread found not {@link #ready0} (its state gets {@link T#early}). */
+    /** The last thread found not constructed by {@link #kind0} (its state gets {@link T#early}). */
     static Thread unready;
 
     static long clockNow() {
@@ -314,10 +318,60 @@ public final class Probes {
     }
 
     static void dropLiveLocked() {
-        {
-            for (int i = 0; i < nall && i < all.length; i++) {
-                T s = all[i];
-                all[i] = null;
+        live.dropAll();
+        vlive.dropAll();
+        nLive = 0;
+        version++;
+    }
+
+    /**
+     * A table of live threads' states by slot (null = free; a slot is reused once its thread
+     * ended). Changed under the class lock.
+     */
+    static final class Slots {
+        T[] a = new T[64];
+        /** Slots in use or used before (a[n..] are null). */
+        int n;
+        /** Free slots below n, a stack. */
+        int[] free = new int[16];
+        int nfree;
+
+        /** Puts {@code s} in a free slot and returns the slot. */
+        int take(T s) {
+            int slot;
+            if (nfree > 0) {
+                slot = free[--nfree];
+            } else {
+                if (n == a.length) {
+                    a = copy(a, a.length * 2);
+                }
+                slot = n++;
+            }
+            a[slot] = s;
+            return slot;
+        }
+
+        /** Whether {@code s} holds its slot (and then frees it). */
+        boolean release(T s) {
+            int slot = s.slot;
+            if (slot < 0 || slot >= n || a[slot] != s) {
+                return false;
+            }
+            a[slot] = null;
+            if (nfree == free.length) {
+                int[] f = new int[free.length * 2];
+                System.arraycopy(free, 0, f, 0, nfree);
+                free = f;
+            }
+            free[nfree++] = slot;
+            return true;
+        }
+
+        /** Empties every slot; their threads' fields point to GONE (recording stopped). */
+        void dropAll() {
+            for (int i = 0; i < n && i < a.length; i++) {
+                T s = a[i];
+                a[i] = null;
                 if (s != null) {
                     try {
                         unpublish(s);
@@ -326,10 +380,8 @@ public final class Probes {
                     }
                 }
             }
-            nall = 0;
+            n = 0;
             nfree = 0;
-            nLive = 0;
-            version++;
         }
     }
 
@@ -349,8 +401,8 @@ public final class Probes {
     public static long[] sample(long[] in) {
         synchronized (Probes.class) {
             try {
-                T[] a = all;
-                int n = nall;
+                T[] a = live.a;
+                int n = live.n;
                 if (n > a.length) {
                     n = a.length;
                 }
@@ -367,10 +419,10 @@ public final class Probes {
                 if (in.length > 0 && in[0] == version) {
                     return null;
                 }
-                long[] out = new long[1 + nall];
+                long[] out = new long[1 + live.n];
                 out[0] = version;
-                for (int i = 0; i < nall; i++) {
-                    T s = all[i];
+                for (int i = 0; i < live.n; i++) {
+                    T s = live.a[i];
                     out[1 + i] = s == null ? -1 : s.serial;
                 }
                 return out;
@@ -384,7 +436,7 @@ public final class Probes {
     /** The thread in slot {@code i} (for the sampler), null if free. */
     public static Thread thread(int i) {
         synchronized (Probes.class) {
-            T s = i >= 0 && i < nall ? all[i] : null;
+            T s = i >= 0 && i < live.n ? live.a[i] : null;
             return s == null ? null : s.thread;
         }
     }
@@ -769,26 +821,30 @@ public final class Probes {
         if (t == null || registering == t) {
             return null;
         }
-        if (jniLock && !ready0(t)) {
-            // its constructor is still running (see ready0); the methods it is in exit
+        int kind = jniLock ? kind0(t) : 1;
+        if (kind == 0) {
+            // its constructor is still running (see kind0); the methods it is in exit
             // after it registers, with no frame: expected, like an early thread's
             unready = t;
             return null;
         }
         if (jniLock && lock0()) {
             try {
-                return registerLocked(t, h);
+                return registerLocked(t, h, kind == 2);
             } finally {
                 unlock0();
             }
         }
         synchronized (Probes.class) {
-            return registerLocked(t, h);
+            return registerLocked(t, h, kind == 2);
         }
     }
 
-    /** Registers thread {@code t} (identity hash {@code h}); under the class lock. */
-    static T registerLocked(Thread t, int h) {
+    /**
+     * Registers thread {@code t} (identity hash {@code h}; {@code virt}: a virtual thread);
+     * under the class lock.
+     */
+    static T registerLocked(Thread t, int h, boolean virt) {
         T s = registered(t, h);
         if (s != null) {
             return s;
@@ -803,15 +859,6 @@ public final class Probes {
                 name = t.getName();
             } catch (Throwable e) {
                 name = null;
-            }
-            int slot;
-            if (nfree > 0) {
-                slot = free[--nfree];
-            } else {
-                if (nall == all.length) {
-                    all = copy(all, all.length * 2);
-                }
-                slot = nall++;
             }
             if (budget > 0) {
                 long avg = endedCount > 0 ? endedBytes / endedCount : 4096;
@@ -838,8 +885,11 @@ public final class Probes {
             if (t == unready) {
                 unready = null;
             }
-            nLive++;
-            s.slot = slot;
+            if (++nLive > maxLive) {
+                maxLive = nLive;
+            }
+            s.virt = virt;
+            s.slot = virt ? vlive.take(s) : live.take(s);
             s.row = perThread && rowsUsed < ROWS ? rowsUsed++ : -1;
             if (s.row >= 0) {
                 if (s.row >= rows.length) {
@@ -852,8 +902,9 @@ public final class Probes {
             } else {
                 s.sink = ended;
             }
-            all[slot] = s;
-            version++;
+            if (!virt) {
+                version++;
+            }
             publish(s);
             return s;
         } catch (OutOfMemoryError e) {
@@ -891,17 +942,12 @@ public final class Probes {
             } catch (Throwable e) {
                 return;
             }
-            if (s == null || s == GONE || s.slot < 0 || all[s.slot] != s) {
+            if (s == null || s == GONE || !(s.virt ? vlive : live).release(s)) {
                 return;
             }
-            all[s.slot] = null;
-            if (nfree == free.length) {
-                int[] f = new int[free.length * 2];
-                System.arraycopy(free, 0, f, 0, nfree);
-                free = f;
+            if (!s.virt) {
+                version++;
             }
-            free[nfree++] = s.slot;
-            version++;
             nLive--;
             endedBytes += s.bytes();
             endedCount++;
@@ -974,7 +1020,7 @@ public final class Probes {
         if (jniLock) {
             // links the native now, while the probes are off (a native of a boot class is
             // looked up through ClassLoader.findNative, which is instrumented)
-            ready0(Thread.currentThread());
+            kind0(Thread.currentThread());
         }
         T t = new T(Thread.currentThread(), -1, "self-test", false);
         A a = new A("self-test");
@@ -1025,22 +1071,27 @@ public final class Probes {
             snapNames = new String[0];
             snapData = new long[0][];
             int n = 0;
-            String[] names = new String[1 + nall + rowsUsed];
+            // the live threads: platform, then virtual
+            int nl = live.n + vlive.n;
+            T[] lv = new T[nl];
+            System.arraycopy(live.a, 0, lv, 0, live.n);
+            System.arraycopy(vlive.a, 0, lv, live.n, vlive.n);
+            String[] names = new String[1 + nl + rowsUsed];
             long[][] data = new long[names.length][];
             if (!perThread) {
                 // one entry for all counts; a live thread with mismatches also gets an entry
                 // of its own, without counts, that names it (the report lists such threads)
                 A sum = ended.copy("ended threads");
-                for (int i = 0; i < nall; i++) {
-                    T s = all[i];
+                for (int i = 0; i < nl; i++) {
+                    T s = lv[i];
                     if (s != null) {
                         sum.addThread(s, false);
                     }
                 }
                 names[n] = sum.name;
                 data[n++] = sum.export();
-                for (int i = 0; i < nall; i++) {
-                    T s = all[i];
+                for (int i = 0; i < nl; i++) {
+                    T s = lv[i];
                     long mm = s == null ? 0 : s.mismatches;
                     if (mm > 0) {
                         A one = new A(s.name);
@@ -1051,14 +1102,14 @@ public final class Probes {
                 }
             } else {
                 A other = ended.copy("other threads");
-                T[] live = new T[rowsUsed];
-                for (int i = 0; i < nall; i++) {
-                    T s = all[i];
+                T[] byRow = new T[rowsUsed];
+                for (int i = 0; i < nl; i++) {
+                    T s = lv[i];
                     if (s == null) {
                         continue;
                     }
-                    if (s.row >= 0 && s.row < live.length) {
-                        live[s.row] = s;
+                    if (s.row >= 0 && s.row < byRow.length) {
+                        byRow[s.row] = s;
                     } else {
                         other.addThread(s, true);
                         other.threads++;
@@ -1069,8 +1120,8 @@ public final class Probes {
                         continue;
                     }
                     A row = rows[r].copy(rows[r].name);
-                    if (live[r] != null) {
-                        row.addThread(live[r], true);
+                    if (byRow[r] != null) {
+                        row.addThread(byRow[r], true);
                     }
                     names[n] = row.name;
                     data[n++] = row.export();
@@ -1150,12 +1201,13 @@ public final class Probes {
 
     /**
      * For the log (verbose=y): {@code [call-path nodes, bytes of the shared tree, bytes of the
-     * sinks, live threads, thread states made, threads registered]}.
+     * sinks, live threads, thread states made, threads registered, most threads live at once,
+     * slots of the sampler's table (platform threads), slots of the virtual threads' table]}.
      */
     public static long[] memory() {
         synchronized (Probes.class) {
             return new long[] {gNodes, treeBytes(), ended.bytes() + rowsBytes, nLive, statesMade,
-                    nextSerial};
+                    nextSerial, maxLive, live.n, vlive.n};
         }
     }
 
@@ -1395,8 +1447,10 @@ public final class Probes {
         int hash;
         long serial;
         String name;
-        /** Index in Probes.all while the thread is live. */
+        /** Index in Probes.live (vlive if virt) while the thread is live. */
         int slot = -1;
+        /** A virtual thread (kept in Probes.vlive, not sampled). */
+        boolean virt;
         /** thread=y: its row in the report, -1 = "other threads". */
         int row = -1;
         /** Where its counts go: the shared aggregate, or its row (thread=y). */
