@@ -423,6 +423,56 @@ public class HoldLock {
     }
 }
 
+/// JDK 25: the memory budget counts the live threads' own states. It counted them at the
+/// average size of the threads that had ended: here the few threads that end early have large
+/// caches (depth=40: many contexts), and 2,000 parked virtual threads (~1 KB of state each)
+/// were taken for 146 MB against a 128 MB budget: recording stopped, counts lost.
+#[test]
+fn parked_virtual_threads_are_counted_at_their_size() {
+    let Some(jdk) = jdk25() else { return };
+    let dir = tmp("parked");
+    std::fs::write(
+        dir.join("Parked.java"),
+        r#"
+import java.util.concurrent.locks.LockSupport;
+public class Parked {
+    static volatile long sink;
+    static int work(int x) { return x * 7 + 1; }
+    static void body(int i) {
+        sink += work(i);
+        LockSupport.park();
+    }
+    public static void main(String[] a) throws Exception {
+        int n = Integer.parseInt(a[0]);
+        for (int i = 0; i < n; i++) {
+            final int k = i;
+            Thread.ofVirtual().start(() -> body(k));
+        }
+        Thread.sleep(500);
+    }
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new(jdk.join("bin/javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Parked.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (text, _) = run_jvm(&jdk, &dir, &["-Xmx512m"], "Parked", &["2000"], "depth=40");
+    assert!(
+        !text.contains("RECORDING STOPPED"),
+        "{}",
+        text.lines()
+            .find(|l| l.contains("RECORDING STOPPED"))
+            .unwrap_or("")
+    );
+    let counts = method_counts(&text);
+    assert_eq!(counts.get("Parked.work"), Some(&2000), "work() count");
+}
+
 /// JDK 25: 100,000 virtual threads under -Xmx256m finish and the report is written (before
 /// the fix the JVM ran out of memory inside the agent and hung). Their counts are exact unless
 /// recording stopped for lack of room, which the report then says.

@@ -231,9 +231,9 @@ public final class Probes {
 
     /**
      * Most bytes the recorded data may take (a quarter of the largest heap; 0 = no limit):
-     * checked when a thread registers, against the live threads (at the average size of the
-     * threads that ended so far) plus the aggregates. Above it recording stops: a heap that
-     * fills with profile data makes the program crawl from one full GC to the next.
+     * checked when a thread registers, against the live threads' states (see
+     * {@link #liveBytes}) plus the aggregates and the tree. Above it recording stops: a heap
+     * that fills with profile data makes the program crawl from one full GC to the next.
      */
     static long budget;
     /** Tests only (BCIAGENT_TEST_BUDGET): the budget in bytes instead of a quarter of the heap. */
@@ -241,8 +241,54 @@ public final class Probes {
     static int nLive;
     /** Most threads live at once (for the log). */
     static int maxLive;
-    static long endedBytes;
-    static long endedCount;
+    /**
+     * The live threads' states: their bytes when last counted ({@link #countLive}, when
+     * {@link #liveChanges} registrations and ends have passed since), for nLive == liveCounted
+     * threads; threads registered since count as new states ({@link T#FRESH_BYTES}). Before,
+     * live threads were counted at the average size of the threads that had ended: a few
+     * large ended threads (a JDK worker with a grown cache) made thousands of small parked
+     * virtual threads look like hundreds of MB, and recording stopped.
+     */
+    static long liveBytes;
+    static int liveCounted;
+    static int liveChanges;
+
+    /** Under the class lock: counts the bytes of the live threads' states. */
+    static void countLive() {
+        long b = 0;
+        for (Slots t = live; t != null; t = t == live ? vlive : null) {
+            T[] a = t.a;
+            for (int i = 0; i < t.n && i < a.length; i++) {
+                T s = a[i];
+                if (s != null) {
+                    b += s.bytes();
+                }
+            }
+        }
+        liveBytes = b;
+        liveCounted = nLive;
+        liveChanges = 0;
+    }
+
+    /**
+     * Under the class lock, at a registration: the recorded data's bytes if above the budget,
+     * else -1. The live states are counted again every eighth of their number of changes
+     * (amortized: a few states read per registration), and before a verdict above the budget
+     * when a sixty-fourth have changed since.
+     */
+    static long overBudget() {
+        long rest = ended.bytes() + rowsBytes + treeBytes();
+        if (++liveChanges > (liveCounted >> 3) + 64) {
+            countLive();
+        }
+        int added = nLive - liveCounted;
+        long est = liveBytes + (added > 0 ? added * T.FRESH_BYTES : 0) + rest;
+        if (est > budget && liveChanges > (liveCounted >> 6)) {
+            countLive();
+            est = liveBytes + rest;
+        }
+        return est > budget ? est : -1;
+    }
 
     /** Why recording stopped early (null: it did not), for the report. */
     static String failure;
@@ -861,9 +907,8 @@ public final class Probes {
                 name = null;
             }
             if (budget > 0) {
-                long avg = endedCount > 0 ? endedBytes / endedCount : 4096;
-                long est = nLive * avg + ended.bytes() + rowsBytes + treeBytes();
-                if (est > budget) {
+                long est = overBudget();
+                if (est >= 0) {
                     fail(null, text("the profile data (about ", est >> 20, " MB for ",
                             nLive, " live threads) would exceed a quarter of the heap:"
                             + " recording stopped, counts are incomplete"));
@@ -949,8 +994,7 @@ public final class Probes {
                 version++;
             }
             nLive--;
-            endedBytes += s.bytes();
-            endedCount++;
+            liveChanges++;
             unpublish(s);
             if (failure != null) {
                 return; // recording stopped: its data is dropped, to give memory back
@@ -1515,7 +1559,11 @@ public final class Probes {
 
         /**
          * Makes an ended thread's state (its data folded, see {@link Probes#ended}) new for
-         * another thread: empty stack, cache, queue and statistics; its arrays kept.
+         * another thread: empty stack, queue and statistics; its arrays kept, and its cache
+         * entries too, with their counts zeroed (an entry maps a call path to its node of the
+         * shared tree, the same for every thread): a thread that runs what the one before it
+         * ran (a pool's worker, the next virtual thread of a kind) starts with a warm cache
+         * instead of missing it, and moving counts to the sink, for its first hundred calls.
          */
         void reset() {
             thread = null;
@@ -1542,8 +1590,6 @@ public final class Probes {
             fr[0] = -1L << 32;
             long[] c = dm;
             for (int k = 0; k < c.length; k += 4) {
-                c[k] = -1L;
-                c[k + 1] = 0;
                 c[k + 2] = 0;
             }
         }
@@ -1599,6 +1645,9 @@ public final class Probes {
             }
             sp = b + 4;
         }
+
+        /** {@link #bytes} of a new state. */
+        static final long FRESH_BYTES = 160 + 8L * (4 * 16 + 4 * 4 + 8);
 
         /** About the bytes it takes (arrays read racily; an estimate). */
         long bytes() {
