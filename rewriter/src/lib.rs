@@ -151,6 +151,10 @@ impl<'r> Calls<'r> {
 ///   `enter0`, the task lambda, `VirtualThread.run(Runnable)`) are entered on the carrier
 ///   and left on another one, and `Continuation.yield`/`yield0` are entered after the
 ///   unmount and left before the next mount, on different carriers.
+/// - JDK 25's continuation bottom (`VThreadContinuation$1.run`) posts the virtual thread's
+///   end event (`notifyJvmtiEnd`) and then exits: the runtime has folded the thread by then,
+///   and a runtime without a field in Thread registered the thread again at that exit (one
+///   state per virtual thread that was never folded, and a mismatched exit).
 const THREAD_SWITCHING: &[(&str, &[&str])] = &[
     (
         "java/lang/VirtualThread",
@@ -166,6 +170,7 @@ const THREAD_SWITCHING: &[(&str, &[&str])] = &[
         "java/lang/VirtualThread$VThreadContinuation",
         &["lambda$new$0"],
     ),
+    ("java/lang/VirtualThread$VThreadContinuation$1", &["run"]),
     (
         "jdk/internal/vm/Continuation",
         &["run", "enter", "enter0", "yield", "yield0"],

@@ -320,6 +320,26 @@ public final class Probes {
      */
     static native int kind0(Thread t);
 
+    /**
+     * The threads that ended last (a ring, under the class lock): they are not registered
+     * again. A virtual thread still runs JDK code after its end event (JDK 25:
+     * Continuation.finish, on the thread, before the carrier unmounts it); the field build
+     * marks its Thread GONE, the fallback build (no field) registered it again, as a new
+     * thread whose state was never folded (one per virtual thread).
+     */
+    static Thread[] recentlyEnded = new Thread[256];
+    static int recentNext;
+
+    static boolean endedRecently(Thread t) {
+        Thread[] r = recentlyEnded;
+        for (int i = 0; i < r.length; i++) {
+            if (r[i] == t) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** The last thread found not constructed by {@link #kind0} (its state gets {@link T#early}). */
     static Thread unready;
 
@@ -895,8 +915,8 @@ public final class Probes {
         if (s != null) {
             return s;
         }
-        if (failure != null) {
-            return null; // recording stopped for good
+        if (failure != null || endedRecently(t)) {
+            return null; // recording stopped for good, or its end was folded already
         }
         registering = t;
         try {
@@ -996,6 +1016,8 @@ public final class Probes {
             nLive--;
             liveChanges++;
             unpublish(s);
+            recentlyEnded[recentNext] = t;
+            recentNext = (recentNext + 1) & (recentlyEnded.length - 1);
             if (failure != null) {
                 return; // recording stopped: its data is dropped, to give memory back
             }
