@@ -301,14 +301,15 @@ fn emit(
         ClassId::Registered { .. } => entry.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
     };
     entry.int(cp, class_counters as i32)?;
-    // the entry counter is the method's first (Plan::new); arr bumps it
-    if m.plan.counters.first() != Some(&Counter::Entry) {
+    // the entry counter is the method's last (Plan::new); arr bumps it
+    let last = m.plan.counters.len() - 1;
+    if m.plan.counters.last() != Some(&Counter::Entry) {
         return Err(Error::new(
             ErrorKind::Edit,
-            "the plan's first counter is not the entry counter",
+            "the plan's last counter is not the entry counter",
         ));
     }
-    entry.int(cp, m.first as i32)?;
+    entry.int(cp, (m.first + last as u32) as i32)?;
     entry.invokestatic(cp, opts.runtime, "arr", "(III)[J")?;
     if m.plan.counters.len() == 1 {
         // the entry counter alone (no branch, no call): no local for the array
@@ -317,7 +318,7 @@ fn emit(
     }
     let local = ed.new_local(VType::Object(cp.class("[J")?))?;
     entry.store('A', local)?;
-    for (i, c) in m.plan.counters.iter().enumerate().skip(1) {
+    for (i, c) in m.plan.counters.iter().enumerate().take(last) {
         let mut s = Snippet::new();
         s.load('A', local)?;
         s.int(cp, (m.first + i as u32) as i32)?;
