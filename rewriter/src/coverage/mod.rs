@@ -96,10 +96,23 @@ pub struct ClassCoverage {
     pub skipped: Vec<(String, String, Skipped)>,
 }
 
+/// The counter layout [`class_hash`] is tagged with: data recorded with another numbering of
+/// the counters (2: the entry counter is each method's last; before, its first) has other
+/// keys, so it shows as stale instead of being misread.
+pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-2";
+
 /// Data recorded for a class is keyed by the 64-bit hash of its original bytes (the same id
 /// offline instrumentation writes in its marker), so data from another build of the class is
-/// detected, never misattributed.
-pub use crate::offline::class_hash;
+/// detected, never misattributed: FNV-1a 64 of the bytes followed by [`LAYOUT_TAG`], so data
+/// of another counter layout is detected the same way.
+pub fn class_hash(bytes: &[u8]) -> u64 {
+    let mut h = crate::offline::class_hash(bytes);
+    for &b in LAYOUT_TAG {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
 
 fn empty_finalize(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
     name == "finalize"
@@ -374,4 +387,24 @@ pub fn entry_counter(m: &MethodCoverage) -> Option<u32> {
         .iter()
         .position(|c| *c == Counter::Entry)
         .map(|i| m.first + i as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_hash_is_fnv_of_the_bytes_then_the_layout_tag() {
+        let mut tagged = b"class bytes".to_vec();
+        tagged.extend_from_slice(LAYOUT_TAG);
+        assert_eq!(
+            class_hash(b"class bytes"),
+            crate::offline::class_hash(&tagged)
+        );
+        // data keyed by the untagged hash (the layout before) is another class's
+        assert_ne!(
+            class_hash(b"class bytes"),
+            crate::offline::class_hash(b"class bytes")
+        );
+    }
 }
