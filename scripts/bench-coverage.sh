@@ -75,7 +75,7 @@ table() {
     local -n b_=$base
     local bw bc
     bw=$(wall "${b_[@]}" | median); bc=$(cpu "${b_[@]}" | median)
-    echo "$title, $runs interleaved runs (wall ms cpu ms per run: bare ${b_[*]})"
+    echo "$title, $runs interleaved runs (wall ms cpu ms per run: bare ${b_[*]}); load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
     printf '%-28s %9s %7s %9s %7s\n' run wall ratio cpu ratio
     printf '%-28s %9d %7s %9d %7s\n' bare "$bw" 1.00x "$bc" 1.00x
     while [ $# -gt 0 ]; do

@@ -384,7 +384,7 @@ impl Plan {
                 }
             }
         }
-        let mut counters = vec![Counter::Entry];
+        let mut counters = Vec::new();
         for (b, c) in counted.iter().enumerate() {
             if *c {
                 counters.push(Counter::Block(b as u32));
@@ -397,6 +397,10 @@ impl Plan {
                 counters.push(Counter::Edge(e as u32));
             }
         }
+        // The entry counter comes last: the lookup bumps it first thing, and its range check
+        // on the method's highest index lets C2 drop the checks of the method's other
+        // counters (constant indices below a dominating check).
+        counters.push(Counter::Entry);
         Plan {
             counters,
             edge_counter,

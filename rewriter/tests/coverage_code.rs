@@ -1,12 +1,12 @@
 //! The code coverage instrumentation gives a method (what the runtime ABI in
 //! `coverage/mod.rs` documents): the lookup `RUNTIME.arr(cid, n, entry)` first, which also
-//! bumps the method's entry counter, so the entry counter has no code of its own; every other
-//! counter is one `lastore` sequence.
+//! bumps the method's entry counter (its last, highest index), so the entry counter has no code
+//! of its own; every other counter is one `lastore` sequence.
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
 use bci::opcodes::op;
-use bci_rewriter::coverage::{instrument, ClassId, Options};
+use bci_rewriter::coverage::{entry_counter, instrument, ClassId, Options};
 use bci_rewriter::flow::Split;
 use bci_rewriter::Outcome;
 
@@ -82,8 +82,19 @@ fn entry_counter_is_bumped_by_the_lookup() {
             let args: Vec<Option<i32>> = new[..k].iter().map(|i| pushed(i, &new_code)).collect();
             assert_eq!(
                 args,
-                vec![Some(7), Some(cov.counters as i32), Some(m.first as i32)],
+                vec![
+                    Some(7),
+                    Some(cov.counters as i32),
+                    entry_counter(m).map(|e| e as i32)
+                ],
                 "{what}: arr(cid, n, entry counter)"
+            );
+            // the entry counter is the method's highest index: the lookup's range check on it
+            // covers every other counter of the method (C2 drops their checks)
+            assert_eq!(
+                entry_counter(m),
+                Some(m.first + m.plan.counters.len() as u32 - 1),
+                "{what}: entry counter last"
             );
             // one lastore per counter but the entry counter, besides the method's own
             let stores =

@@ -14,7 +14,10 @@
 //! thread and class and sums them, so counts are exact without a lock or an atomic on the
 //! path), after adding one to the method's entry counter in it: the lookup runs once per
 //! entry anyway, so the entry counter costs no code of its own in the method (10 bytes less
-//! per method, and in the interpreter 7 bytecodes less per call). A method with no other
+//! per method, and in the interpreter 7 bytecodes less per call). The entry counter is the
+//! method's last (highest index) and the runtime bumps it without a test of its own: when C2
+//! inlines the lookup, that range check dominates the method's other counters (constant
+//! indices below it), and C2 drops their checks. A method with no other
 //! counter (no branch, no call) pops the array: no local. 64-bit counters do not wrap in
 //! practice (2^63 increments at one a nanosecond take 292 years); sums over threads and
 //! merges saturate.
@@ -96,10 +99,23 @@ pub struct ClassCoverage {
     pub skipped: Vec<(String, String, Skipped)>,
 }
 
+/// The counter layout [`class_hash`] is tagged with: data recorded with another numbering of
+/// the counters (2: the entry counter is each method's last; before, its first) has other
+/// keys, so it shows as stale instead of being misread.
+pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-2";
+
 /// Data recorded for a class is keyed by the 64-bit hash of its original bytes (the same id
 /// offline instrumentation writes in its marker), so data from another build of the class is
-/// detected, never misattributed.
-pub use crate::offline::class_hash;
+/// detected, never misattributed: FNV-1a 64 of the bytes followed by [`LAYOUT_TAG`], so data
+/// of another counter layout is detected the same way.
+pub fn class_hash(bytes: &[u8]) -> u64 {
+    let mut h = crate::offline::class_hash(bytes);
+    for &b in LAYOUT_TAG {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
 
 fn empty_finalize(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
     name == "finalize"
@@ -301,14 +317,15 @@ fn emit(
         ClassId::Registered { .. } => entry.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
     };
     entry.int(cp, class_counters as i32)?;
-    // the entry counter is the method's first (Plan::new); arr bumps it
-    if m.plan.counters.first() != Some(&Counter::Entry) {
+    // the entry counter is the method's last (Plan::new); arr bumps it
+    let last = m.plan.counters.len() - 1;
+    if m.plan.counters.last() != Some(&Counter::Entry) {
         return Err(Error::new(
             ErrorKind::Edit,
-            "the plan's first counter is not the entry counter",
+            "the plan's last counter is not the entry counter",
         ));
     }
-    entry.int(cp, m.first as i32)?;
+    entry.int(cp, (m.first + last as u32) as i32)?;
     entry.invokestatic(cp, opts.runtime, "arr", "(III)[J")?;
     if m.plan.counters.len() == 1 {
         // the entry counter alone (no branch, no call): no local for the array
@@ -317,7 +334,7 @@ fn emit(
     }
     let local = ed.new_local(VType::Object(cp.class("[J")?))?;
     entry.store('A', local)?;
-    for (i, c) in m.plan.counters.iter().enumerate().skip(1) {
+    for (i, c) in m.plan.counters.iter().enumerate().take(last) {
         let mut s = Snippet::new();
         s.load('A', local)?;
         s.int(cp, (m.first + i as u32) as i32)?;
@@ -373,4 +390,24 @@ pub fn entry_counter(m: &MethodCoverage) -> Option<u32> {
         .iter()
         .position(|c| *c == Counter::Entry)
         .map(|i| m.first + i as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_hash_is_fnv_of_the_bytes_then_the_layout_tag() {
+        let mut tagged = b"class bytes".to_vec();
+        tagged.extend_from_slice(LAYOUT_TAG);
+        assert_eq!(
+            class_hash(b"class bytes"),
+            crate::offline::class_hash(&tagged)
+        );
+        // data keyed by the untagged hash (the layout before) is another class's
+        assert_ne!(
+            class_hash(b"class bytes"),
+            crate::offline::class_hash(b"class bytes")
+        );
+    }
 }
