@@ -24,19 +24,26 @@ static HUNDRED_THOUSAND: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Compiles test-classes/`rel` with `jdk`'s javac into a new temp dir.
 fn compile(jdk: &Path, rel: &str, tag: &str) -> PathBuf {
     let out = tmp(tag);
+    javac_into(jdk, &repo().join("test-classes").join(rel), &out);
+    out
+}
+
+/// Compiles the source file `src` with `jdk`'s javac (`-g`) into `out`; panics with javac's
+/// messages on failure.
+fn javac_into(jdk: &Path, src: &Path, out: &Path) {
     let o = Command::new(jdk.join("bin/javac"))
         .arg("-g")
         .arg("-d")
-        .arg(&out)
-        .arg(repo().join("test-classes").join(rel))
+        .arg(out)
+        .arg(src)
         .output()
         .unwrap();
     assert!(
         o.status.success(),
-        "javac {rel}: {}",
+        "javac {}: {}",
+        src.display(),
         String::from_utf8_lossy(&o.stderr)
     );
-    out
 }
 
 /// Runs `main` under the agent with `opts` and `-Xmx256m`; returns the report and the output.
@@ -435,13 +442,7 @@ public class HoldLock {
     for jdk in jdks {
         let cp = dir.join(jdk.file_name().unwrap());
         std::fs::create_dir_all(&cp).unwrap();
-        let o = Command::new(jdk.join("bin/javac"))
-            .arg("-d")
-            .arg(&cp)
-            .arg(dir.join("HoldLock.java"))
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        javac_into(&jdk, &dir.join("HoldLock.java"), &cp);
         // run() asserts the exit status and reads the report
         let (text, o) = run_jvm(
             &jdk,
@@ -491,13 +492,7 @@ public class Parked {
 "#,
     )
     .unwrap();
-    let o = Command::new(jdk.join("bin/javac"))
-        .arg("-d")
-        .arg(&dir)
-        .arg(dir.join("Parked.java"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    javac_into(&jdk, &dir.join("Parked.java"), &dir);
     let (text, _) = run_jvm(&jdk, &dir, &["-Xmx512m"], "Parked", &["2000"], "depth=40");
     assert!(
         !text.contains("RECORDING STOPPED"),
@@ -569,13 +564,7 @@ public class Forever {
 "#,
     )
     .unwrap();
-    let o = Command::new(jdk17().join("bin/javac"))
-        .arg("-d")
-        .arg(&dir)
-        .arg(dir.join("Forever.java"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    javac_into(&jdk17(), &dir.join("Forever.java"), &dir);
     let file = dir.join("out.txt");
     let ready = dir.join("ready");
     let mut child = Command::new(jdk17().join("bin/java"))
@@ -651,13 +640,7 @@ public class Sequential {
 "#,
     )
     .unwrap();
-    let o = Command::new(jdk17().join("bin/javac"))
-        .arg("-d")
-        .arg(&dir)
-        .arg(dir.join("Sequential.java"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    javac_into(&jdk17(), &dir.join("Sequential.java"), &dir);
     // (made, nodes) for n threads
     let account = |n: u64| -> (u64, u64) {
         let (text, o) = run(&jdk17(), &dir, "Sequential", &[&n.to_string()], "verbose=y");
