@@ -451,6 +451,35 @@ fn unwritable_covfile_refused_at_start() {
     assert!(err.contains("/nonexistent-bci-dir/x.cov"), "{err}");
 }
 
+/// Out of memory: a thread's first call into a covered class, when not even a spare array can
+/// be allocated, runs on (its counts are lost, and the agent says so) instead of throwing
+/// from the counters (test-classes/coverage-oom/CovOom.java).
+#[test]
+fn first_call_when_memory_is_exhausted_runs_on() {
+    let dir = tmp("oom");
+    javac(
+        &dir,
+        &[repo().join("test-classes/coverage-oom/CovOom.java")],
+    );
+    let data = dir.join("oom.cov");
+    let opts = format!("coverage=y,include=CovOom*,covfile={}", data.display());
+    let o = Command::new(jdk_tool("java"))
+        .arg("-Xmx32m")
+        .arg(format!("-agentpath:{}={opts}", agent_lib().display()))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("CovOom")
+        .output()
+        .unwrap();
+    let o = ok(o);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "ok");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("could not be allocated"), "{err}");
+    let d = read(&data);
+    let (_, counts) = class_counts(&d, "CovOom$Target");
+    assert!(counts.iter().any(|&c| c > 0), "{counts:?}");
+}
+
 /// Transparency: javac compiling the java/util sources of the JDK's src.zip (Debian package
 /// openjdk-17-source, see agent/ci-packages.txt) with every class covered, JDK included, and
 /// -Xverify:all gives byte-identical class files to a bare run; also with cpu=times. The data

@@ -32,7 +32,12 @@ fn compile_sources(out: &Path) -> (PathBuf, Vec<PathBuf>) {
 }
 
 fn compile_sources_with(jh: &Path, out: &Path) -> (PathBuf, Vec<PathBuf>) {
-    let src_dir = common::workspace().join("test-classes/coverage");
+    compile_dir(jh, "test-classes/coverage", out)
+}
+
+/// The .java files of `dir` (in the workspace) compiled with debug information into `out`.
+fn compile_dir(jh: &Path, dir: &str, out: &Path) -> (PathBuf, Vec<PathBuf>) {
+    let src_dir = common::workspace().join(dir);
     let sources: Vec<_> = std::fs::read_dir(&src_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -189,6 +194,11 @@ struct Run {
 /// (the class named like its source file) under `jh`'s java -Xverify:all and analyses the
 /// summed counts.
 fn run_programs(jh: &Path, tag: &str) -> Run {
+    run_programs_in(jh, tag, "test-classes/coverage")
+}
+
+/// [`run_programs`] for the sources of another directory.
+fn run_programs_in(jh: &Path, tag: &str, dir: &str) -> Run {
     let ws = common::workspace();
     let work = ws.join(format!(
         "target/test-out/coverage-{tag}-{}",
@@ -199,7 +209,7 @@ fn run_programs(jh: &Path, tag: &str) -> Run {
     for d in [&orig, &inst, &rt] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let (src_dir, sources) = compile_sources_with(jh, &orig);
+    let (src_dir, sources) = compile_dir(jh, dir, &orig);
     javac_with(jh, &[], &rt, &[ws.join("agent/java/bci/runtime/Cov.java")]);
 
     // Instrument every class; class ids in file order, from 1.
@@ -560,6 +570,80 @@ fn line_status_and_branches_agree_with_jacoco() {
     assert!(compared > 200, "only {compared} lines");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     let _ = std::fs::remove_dir_all(&run.work);
+}
+
+/// Exceptions leaving blocks that end in calls are counted by the handlers
+/// (test-classes/coverage-exits): implicit exceptions after a call never count as the call's
+/// exit, calls before this() keep a counter after them, loops of calls only stay exact.
+#[test]
+fn exceptional_exits_of_calls_are_counted_exactly() {
+    let run = run_programs_in(&common::java_home(), "exits", "test-classes/coverage-exits");
+    check_sources(&run.analyzed, &run.sources, 1);
+    // the counted exits are the handlers' (no counter after those calls)
+    let (_, cov) = run
+        .classes
+        .iter()
+        .find(|(_, c)| c.name == "CovExits")
+        .unwrap();
+    let m = cov
+        .methods
+        .iter()
+        .find(|m| m.name == "inCallBlock")
+        .unwrap();
+    assert!(
+        (0..m.plan.counters.len()).any(|i| matches!(
+            m.plan.site(&m.cfg, i),
+            Some(bci_rewriter::flow::Site::Thrown(_))
+        )),
+        "inCallBlock: no exceptional exit counted"
+    );
+    let _ = std::fs::remove_dir_all(&run.work);
+}
+
+/// Out of memory, offline: a thread's first call into a covered class, when not even a spare
+/// array can be allocated, runs on (its counts are lost) instead of throwing from the
+/// counters or the runtime's lookup (test-classes/coverage-oom/CovOom.java).
+#[test]
+fn offline_first_call_when_memory_is_exhausted_runs_on() {
+    let ws = common::workspace();
+    let work = ws.join(format!(
+        "target/test-out/coverage-oom-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    let (orig, inst) = (work.join("orig"), work.join("inst"));
+    std::fs::create_dir_all(&orig).unwrap();
+    compile_dir(&common::java_home(), "test-classes/coverage-oom", &orig);
+    let bci = env!("CARGO_BIN_EXE_bci");
+    let rt = work.join("rt.jar");
+    for args in [
+        vec![
+            "instrument".as_ref(),
+            "--coverage".as_ref(),
+            orig.as_os_str(),
+            inst.as_os_str(),
+        ],
+        vec!["runtime-jar".as_ref(), rt.as_os_str()],
+    ] {
+        let o = Command::new(bci).args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg("-Xmx32m")
+        .arg(format!("-Dbci.covfile={}", work.join("oom.cov").display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovOom")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "ok");
+    let _ = std::fs::remove_dir_all(&work);
 }
 
 /// `java [-Xverify:all] -Dbci.covfile=DATA -cp INST:RT CovBasics`.

@@ -16,8 +16,15 @@
 //! block without taking any of its edges. Derived forwards, such a loss can only make the
 //! blocks *after* the throw look run once more; a block that ran is never reported missed.
 //! (A spanning tree also derives backwards, and the same loss can then make code that ran
-//! count zero.) With [`Split::AfterCalls`], every call ends a block and the edge after it
-//! carries a counter, so an exception thrown by a call is counted exactly.
+//! count zero.) With [`Split::AfterCalls`], every call ends a block, and the block gets a
+//! second way out besides the edge after the call: an [`EdgeKind::Thrown`] edge, its
+//! exceptional exit (Ball & Larus's exceptional edges made counted edges). That edge carries a
+//! counter the method's exception handlers bump (see `coverage`: the block keeps its counter's
+//! number in a local, read only when an exception passes), so the normal path after a call
+//! touches no memory and its count is the block's minus the exits by exception: exact for
+//! exceptions thrown by the call and by any instruction of its block. Where no handler can
+//! catch (a constructor before its super()/this() call), the edge after the call carries the
+//! counter instead, as before.
 //!
 //! The plan is a pure function of the method's code: the agent and the offline instrumenter
 //! number counters identically, and the report can solve counts from the class bytes alone.
@@ -32,8 +39,10 @@ pub enum Split {
     /// Only control flow splits blocks: a call that throws makes the rest of its block, and
     /// the blocks derived from it, count as run.
     None,
-    /// Every call (invoke*) ends a block and the edge after it carries a counter: exceptions
-    /// thrown by calls are counted exactly.
+    /// Every call (invoke*) ends a block with two ways out: the edge after the call and an
+    /// [`EdgeKind::Thrown`] exit counted by the method's handlers (or, where no handler can
+    /// catch, a counter on the edge after the call): exceptions thrown by calls are counted
+    /// exactly.
     AfterCalls,
 }
 
@@ -58,6 +67,10 @@ pub enum EdgeKind {
     Return,
     /// athrow (to a handler or out of the method; not followed).
     Throw,
+    /// The block's call, or an instruction before it in the block, threw (to a handler or out
+    /// of the method; not followed): the exceptional exit of a block that ends in a call
+    /// ([`Split::AfterCalls`]), counted by the method's handlers ([`Site::Thrown`]).
+    Thrown,
 }
 
 impl EdgeKind {
@@ -113,8 +126,22 @@ fn err(msg: String) -> Error {
 impl Cfg {
     /// Builds the graph of a method's code. `insns` are the decoded instructions of `code`
     /// (in order); `handlers` its exception table. Methods with `jsr`/`ret` (class files
-    /// before version 50) are refused.
+    /// before version 50) are refused. For a constructor use [`Cfg::build_ctor`].
     pub fn build(code: &[u8], insns: &[Insn], handlers: &[Handler], split: Split) -> Result<Cfg> {
+        Cfg::build_ctor(code, insns, handlers, split, &[])
+    }
+
+    /// [`Cfg::build`] for a constructor whose super()/this() calls (invokespecial `<init>` on
+    /// the uninitialized `this`) are instructions `super_calls`: no handler may cover code
+    /// before them, so the call blocks there get no [`EdgeKind::Thrown`] exit (the edge after
+    /// the call is counted instead).
+    pub fn build_ctor(
+        code: &[u8],
+        insns: &[Insn],
+        handlers: &[Handler],
+        split: Split,
+        super_calls: &[usize],
+    ) -> Result<Cfg> {
         let n = insns.len();
         if n == 0 {
             return Err(err("empty code".into()));
@@ -179,6 +206,15 @@ impl Cfg {
                 start = k;
             }
         }
+        let uncaught = uncaught_blocks(
+            code,
+            &blocks,
+            &block_of,
+            insns,
+            handlers,
+            super_calls,
+            index_of,
+        )?;
         let mut edges = Vec::new();
         let block_at = |pc: i64| -> Result<u32> { Ok(block_of[index_of(pc)?]) };
         for (b, blk) in blocks.iter().enumerate() {
@@ -203,8 +239,15 @@ impl Cfg {
                     edges.push(Edge {
                         from: b,
                         to: Some(next_block()?),
-                        kind,
+                        kind: kind.clone(),
                     });
+                    if kind == EdgeKind::AfterCall && !uncaught[b as usize] {
+                        edges.push(Edge {
+                            from: b,
+                            to: None,
+                            kind: EdgeKind::Thrown,
+                        });
+                    }
                 }
                 Flow::Cond => {
                     let off = last.branch_offset(code).unwrap_or(0) as i64;
@@ -296,6 +339,68 @@ impl Cfg {
     }
 }
 
+/// The blocks of a constructor no handler may cover: those reached from the entry before a
+/// super()/this() call (`super_calls`, instruction indices), the blocks ending in that call
+/// included (the catch-all starts after it), and handlers of code among them.
+fn uncaught_blocks(
+    code: &[u8],
+    blocks: &[Block],
+    block_of: &[u32],
+    insns: &[Insn],
+    handlers: &[Handler],
+    super_calls: &[usize],
+    index_of: impl Fn(i64) -> Result<usize>,
+) -> Result<Vec<bool>> {
+    let mut out = vec![false; blocks.len()];
+    if super_calls.is_empty() {
+        return Ok(out);
+    }
+    let mut handler_blocks = Vec::with_capacity(handlers.len());
+    for h in handlers {
+        handler_blocks.push((
+            h.start as u32,
+            h.end as u32,
+            block_of[index_of(h.handler as i64)?],
+        ));
+    }
+    let mut work = vec![0u32];
+    while let Some(b) = work.pop() {
+        if std::mem::replace(&mut out[b as usize], true) {
+            continue;
+        }
+        let blk = &blocks[b as usize];
+        for i in &insns[blk.first as usize..blk.end as usize] {
+            for &(s, e, hb) in &handler_blocks {
+                if s <= i.pc && i.pc < e {
+                    work.push(hb);
+                }
+            }
+        }
+        let last = blk.end as usize - 1;
+        if super_calls.contains(&last) {
+            continue;
+        }
+        // successors by control flow: the next block and jump targets
+        let i = &insns[last];
+        if !matches!(
+            i.flow(),
+            Flow::Goto | Flow::Return | Flow::Throw | Flow::Switch
+        ) && (blk.end as usize) < insns.len()
+        {
+            work.push(block_of[blk.end as usize]);
+        }
+        let mut bad = None;
+        i.for_each_target(code, |t| match index_of(t) {
+            Ok(j) => work.push(block_of[j]),
+            Err(e) => bad = Some(e),
+        });
+        if let Some(e) = bad {
+            return Err(e);
+        }
+    }
+    Ok(out)
+}
+
 /// What one counter counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counter {
@@ -319,6 +424,9 @@ pub enum Site {
     After(u32),
     /// On edge `e` only: the jump is sent to a trampoline that counts and jumps on.
     Trampoline(u32),
+    /// The exceptional exit of block `b` (an [`EdgeKind::Thrown`] edge): counted by the
+    /// method's exception handlers, from a local the block sets to the counter's number.
+    Thrown(u32),
 }
 
 /// The counters of one method, in id order (counter `i` is the method's `i`-th probe).
@@ -335,9 +443,16 @@ impl Plan {
         let ne = cfg.edges.len();
         let mut measured = vec![false; ne];
         for outs in &cfg.out {
+            // A call's exceptional exit is counted (by the handlers); where a call has none
+            // (no handler can catch there), the edge after it is.
+            let thrown = outs
+                .iter()
+                .any(|&e| cfg.edges[e as usize].kind == EdgeKind::Thrown);
             for &e in outs {
-                if cfg.edges[e as usize].kind == EdgeKind::AfterCall {
-                    measured[e as usize] = true;
+                match cfg.edges[e as usize].kind {
+                    EdgeKind::Thrown => measured[e as usize] = true,
+                    EdgeKind::AfterCall if !thrown => measured[e as usize] = true,
+                    _ => {}
                 }
             }
             // Of several outcomes all but one are measured; the one left derived is the one
@@ -371,7 +486,12 @@ impl Plan {
                 let mut cands: Vec<u32> = outs
                     .iter()
                     .copied()
-                    .filter(|&e| cfg.edges[e as usize].kind != EdgeKind::AfterCall)
+                    .filter(|&e| {
+                        !matches!(
+                            cfg.edges[e as usize].kind,
+                            EdgeKind::AfterCall | EdgeKind::Thrown
+                        )
+                    })
                     .collect();
                 cands.sort_by_key(|&e| std::cmp::Reverse(site_cost(cfg, e)));
                 for e in cands {
@@ -543,6 +663,9 @@ fn site_cost(cfg: &Cfg, e: u32) -> u32 {
 /// The cheapest place that counts edge `e` and nothing else.
 fn edge_site(cfg: &Cfg, e: u32) -> Site {
     let edge = &cfg.edges[e as usize];
+    if edge.kind == EdgeKind::Thrown {
+        return Site::Thrown(edge.from);
+    }
     let from = &cfg.blocks[edge.from as usize];
     if let Some(t) = edge.to {
         let tb = &cfg.blocks[t as usize];
@@ -559,8 +682,9 @@ fn edge_site(cfg: &Cfg, e: u32) -> Site {
             _ => Site::Before(last),
         };
     }
-    if edge.kind == EdgeKind::NotTaken {
-        // Code after a conditional jump runs only when it falls through.
+    if matches!(edge.kind, EdgeKind::NotTaken | EdgeKind::AfterCall) {
+        // Code after a conditional jump runs only when it falls through; after a call only
+        // when it returns.
         return Site::After(from.end - 1);
     }
     Site::Trampoline(e)

@@ -6,8 +6,8 @@
 mod common;
 
 use bci::opcodes::op;
-use bci_rewriter::coverage::{entry_counter, instrument, ClassId, Options};
-use bci_rewriter::flow::Split;
+use bci_rewriter::coverage::{entry_counter, instrument, ClassId, Options, MAX_COUNTERS};
+use bci_rewriter::flow::{Site, Split};
 use bci_rewriter::Outcome;
 
 /// The method's instructions (name + descriptor -> decoded code and its bytes).
@@ -96,12 +96,22 @@ fn entry_counter_is_bumped_by_the_lookup() {
                 Some(m.first + m.plan.counters.len() as u32 - 1),
                 "{what}: entry counter last"
             );
-            // one lastore per counter but the entry counter, besides the method's own
+            // one lastore per counter but the entry counter and the calls' exceptional exits,
+            // besides the method's own; the exits share one per handler (the method's own
+            // handlers and the catch-all) when there are any
             let stores =
                 |v: &[bci::code::Insn]| v.iter().filter(|i| i.opcode == op::LASTORE).count();
+            let exits = (0..m.plan.counters.len())
+                .filter(|&i| matches!(m.plan.site(&m.cfg, i), Some(Site::Thrown(_))))
+                .count();
+            let handlers = if exits > 0 {
+                m.cfg.blocks.iter().filter(|b| b.handler).count() + 1
+            } else {
+                0
+            };
             assert_eq!(
                 stores(&new) - stores(&old),
-                m.plan.counters.len() - 1,
+                m.plan.counters.len() - 1 - exits + handlers,
                 "{what}: counters {:?}",
                 m.plan.counters
             );
@@ -110,4 +120,56 @@ fn entry_counter_is_bumped_by_the_lookup() {
         }
     }
     assert!(methods > 100, "{methods} methods checked");
+}
+
+/// A class with more counters than the runtimes' spare array holds is refused (left to the
+/// caller to keep original), naming the class and the count; one just under is instrumented.
+#[test]
+fn classes_over_the_counter_limit_are_refused() {
+    let dir = common::workspace().join(format!("target/test-out/cov-limit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // per method: 1000 ifs, one counter each, plus the entry counter
+    let source = |name: &str, methods: usize| {
+        let mut s = format!("public class {name} {{\n");
+        for m in 0..methods {
+            s.push_str(&format!("static int m{m}(int x) {{ int s = 0;\n"));
+            for i in 0..1000 {
+                s.push_str(&format!("if (x == {i}) s++;\n"));
+            }
+            s.push_str("return s; }\n");
+        }
+        s.push_str("}\n");
+        s
+    };
+    let (big, small) = (dir.join("Big.java"), dir.join("Small.java"));
+    std::fs::write(&big, source("Big", 33)).unwrap();
+    std::fs::write(&small, source("Small", 32)).unwrap();
+    let st = std::process::Command::new(common::java_home().join("bin/javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(&big)
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac failed");
+    let opts = Options {
+        runtime: "java/lang/BciCov",
+        split: Split::AfterCalls,
+        class_id: ClassId::Constant(1),
+    };
+    let small = std::fs::read(dir.join("Small.class")).unwrap();
+    let (out, cov) = instrument(&small, &opts).unwrap();
+    assert!(matches!(out, Outcome::Rewritten(_)));
+    assert!(cov.counters <= MAX_COUNTERS, "{}", cov.counters);
+    let big = std::fs::read(dir.join("Big.class")).unwrap();
+    let Err(e) = instrument(&big, &opts) else {
+        panic!("Big instrumented")
+    };
+    let msg = e.to_string();
+    assert!(
+        msg.contains("Big") && msg.contains("coverage counters"),
+        "{msg}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

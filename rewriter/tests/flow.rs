@@ -130,10 +130,18 @@ fn walk(cfg: &Cfg, r: &mut Rng, runs: usize, leaks: bool) -> Truth {
         for _ in 0..300 {
             blocks[b as usize] += 1;
             let outs = &cfg.out[b as usize];
-            let after_call =
-                outs.len() == 1 && cfg.edges[outs[0] as usize].kind == EdgeKind::AfterCall;
+            let after_call = outs
+                .iter()
+                .any(|&e| cfg.edges[e as usize].kind == EdgeKind::AfterCall);
             let throws = (after_call && r.below(5) == 0) || (leaks && r.below(9) == 0);
             if throws {
+                // a counted exceptional exit (EdgeKind::Thrown) sees every exception of its block
+                if let Some(&e) = outs
+                    .iter()
+                    .find(|&&e| cfg.edges[e as usize].kind == EdgeKind::Thrown)
+                {
+                    edges[e as usize] += 1;
+                }
                 if !handlers.is_empty() && r.below(2) == 0 {
                     let h = handlers[r.below(handlers.len() as u64) as usize];
                     arrivals[h as usize] += 1;
@@ -143,7 +151,13 @@ fn walk(cfg: &Cfg, r: &mut Rng, runs: usize, leaks: bool) -> Truth {
                 done = true;
                 break;
             }
-            let e = outs[r.below(outs.len() as u64) as usize];
+            // normal exits only (the exceptional one is taken by throwing, above)
+            let normal: Vec<u32> = outs
+                .iter()
+                .copied()
+                .filter(|&e| cfg.edges[e as usize].kind != EdgeKind::Thrown)
+                .collect();
+            let e = normal[r.below(normal.len() as u64) as usize];
             edges[e as usize] += 1;
             match cfg.edges[e as usize].to {
                 Some(to) => {
@@ -218,31 +232,107 @@ fn random_graphs_exact_when_only_calls_throw() {
     );
 }
 
-#[test]
-fn random_graphs_never_undercount_with_implicit_exceptions() {
-    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+/// Walks `cfg` with implicit exceptions (20 runs) and checks the plan's solution never counts
+/// a block below what ran (and, with `branches`, measured branch edges exactly); returns how
+/// many blocks it over-counted.
+fn walk_never_undercounts(cfg: &Cfg, r: &mut Rng, branches: bool) -> usize {
+    let plan = Plan::new(cfg);
+    let t = walk(cfg, r, 20, true);
+    let got = plan.solve(cfg, &counter_values(&plan, &t));
     let mut over = 0;
-    for _ in 0..3000 {
-        let cfg = random_cfg(&mut r);
-        let plan = Plan::new(&cfg);
-        let t = walk(&cfg, &mut r, 20, true);
-        let got = plan.solve(&cfg, &counter_values(&plan, &t));
-        for b in 0..cfg.blocks.len() {
-            assert!(
-                got.blocks[b] >= t.blocks[b],
-                "block {b}: {} < {} in {cfg:?}\nplan {plan:?}",
-                got.blocks[b],
-                t.blocks[b]
-            );
-            over += (got.blocks[b] > t.blocks[b]) as usize;
-        }
+    for b in 0..cfg.blocks.len() {
+        assert!(
+            got.blocks[b] >= t.blocks[b],
+            "block {b}: {} < {} in {cfg:?}\nplan {plan:?}",
+            got.blocks[b],
+            t.blocks[b]
+        );
+        over += (got.blocks[b] > t.blocks[b]) as usize;
+    }
+    if branches {
         for (e, edge) in cfg.edges.iter().enumerate() {
             if edge.kind.is_branch() && plan.edge_counter[e].is_some() {
                 assert_eq!(got.edges[e], t.edges[e], "measured branch edge {e}");
             }
         }
     }
+    over
+}
+
+#[test]
+fn random_graphs_never_undercount_with_implicit_exceptions() {
+    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+    let mut over = 0;
+    for _ in 0..3000 {
+        let cfg = random_cfg(&mut r);
+        over += walk_never_undercounts(&cfg, &mut r, true);
+    }
     // The test must be able to see the over-count it allows.
+    assert!(over > 0, "no run threw implicitly");
+}
+
+/// `cfg` with an [`EdgeKind::Thrown`] exit added to every block that ends in a call (what
+/// `Cfg::build` gives such blocks where a handler can catch), except every `keep`-th one (a
+/// constructor's calls before super()).
+fn with_thrown_exits(cfg: &Cfg, keep: usize) -> Cfg {
+    let mut edges = cfg.edges.clone();
+    let mut n = 0;
+    for e in &cfg.edges {
+        if e.kind == EdgeKind::AfterCall {
+            n += 1;
+            if keep == 0 || n % keep != 0 {
+                edges.push(Edge {
+                    from: e.from,
+                    to: None,
+                    kind: EdgeKind::Thrown,
+                });
+            }
+        }
+    }
+    Cfg::from_parts(cfg.blocks.clone(), edges)
+}
+
+#[test]
+fn random_graphs_with_counted_exits_exact_when_only_calls_throw() {
+    let mut r = Rng(0x1234_5678_9abc_def1);
+    let (mut exits, mut after) = (0usize, 0usize);
+    for k in 0..3000 {
+        let cfg = with_thrown_exits(&random_cfg(&mut r), k % 4);
+        let plan = Plan::new(&cfg);
+        assert!(plan.is_complete(&cfg), "incomplete plan for {cfg:?}");
+        for (i, c) in plan.counters.iter().enumerate() {
+            let site = plan.site(&cfg, i);
+            if let Counter::Edge(e) = c {
+                match cfg.edges[*e as usize].kind {
+                    EdgeKind::Thrown => {
+                        assert_eq!(site, Some(Site::Thrown(cfg.edges[*e as usize].from)));
+                        exits += 1;
+                    }
+                    EdgeKind::AfterCall => after += 1,
+                    _ => {}
+                }
+            }
+        }
+        let t = walk(&cfg, &mut r, 20, false);
+        let got = plan.solve(&cfg, &counter_values(&plan, &t));
+        assert_eq!(got.blocks, t.blocks, "blocks of {cfg:?}\nplan {plan:?}");
+        assert_eq!(got.edges, t.edges, "edges of {cfg:?}\nplan {plan:?}");
+    }
+    // both kinds were planned: exits counted by handlers, edges after calls without one
+    assert!(
+        exits > 1000 && after > 100,
+        "{exits} exits, {after} after-call counters"
+    );
+}
+
+#[test]
+fn random_graphs_with_counted_exits_never_undercount_with_implicit_exceptions() {
+    let mut r = Rng(0x0fed_cba9_8765_4321);
+    let mut over = 0;
+    for k in 0..3000 {
+        let cfg = with_thrown_exits(&random_cfg(&mut r), k % 4);
+        over += walk_never_undercounts(&cfg, &mut r, false);
+    }
     assert!(over > 0, "no run threw implicitly");
 }
 

@@ -8,7 +8,17 @@
 //! entry:    <class id> ; <counters of the class> ; <index of the entry counter>
 //!           invokestatic RUNTIME.arr(III)[J ; astore C
 //! counter:  aload C ; <index> ; dup2 ; laload ; lconst_1 ; ladd ; lastore
+//! exits:    at entry <index> ; istore X, and at the start of blocks where it changes
+//! handlers: aload C ; iload X ; dup2 ; laload ; lconst_1 ; ladd ; lastore  (then go on / athrow)
 //! ```
+//!
+//! A block that ends in a call has an exceptional exit ([`crate::flow::EdgeKind::Thrown`])
+//! instead of a counter after the call: while it runs, the int local X holds that exit's
+//! counter, and every handler of the method (its own, at their start, and a catch-all
+//! around the body that re-throws) adds one to the counter X names. Elsewhere X is [`LOST`]
+//! where an instruction can throw, so an implicit exception there never counts as an earlier
+//! call's exit. On the normal path the stores are constants (free once compiled): no memory
+//! is touched after a call, and the count after it is the block's minus its exits.
 //!
 //! `arr` returns the calling thread's counter array of the class (the runtime keeps one per
 //! thread and class and sums them, so counts are exact without a lock or an atomic on the
@@ -44,6 +54,11 @@ pub enum ClassId {
     /// the `BciInstrumented` marker, so it is never instrumented again.
     Registered { module_reads: bool },
 }
+
+/// The most counters a class may have: the runtimes keep a spare array of this length for
+/// when a class's own cannot be allocated (out of memory), so counting never throws. A class
+/// with more is refused.
+pub const MAX_COUNTERS: u32 = 32768;
 
 /// The static final int field holding an offline-instrumented class's id.
 pub const CLASS_ID_FIELD: &str = "bci$cid";
@@ -100,9 +115,15 @@ pub struct ClassCoverage {
 }
 
 /// The counter layout [`class_hash`] is tagged with: data recorded with another numbering of
-/// the counters (2: the entry counter is each method's last; before, its first) has other
-/// keys, so it shows as stale instead of being misread.
-pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-2";
+/// the counters (3: counter 0 of a class is [`LOST`] and calls have exceptional exits; 2: the
+/// entry counter is each method's last; before, its first) has other keys, so it shows as
+/// stale instead of being misread.
+pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-3";
+
+/// Counter 0 of every class: exceptions thrown where no call's exceptional exit is counted
+/// (implicit exceptions outside blocks that end in a call, athrow), which a method's handlers
+/// add there. Not part of any method's counters; the analysis does not use it.
+pub const LOST: u32 = 0;
 
 /// Data recorded for a class is keyed by the 64-bit hash of its original bytes (the same id
 /// offline instrumentation writes in its marker), so data from another build of the class is
@@ -136,7 +157,8 @@ pub fn plan_class(bytes: &[u8], split: Split) -> Result<ClassCoverage> {
     let mut out = ClassCoverage {
         name,
         hash: class_hash(bytes),
-        counters: 0,
+        // counter 0 counts the exceptions no counter is kept for (see [`LOST`])
+        counters: 1,
         methods: Vec::new(),
         skipped: Vec::new(),
     };
@@ -160,7 +182,17 @@ pub fn plan_class(bytes: &[u8], split: Split) -> Result<ClassCoverage> {
                 .ok_or_else(|| Error::new(ErrorKind::Format, "method without Code"))?;
             let code = bci::CodeAttr::parse(&cf, a)?;
             let insns = code.decode_all()?;
-            let cfg = Cfg::build(code.code, &insns, &code.handlers, split)?;
+            // a constructor's calls before super()/this() get no exceptional exit (no
+            // handler may cover them); the editor finds those calls (if it cannot, the
+            // method cannot be edited either, and the plan does not matter)
+            let supers = if mname == "<init>" && m.access & bci::class::ACC_STATIC == 0 {
+                MethodEditor::new(&cf, k)
+                    .and_then(|ed| ed.super_calls().map(<[usize]>::to_vec))
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let cfg = Cfg::build_ctor(code.code, &insns, &code.handlers, split, &supers)?;
             let plan = Plan::new(&cfg);
             Ok((cfg, plan))
         })();
@@ -198,6 +230,15 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     if crate::offline::marker_of(&cf).is_some() {
         // ours already: counting twice would double every count
         return Ok((Outcome::Unchanged, cov));
+    }
+    if cov.counters > MAX_COUNTERS {
+        return Err(Error::new(
+            ErrorKind::TooLarge,
+            format!(
+                "{}: {} coverage counters (at most {MAX_COUNTERS})",
+                cov.name, cov.counters
+            ),
+        ));
     }
     let mut w = ClassWriter::new(&cf);
     let mut kept = Vec::with_capacity(cov.methods.len());
@@ -334,6 +375,38 @@ fn emit(
     }
     let local = ed.new_local(VType::Object(cp.class("[J")?))?;
     entry.store('A', local)?;
+    // Exceptional exits of blocks that end in a call: the block keeps its counter's number in
+    // an int local, and every handler (the method's own, at their start, and a catch-all
+    // that re-throws) adds one to the counter the local names.
+    let thrown: Vec<(u32, u32)> = (0..last)
+        .filter_map(|i| match m.plan.site(&m.cfg, i) {
+            Some(Site::Thrown(b)) => Some((b, m.first + i as u32)),
+            _ => None,
+        })
+        .collect();
+    let mut stores = Vec::new();
+    if !thrown.is_empty() {
+        let exit = ed.new_local(VType::Integer)?;
+        let mut bump = Snippet::new();
+        bump.load('A', local)?
+            .load('I', exit)?
+            .op(op::DUP2)?
+            .op(op::LALOAD)?
+            .op(op::LCONST_1)?
+            .op(op::LADD)?
+            .op(op::LASTORE)?;
+        for blk in m.cfg.blocks.iter().filter(|b| b.handler) {
+            ed.insert_before(insn(&m.cfg, blk.first)?, &bump)?;
+        }
+        ed.add_catch_all(&bump)?;
+        let lp = exit_stores(&m.cfg, ed.insns(), &thrown);
+        entry.int(cp, lp.init as i32)?.store('I', exit)?;
+        for (at, v) in lp.stores {
+            let mut s = Snippet::new();
+            s.int(cp, v as i32)?.store('I', exit)?;
+            stores.push((at, s));
+        }
+    }
     for (i, c) in m.plan.counters.iter().enumerate().take(last) {
         let mut s = Snippet::new();
         s.load('A', local)?;
@@ -362,10 +435,144 @@ fn emit(
                 let pc = ed.insns()[first].pc;
                 ed.insert_on_switch_edge(k, pc, &s)?;
             }
+            // counted by the handlers (above)
+            Some(Site::Thrown(_)) => {}
             None => unreachable!("counter {i} is in the plan"),
         }
     }
+    // after the counters: at a handler's start the local is read before it is set
+    for (at, s) in stores {
+        match at {
+            Site::After(k) => ed.insert_after(insn(&m.cfg, k)?, &s)?,
+            _ => ed.insert_before(insn(&m.cfg, at_insn(at))?, &s)?,
+        }
+    }
     ed.insert_entry(&entry)
+}
+
+fn at_insn(s: Site) -> u32 {
+    match s {
+        Site::Before(k) | Site::After(k) => k,
+        _ => 0,
+    }
+}
+
+/// Where the local naming the running block's exceptional-exit counter is set.
+struct ExitStores {
+    /// Its value at method entry.
+    init: u32,
+    /// `Before(k)` / `After(k)` of instruction `k`: the value stored there.
+    stores: Vec<(Site, u32)>,
+}
+
+/// The local must name the block's counter wherever an instruction of a block that ends in a
+/// counted call (`thrown`: block, counter) can throw, and [`LOST`] wherever another
+/// instruction can throw (otherwise an exception there would count as the exit of an earlier
+/// call, and code that ran could show as missed). Stores go at block starts, only where the
+/// value coming in (forward data flow over the blocks) differs; a block that falls or jumps
+/// into a handler's start leaves [`LOST`] (the handler's count runs on such arrivals too).
+fn exit_stores(cfg: &Cfg, insns: &[bci::Insn], thrown: &[(u32, u32)]) -> ExitStores {
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum V {
+        Unseen,
+        Known(u32),
+        Any,
+    }
+    let join = |a: V, b: V| match (a, b) {
+        (V::Unseen, x) | (x, V::Unseen) => x,
+        (V::Known(x), V::Known(y)) if x == y => a,
+        _ => V::Any,
+    };
+    let nb = cfg.blocks.len();
+    let mut need: Vec<Option<u32>> = cfg
+        .blocks
+        .iter()
+        .map(|b| {
+            insns[b.first as usize..b.end as usize]
+                .iter()
+                .any(|i| may_throw(i.opcode))
+                .then_some(LOST)
+        })
+        .collect();
+    let mut is_call = vec![false; nb];
+    for &(b, c) in thrown {
+        need[b as usize] = Some(c);
+        is_call[b as usize] = true;
+    }
+    // calls without a counted exit (a constructor's before super(), or the only call of a
+    // method) need LOST like any instruction that can throw: need[b] stays so
+    // blocks entering a handler's start by a normal edge leave LOST
+    let mut reset_after = vec![false; nb];
+    for (b, outs) in cfg.out.iter().enumerate() {
+        let into_handler = outs.iter().any(|&e| {
+            cfg.edges[e as usize]
+                .to
+                .is_some_and(|t| cfg.blocks[t as usize].handler)
+        });
+        if into_handler {
+            if is_call[b] {
+                reset_after[b] = true;
+            } else {
+                need[b] = Some(LOST);
+            }
+        }
+    }
+    let init = need[0].unwrap_or(LOST);
+    let out_of = |b: usize, vin: V| -> V {
+        if reset_after[b] {
+            V::Known(LOST)
+        } else {
+            match need[b] {
+                Some(v) => V::Known(v),
+                None => vin,
+            }
+        }
+    };
+    let mut vin = vec![V::Unseen; nb];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in 0..nb {
+            let mut v = if b == 0 { V::Known(init) } else { V::Unseen };
+            if cfg.blocks[b].handler {
+                v = V::Any;
+            }
+            for &e in &cfg.ins[b] {
+                let from = cfg.edges[e as usize].from as usize;
+                v = join(v, out_of(from, vin[from]));
+            }
+            if v != vin[b] {
+                vin[b] = v;
+                changed = true;
+            }
+        }
+    }
+    let mut stores = Vec::new();
+    for b in 0..nb {
+        if let Some(v) = need[b] {
+            if vin[b] != V::Known(v) {
+                stores.push((Site::Before(cfg.blocks[b].first), v));
+            }
+        }
+        if reset_after[b] {
+            stores.push((Site::After(cfg.blocks[b].end - 1), LOST));
+        }
+    }
+    ExitStores { init, stores }
+}
+
+/// Whether an instruction can throw (conservative): everything but constants, local loads and
+/// stores, stack shuffles, arithmetic other than integer division, conversions, compares,
+/// jumps, switches and returns.
+fn may_throw(opcode: u8) -> bool {
+    let quiet = matches!(opcode,
+        op::NOP..=op::SIPUSH
+            | op::ILOAD..=op::ALOAD_3
+            | op::ISTORE..=op::ASTORE_3
+            | op::POP..=op::RETURN
+            | op::IFNULL..=op::GOTO_W
+            | op::WIDE);
+    !quiet || matches!(opcode, op::IDIV | op::LDIV | op::IREM | op::LREM)
 }
 
 fn insn(cfg: &Cfg, k: u32) -> Result<usize> {
@@ -383,7 +590,7 @@ pub fn method_counts<'v>(m: &MethodCoverage, class_counts: &'v [u64]) -> &'v [u6
     &class_counts[a..b]
 }
 
-/// The counter that counts entries (always the method's first).
+/// The counter that counts entries (the method's last: the lookup bumps it, see instrument).
 pub fn entry_counter(m: &MethodCoverage) -> Option<u32> {
     m.plan
         .counters

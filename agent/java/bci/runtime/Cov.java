@@ -57,8 +57,15 @@ public final class Cov {
     private static int sinceSweep;
     /** Set when an array could not be allocated: counts after that are missing. */
     static volatile boolean lost;
-    /** Where an array goes when allocation failed (its counts are lost). */
-    private static long[] sink = new long[0];
+    /**
+     * The most counters a class has (the instrumenter leaves classes with more uninstrumented),
+     * and the array a class gets when its own cannot be allocated (out of memory): its counts
+     * are lost, the method runs on. Allocated up front (256 KB), so it is there when nothing
+     * else can be allocated, and long enough for every class.
+     */
+    static final int MAX_COUNTERS = 32768;
+
+    private static final long[] SINK = new long[MAX_COUNTERS];
 
     /** Registered classes by id: internal name, hash of the original bytes, counter count. */
     private static String[] names = new String[64];
@@ -351,6 +358,14 @@ public final class Cov {
     }
 
     private static void remember(int cid, long[] a) {
+        try {
+            rememberOrFail(cid, a);
+        } catch (Throwable e) {
+            // out of memory: the next call looks the array up again
+        }
+    }
+
+    private static void rememberOrFail(int cid, long[] a) {
         Last[] l = last;
         if (cid >= l.length) {
             synchronized (Cov.class) {
@@ -409,15 +424,15 @@ public final class Cov {
         } catch (Throwable e) {
             // Out of memory (or worse): this call's counts are lost, the program goes on.
             lost = true;
-            long[] a = sink;
-            if (a.length < n) {
-                try {
-                    sink = a = new long[n];
-                } catch (Throwable again) {
-                    return new long[0];
-                }
+            if (n <= SINK.length) {
+                return SINK;
             }
-            return a;
+            try {
+                // more counters than the instrumenter gives a class: not ours
+                return new long[n];
+            } catch (Throwable again) {
+                return SINK;
+            }
         }
     }
 

@@ -43,7 +43,15 @@ public final class BciCov {
     /** Set when an array could not be allocated: counts after that are missing. */
     private static volatile boolean lost;
 
-    private static long[] sink = new long[0];
+    /**
+     * The most counters a class has (the instrumenter leaves classes with more uninstrumented),
+     * and the array a class gets when its own cannot be allocated (out of memory): its counts
+     * are lost, the method runs on. Allocated up front (256 KB), so it is there when nothing
+     * else can be allocated, and long enough for every class.
+     */
+    static final int MAX_COUNTERS = 32768;
+
+    private static final long[] SINK = new long[MAX_COUNTERS];
 
     /**
      * On entry to a method: the calling thread's counters of class {@code cid}, which has
@@ -136,15 +144,15 @@ public final class BciCov {
     }
 
     private static long[] sink(int n) {
-        long[] a = sink;
-        if (a.length < n) {
-            try {
-                sink = a = new long[n];
-            } catch (Throwable again) {
-                return new long[0];
-            }
+        if (n <= SINK.length) {
+            return SINK;
         }
-        return a;
+        try {
+            // more counters than the instrumenter gives a class: not ours
+            return new long[n];
+        } catch (Throwable again) {
+            return SINK;
+        }
     }
 
     private static void track(Thread th, long[][] t) {
