@@ -181,6 +181,7 @@ fn java_lang_variant(text: &str, gen: &std::path::Path, out: &std::path::Path, s
              public class Thread implements Runnable {\n\
              BciProbes.T bci$t;\n\
              public static native Thread currentThread();\n\
+             static native Thread currentCarrierThread();\n\
              public final String getName() { return null; }\n\
              public final ThreadGroup getThreadGroup() { return null; }\n\
              public void run() {}\n\

@@ -1034,34 +1034,42 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
             snap.threads.len()
         ));
         if let Ok(m) = runtime::memory(jni) {
-            if let [nodes, tree, sinks, live, made, threads, most, sampled, virt] = m[..] {
+            if let [nodes, tree, sinks, live, made, threads, most, sampled, virt, states, drains] =
+                m[..]
+            {
                 log(&format!(
                     "runtime memory: {nodes} shared call-path nodes ({tree} bytes), aggregates \
-                     {sinks} bytes, {live} live threads, {made} thread states made for \
-                     {threads} threads, at most {most} live at once; slot tables: {sampled} \
-                     sampled (platform threads), {virt} virtual threads"
+                     {sinks} bytes, {live} live threads ({states} bytes of thread state), \
+                     {made} thread states made for {threads} threads, at most {most} live at \
+                     once; slot tables: {sampled} sampled (platform threads), {virt} virtual \
+                     threads; {drains} queues drained under the lock"
                 ));
             }
         }
     }
     // tracing rules alone: the file holds their summary, not an empty profile
-    let mut text = if a.engine.profiles() || a.engine.trace_rules().is_empty() {
-        report::render(&a.opts, &snap)
-    } else {
-        String::new()
-    };
+    let profiles = a.engine.profiles() || a.engine.trace_rules().is_empty();
+    let mut summary = None;
     if at_exit && !a.engine.trace_rules().is_empty() {
         match crate::trace::finish(jni) {
             // a collapsed profile stays one stack per line: its summary goes to stderr
             Ok(s) if a.opts.format == options::Format::Collapsed => eprint!("{s}"),
-            Ok(s) => {
-                text.push('\n');
-                text.push_str(&s);
-            }
+            Ok(s) => summary = Some(s),
             Err(e) => log(&format!("tracing summary: {e}")),
         }
     }
-    match out.write(&text, a.opts.format, at_exit) {
+    // written as it is made: a large profile's report is never all in memory
+    let written = out.write_with(a.opts.format, at_exit, |w| {
+        if profiles {
+            report::render_to(&a.opts, &snap, w)?;
+        }
+        if let Some(s) = &summary {
+            w.write_all(b"\n")?;
+            w.write_all(s.as_bytes())?;
+        }
+        Ok(())
+    });
+    match written {
         Ok(path) => {
             if a.opts.verbose {
                 log(&format!("profile written to {path}"));

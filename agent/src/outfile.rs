@@ -126,28 +126,44 @@ impl OutFile {
 
     /// Writes one dump. `at_exit`: the dump at VM death. Returns the path written.
     pub fn write(&mut self, text: &str, format: Format, at_exit: bool) -> Result<String, String> {
+        self.write_with(format, at_exit, |w| w.write_all(text.as_bytes()))
+    }
+
+    /// Writes one dump as `write` does, its text written by `f` as it is made (through a
+    /// buffer: a large report is never all in memory). Returns the path written.
+    pub fn write_with(
+        &mut self,
+        format: Format,
+        at_exit: bool,
+        f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<String, String> {
         let err = |p: &str, e: std::io::Error| format!("cannot write {p}: {e}");
         if format == Format::Collapsed && !at_exit {
             // one snapshot per file: flame-graph tools add up every line of a file
             let p = format!("{}.{}", self.path, self.dumps + 1);
-            std::fs::write(&p, text).map_err(|e| err(&p, e))?;
+            let file = std::fs::File::create(&p).map_err(|e| err(&p, e))?;
+            let mut w = std::io::BufWriter::new(file);
+            f(&mut w).and_then(|_| w.flush()).map_err(|e| err(&p, e))?;
             self.dumps += 1;
             return Ok(p);
         }
         let first = self.dumps == 0 || format == Format::Collapsed;
-        let f = &mut self.file;
+        let file = &mut self.file;
         // a device or pipe (file=/dev/stderr) cannot be truncated or positioned: just written
-        let regular = f.metadata().map(|m| m.is_file()).unwrap_or(false);
+        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
         let r = if !regular {
             Ok(0)
         } else if first {
-            f.set_len(0).and_then(|_| f.seek(SeekFrom::Start(0)))
+            file.set_len(0).and_then(|_| file.seek(SeekFrom::Start(0)))
         } else {
-            f.seek(SeekFrom::End(0))
+            file.seek(SeekFrom::End(0))
         };
-        r.and_then(|_| f.write_all(text.as_bytes()))
-            .and_then(|_| f.flush())
-            .map_err(|e| err(&self.path, e))?;
+        r.and_then(|_| {
+            let mut w = std::io::BufWriter::new(&mut *file);
+            f(&mut w)?;
+            w.flush()
+        })
+        .map_err(|e| err(&self.path, e))?;
         self.dumps += 1;
         Ok(self.path.clone())
     }

@@ -3,13 +3,16 @@
 
 use crate::options::{Clock, Format, Options};
 use crate::registry::MethodRec;
+use std::borrow::Cow;
+use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::fmt::Write;
+use std::io::{self, Write};
 
 /// One call-path node of one thread: the path of `prefix` followed by method `id`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
-    pub prefix: usize,
+    /// A node before this one (node 0, the root, excepted).
+    pub prefix: u32,
     pub id: u32,
     pub count: u64,
     pub self_ns: u64,
@@ -32,25 +35,39 @@ pub struct ThreadData {
 }
 
 impl ThreadData {
-    /// Decodes the `long[]` of `Probes.export`: `[n, (prefix, id, count, self)*n, m, total*m, mismatches]`.
+    /// Decodes the `long[]` of `Probes.export`: `[n, (prefix, id, count, self)*n, m, total*m,
+    /// mismatches, misses, slow entries, timers, (count, total)*]`.
     pub fn decode(name: Option<String>, v: &[i64]) -> Option<ThreadData> {
-        let mut it = v.iter().copied();
+        Self::decode_iter(name, v.iter().copied())
+    }
+
+    /// Like [`decode`](Self::decode), reading the array as it comes (the agent reads a large
+    /// profile's in parts). Every node's prefix must come before it (the runtime writes its
+    /// tree in that order): a path is then never longer than the nodes and never a loop.
+    pub fn decode_iter(name: Option<String>, it: impl Iterator<Item = i64>) -> Option<ThreadData> {
+        let mut it = it;
         let n = usize::try_from(it.next()?).ok()?;
-        let mut nodes = Vec::with_capacity(n);
-        for _ in 0..n {
-            let prefix = usize::try_from(it.next()?).ok()?;
+        if n > u32::MAX as usize {
+            return None;
+        }
+        let mut nodes = Vec::with_capacity(n.min(1 << 20));
+        for k in 0..n {
+            let prefix = u32::try_from(it.next()?).ok()?;
             let id = u32::try_from(it.next()?).ok()?;
             let count = it.next()?.max(0) as u64;
             let self_ns = it.next()?.max(0) as u64;
+            if k > 0 && prefix as usize >= k {
+                return None;
+            }
             nodes.push(Node {
-                prefix,
+                prefix: if k == 0 { 0 } else { prefix },
                 id,
                 count,
                 self_ns,
             });
         }
         let m = usize::try_from(it.next()?).ok()?;
-        let mut total_ns = Vec::with_capacity(m);
+        let mut total_ns = Vec::with_capacity(m.min(1 << 20));
         for _ in 0..m {
             total_ns.push(it.next()?.max(0) as u64);
         }
@@ -64,9 +81,7 @@ impl ThreadData {
             let t = it.next()?.max(0) as u64;
             timer.push((c, t));
         }
-        if nodes.iter().any(|nd| nd.prefix >= n) {
-            return None;
-        }
+        nodes.shrink_to_fit();
         Some(ThreadData {
             name,
             nodes,
@@ -76,16 +91,6 @@ impl ThreadData {
             slow_enters,
             timer,
         })
-    }
-
-    /// Frames of node `k`, top (callee) first.
-    fn frames(&self, mut k: usize) -> Vec<u32> {
-        let mut f = Vec::new();
-        while k != 0 && f.len() < 1024 {
-            f.push(self.nodes[k].id);
-            k = self.nodes[k].prefix;
-        }
-        f
     }
 }
 
@@ -104,13 +109,6 @@ pub struct Snapshot {
     pub failure: Option<String>,
 }
 
-struct Trace {
-    thread: Option<usize>,
-    frames: Vec<u32>,
-    count: u64,
-    self_ns: u64,
-}
-
 fn method_parts(methods: &[MethodRec], id: u32) -> (String, String) {
     match methods.get(id as usize) {
         Some(m) => (m.dotted_class(), m.name.clone()),
@@ -118,37 +116,137 @@ fn method_parts(methods: &[MethodRec], id: u32) -> (String, String) {
     }
 }
 
-fn traces(s: &Snapshot, by_thread: bool) -> Vec<Trace> {
-    let mut map: HashMap<(Option<usize>, Vec<u32>), (u64, u64)> = HashMap::new();
-    for (ti, t) in s.threads.iter().enumerate() {
-        for k in 1..t.nodes.len() {
-            let nd = &t.nodes[k];
-            if nd.count == 0 && nd.self_ns == 0 {
-                continue;
-            }
-            let key = (by_thread.then_some(ti), t.frames(k));
-            let e = map.entry(key).or_insert((0, 0));
-            e.0 += nd.count;
-            e.1 += nd.self_ns;
-        }
+/// The call paths a report lists, one node per distinct path: with `thread=y` each entry's
+/// tree, else one tree for all entries. An entry's own nodes serve as they are when no two
+/// of them share a prefix and method (the runtime's exports: nodes of its shared tree);
+/// otherwise the entries' nodes are merged by path. Nothing per path is allocated beyond that:
+/// a trace is a node, its frames are read from the tree when needed.
+struct Paths<'a> {
+    trees: Vec<(Option<usize>, Cow<'a, [Node]>)>,
+}
+
+/// A call path with calls or time: node `node` of tree `tree`.
+#[derive(Clone, Copy)]
+struct Trace {
+    tree: u32,
+    node: u32,
+    count: u64,
+    self_ns: u64,
+}
+
+/// Most frames read from a path (as many as a report ever printed).
+const MAX_FRAMES: usize = 1024;
+
+impl<'a> Paths<'a> {
+    fn new(s: &'a Snapshot, by_thread: bool) -> Paths<'a> {
+        let trees = if by_thread {
+            s.threads
+                .iter()
+                .enumerate()
+                .map(|(ti, t)| (Some(ti), distinct(&[t])))
+                .collect()
+        } else {
+            let with: Vec<&ThreadData> = s.threads.iter().filter(|t| t.nodes.len() > 1).collect();
+            vec![(None, distinct(&with))]
+        };
+        Paths { trees }
     }
-    let mut v: Vec<Trace> = map
-        .into_iter()
-        .map(|((thread, frames), (count, self_ns))| Trace {
-            thread,
-            frames,
-            count,
-            self_ns,
+
+    fn thread(&self, t: &Trace) -> Option<usize> {
+        self.trees[t.tree as usize].0
+    }
+
+    /// The method ids of a trace's frames, top (callee) first.
+    fn frames(&self, t: &Trace) -> impl Iterator<Item = u32> + '_ {
+        let nodes: &[Node] = &self.trees[t.tree as usize].1;
+        let mut k = t.node as usize;
+        let mut n = 0;
+        std::iter::from_fn(move || {
+            if k == 0 || n >= MAX_FRAMES {
+                return None;
+            }
+            let nd = nodes.get(k)?;
+            n += 1;
+            k = nd.prefix as usize;
+            Some(nd.id)
         })
-        .collect();
-    v.sort_by(|a, b| {
+    }
+
+    /// The traces with calls or time for which `keep(count, self_ns)` holds, unordered.
+    fn traces(&self, keep: impl Fn(u64, u64) -> bool) -> Vec<Trace> {
+        let mut v = Vec::new();
+        for (ti, (_, nodes)) in self.trees.iter().enumerate() {
+            for (k, nd) in nodes.iter().enumerate().skip(1) {
+                if (nd.count != 0 || nd.self_ns != 0) && keep(nd.count, nd.self_ns) {
+                    v.push(Trace {
+                        tree: ti as u32,
+                        node: k as u32,
+                        count: nd.count,
+                        self_ns: nd.self_ns,
+                    });
+                }
+            }
+        }
+        v
+    }
+
+    /// The report's order: self time, then calls (both descending), thread, frames.
+    fn order(&self, a: &Trace, b: &Trace) -> Ordering {
         b.self_ns
             .cmp(&a.self_ns)
             .then(b.count.cmp(&a.count))
-            .then(a.thread.cmp(&b.thread))
-            .then(a.frames.cmp(&b.frames))
-    });
-    v
+            .then_with(|| self.thread(a).cmp(&self.thread(b)))
+            .then_with(|| self.frames(a).cmp(self.frames(b)))
+    }
+}
+
+/// The nodes of `ts` with one node per distinct path (see [`Paths`]).
+fn distinct<'a>(ts: &[&'a ThreadData]) -> Cow<'a, [Node]> {
+    if let [t] = ts {
+        let mut keys: Vec<u64> = t
+            .nodes
+            .iter()
+            .skip(1)
+            .map(|n| (u64::from(n.prefix) << 32) | u64::from(n.id))
+            .collect();
+        keys.sort_unstable();
+        if keys.windows(2).all(|w| w[0] != w[1]) {
+            return Cow::Borrowed(&t.nodes);
+        }
+    }
+    let mut out = vec![Node {
+        prefix: 0,
+        id: 0,
+        count: 0,
+        self_ns: 0,
+    }];
+    let mut index: HashMap<(u32, u32), u32> = HashMap::new();
+    for t in ts {
+        let mut canon: Vec<u32> = Vec::with_capacity(t.nodes.len());
+        for (k, nd) in t.nodes.iter().enumerate() {
+            if k == 0 {
+                canon.push(0);
+                continue;
+            }
+            // a prefix that is not an earlier node (hand-made data): the root
+            let p = canon.get(nd.prefix as usize).copied().unwrap_or(0);
+            let next = out.len() as u32;
+            let c = *index.entry((p, nd.id)).or_insert(next);
+            if c == next {
+                out.push(Node {
+                    prefix: p,
+                    id: nd.id,
+                    count: 0,
+                    self_ns: 0,
+                });
+            }
+            let m = &mut out[c as usize];
+            m.count += nd.count;
+            m.self_ns += nd.self_ns;
+            canon.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 pub struct MethodRow {
@@ -237,25 +335,43 @@ fn pct(part: u64, total: u64) -> f64 {
 }
 
 pub fn render(o: &Options, s: &Snapshot) -> String {
+    text(|w| render_to(o, s, w))
+}
+
+/// The report as [`render`] makes it, written to `w` as it is made (a large profile's report
+/// is never all in memory).
+pub fn render_to(o: &Options, s: &Snapshot, w: &mut dyn Write) -> io::Result<()> {
     match o.format {
         Format::Hprof => {
-            let mut out = hprof(o, s);
-            out.push_str(&methods_table(o, s));
-            out.push_str(&timer_table(s));
-            out
+            hprof_to(o, s, w)?;
+            methods_table_to(o, s, w)?;
+            timer_table_to(s, w)
         }
-        Format::Methods => methods_table(o, s),
-        Format::Collapsed => collapsed(o, s),
+        Format::Methods => methods_table_to(o, s, w),
+        Format::Collapsed => collapsed_to(o, s, w),
     }
+}
+
+/// What `f` writes, as text.
+fn text(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {
+    let mut v: Vec<u8> = Vec::new();
+    // writing to a Vec does not fail, and every writer writes only `str`s
+    let _ = f(&mut v);
+    String::from_utf8(v).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// HPROF's text: header, THREAD START records (thread=y), TRACE records, CPU TIME block.
 pub fn hprof(o: &Options, s: &Snapshot) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "JAVA PROFILE 1.0.1, created {}", s.date);
-    out.push('\n');
-    out.push_str("Header for -agentlib:bciagent (exact cpu=times by bytecode instrumentation)\n\n");
-    let _ = writeln!(
+    text(|w| hprof_to(o, s, w))
+}
+
+fn hprof_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "JAVA PROFILE 1.0.1, created {}", s.date)?;
+    out.write_all(b"\n")?;
+    out.write_all(
+        b"Header for -agentlib:bciagent (exact cpu=times by bytecode instrumentation)\n\n",
+    )?;
+    writeln!(
         out,
         "Counts are exact: every instrumented method calls a probe at entry, before each return and\n\
          when an exception leaves it. {}.\n\
@@ -278,61 +394,58 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
         } else {
             ":"
         }
-    );
+    )?;
     for c in &s.left_classes {
-        let _ = writeln!(out, "  class {c}");
+        writeln!(out, "  class {c}")?;
     }
     for m in &s.left_methods {
-        let _ = writeln!(out, "  method {m}");
+        writeln!(out, "  method {m}")?;
     }
-    out.push('\n');
+    out.write_all(b"\n")?;
     if let Some(f) = &s.failure {
-        let _ = writeln!(out, "RECORDING STOPPED: {f}.\n");
+        writeln!(out, "RECORDING STOPPED: {f}.\n")?;
     }
     if o.thread {
         for (i, t) in s.threads.iter().enumerate() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "THREAD START (obj=0, id = {}, name=\"{}\", group=\"\")",
                 200001 + i,
                 t.name.as_deref().unwrap_or("")
-            );
+            )?;
         }
     }
     let total = total_self_ns(s);
-    let all = traces(s, o.thread);
+    let paths = Paths::new(s, o.thread);
     // rows: cut at cutoff (fraction of total self) or the first trace without calls or time
     // (a trace with time but no completed call is a frame still running at the dump: kept, so
-    // that the rows add up to the total)
-    let mut rows = Vec::new();
-    for t in &all {
-        if t.count == 0 && t.self_ns == 0 {
-            break;
-        }
-        let frac = if total == 0 {
+    // that the rows add up to the total). In the report's order the fraction only falls: the
+    // rows are the traces at or above the cutoff, sorted (the others never are).
+    let frac = |self_ns: u64| {
+        if total == 0 {
             0.0
         } else {
-            t.self_ns as f64 / total as f64
-        };
-        if frac < o.cutoff {
-            break;
+            self_ns as f64 / total as f64
         }
-        rows.push(t);
-    }
+    };
+    // (not below the cutoff, as the old loop's `frac < cutoff` break read it: NaN keeps all)
+    let mut rows =
+        paths.traces(|_, self_ns| frac(self_ns).partial_cmp(&o.cutoff) != Some(Ordering::Less));
+    rows.sort_by(|a, b| paths.order(a, b));
     let serial = |i: usize| 300001 + i;
     for (i, t) in rows.iter().enumerate() {
-        match t.thread {
+        match paths.thread(t) {
             Some(th) => {
-                let _ = writeln!(out, "TRACE {}: (thread={})", serial(i), 200001 + th);
+                writeln!(out, "TRACE {}: (thread={})", serial(i), 200001 + th)?;
             }
             None => {
-                let _ = writeln!(out, "TRACE {}:", serial(i));
+                writeln!(out, "TRACE {}:", serial(i))?;
             }
         }
         // Line numbers: the top frame was at its method's first line when the call was counted
         // (HPROF's cpu=times took its traces at entry too); where a caller frame was (the call
         // site) is not recorded, so it gets HPROF's "Unknown line", never a line it was not at.
-        for (depth, &f) in t.frames.iter().enumerate() {
+        for (depth, f) in paths.frames(t).enumerate() {
             let (class, name, src, line) = match s.methods.get(f as usize) {
                 Some(m) => (
                     m.dotted_class(),
@@ -352,22 +465,22 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
                     "Unknown line".into(),
                 ),
             };
-            let _ = writeln!(out, "\t{class}.{name}({src}:{line})");
+            writeln!(out, "\t{class}.{name}({src}:{line})")?;
         }
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "CPU TIME (ms) BEGIN (total = {}) {}",
         ms(total),
         s.date
-    );
-    out.push_str("rank   self  accum   count trace method\n");
+    )?;
+    out.write_all(b"rank   self  accum   count trace method\n")?;
     let mut accum = 0.0;
     for (i, t) in rows.iter().enumerate() {
         let p = pct(t.self_ns, total);
         accum += p;
-        let (class, name) = method_parts(&s.methods, t.frames.first().copied().unwrap_or(0));
-        let _ = writeln!(
+        let (class, name) = method_parts(&s.methods, paths.frames(t).next().unwrap_or(0));
+        writeln!(
             out,
             "{:4} {:5.2}% {:5.2}% {:7} {:5} {}.{}",
             i + 1,
@@ -377,26 +490,28 @@ pub fn hprof(o: &Options, s: &Snapshot) -> String {
             serial(i),
             class,
             name
-        );
+        )?;
     }
-    out.push_str("CPU TIME (ms) END\n");
-    out
+    out.write_all(b"CPU TIME (ms) END\n")
 }
 
 /// What HPROF never printed: per method, count, self and total (inclusive) time.
 pub fn methods_table(o: &Options, s: &Snapshot) -> String {
-    let mut out = String::new();
+    text(|w| methods_table_to(o, s, w))
+}
+
+fn methods_table_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
     let total = total_self_ns(s);
     let rows = method_rows(s);
-    let _ = writeln!(
+    writeln!(
         out,
         "METHODS BEGIN (total = {} ms, methods = {}, clock = {}) {}",
         ms(total),
         rows.len(),
         o.clock.name(),
         s.date
-    );
-    out.push_str("rank   self  total      count    self(ms)   total(ms) method\n");
+    )?;
+    out.write_all(b"rank   self  total      count    self(ms)   total(ms) method\n")?;
     for (i, r) in rows.iter().enumerate() {
         let desc = s
             .methods
@@ -404,7 +519,7 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
             .map(|m| m.desc.as_str())
             .unwrap_or("");
         let (class, name) = method_parts(&s.methods, r.id);
-        let _ = writeln!(
+        writeln!(
             out,
             "{:4} {:5.2}% {:5.2}% {:10} {:11.3} {:11.3} {}.{}{}",
             i + 1,
@@ -416,15 +531,15 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
             class,
             name,
             desc
-        );
+        )?;
     }
     if !s.left_classes.is_empty() || !s.left_methods.is_empty() {
-        let _ = writeln!(
+        writeln!(
             out,
             "# left original (not counted): {} classes, {} methods",
             s.left_classes.len(),
             s.left_methods.len()
-        );
+        )?;
     }
     let mism: u64 = s.threads.iter().map(|t| t.mismatches).sum();
     if mism > 0 {
@@ -435,21 +550,24 @@ pub fn methods_table(o: &Options, s: &Snapshot) -> String {
             .filter(|t| t.mismatches > 0)
             .map(|t| format!("{} ({})", t.name.as_deref().unwrap_or("?"), t.mismatches))
             .collect();
-        let _ = writeln!(
+        writeln!(
             out,
             "# {mism} probe exits did not match the shadow stack (frames ended early); threads: {}",
             by_thread.join(", ")
-        );
+        )?;
     }
     if let Some(f) = &s.failure {
-        let _ = writeln!(out, "# recording stopped: {f}");
+        writeln!(out, "# recording stopped: {f}")?;
     }
-    out.push_str("METHODS END\n");
-    out
+    out.write_all(b"METHODS END\n")
 }
 
 /// The rules' `timer` probe (per-method System.nanoTime durations), if any method used it.
 pub fn timer_table(s: &Snapshot) -> String {
+    text(|w| timer_table_to(s, w))
+}
+
+fn timer_table_to(s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
     let mut sums: HashMap<u32, (u64, u64)> = HashMap::new();
     for t in &s.threads {
         for (id, (c, ns)) in t.timer.iter().enumerate() {
@@ -461,17 +579,16 @@ pub fn timer_table(s: &Snapshot) -> String {
         }
     }
     if sums.is_empty() {
-        return String::new();
+        return Ok(());
     }
     let mut v: Vec<(u32, (u64, u64))> = sums.into_iter().collect();
     v.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(a.0.cmp(&b.0)));
-    let mut out = String::new();
-    let _ = writeln!(
+    writeln!(
         out,
         "TIMER BEGIN (timer probe: System.nanoTime from entry to exit) {}",
         s.date
-    );
-    out.push_str("     count    total(ms) method\n");
+    )?;
+    out.write_all(b"     count    total(ms) method\n")?;
     for (id, (c, ns)) in v {
         let (class, name) = method_parts(&s.methods, id);
         let desc = s
@@ -479,7 +596,7 @@ pub fn timer_table(s: &Snapshot) -> String {
             .get(id as usize)
             .map(|m| m.desc.as_str())
             .unwrap_or("");
-        let _ = writeln!(
+        writeln!(
             out,
             "{:10} {:12.3} {}.{}{}",
             c,
@@ -487,31 +604,33 @@ pub fn timer_table(s: &Snapshot) -> String {
             class,
             name,
             desc
-        );
+        )?;
     }
-    out.push_str("TIMER END\n");
-    out
+    out.write_all(b"TIMER END\n")
 }
 
 /// Collapsed stacks (`a;b;c weight`, oldest frame first) for flame-graph tools. The weight is
 /// self time in microseconds; with `thread=y` the thread name is the first frame.
 pub fn collapsed(o: &Options, s: &Snapshot) -> String {
-    let mut all = traces(s, o.thread);
-    all.sort_by(|a, b| {
-        a.thread
-            .cmp(&b.thread)
-            .then(a.frames.iter().rev().cmp(b.frames.iter().rev()))
-    });
+    text(|w| collapsed_to(o, s, w))
+}
+
+fn collapsed_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
+    let paths = Paths::new(s, o.thread);
+    // (thread, frames top first, self): the traces with time, by thread and stack from the root
+    let mut all: Vec<(Option<usize>, Vec<u32>, u64)> = paths
+        .traces(|_, self_ns| self_ns > 0)
+        .iter()
+        .map(|t| (paths.thread(t), paths.frames(t).collect(), t.self_ns))
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.iter().rev().cmp(b.1.iter().rev())));
     // one line per distinct stack text: overloads (same class and name) and threads of the same
     // name would otherwise repeat a stack, which flame-graph tools add up anyway
     let mut lines: Vec<(String, u64)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for t in &all {
-        if t.self_ns == 0 {
-            continue;
-        }
+    for (thread, frames, self_ns) in &all {
         let mut parts: Vec<String> = Vec::new();
-        if let Some(th) = t.thread {
+        if let Some(th) = *thread {
             parts.push(
                 s.threads[th]
                     .name
@@ -520,28 +639,31 @@ pub fn collapsed(o: &Options, s: &Snapshot) -> String {
                     .replace([';', ' '], "_"),
             );
         }
-        for &f in t.frames.iter().rev() {
+        for &f in frames.iter().rev() {
             let (c, n) = method_parts(&s.methods, f);
             parts.push(format!("{c}.{n}").replace([';', ' '], "_"));
         }
         let stack = parts.join(";");
         match index.get(&stack) {
-            Some(&i) => lines[i].1 += t.self_ns,
+            Some(&i) => lines[i].1 += self_ns,
             None => {
                 index.insert(stack.clone(), lines.len());
-                lines.push((stack, t.self_ns));
+                lines.push((stack, *self_ns));
             }
         }
     }
-    let mut out = String::new();
     for (stack, ns) in lines {
         let us = ns / 1000;
         if us > 0 {
-            let _ = writeln!(out, "{stack} {us}");
+            writeln!(out, "{stack} {us}")?;
         }
     }
-    out
+    Ok(())
 }
+
+#[cfg(test)]
+#[path = "report_old.rs"]
+mod old;
 
 #[cfg(test)]
 mod tests {
@@ -717,5 +839,164 @@ mod tests {
         );
         assert_eq!(t.total_ns, vec![3]);
         assert!(ThreadData::decode(None, &[5, 1]).is_none());
+    }
+
+    /// A deterministic pseudo-random profile: `n` nodes in the first entry (a tree grown at
+    /// random, many nodes without counts, self time on a few, ties of count and self), a
+    /// second entry sharing paths with it, a third whose nodes repeat (prefix, method) pairs,
+    /// method ids beyond the methods known, overloads, timers and mismatches.
+    fn random_profile(n: usize) -> Snapshot {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m.max(1)
+        };
+        let nm = 300u64;
+        let methods: Vec<MethodRec> = (0..nm)
+            .map(|i| MethodRec {
+                class: format!("p/C{}", i % 37),
+                name: format!("m{}", i % 101),
+                desc: format!("({})V", if i % 3 == 0 { "I" } else { "" }),
+                source_file: (i % 11 != 0).then(|| format!("C{}.java", i % 37)),
+                first_line: (i % 7 != 0).then_some((i * 13 % 500) as u32),
+            })
+            .collect();
+        let tree = |n: usize, rnd: &mut dyn FnMut(u64) -> u64| {
+            let mut nodes = vec![Node {
+                prefix: 0,
+                id: 0,
+                count: 0,
+                self_ns: 0,
+            }];
+            for k in 1..n {
+                // mostly a recent node (deep paths), sometimes the root or any node
+                let prefix = match rnd(4) {
+                    0 => 0,
+                    1 => rnd(k as u64),
+                    _ => k as u64 - 1 - rnd((k as u64).min(8)),
+                } as u32;
+                let count = match rnd(5) {
+                    0 => 0,
+                    1 => 1,
+                    _ => rnd(1000),
+                };
+                let self_ns = match rnd(40) {
+                    0 => rnd(5) * 1_000_000,
+                    1 => rnd(3_000_000_000),
+                    _ => 0,
+                };
+                nodes.push(Node {
+                    prefix,
+                    id: rnd(nm + 5) as u32,
+                    count,
+                    self_ns,
+                });
+            }
+            nodes
+        };
+        let a = tree(n, &mut rnd);
+        // shares the first nodes' paths with a, then grows its own
+        let mut b = a[..n / 3].to_vec();
+        for nd in b.iter_mut().skip(1) {
+            nd.count = rnd(50);
+            nd.self_ns = if rnd(10) == 0 { rnd(9) * 1_000_000 } else { 0 };
+        }
+        let more = tree(n / 4, &mut rnd);
+        let off = b.len() as u32;
+        for nd in more.into_iter().skip(1) {
+            let prefix = if nd.prefix == 0 {
+                0
+            } else {
+                nd.prefix + off - 1
+            };
+            b.push(Node { prefix, ..nd });
+        }
+        // repeats (prefix, method) pairs: paths that must be merged within one entry
+        let mut c = tree(2000, &mut rnd);
+        for k in 1..c.len() {
+            if rnd(3) == 0 {
+                let j = 1 + rnd(k as u64) as usize;
+                if j < k {
+                    c[k].prefix = c[j].prefix;
+                    c[k].id = c[j].id;
+                }
+            }
+        }
+        let entry = |name: &str, nodes: Vec<Node>, mism: u64| ThreadData {
+            name: Some(name.into()),
+            nodes,
+            total_ns: (0..nm).map(|i| i * 1_000_000).collect(),
+            mismatches: mism,
+            cache_misses: 0,
+            slow_enters: 0,
+            timer: (0..20).map(|i| (i % 3, i * 12_345)).collect(),
+        };
+        Snapshot {
+            threads: vec![
+                entry("main", a, 0),
+                entry("worker 1", b, 3),
+                entry("worker;2", c, 0),
+                entry("idle", Vec::new(), 1),
+            ],
+            methods,
+            date: "Mon Nov 23 09:00:00 2026".into(),
+            uninstrumented_early: 3,
+            left_classes: vec!["A: bad".into()],
+            left_methods: Vec::new(),
+            failure: None,
+        }
+    }
+
+    /// The writer that reads paths from the trees (no per-path allocation, rows selected
+    /// before sorting, written as made) writes the same bytes as the writer before it
+    /// (report_old.rs) for a large random profile, in every format, per thread or not, with
+    /// the default cutoff, none and a larger one, and a collapsed depth.
+    #[test]
+    fn large_profile_reports_unchanged() {
+        let s = random_profile(60_000);
+        let mut checked = 0;
+        for thread in [false, true] {
+            for cutoff in [0.0001, 0.0, 0.01] {
+                for lineno in [true, false] {
+                    for format in [Format::Hprof, Format::Methods, Format::Collapsed] {
+                        let o = Options {
+                            thread,
+                            cutoff,
+                            lineno,
+                            format,
+                            ..Options::default()
+                        };
+                        let before = match format {
+                            Format::Hprof => {
+                                old::hprof(&o, &s)
+                                    + &old::methods_table(&o, &s)
+                                    + &old::timer_table(&s)
+                            }
+                            Format::Methods => old::methods_table(&o, &s),
+                            Format::Collapsed => old::collapsed(&o, &s),
+                        };
+                        let now = render(&o, &s);
+                        assert!(before.len() > 1000, "{thread} {cutoff} {format:?}");
+                        if now != before {
+                            let at = now
+                                .bytes()
+                                .zip(before.bytes())
+                                .position(|(a, b)| a != b)
+                                .unwrap_or(now.len().min(before.len()));
+                            panic!(
+                                "thread={thread} cutoff={cutoff} lineno={lineno} {format:?}: \
+                                 differs at byte {at}:\nnow:    {:?}\nbefore: {:?}",
+                                &now[at.saturating_sub(200)..(at + 200).min(now.len())],
+                                &before[at.saturating_sub(200)..(at + 200).min(before.len())]
+                            );
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 36);
     }
 }

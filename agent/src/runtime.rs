@@ -56,6 +56,57 @@ const PROBES_SLOTS_CLASS: &[u8] = include_bytes!(concat!(
     "/java/bci/runtime/Probes$Slots.class"
 ));
 
+// a value per call-path node (Probes.NodeMap) and an entry of a snapshot read in parts
+// (Probes.Out), by variant: [NodeMap, Out]
+const EARLY_PROBES_MORE: [(&str, &[u8]); 2] = [
+    (
+        "java/lang/BciProbes$NodeMap",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/java/lang/BciProbes$NodeMap.class"
+        )),
+    ),
+    (
+        "java/lang/BciProbes$Out",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/java/lang/BciProbes$Out.class"
+        )),
+    ),
+];
+const FALLBACK_PROBES_MORE: [(&str, &[u8]); 2] = [
+    (
+        "java/lang/BciProbes$NodeMap",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java-fallback/java/lang/BciProbes$NodeMap.class"
+        )),
+    ),
+    (
+        "java/lang/BciProbes$Out",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java-fallback/java/lang/BciProbes$Out.class"
+        )),
+    ),
+];
+const PROBES_MORE: [(&str, &[u8]); 2] = [
+    (
+        "bci/runtime/Probes$NodeMap",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/bci/runtime/Probes$NodeMap.class"
+        )),
+    ),
+    (
+        "bci/runtime/Probes$Out",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/bci/runtime/Probes$Out.class"
+        )),
+    ),
+];
+
 /// The defined runtime class (a global reference) and its sampling and thread-end methods.
 pub struct Runtime {
     class: GlobalRef,
@@ -153,18 +204,27 @@ pub fn define(
             jni.define_boot_class("java/lang/BciProbes$T", EARLY_PROBES_T_CLASS)?;
             jni.define_boot_class("java/lang/BciProbes$A", EARLY_PROBES_A_CLASS)?;
             jni.define_boot_class("java/lang/BciProbes$Slots", EARLY_PROBES_SLOTS_CLASS)?;
+            for (name, bytes) in EARLY_PROBES_MORE {
+                jni.define_boot_class(name, bytes)?;
+            }
             jni.define_boot_class(EARLY_PROBES, EARLY_PROBES_CLASS)?
         }
         Variant::Early => {
             jni.define_boot_class("java/lang/BciProbes$T", FALLBACK_PROBES_T_CLASS)?;
             jni.define_boot_class("java/lang/BciProbes$A", FALLBACK_PROBES_A_CLASS)?;
             jni.define_boot_class("java/lang/BciProbes$Slots", FALLBACK_PROBES_SLOTS_CLASS)?;
+            for (name, bytes) in FALLBACK_PROBES_MORE {
+                jni.define_boot_class(name, bytes)?;
+            }
             jni.define_boot_class(EARLY_PROBES, FALLBACK_PROBES_CLASS)?
         }
         Variant::VmInit => {
             jni.define_boot_class("bci/runtime/Probes$T", PROBES_T_CLASS)?;
             jni.define_boot_class("bci/runtime/Probes$A", PROBES_A_CLASS)?;
             jni.define_boot_class("bci/runtime/Probes$Slots", PROBES_SLOTS_CLASS)?;
+            for (name, bytes) in PROBES_MORE {
+                jni.define_boot_class(name, bytes)?;
+            }
             jni.define_boot_class(PROBES, PROBES_CLASS)?
         }
     };
@@ -386,7 +446,8 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
 
 /// `Probes.memory()`, for the log: call-path nodes, bytes of the shared tree, bytes of the
 /// sinks, live threads, thread states made, threads registered, most live at once, slots of
-/// the sampled (platform) and virtual threads' tables.
+/// the sampled (platform) and virtual threads' tables, bytes of the live threads' states,
+/// queues drained under the runtime's lock.
 pub fn memory(jni: &Jni) -> Result<Vec<i64>, String> {
     let rt = get().ok_or("runtime not defined")?;
     let arr = jni.call_static_object(rt.class.0, "memory", "()[J")?;
@@ -407,10 +468,38 @@ pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
             jni.call_static_object_i(rt.class.0, "threadName", "(I)Ljava/lang/String;", i)?;
         let name = jni.string(name_ref);
         jni.delete_local_ref(name_ref);
-        let arr = jni.call_static_object_i(rt.class.0, "export", "(I)[J", i)?;
-        let v = jni.long_array(arr);
-        jni.delete_local_ref(arr);
-        match ThreadData::decode(name, &v) {
+        // read in parts (Probes.exportNext), decoded as they come: a large profile's whole
+        // array (32 bytes a call path) is never in memory, on either side
+        let mut err = None;
+        let mut part: Vec<i64> = Vec::new();
+        let mut at = 0;
+        let mut done = false;
+        let values = std::iter::from_fn(|| loop {
+            if let Some(&v) = part.get(at) {
+                at += 1;
+                return Some(v);
+            }
+            if done {
+                return None;
+            }
+            match jni.call_static_object_i(rt.class.0, "exportNext", "(I)[J", i) {
+                Ok(arr) if arr.is_null() => done = true,
+                Ok(arr) => {
+                    part = jni.long_array(arr);
+                    jni.delete_local_ref(arr);
+                    at = 0;
+                }
+                Err(e) => {
+                    err = Some(e);
+                    done = true;
+                }
+            }
+        });
+        let t = ThreadData::decode_iter(name, values);
+        if let Some(e) = err {
+            return Err(format!("thread {i}: {e}"));
+        }
+        match t {
             Some(t) => out.push(t),
             None => return Err(format!("thread {i}: malformed export")),
         }

@@ -100,20 +100,49 @@ public final class Probes {
     // 0 is the root (the empty path). Nodes are only added, under the class lock, and a
     // node's values never change once written: a thread looks a node up without the lock
     // (find) and takes the lock only for a path that no thread ran before (node). Memory so
-    // follows the distinct call paths, not the threads.
-    /** ~(prefix << 32 | id) per node; 0: not written yet (as a racy reader may see it). */
-    static long[] gKey = new long[64];
+    // follows the distinct call paths, not the threads. Stored in chunks of 1 << GS nodes
+    // (12 bytes a node, no copy and no doubling slack as the tree grows; no chunk large enough
+    // to be a humongous object for G1), the path's length not stored (walked when a node is
+    // added).
+    /** log2 of the nodes in a chunk of {@link #gKey} and {@link #gCtx}. */
+    static final int GS = 13;
+    static final int GM = (1 << GS) - 1;
+    /**
+     * By chunk (node >>> GS), then node & GM: ~(prefix << 32 | id); 0: not written yet (as a
+     * racy reader may see it, or a chunk it does not see yet).
+     */
+    static long[][] gKey = {new long[1 << GS]};
     /** The node's context for its callees + 1; 0: not written yet. Written last. */
-    static int[] gCtx = new int[64];
-    /** Frames in the node's path. */
-    static int[] gLen = new int[64];
-    /** Open addressing on T.mix(key): node numbers, 0 = empty. Load at most 1/2. */
+    static int[][] gCtx = {new int[1 << GS]};
+    /** Open addressing on T.mix(key): node numbers, 0 = empty. Load at most 3/4. */
     static int[] gTab = new int[128];
     /** Nodes in the tree, the root included. */
     static int gNodes = 1;
 
     static {
-        gCtx[0] = 1; // the root's callees: context 0 (the root)
+        gCtx[0][0] = 1; // the root's callees: context 0 (the root)
+    }
+
+    /** ~(prefix << 32 | id) of node {@code n}, 0 if not (visibly) written. */
+    static long gkey(int n) {
+        long[][] k = gKey;
+        int c = n >>> GS;
+        if (n < 0 || c >= k.length) {
+            return 0;
+        }
+        long[] a = k[c];
+        return a == null ? 0 : a[n & GM];
+    }
+
+    /** Node {@code n}'s context for its callees + 1, 0 if not (visibly) written. */
+    static int gctx(int n) {
+        int[][] k = gCtx;
+        int c = n >>> GS;
+        if (n < 0 || c >= k.length) {
+            return 0;
+        }
+        int[] a = k[c];
+        return a == null ? 0 : a[n & GM];
     }
 
     /**
@@ -125,8 +154,6 @@ public final class Probes {
     static long find(int ctx, int id) {
         long key = ((long) ctx << 32) | (id & 0xffffffffL);
         int[] tab = gTab;
-        long[] keys = gKey;
-        int[] ctxs = gCtx;
         int m = tab.length - 1;
         int i = T.mix(key) & m;
         for (int k = 0; k <= m; k++) {
@@ -134,8 +161,8 @@ public final class Probes {
             if (n <= 0) {
                 return -1;
             }
-            if (n < keys.length && keys[n] == ~key) {
-                int c = n < ctxs.length ? ctxs[n] : 0;
+            if (gkey(n) == ~key) {
+                int c = gctx(n);
                 return c > 0 ? ((long) (c - 1) << 32) | n : -1;
             }
             i = (i + 1) & m;
@@ -152,14 +179,14 @@ public final class Probes {
         if (jniLock && lock0()) {
             try {
                 int n = child(ctx, id);
-                return ((long) (gCtx[n] - 1) << 32) | n;
+                return ((long) (gctx(n) - 1) << 32) | n;
             } finally {
                 unlock0();
             }
         }
         synchronized (Probes.class) {
             int n = child(ctx, id);
-            return ((long) (gCtx[n] - 1) << 32) | n;
+            return ((long) (gctx(n) - 1) << 32) | n;
         }
     }
 
@@ -174,27 +201,33 @@ public final class Probes {
             if (n == 0) {
                 break;
             }
-            if (gKey[n] == ~key) {
+            if (gkey(n) == ~key) {
                 return n;
             }
             i = (i + 1) & m;
         }
         int node = gNodes;
-        if (node == gKey.length) {
-            int c = node * 2;
-            gLen = T.copy(gLen, c);
-            gCtx = T.copy(gCtx, c);
-            gKey = T.copy(gKey, c);
+        int ch = node >>> GS;
+        if (ch >= gKey.length || gKey[ch] == null) {
+            // a new chunk, in new outer arrays filled before they are published
+            int len = gKey.length > ch ? gKey.length : ch * 2;
+            long[][] nk = new long[len][];
+            int[][] nc = new int[len][];
+            System.arraycopy(gKey, 0, nk, 0, gKey.length);
+            System.arraycopy(gCtx, 0, nc, 0, gCtx.length);
+            nk[ch] = new long[1 << GS];
+            nc[ch] = new int[1 << GS];
+            gCtx = nc;
+            gKey = nk;
         }
-        gKey[node] = ~key;
-        gLen[node] = gLen[ctx] + 1;
+        gKey[ch][node & GM] = ~key;
         gNodes = node + 1;
-        if (node * 2 > tab.length) {
+        if ((node + 1) * 4L > tab.length * 3L) {
             // a new table, filled before it is published (racy readers see the old or the new)
             int[] nt = new int[tab.length * 2];
             int nm = nt.length - 1;
             for (int k = 1; k < node; k++) {
-                int j = T.mix(~gKey[k]) & nm;
+                int j = T.mix(~gkey(k)) & nm;
                 while (nt[j] != 0) {
                     j = (j + 1) & nm;
                 }
@@ -210,23 +243,40 @@ public final class Probes {
         }
         tab[i] = node;
         int d = depth < 1 ? 1 : depth;
-        int c = gLen[node] < d ? node : drop(node);
-        gCtx[node] = c + 1;
+        int c = length(node, d) < d ? node : drop(node);
+        gCtx[ch][node & GM] = c + 1;
         return node;
+    }
+
+    /** Frames in node {@code n}'s path, counted up to {@code max}. */
+    static int length(int n, int max) {
+        int l = 0;
+        while (n > 0 && l < max) {
+            l++;
+            n = (int) (~gkey(n) >>> 32);
+        }
+        return l;
     }
 
     /** The node of this node's path without its oldest frame (under the class lock). */
     static int drop(int node) {
-        if (gLen[node] <= 1) {
+        long k = ~gkey(node);
+        int p = (int) (k >>> 32);
+        if (p <= 0) {
             return 0;
         }
-        long k = ~gKey[node];
-        return child(drop((int) (k >>> 32)), (int) k);
+        return child(drop(p), (int) k);
     }
 
     /** About the bytes the shared tree takes. */
     static long treeBytes() {
-        return 16L * gKey.length + 4L * gTab.length;
+        long b = 16L * gKey.length + 4L * gTab.length;
+        for (long[] c : gKey) {
+            if (c != null) {
+                b += 12L * c.length;
+            }
+        }
+        return b;
     }
 
     /**
@@ -543,9 +593,9 @@ public final class Probes {
         if (s != null) {
             int b = s.sp;
             long[] fr = s.fr;
-            if (b + 4 <= fr.length) {
-                // fr[0..4) is the root frame: there is always a caller's context to read
-                int ctx = (int) fr[b - 3];
+            if (b + 2 <= fr.length) {
+                // fr[0..2) is the root frame: there is always a caller's context to read
+                int ctx = (int) fr[b - 1];
                 long[] dm = s.dm;
                 int h = slot(dm, ctx, id);
                 if (dm[h] == (((long) ctx << 32) | id)) {
@@ -554,7 +604,7 @@ public final class Probes {
                     int c = (int) (v >>> 32);
                     fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
                     fr[b + 1] = c;
-                    s.sp = b + 4;
+                    s.sp = b + 2;
                     return;
                 }
             }
@@ -584,21 +634,21 @@ public final class Probes {
         } else {
             int b = s.sp;
             long[] fr = s.fr;
-            int k = b - 4;
+            int k = b - 2;
             if ((int) (fr[k] >>> 32) != id) {
                 // rare: frames above this method's lost their exit (e.g. an error inside a
                 // probe), or it has none (entered before recording started)
-                k -= 4;
-                while (k >= 4 && (int) (fr[k] >>> 32) != id) {
-                    k -= 4;
+                k -= 2;
+                while (k >= 2 && (int) (fr[k] >>> 32) != id) {
+                    k -= 2;
                 }
-                if (k < 4) {
+                if (k < 2) {
                     if (!s.early) {
                         s.mismatches++;
                     }
                     return;
                 }
-                s.mismatches += (b - 4 - k) >> 2;
+                s.mismatches += (b - 2 - k) >> 1;
             }
             s.sp = k;
         }
@@ -618,8 +668,8 @@ public final class Probes {
         }
         T s = cur();
         if (s != null) {
-            // the context of the top frame's callees (fr[0..4) is the root frame)
-            int ctx = (int) s.fr[s.sp - 3];
+            // the context of the top frame's callees (fr[0..2) is the root frame)
+            int ctx = (int) s.fr[s.sp - 1];
             long[] dm = s.dm;
             int h = slot(dm, ctx, id);
             if (dm[h] == (((long) ctx << 32) | id)) {
@@ -1031,7 +1081,7 @@ public final class Probes {
                     }
                 }
                 // its state serves a later thread (unless it grew large)
-                if (npool < pool.length && s.fr.length <= 4 * 64 && s.dm.length <= 4 * 256
+                if (npool < pool.length && s.fr.length <= 2 * 64 && s.dm.length <= 4 * 256
                         && s.q.length <= 64) {
                     s.reset();
                     pool[npool++] = s;
@@ -1124,7 +1174,7 @@ public final class Probes {
     // The dump: snapshot() takes every thread's data under the class lock (no thread is folded
     // or added meanwhile: nothing counted twice or missed), then the agent reads it by index.
     static String[] snapNames = new String[0];
-    static long[][] snapData = new long[0][];
+    static Out[] snapData = new Out[0];
 
     /**
      * Takes the data to report: thread=n, the ended threads' aggregate then each live thread;
@@ -1135,15 +1185,16 @@ public final class Probes {
     public static int snapshot() {
         synchronized (Probes.class) {
             snapNames = new String[0];
-            snapData = new long[0][];
+            snapData = new Out[0];
             int n = 0;
+            int g = gNodes;
             // the live threads: platform, then virtual
             int nl = live.n + vlive.n;
             T[] lv = new T[nl];
             System.arraycopy(live.a, 0, lv, 0, live.n);
             System.arraycopy(vlive.a, 0, lv, live.n, vlive.n);
             String[] names = new String[1 + nl + rowsUsed];
-            long[][] data = new long[names.length][];
+            Out[] data = new Out[names.length];
             if (!perThread) {
                 // one entry for all counts; a live thread with mismatches also gets an entry
                 // of its own, without counts, that names it (the report lists such threads)
@@ -1155,7 +1206,7 @@ public final class Probes {
                     }
                 }
                 names[n] = sum.name;
-                data[n++] = sum.export();
+                data[n++] = new Out(sum, g);
                 for (int i = 0; i < nl; i++) {
                     T s = lv[i];
                     long mm = s == null ? 0 : s.mismatches;
@@ -1163,7 +1214,7 @@ public final class Probes {
                         A one = new A(s.name);
                         one.mismatches = mm;
                         names[n] = s.name;
-                        data[n++] = one.export();
+                        data[n++] = new Out(one, g);
                     }
                 }
             } else {
@@ -1190,11 +1241,11 @@ public final class Probes {
                         row.addThread(byRow[r], true);
                     }
                     names[n] = row.name;
-                    data[n++] = row.export();
+                    data[n++] = new Out(row, g);
                 }
                 if (other.threads > 0) {
                     names[n] = "other threads";
-                    data[n++] = other.export();
+                    data[n++] = new Out(other, g);
                 }
             }
             snapNames = names;
@@ -1215,8 +1266,24 @@ public final class Probes {
      * followed by its method.
      */
     public static long[] export(int i) {
-        long[][] a = snapData;
-        return i >= 0 && i < a.length ? a[i] : null;
+        Out[] a = snapData;
+        Out o = i >= 0 && i < a.length ? a[i] : null;
+        return o == null ? null : new Out(o.a, o.g).all();
+    }
+
+    /**
+     * The next part of {@link #export(int)}'s array for entry {@code i} of the last {@link
+     * #snapshot} (the parts in order make that array), null after the last part: the agent
+     * reads a large profile a part at a time.
+     */
+    public static long[] exportNext(int i) {
+        Out[] a = snapData;
+        Out o = i >= 0 && i < a.length ? a[i] : null;
+        long[] c = o == null ? null : o.next();
+        if (c == null && o != null) {
+            a[i] = null; // read: its copy of the data is no longer kept
+        }
+        return c;
     }
 
     /** clock=sample: sampled total time per method over all threads (index = method id). */
@@ -1265,15 +1332,20 @@ public final class Probes {
     /** Thread states made (not taken from the pool), for the log. */
     static long statesMade;
 
+    /** Queues moved to a sink under the class lock (for the log). */
+    static long drainsLocked;
+
     /**
      * For the log (verbose=y): {@code [call-path nodes, bytes of the shared tree, bytes of the
      * sinks, live threads, thread states made, threads registered, most threads live at once,
-     * slots of the sampler's table (platform threads), slots of the virtual threads' table]}.
+     * slots of the sampler's table (platform threads), slots of the virtual threads' table,
+     * bytes of the live threads' states, queues drained under the lock]}.
      */
     public static long[] memory() {
         synchronized (Probes.class) {
+            countLive();
             return new long[] {gNodes, treeBytes(), ended.bytes() + rowsBytes, nLive, statesMade,
-                    nextSerial, maxLive, live.n, vlive.n};
+                    nextSerial, maxLive, live.n, vlive.n, liveBytes, drainsLocked};
         }
     }
 
@@ -1284,20 +1356,19 @@ public final class Probes {
 
     /**
      * Counts of many threads, or of one thread (thread=y rows), by node of the shared call-path
-     * tree: calls and self time per node (a small hash map: only the nodes these threads ran),
-     * per-method totals (timed clocks) and statistics. Where live threads move their counts
-     * (see {@link T#drain}) and ended threads' data is folded ({@link #ended}). Changed only
-     * under the class lock.
+     * tree: calls and self time per node (only the nodes these threads ran, see {@link
+     * NodeMap}), per-method totals (timed clocks) and statistics. Where live threads move
+     * their counts (see {@link T#drain}) and ended threads' data is folded ({@link #ended}).
+     * Changed only under the class lock.
      */
     static final class A {
         final String name;
         /** Threads folded in. */
         long threads;
-        // open addressing on the node: key[i] = node + 1 (0 = empty), load up to 3/4
-        int[] key = new int[16];
-        long[] cnt = new long[16];
-        long[] slf = new long[16];
-        int used;
+        /** Calls per node. */
+        NodeMap cnt = new NodeMap();
+        /** Self time per node (clock=sample: only the nodes a sample found running). */
+        NodeMap slf = new NodeMap();
         long[] total = new long[0];
         long mismatches;
         long misses;
@@ -1311,45 +1382,14 @@ public final class Probes {
 
         /** Adds {@code c} calls and {@code sl} ns of self time to node {@code node}. */
         void add(int node, long c, long sl) {
-            if ((c == 0 && sl == 0) || node <= 0) {
+            if (node <= 0) {
                 return;
             }
-            int i = slot(node);
-            if (key[i] == 0) {
-                if ((used + 1) * 4 > key.length * 3) {
-                    grow();
-                    i = slot(node);
-                }
-                key[i] = node + 1;
-                used++;
+            if (c != 0) {
+                cnt.add(node, c);
             }
-            cnt[i] += c;
-            slf[i] += sl;
-        }
-
-        private int slot(int node) {
-            int m = key.length - 1;
-            int i = (node * 0x9E3779B1) & m;
-            while (key[i] != 0 && key[i] != node + 1) {
-                i = (i + 1) & m;
-            }
-            return i;
-        }
-
-        private void grow() {
-            int[] ok = key;
-            long[] oc = cnt;
-            long[] os = slf;
-            key = new int[ok.length * 2];
-            cnt = new long[key.length];
-            slf = new long[key.length];
-            for (int k = 0; k < ok.length; k++) {
-                if (ok[k] != 0) {
-                    int i = slot(ok[k] - 1);
-                    key[i] = ok[k];
-                    cnt[i] = oc[k];
-                    slf[i] = os[k];
-                }
+            if (sl != 0) {
+                slf.add(node, sl);
             }
         }
 
@@ -1423,10 +1463,8 @@ public final class Probes {
         A copy(String name) {
             A a = new A(name);
             a.threads = threads;
-            a.key = key.clone();
-            a.cnt = cnt.clone();
-            a.slf = slf.clone();
-            a.used = used;
+            a.cnt = cnt.copy();
+            a.slf = slf.copy();
             a.total = total.clone();
             a.mismatches = mismatches;
             a.misses = misses;
@@ -1438,64 +1476,272 @@ public final class Probes {
 
         /** About the bytes it takes. */
         long bytes() {
-            return 64 + 20L * key.length + 8L * total.length + 16L * tmCount.length;
+            return 64 + cnt.bytes() + slf.bytes() + 8L * total.length + 16L * tmCount.length;
         }
 
-        /**
-         * Flattened for the agent (the layout of {@link Probes#export(int)}): the nodes it has
-         * counts for and their prefixes, renumbered in tree order (a prefix before its node).
-         * Under the class lock.
-         */
+        /** Flattened for the agent (the layout of {@link Probes#export(int)}), whole. */
         long[] export() {
-            int g = gNodes;
-            long[] gk = gKey;
-            // loc[k]: node k's index in the output (0: not exported; -1: exported, not numbered yet)
-            int[] loc = new int[g];
-            for (int i = 0; i < key.length; i++) {
-                int n = key[i] - 1;
-                while (n > 0 && n < g && loc[n] == 0) {
-                    loc[n] = -1;
-                    n = (int) (~gk[n] >>> 32);
+            return new Out(this, gNodes).all();
+        }
+    }
+
+    /**
+     * A value per node of the shared tree (calls or self time), 0 for the nodes not in it:
+     * hashed (open addressing on the node, 12 bytes a slot, load at most 3/4) while few nodes
+     * have one, dense (by node, in chunks of 1 << GS nodes, 8 bytes a node, a chunk allocated
+     * when one of its nodes gets a value) once the hashed form would take more.
+     */
+    static final class NodeMap {
+        /** Hashed: node + 1, 0 = empty. */
+        int[] key = new int[16];
+        long[] val = new long[16];
+        int used;
+        /** Dense (non-null): the values by node; key and val are then unused. */
+        long[][] dense;
+
+        void add(int node, long v) {
+            if (dense != null) {
+                addDense(node, v);
+                return;
+            }
+            int i = slot(node);
+            if (key[i] == 0) {
+                if ((used + 1) * 4L > key.length * 3L) {
+                    if (24L * key.length >= 8L * gNodes && gNodes > (1 << GS)) {
+                        toDense();
+                        addDense(node, v);
+                        return;
+                    }
+                    grow();
+                    i = slot(node);
+                }
+                key[i] = node + 1;
+                used++;
+            }
+            val[i] += v;
+        }
+
+        long get(int node) {
+            long[][] d = dense;
+            if (d != null) {
+                int c = node >>> GS;
+                long[] a = c < d.length ? d[c] : null;
+                return a == null ? 0 : a[node & GM];
+            }
+            int i = slot(node);
+            return key[i] == 0 ? 0 : val[i];
+        }
+
+        private int slot(int node) {
+            int m = key.length - 1;
+            int i = (node * 0x9E3779B1) & m;
+            while (key[i] != 0 && key[i] != node + 1) {
+                i = (i + 1) & m;
+            }
+            return i;
+        }
+
+        private void grow() {
+            int[] ok = key;
+            long[] ov = val;
+            key = new int[ok.length * 2];
+            val = new long[key.length];
+            for (int k = 0; k < ok.length; k++) {
+                if (ok[k] != 0) {
+                    int i = slot(ok[k] - 1);
+                    key[i] = ok[k];
+                    val[i] = ov[k];
                 }
             }
-            int ne = 1;
+        }
+
+        private void addDense(int node, long v) {
+            int c = node >>> GS;
+            if (c >= dense.length) {
+                long[][] d = new long[c + 1 > 2 * dense.length ? c + 1 : 2 * dense.length][];
+                System.arraycopy(dense, 0, d, 0, dense.length);
+                dense = d;
+            }
+            long[] a = dense[c];
+            if (a == null) {
+                a = new long[1 << GS];
+                dense[c] = a;
+            }
+            a[node & GM] += v;
+        }
+
+        private void toDense() {
+            int[] ok = key;
+            long[] ov = val;
+            dense = new long[((gNodes - 1) >>> GS) + 1][];
+            key = T.NO_INTS;
+            val = T.NO_LONGS;
+            used = 0;
+            for (int k = 0; k < ok.length; k++) {
+                if (ok[k] != 0) {
+                    addDense(ok[k] - 1, ov[k]);
+                }
+            }
+        }
+
+        NodeMap copy() {
+            NodeMap m = new NodeMap();
+            if (dense != null) {
+                m.dense = new long[dense.length][];
+                for (int c = 0; c < dense.length; c++) {
+                    m.dense[c] = dense[c] == null ? null : dense[c].clone();
+                }
+            } else {
+                m.key = key.clone();
+                m.val = val.clone();
+                m.used = used;
+            }
+            return m;
+        }
+
+        long bytes() {
+            if (dense == null) {
+                return 12L * key.length;
+            }
+            long b = 8L * dense.length;
+            for (long[] a : dense) {
+                if (a != null) {
+                    b += 8L * a.length;
+                }
+            }
+            return b;
+        }
+    }
+
+    /**
+     * One entry of a snapshot on its way to the agent, flattened in the layout of {@link
+     * Probes#export(int)} and handed out in chunks ({@link #next}): the nodes that have counts
+     * and their prefixes, renumbered in tree order (a prefix before its node), then totals,
+     * statistics and timers. The whole array is never built (a large profile's is tens of MB).
+     */
+    static final class Out {
+        /** Node records per chunk. */
+        static final int CHUNK = 1 << 14;
+        final A a;
+        /** Nodes in the tree when the entry was taken (the entry has none beyond). */
+        final int g;
+        /** loc[k]: node k's index in the output (0: not exported); null until numbered. */
+        int[] loc;
+        int ne;
+        /** The next node of the tree to hand out; g once all are out, g + 1 after the tail. */
+        int k;
+
+        Out(A a, int g) {
+            this.a = a;
+            this.g = g;
+        }
+
+        private void number() {
+            int g = this.g;
+            int[] loc = new int[g];
+            NodeMap c = a.cnt;
+            NodeMap s = a.slf;
+            // from the deepest node numbers down: a prefix has a lower number than its node
+            for (int k = g - 1; k > 0; k--) {
+                if (loc[k] != 0 || c.get(k) != 0 || s.get(k) != 0) {
+                    loc[k] = -1;
+                    int p = (int) (~gkey(k) >>> 32);
+                    if (p > 0 && p < g) {
+                        loc[p] = -1;
+                    }
+                }
+            }
+            int n = 1;
             for (int k = 1; k < g; k++) {
                 if (loc[k] != 0) {
-                    loc[k] = ne++;
+                    loc[k] = n++;
                 }
             }
-            int nt = tmCount.length;
-            long[] out = new long[1 + 4 * ne + 1 + total.length + 3 + 1 + 2 * nt];
+            this.loc = loc;
+            this.ne = n;
+        }
+
+        /** The next chunk of the flattened entry; null once all of it was handed out. */
+        long[] next() {
+            if (k > g) {
+                return null;
+            }
+            boolean first = loc == null;
+            if (first) {
+                number();
+                k = 1;
+            }
+            if (k < g) {
+                int[] loc = this.loc;
+                int n = 0;
+                int j = k;
+                for (; j < g && n < CHUNK; j++) {
+                    if (loc[j] > 0) {
+                        n++;
+                    }
+                }
+                long[] out = new long[(first ? 5 : 0) + 4 * n];
+                int o = 0;
+                if (first) {
+                    out[o++] = ne;
+                    o += 4; // node 0: the root
+                }
+                for (int x = k; x < j; x++) {
+                    if (loc[x] > 0) {
+                        long kk = ~gkey(x);
+                        int p = (int) (kk >>> 32);
+                        out[o++] = p > 0 && p < g ? loc[p] : 0;
+                        out[o++] = (int) kk;
+                        out[o++] = a.cnt.get(x);
+                        out[o++] = a.slf.get(x);
+                    }
+                }
+                k = j;
+                return out;
+            }
+            k = g + 1;
+            long[] total = a.total;
+            int nt = a.tmCount.length;
+            long[] out = new long[(first ? 5 : 0) + 1 + total.length + 3 + 1 + 2 * nt];
             int o = 0;
-            out[o++] = ne;
-            o += 4; // node 0: the root
-            for (int k = 1; k < g; k++) {
-                if (loc[k] > 0) {
-                    long kk = ~gk[k];
-                    int p = (int) (kk >>> 32);
-                    out[o++] = p > 0 && p < g ? loc[p] : 0;
-                    out[o++] = (int) kk;
-                    o += 2;
-                }
-            }
-            for (int i = 0; i < key.length; i++) {
-                int n = key[i] - 1;
-                if (n > 0 && n < g) {
-                    out[1 + 4 * loc[n] + 2] += cnt[i];
-                    out[1 + 4 * loc[n] + 3] += slf[i];
-                }
+            if (first) {
+                out[o++] = ne;
+                o += 4;
             }
             out[o++] = total.length;
-            for (int k = 0; k < total.length; k++) {
-                out[o++] = total[k];
+            for (int x = 0; x < total.length; x++) {
+                out[o++] = total[x];
             }
-            out[o++] = mismatches;
-            out[o++] = misses;
-            out[o++] = slowEnters;
+            out[o++] = a.mismatches;
+            out[o++] = a.misses;
+            out[o++] = a.slowEnters;
             out[o++] = nt;
-            for (int k = 0; k < nt; k++) {
-                out[o++] = tmCount[k];
-                out[o++] = tmTotal[k];
+            for (int x = 0; x < nt; x++) {
+                out[o++] = a.tmCount[x];
+                out[o++] = a.tmTotal[x];
+            }
+            return out;
+        }
+
+        /** All chunks in one array (offline data files, the self-test). */
+        long[] all() {
+            long[][] parts = new long[8][];
+            int np = 0;
+            int len = 0;
+            for (long[] c = next(); c != null; c = next()) {
+                if (np == parts.length) {
+                    long[][] b = new long[np * 2][];
+                    System.arraycopy(parts, 0, b, 0, np);
+                    parts = b;
+                }
+                parts[np++] = c;
+                len += c.length;
+            }
+            long[] out = new long[len];
+            int o = 0;
+            for (int i = 0; i < np; i++) {
+                System.arraycopy(parts[i], 0, out, o, parts[i].length);
+                o += parts[i].length;
             }
             return out;
         }
@@ -1522,10 +1768,10 @@ public final class Probes {
         /** Where its counts go: the shared aggregate, or its row (thread=y). */
         A sink;
 
-        // shadow stack pointer (index into fr); fr[0..4) is the root frame. fr[sp - 3] is the
+        // shadow stack pointer (index into fr); fr[0..2) is the root frame. fr[sp - 1] is the
         // context node (call path of the top depth-1 frames) of the top frame's callees (not
         // kept in a field of its own as well: one store less in every enter and exit)
-        int sp = 4;
+        int sp = 2;
         // the pure leaf running now (its node), 0 = none; read by the sampler
         int leaf;
 
@@ -1570,7 +1816,7 @@ public final class Probes {
             this.serial = serial;
             this.name = name;
             if (gone) {
-                fr = new long[4];
+                fr = new long[2];
                 dm = new long[4];
             }
             for (int k = 0; k < dm.length; k += 4) {
@@ -1592,7 +1838,7 @@ public final class Probes {
             slot = -1;
             row = -1;
             sink = null;
-            sp = 4;
+            sp = 2;
             leaf = 0;
             mismatches = 0;
             early = false;
@@ -1606,9 +1852,7 @@ public final class Probes {
             mdKey = NO_INTS;
             md = NO_LONGS;
             mdUsed = 0;
-            for (int k = 0; k < 4; k++) {
-                fr[k] = 0;
-            }
+            fr[1] = 0;
             fr[0] = -1L << 32;
             long[] c = dm;
             for (int k = 0; k < c.length; k += 4) {
@@ -1616,10 +1860,13 @@ public final class Probes {
             }
         }
 
-        // Shadow stack, 4 longs per frame: [id << 32 | node, ctx for callees, start time, time
-        // in callees]. fr[0..4) is the root frame. (8 longs a frame until a live virtual
-        // thread's stack had to stay small: thousands of them are parked at once.)
-        long[] fr = new long[4 * 16];
+        // Shadow stack, 2 longs per frame: [id << 32 | node, ctx for callees]. fr[0..2) is the
+        // root frame. (8 longs a frame, then 4 with the timed clocks' two, until a live virtual
+        // thread's stack had to stay small: tens of thousands of them are parked at once.)
+        long[] fr = new long[2 * 16];
+        // Timed clocks only: each frame's [start time, time in callees], at its index in fr
+        // (as long as fr once a timed probe ran; empty with clock=sample).
+        long[] ft = NO_LONGS;
         // Direct-mapped cache, 4 longs per entry: [key = ctx << 32 | id, the node's context
         // for callees << 32 | node, calls counted here and not yet moved to the sink, -], read
         // by the inlined fast paths of enter and leafEnter: a hit touches one cache line. An
@@ -1636,7 +1883,7 @@ public final class Probes {
         // Counts on their way to the sink, pairs (kind << 32 | node, value): kind 0 = calls
         // (a replaced cache entry's), 1 = self time (timed clocks). Moved to the sink under
         // the class lock when full (drain), growing up to Q_MAX longs for busy threads.
-        long[] q = new long[8];
+        long[] q = NO_LONGS;
         int nq;
         int drains;
         static final int Q_MAX = 1024;
@@ -1653,33 +1900,39 @@ public final class Probes {
             slowEnters++;
             int b = sp;
             long[] fr = this.fr;
-            if (b + 4 > fr.length) {
+            if (b + 2 > fr.length) {
                 fr = growStack();
             }
-            long v = cached((int) fr[b - 3], id);
+            long v = cached((int) fr[b - 1], id);
             fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
             fr[b + 1] = (int) (v >>> 32);
             if (timed) {
                 int j = mdSlot(id); // (md may grow in mdSlot: read it after)
                 md[j]++;
-                fr[b + 3] = 0;
-                fr[b + 2] = clockNow();
+                long[] ft = this.ft;
+                if (ft.length != fr.length) {
+                    ft = copy(ft, fr.length);
+                    this.ft = ft;
+                }
+                ft[b + 1] = 0;
+                ft[b] = clockNow();
             }
-            sp = b + 4;
+            sp = b + 2;
         }
 
         /** {@link #bytes} of a new state. */
-        static final long FRESH_BYTES = 160 + 8L * (4 * 16 + 4 * 4 + 8);
+        static final long FRESH_BYTES = 160 + 8L * (2 * 16 + 4 * 4);
 
         /** About the bytes it takes (arrays read racily; an estimate). */
         long bytes() {
-            return 160 + 8L * (fr.length + dm.length + q.length + md.length) + 4L * mdKey.length;
+            return 160 + 8L * (fr.length + ft.length + dm.length + q.length + md.length)
+                    + 4L * mdKey.length;
         }
 
         /** A pure leaf's entry, off the fast path (see {@link Probes#leafEnter}). */
         void leafEnter(int id) {
             slowEnters++;
-            leaf = (int) cached((int) fr[sp - 3], id);
+            leaf = (int) cached((int) fr[sp - 1], id);
         }
 
         /**
@@ -1717,10 +1970,18 @@ public final class Probes {
             dm[h + 2] = 0;
         }
 
-        /** Queues {@code v} for {@code kn} (kind << 32 | node); drains a full queue. */
+        /**
+         * Queues {@code v} for {@code kn} (kind << 32 | node); drains a full queue. A thread's
+         * queue is allocated only if it needs it. (Queueing a virtual thread's counts in its
+         * carrier's queue without a lock was tried and removed: a CI run lost counts with it.)
+         */
         void put(long kn, long v) {
             if (nq + 2 > q.length) {
-                drain();
+                if (q.length == 0) {
+                    q = new long[8];
+                } else {
+                    drain();
+                }
             }
             q[nq] = kn;
             q[nq + 1] = v;
@@ -1743,6 +2004,7 @@ public final class Probes {
         }
 
         private void drainLocked() {
+            drainsLocked++;
             A a = sink;
             if (a != null && failure == null) {
                 a.addQueue(q, nq);
@@ -1756,32 +2018,32 @@ public final class Probes {
 
         void exit(int id) {
             int b = sp;
-            if (b <= 4) {
+            if (b <= 2) {
                 if (!early) {
                     mismatches++;
                 }
                 return;
             }
             long[] fr = this.fr;
-            long f = fr[b - 4];
+            long f = fr[b - 2];
             if (!timed && (int) (f >>> 32) == id) {
-                sp = b - 4;
+                sp = b - 2;
                 return;
             }
             long t = timed ? clockNow() : 0;
             if ((int) (f >>> 32) != id) {
-                int k = b - 8;
-                while (k >= 4 && (int) (fr[k] >>> 32) != id) {
-                    k -= 4;
+                int k = b - 4;
+                while (k >= 2 && (int) (fr[k] >>> 32) != id) {
+                    k -= 2;
                 }
-                if (k < 4) {
+                if (k < 2) {
                     if (!early) {
                         mismatches++;
                     }
                     return;
                 }
                 // frames above k lost their exit (e.g. an error inside a probe): end them now
-                while (b - 4 > k) {
+                while (b - 2 > k) {
                     mismatches++;
                     b = pop(b, t);
                 }
@@ -1790,23 +2052,24 @@ public final class Probes {
         }
 
         private int pop(int b, long t) {
-            b -= 4;
+            b -= 2;
             long[] fr = this.fr;
             long f = fr[b];
             int node = (int) f;
-            if (!timed) {
+            long[] ft = this.ft;
+            if (!timed || b + 1 >= ft.length) {
                 return b;
             }
-            long el = t - fr[b + 2];
+            long el = t - ft[b];
             if (el < 0) {
                 el = 0;
             }
-            long self = el - fr[b + 3];
+            long self = el - ft[b + 1];
             if (self > 0) {
                 put((1L << 32) | node, self);
             }
             if (b > 0) {
-                fr[b - 1] += el;
+                ft[b - 1] += el;
             }
             int j = mdSlot((int) (f >>> 32));
             long[] md = this.md;
@@ -1824,8 +2087,8 @@ public final class Probes {
         private long[] growStack() {
             // by a quarter (whole frames): a parked virtual thread's stack is a little deeper
             // than the first size, and thousands of them are live at once
-            int n = fr.length + (fr.length >> 4 << 2);
-            fr = copy(fr, n < fr.length + 4 ? fr.length + 4 : n);
+            int n = fr.length + (fr.length >> 3 << 1);
+            fr = copy(fr, n < fr.length + 2 ? fr.length + 2 : n);
             return fr;
         }
 
@@ -1903,35 +2166,35 @@ public final class Probes {
             if (b > fr.length) {
                 b = fr.length;
             }
-            b &= ~3;
+            b &= ~1;
             int node;
             int topId;
-            int k = b - 4; // the first shadow frame charged with total time
+            int k = b - 2; // the first shadow frame charged with total time
             if (lf > 0) {
                 // a pure leaf is running on top of the shadow stack
-                long[] gk = gKey;
-                if (lf >= g || lf >= gk.length) {
+                long kk = gkey(lf);
+                if (lf >= g || kk == 0) {
                     return;
                 }
                 node = lf;
-                topId = (int) ~gk[lf];
+                topId = (int) ~kk;
             } else {
-                if (b <= 4) {
+                if (b <= 2) {
                     return;
                 }
                 // the top frame is read once: its node (self) and method (total) must agree
                 // even if the owner pushes and pops while we look
-                long top = fr[b - 4];
+                long top = fr[b - 2];
                 node = (int) top;
                 topId = (int) (top >>> 32);
-                k = b - 8;
+                k = b - 4;
             }
             if (node <= 0 || node >= g || topId < 0) {
                 return;
             }
             a.add(node, 0, ns);
             charge(topId, ns, ep);
-            for (; k >= 4; k -= 4) {
+            for (; k >= 2; k -= 2) {
                 int id = (int) (fr[k] >>> 32);
                 if (id >= 0) {
                     charge(id, ns, ep);
