@@ -281,8 +281,8 @@ public final class Probes {
 
     /**
      * Most bytes the recorded data may take (a quarter of the largest heap; 0 = no limit):
-     * checked when a thread registers, against the live threads' states (see
-     * {@link #liveBytes}) plus the aggregates and the tree. Above it recording stops: a heap
+     * checked when a thread registers, against the live threads' states beyond a per-thread
+     * allowance (see {@link #liveCharged}) plus the aggregates and the tree. Above it recording stops: a heap
      * that fills with profile data makes the program crawl from one full GC to the next.
      */
     static long budget;
@@ -300,22 +300,38 @@ public final class Probes {
      * virtual threads look like hundreds of MB, and recording stopped.
      */
     static long liveBytes;
+    /**
+     * The part of {@link #liveBytes} charged to the budget: each live thread's state beyond
+     * {@link #ALLOWANCE}. A thread's own heap already grows with the number of threads (a
+     * parked virtual thread takes ~2.1 KB bare on JDK 25, a platform thread more), so a state
+     * within the allowance adds less than half of what the program's thread costs and is not
+     * profile data: charging it stopped recording whenever ~100,000 virtual threads happened to
+     * be parked at once (~0.6 KB each, 64 MB budget at -Xmx256m), counts lost at random. Deep
+     * stacks and grown caches are charged.
+     */
+    static long liveCharged;
+    /** Bytes of each live thread's state not charged to the budget (see {@link #liveCharged}). */
+    static final long ALLOWANCE = 1024;
     static int liveCounted;
     static int liveChanges;
 
     /** Under the class lock: counts the bytes of the live threads' states. */
     static void countLive() {
         long b = 0;
+        long charged = 0;
         for (Slots t = live; t != null; t = t == live ? vlive : null) {
             T[] a = t.a;
             for (int i = 0; i < t.n && i < a.length; i++) {
                 T s = a[i];
                 if (s != null) {
-                    b += s.bytes();
+                    long sb = s.bytes();
+                    b += sb;
+                    charged += Math.max(0, sb - ALLOWANCE);
                 }
             }
         }
         liveBytes = b;
+        liveCharged = charged;
         liveCounted = nLive;
         liveChanges = 0;
     }
@@ -332,10 +348,11 @@ public final class Probes {
             countLive();
         }
         int added = nLive - liveCounted;
-        long est = liveBytes + (added > 0 ? added * T.FRESH_BYTES : 0) + rest;
+        long fresh = Math.max(0, T.FRESH_BYTES - ALLOWANCE);
+        long est = liveCharged + (added > 0 ? added * fresh : 0) + rest;
         if (est > budget && liveChanges > (liveCounted >> 6)) {
             countLive();
-            est = liveBytes + rest;
+            est = liveCharged + rest;
         }
         return est > budget ? est : -1;
     }
