@@ -1879,8 +1879,10 @@ public final class Probes {
 
         // Shadow stack, 2 longs per frame: [id << 32 | node, ctx for callees]. fr[0..2) is the
         // root frame. (8 longs a frame, then 4 with the timed clocks' two, until a live virtual
-        // thread's stack had to stay small: tens of thousands of them are parked at once.)
-        long[] fr = new long[2 * 16];
+        // thread's stack had to stay small: tens of thousands of them are parked at once.
+        // 10 frames, not 16: a virtual thread parked in LockSupport.park is 8-9 frames deep,
+        // JDK frames included.)
+        long[] fr = new long[2 * 10];
         // Timed clocks only: each frame's [start time, time in callees], at its index in fr
         // (as long as fr once a timed probe ran; empty with clock=sample).
         long[] ft = NO_LONGS;
@@ -1938,7 +1940,7 @@ public final class Probes {
         }
 
         /** {@link #bytes} of a new state. */
-        static final long FRESH_BYTES = 160 + 8L * (2 * 16 + 4 * 4);
+        static final long FRESH_BYTES = 160 + 8L * (2 * 10 + 4 * 4);
 
         /** About the bytes it takes (arrays read racily; an estimate). */
         long bytes() {
