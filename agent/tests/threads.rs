@@ -542,7 +542,15 @@ fn deep_parked_virtual_threads_are_charged() {
     let Some(jdk) = jdk25() else { return };
     let dir = parked_program(&jdk, "parked-deep");
     let env = [("BCIAGENT_TEST_BUDGET", "3000000")];
-    let (text, o) = run_jvm_env(&jdk, &dir, &["-Xmx512m"], "Parked", &["5000", "200"], "", &env);
+    let (text, o) = run_jvm_env(
+        &jdk,
+        &dir,
+        &["-Xmx512m"],
+        "Parked",
+        &["5000", "200"],
+        "",
+        &env,
+    );
     assert!(text.contains("RECORDING STOPPED: "), "{text}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("recording stopped"), "{err}");
