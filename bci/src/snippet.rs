@@ -203,6 +203,18 @@ impl Snippet {
         let i = cp.methodref(class, name, desc)?;
         Ok(self.cp16(op::INVOKESTATIC, i, a as i32, r as i32))
     }
+    /// invokestatic of an interface's static method (class files of version 52 and later).
+    pub fn invokestatic_interface(
+        &mut self,
+        cp: &mut CpBuilder<'_>,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let (a, r) = desc::method_slots(desc)?;
+        let i = cp.interface_methodref(class, name, desc)?;
+        Ok(self.cp16(op::INVOKESTATIC, i, a as i32, r as i32))
+    }
     /// invokevirtual of a class method (pops the receiver and the arguments).
     pub fn invokevirtual(
         &mut self,

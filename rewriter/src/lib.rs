@@ -317,6 +317,7 @@ pub fn instrument_methods(
         if probes.is_empty()
             || changes_jvm_semantics(&cf, m, &mname, &mdesc)
             || switches_threads(&name, &mname)
+            || coverage::is_helper(m, &mname, &mdesc)
         {
             continue;
         }

@@ -1035,7 +1035,7 @@ pub fn instrument(
         }
         let name = cf.member_name(m);
         let desc = cf.member_desc(m);
-        if name == "<clinit>" {
+        if name == "<clinit>" || crate::coverage::is_helper(m, &name, &desc) {
             continue;
         }
         let ann = annotations(&cf, &m.attributes);

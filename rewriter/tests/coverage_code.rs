@@ -1,12 +1,13 @@
 //! The code coverage instrumentation gives a method (what the runtime ABI in
-//! `coverage/mod.rs` documents): the lookup `RUNTIME.arr(cid, n, entry)` first, which also
+//! `coverage/mod.rs` documents): the lookup first (the class's `bci$a(entry)`, which asks
+//! `RUNTIME.hit(cid, entry)` and on a miss `RUNTIME.miss(cid, n, entry)`), which also
 //! bumps the method's entry counter (its last, highest index), so the entry counter has no code
 //! of its own; every other counter is one `lastore` sequence.
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
 use bci::opcodes::op;
-use bci_rewriter::coverage::{entry_counter, instrument, ClassId, Options, MAX_COUNTERS};
+use bci_rewriter::coverage::{entry_counter, instrument, ClassId, Options, HELPER, MAX_COUNTERS};
 use bci_rewriter::flow::{Site, Split};
 use bci_rewriter::Outcome;
 
@@ -65,7 +66,7 @@ fn entry_counter_is_bumped_by_the_lookup() {
             let (old, old_code) = code_of(&ocf, &m.name, &m.desc);
             let (new, new_code) = code_of(&ncf, &m.name, &m.desc);
             let what = format!("{name}.{}{}", m.name, m.desc);
-            // the lookup: cid, n, entry counter, invokestatic arr(III)[J
+            // the lookup: entry counter, invokestatic <class>.bci$a(I)[J
             let k = new
                 .iter()
                 .position(|i| i.opcode == op::INVOKESTATIC)
@@ -76,18 +77,14 @@ fn entry_counter_is_bumped_by_the_lookup() {
                 .unwrap();
             assert_eq!(
                 (r.class.as_ref(), r.name.as_ref(), r.desc.as_ref()),
-                ("java/lang/BciCov", "arr", "(III)[J"),
+                (name, HELPER, "(I)[J"),
                 "{what}"
             );
             let args: Vec<Option<i32>> = new[..k].iter().map(|i| pushed(i, &new_code)).collect();
             assert_eq!(
                 args,
-                vec![
-                    Some(7),
-                    Some(cov.counters as i32),
-                    entry_counter(m).map(|e| e as i32)
-                ],
-                "{what}: arr(cid, n, entry counter)"
+                vec![entry_counter(m).map(|e| e as i32)],
+                "{what}: bci$a(entry counter)"
             );
             // the entry counter is the method's highest index: the lookup's range check on it
             // covers every other counter of the method (C2 drops their checks)
@@ -118,8 +115,150 @@ fn entry_counter_is_bumped_by_the_lookup() {
             let _ = old_code;
             methods += 1;
         }
+        assert_helper(&ncf, "java/lang/BciCov", 7, cov.counters, name);
     }
     assert!(methods > 100, "{methods} methods checked");
+}
+
+/// The class's `bci$a(I)[J`: private static synthetic; `hit(cid, e)`, and on null
+/// `miss(cid, counters, e)` of the runtime, each with the method's argument as `e`.
+fn assert_helper(cf: &bci::ClassFile<'_>, runtime: &str, cid: i32, counters: u32, what: &str) {
+    use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
+    let m = cf
+        .methods
+        .iter()
+        .find(|m| cf.member_name(m) == HELPER && cf.member_desc(m) == "(I)[J")
+        .unwrap_or_else(|| panic!("{what}: no {HELPER}"));
+    assert_eq!(m.access, ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC, "{what}");
+    let (insns, code) = code_of(cf, HELPER, "(I)[J");
+    let calls: Vec<(String, String, Vec<Option<i32>>)> = insns
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.opcode == op::INVOKESTATIC)
+        .map(|(k, i)| {
+            let r = cf.cp.member_ref(i.cp_index(&code).unwrap()).unwrap();
+            assert_eq!(r.class, runtime, "{what}");
+            let n = bci::desc::method_slots(&r.desc).unwrap().0 as usize;
+            let args = insns[k - n..k]
+                .iter()
+                .map(|a| {
+                    pushed(a, &code).or(if a.opcode == op::ILOAD_0 {
+                        Some(-1)
+                    } else {
+                        None
+                    })
+                })
+                .collect();
+            (r.name.to_string(), r.desc.to_string(), args)
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("hit".into(), "(II)[J".into(), vec![Some(cid), Some(-1)]),
+            (
+                "miss".into(),
+                "(III)[J".into(),
+                vec![Some(cid), Some(counters as i32), Some(-1)]
+            ),
+        ],
+        "{what}: hit(cid, e), miss(cid, n, e) (-1: the argument e)"
+    );
+    // null from hit goes to miss; otherwise its array is returned
+    let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
+    assert_eq!(
+        ops.iter().filter(|&&o| o == op::IFNULL).count(),
+        1,
+        "{what}: {ops:?}"
+    );
+    assert_eq!(
+        ops.iter().filter(|&&o| o == op::ARETURN).count(),
+        2,
+        "{what}: {ops:?}"
+    );
+}
+
+/// Interfaces of class files before version 52 cannot have static methods: theirs call the
+/// runtime's `arr(cid, n, entry)` directly, and the class gets no `bci$a`. Later interfaces
+/// call theirs through an InterfaceMethodref.
+#[test]
+fn interfaces_before_version_52_look_up_directly() {
+    let opts = Options {
+        runtime: "java/lang/BciCov",
+        split: Split::AfterCalls,
+        class_id: ClassId::Constant(3),
+    };
+    let orig = std::fs::read(common::jdk_corpus().join("java.base/java/util/Map.class")).unwrap();
+    for major in [61u16, 51] {
+        let mut b = orig.clone();
+        b[6..8].copy_from_slice(&major.to_be_bytes());
+        let (out, cov) = instrument(&b, &opts).unwrap();
+        let Outcome::Rewritten(out) = out else {
+            panic!("Map unchanged")
+        };
+        let cf = bci::ClassFile::parse(&out).unwrap();
+        let has_helper = cf.methods.iter().any(|m| cf.member_name(m) == HELPER);
+        assert_eq!(has_helper, major >= 52, "version {major}");
+        assert!(!cov.methods.is_empty());
+        for m in &cov.methods {
+            let (insns, code) = code_of(&cf, &m.name, &m.desc);
+            let i = insns
+                .iter()
+                .find(|i| i.opcode == op::INVOKESTATIC)
+                .unwrap_or_else(|| panic!("{}: no lookup", m.name));
+            let k = i.cp_index(&code).unwrap();
+            let tag = cf.cp.tag(k).unwrap();
+            let r = cf.cp.member_ref(k).unwrap();
+            if major >= 52 {
+                assert_eq!(
+                    (r.class.as_ref(), r.name.as_ref()),
+                    ("java/util/Map", HELPER)
+                );
+                assert_eq!(tag, 11, "{}: an InterfaceMethodref", m.name);
+            } else {
+                assert_eq!(
+                    (r.class.as_ref(), r.name.as_ref(), r.desc.as_ref()),
+                    ("java/lang/BciCov", "arr", "(III)[J")
+                );
+            }
+        }
+    }
+}
+
+/// The agent applies cpu=times (and tracing) after coverage: they leave `bci$a` alone, so it
+/// stays small enough to inline and never shows in a profile.
+#[test]
+fn cpu_times_leaves_the_coverage_helper_alone() {
+    use bci_rewriter::{instrument_with, Options as CpuOptions, Rules, SequentialIds};
+    let opts = Options {
+        runtime: "java/lang/BciCov",
+        split: Split::AfterCalls,
+        class_id: ClassId::Constant(5),
+    };
+    let orig =
+        std::fs::read(common::jdk_corpus().join("java.base/java/util/ArrayList.class")).unwrap();
+    let Outcome::Rewritten(cov) = instrument(&orig, &opts).unwrap().0 else {
+        panic!("unchanged")
+    };
+    let Outcome::Rewritten(both) = instrument_with(
+        &cov,
+        &Rules::cpu_times(),
+        &mut SequentialIds(0),
+        &CpuOptions::default(),
+    )
+    .unwrap() else {
+        panic!("unchanged")
+    };
+    let (a, b) = (
+        bci::ClassFile::parse(&cov).unwrap(),
+        bci::ClassFile::parse(&both).unwrap(),
+    );
+    assert_eq!(
+        code_of(&a, HELPER, "(I)[J").1,
+        code_of(&b, HELPER, "(I)[J").1
+    );
+    // while the class's own methods did get probes
+    assert_ne!(code_of(&a, "size", "()I").1, code_of(&b, "size", "()I").1);
 }
 
 /// A class with more counters than the runtimes' spare array holds is refused (left to the

@@ -15,6 +15,14 @@ public final class BciProbe {
         if (a == null) counters = a = new long[32768];
         return a;
     }
+    /** Coverage, the fast half of the lookup of classes with constant ids (never misses). */
+    public static long[] hit(int classId, int entry) {
+        return arr(classId, 0, entry);
+    }
+    /** Coverage, the slow half of the lookup. */
+    public static long[] miss(int classId, int n, int entry) {
+        return arr(classId, n, entry);
+    }
     /** Coverage, the lookup that also counts the method entry (counter {@code entry}). */
     public static long[] arr(int classId, int n, int entry) {
         long[] a = arr(classId, n);

@@ -5,8 +5,9 @@
 //! The code a method gets (runtime ABI, defined once here):
 //!
 //! ```text
-//! entry:    <class id> ; <counters of the class> ; <index of the entry counter>
-//!           invokestatic RUNTIME.arr(III)[J ; astore C
+//! entry:    <index of the entry counter> ; invokestatic CLASS.bci$a(I)[J ; astore C
+//!           (offline, ClassId::Registered: getstatic CLASS.bci$cid ; <counters of the class> ;
+//!           <index of the entry counter> ; invokestatic RUNTIME.arr(III)[J ; astore C)
 //! counter:  aload C ; <index> ; dup2 ; laload ; lconst_1 ; ladd ; lastore
 //! exits:    at entry <index> ; istore X, and at the start of blocks where it changes
 //! handlers: aload C ; iload X ; dup2 ; laload ; lconst_1 ; ladd ; lastore  (then go on / athrow)
@@ -19,6 +20,12 @@
 //! where an instruction can throw, so an implicit exception there never counts as an earlier
 //! call's exit. On the normal path the stores are constants (free once compiled): no memory
 //! is touched after a call, and the count after it is the block's minus its exits.
+//!
+//! `bci$a` is a method the class gets ([`add_helper`]): it asks the runtime's `hit(II)[J`
+//! (class id, entry counter) and, when that returns null (the thread's first call into the
+//! class), `miss(III)[J` (class id, counters of the class, entry counter); both answer what
+//! `arr` does. The test for the miss is in the class's own bytecode, with a branch profile of
+//! its own: C2 compiles it as an uncommon trap, not as a call at every inlined entry.
 //!
 //! `arr` returns the calling thread's counter array of the class (the runtime keeps one per
 //! thread and class and sums them, so counts are exact without a lock or an atomic on the
@@ -68,7 +75,8 @@ pub const CLASS_ID_FIELD: &str = "bci$cid";
 pub struct Options<'a> {
     /// Internal name of the runtime class that provides `arr(III)[J` (class id, its number of
     /// counters, the entry counter to bump -> the calling thread's counter array of the
-    /// class).
+    /// class), and for [`ClassId::Constant`] `hit(II)[J` (class id, entry counter -> the same,
+    /// or null if the thread has no array for the class yet) and `miss(III)[J` (as `arr`).
     pub runtime: &'a str,
     pub split: Split,
     pub class_id: ClassId,
@@ -277,6 +285,10 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             )?)
         }
     };
+    let helper = match opts.class_id {
+        ClassId::Constant(id) => add_helper(&mut w, &cf, &cov.name, id, counters, opts.runtime)?,
+        _ => None,
+    };
     let mut done_clinit = false;
     for m in std::mem::take(&mut cov.methods) {
         let is_clinit = m.name == "<clinit>" && m.desc == "()V";
@@ -285,7 +297,7 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             if let (true, Some(p)) = (is_clinit, &prologue) {
                 ed.insert_entry(&p.code)?;
             }
-            emit(&mut ed, &mut w.cp, &m, &cov.name, counters, opts)?;
+            emit(&mut ed, &mut w.cp, &m, &cov.name, counters, opts, helper)?;
             ed.finish(&mut w.cp)
         })();
         let body = match (body, is_clinit, &prologue) {
@@ -351,13 +363,9 @@ fn emit(
     class: &str,
     class_counters: u32,
     opts: &Options<'_>,
+    helper: Option<Helper>,
 ) -> Result<()> {
     let mut entry = Snippet::new();
-    match opts.class_id {
-        ClassId::Constant(id) => entry.int(cp, id)?,
-        ClassId::Registered { .. } => entry.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
-    };
-    entry.int(cp, class_counters as i32)?;
     // the entry counter is the method's last (Plan::new); arr bumps it
     let last = m.plan.counters.len() - 1;
     if m.plan.counters.last() != Some(&Counter::Entry) {
@@ -366,8 +374,23 @@ fn emit(
             "the plan's last counter is not the entry counter",
         ));
     }
-    entry.int(cp, (m.first + last as u32) as i32)?;
-    entry.invokestatic(cp, opts.runtime, "arr", "(III)[J")?;
+    let e = (m.first + last as u32) as i32;
+    if let Some(h) = helper {
+        entry.int(cp, e)?;
+        if h.interface {
+            entry.invokestatic_interface(cp, class, HELPER, HELPER_DESC)?;
+        } else {
+            entry.invokestatic(cp, class, HELPER, HELPER_DESC)?;
+        }
+    } else {
+        match opts.class_id {
+            ClassId::Constant(id) => entry.int(cp, id)?,
+            ClassId::Registered { .. } => entry.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
+        };
+        entry.int(cp, class_counters as i32)?;
+        entry.int(cp, e)?;
+        entry.invokestatic(cp, opts.runtime, "arr", "(III)[J")?;
+    }
     if m.plan.counters.len() == 1 {
         // the entry counter alone (no branch, no call): no local for the array
         entry.op(op::POP)?;
@@ -448,6 +471,102 @@ fn emit(
         }
     }
     ed.insert_entry(&entry)
+}
+
+/// The class's own lookup method (see [`add_helper`]).
+pub const HELPER: &str = "bci$a";
+const HELPER_DESC: &str = "(I)[J";
+
+/// Whether a method is the coverage helper [`add_helper`] added (the agent applies cpu=times
+/// and tracing after coverage: they leave it alone).
+pub fn is_helper(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
+    m.access & bci::class::ACC_SYNTHETIC != 0 && name == HELPER && desc == HELPER_DESC
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Helper {
+    interface: bool,
+}
+
+/// Adds `private static synthetic long[] bci$a(int e)` to the class:
+///
+/// ```text
+///     <id> ; iload_0 ; invokestatic RUNTIME.hit(II)[J ; dup ; ifnull L ; areturn
+/// L:  pop ; <id> ; <counters> ; iload_0 ; invokestatic RUNTIME.miss(III)[J ; areturn
+/// ```
+///
+/// Methods call it at entry. Its test of a missing array (the calling thread's first call
+/// into the class) is in the class's own bytecode, so it has a branch profile of its own:
+/// the first thread's first call runs before HotSpot profiles it, and C2 compiles the miss
+/// as an uncommon trap instead of a call at every inlined entry. None for interfaces of class
+/// files before version 52 (no static methods there).
+fn add_helper(
+    w: &mut ClassWriter<'_, '_>,
+    cf: &ClassFile<'_>,
+    class: &str,
+    id: i32,
+    counters: u32,
+    runtime: &str,
+) -> Result<Option<Helper>> {
+    let interface = cf.access & bci::class::ACC_INTERFACE != 0;
+    if interface && cf.major < 52 {
+        return Ok(None);
+    }
+    let mut head = Snippet::new();
+    head.int(&mut w.cp, id)?
+        .load('I', 0)?
+        .invokestatic(&mut w.cp, runtime, "hit", "(II)[J")?
+        .op(op::DUP)?;
+    let mut tail = Snippet::new();
+    tail.int(&mut w.cp, id)?
+        .int(&mut w.cp, counters as i32)?
+        .load('I', 0)?
+        .invokestatic(&mut w.cp, runtime, "miss", "(III)[J")?;
+    let l = head.len() + 4; // ifnull (3 bytes), areturn
+    let mut code = Vec::with_capacity(l + tail.len() + 2);
+    code.extend_from_slice(head.bytes());
+    code.push(op::IFNULL);
+    code.extend_from_slice(&((l - head.len()) as i16).to_be_bytes());
+    code.push(op::ARETURN);
+    code.push(op::POP);
+    code.extend_from_slice(tail.bytes());
+    code.push(op::ARETURN);
+    let mut body = Vec::with_capacity(code.len() + 32);
+    body.extend_from_slice(&3u16.to_be_bytes()); // max_stack: id, counters, e
+    body.extend_from_slice(&1u16.to_be_bytes()); // max_locals: e
+    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    body.extend_from_slice(&code);
+    body.extend_from_slice(&0u16.to_be_bytes()); // exception table
+    if cf.major >= 50 {
+        // one frame at L: locals [int] as at entry, stack [long[]]
+        let name = w.cp.stack_map_table_name()?;
+        let arr = w.cp.class("[J")?;
+        let mut frame = Vec::new();
+        if l <= 63 {
+            frame.push(64 + l as u8);
+        } else {
+            frame.push(247);
+            frame.extend_from_slice(&(l as u16).to_be_bytes());
+        }
+        frame.push(7);
+        frame.extend_from_slice(&arr.to_be_bytes());
+        body.extend_from_slice(&1u16.to_be_bytes());
+        body.extend_from_slice(&name.to_be_bytes());
+        body.extend_from_slice(&((2 + frame.len()) as u32).to_be_bytes());
+        body.extend_from_slice(&1u16.to_be_bytes());
+        body.extend_from_slice(&frame);
+    } else {
+        body.extend_from_slice(&0u16.to_be_bytes());
+    }
+    use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
+    w.add_method(
+        ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
+        HELPER,
+        HELPER_DESC,
+        &body,
+    )
+    .map_err(|e| e.context(format!("{class}.{HELPER}{HELPER_DESC}")))?;
+    Ok(Some(Helper { interface }))
 }
 
 fn at_insn(s: Site) -> u32 {

@@ -340,6 +340,30 @@ public final class Cov {
     }
 
     /**
+     * The fast half of the lookup, called by the {@code bci$a(I)[J} method of classes
+     * instrumented with constant class ids (the tests' instrumentation): the calling thread's
+     * counters of class {@code cid} after adding one to counter {@code e}, or null when it is
+     * not the thread seen last in the class (then the class calls {@link #miss}).
+     */
+    public static long[] hit(int cid, int e) {
+        Last[] l = last;
+        if (cid < l.length) {
+            Last x = l[cid];
+            if (x != null && x.thread == Thread.currentThread()) {
+                long[] a = x.counts;
+                a[e]++;
+                return a;
+            }
+        }
+        return null;
+    }
+
+    /** The slow half of the lookup (see {@link #hit}): {@link #arr(int, int, int)}. */
+    public static long[] miss(int cid, int n, int e) {
+        return arr(cid, n, e);
+    }
+
+    /**
      * The calling thread's counters of class {@code cid}, which has {@code n} counters (the
      * lookup of classes instrumented by bci before the entry counter moved into {@link
      * #arr(int, int, int)}).

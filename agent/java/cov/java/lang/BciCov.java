@@ -65,6 +65,36 @@ public final class BciCov {
         return a;
     }
 
+    /**
+     * The fast half of the lookup, called by each class's own {@code bci$a(I)[J} (the
+     * rewriter's coverage helper): the calling thread's counters of class {@code cid} after
+     * adding one to counter {@code e}, or null if the thread has no array for the class yet
+     * (then the helper calls {@link #miss}). No call in it: inlined, it adds no call site.
+     */
+    public static long[] hit(int cid, int e) {
+        long[] a = null;
+        if (FIELD) {
+            long[][] t = Thread.currentThread().bci$c;
+            if (t != null && cid < t.length) {
+                a = t[cid];
+            }
+        } else {
+            long[][] f = folded;
+            if (cid < f.length) {
+                a = f[cid];
+            }
+        }
+        if (a != null) {
+            a[e]++;
+        }
+        return a;
+    }
+
+    /** The slow half of the lookup (see {@link #hit}): {@link #arr(int, int, int)}. */
+    public static long[] miss(int cid, int n, int e) {
+        return arr(cid, n, e);
+    }
+
     /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
     public static long[] arr(int cid, int n) {
         if (FIELD) {
