@@ -115,14 +115,21 @@ fn entry_counter_is_bumped_by_the_lookup() {
             let _ = old_code;
             methods += 1;
         }
-        assert_helper(&ncf, "java/lang/BciCov", 7, cov.counters, name);
+        assert_helper(&ncf, "java/lang/BciCov", Some(7), cov.counters, name);
     }
     assert!(methods > 100, "{methods} methods checked");
 }
 
-/// The class's `bci$a(I)[J`: private static synthetic; `hit(cid, e)`, and on null
-/// `miss(cid, counters, e)` of the runtime, each with the method's argument as `e`.
-fn assert_helper(cf: &bci::ClassFile<'_>, runtime: &str, cid: i32, counters: u32, what: &str) {
+/// The class's `bci$a(I)[J`: private static synthetic; `hit(id, e)`, and on null
+/// `miss(id, counters, e)` of the runtime, each with the method's argument as `e`; `id` is
+/// the constant `cid`, or with None the class's `bci$cid` field (offline).
+fn assert_helper(
+    cf: &bci::ClassFile<'_>,
+    runtime: &str,
+    cid: Option<i32>,
+    counters: u32,
+    what: &str,
+) {
     use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
     let m = cf
         .methods
@@ -131,7 +138,20 @@ fn assert_helper(cf: &bci::ClassFile<'_>, runtime: &str, cid: i32, counters: u32
         .unwrap_or_else(|| panic!("{what}: no {HELPER}"));
     assert_eq!(m.access, ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC, "{what}");
     let (insns, code) = code_of(cf, HELPER, "(I)[J");
-    let calls: Vec<(String, String, Vec<Option<i32>>)> = insns
+    // what each argument is: a pushed int, "e" (iload_0) or the field read
+    let arg = |a: &bci::code::Insn| -> String {
+        if let Some(v) = pushed(a, &code) {
+            v.to_string()
+        } else if a.opcode == op::ILOAD_0 {
+            "e".into()
+        } else if a.opcode == op::GETSTATIC {
+            let r = cf.cp.member_ref(a.cp_index(&code).unwrap()).unwrap();
+            format!("{}.{}", r.class, r.name)
+        } else {
+            format!("opcode {}", a.opcode)
+        }
+    };
+    let calls: Vec<(String, String, Vec<String>)> = insns
         .iter()
         .enumerate()
         .filter(|(_, i)| i.opcode == op::INVOKESTATIC)
@@ -139,30 +159,25 @@ fn assert_helper(cf: &bci::ClassFile<'_>, runtime: &str, cid: i32, counters: u32
             let r = cf.cp.member_ref(i.cp_index(&code).unwrap()).unwrap();
             assert_eq!(r.class, runtime, "{what}");
             let n = bci::desc::method_slots(&r.desc).unwrap().0 as usize;
-            let args = insns[k - n..k]
-                .iter()
-                .map(|a| {
-                    pushed(a, &code).or(if a.opcode == op::ILOAD_0 {
-                        Some(-1)
-                    } else {
-                        None
-                    })
-                })
-                .collect();
+            let args = insns[k - n..k].iter().map(arg).collect();
             (r.name.to_string(), r.desc.to_string(), args)
         })
         .collect();
+    let id = match cid {
+        Some(c) => c.to_string(),
+        None => format!("{what}.bci$cid"),
+    };
     assert_eq!(
         calls,
         vec![
-            ("hit".into(), "(II)[J".into(), vec![Some(cid), Some(-1)]),
+            ("hit".into(), "(II)[J".into(), vec![id.clone(), "e".into()]),
             (
                 "miss".into(),
                 "(III)[J".into(),
-                vec![Some(cid), Some(counters as i32), Some(-1)]
+                vec![id, counters.to_string(), "e".into()]
             ),
         ],
-        "{what}: hit(cid, e), miss(cid, n, e) (-1: the argument e)"
+        "{what}: hit(id, e), miss(id, n, e)"
     );
     // null from hit goes to miss; otherwise its array is returned
     let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
@@ -176,6 +191,36 @@ fn assert_helper(cf: &bci::ClassFile<'_>, runtime: &str, cid: i32, counters: u32
         2,
         "{what}: {ops:?}"
     );
+}
+
+/// Offline (class ids registered in `<clinit>`): the helper reads the class's id field, and
+/// the methods call the helper.
+#[test]
+fn offline_classes_look_up_through_their_helper() {
+    let opts = Options {
+        runtime: "bci/runtime/Cov",
+        split: Split::AfterCalls,
+        class_id: ClassId::Registered {
+            module_reads: false,
+        },
+    };
+    let name = "java/util/ArrayList";
+    let orig = std::fs::read(
+        common::jdk_corpus()
+            .join("java.base")
+            .join(format!("{name}.class")),
+    )
+    .unwrap();
+    let Outcome::Rewritten(out) = instrument(&orig, &opts).unwrap().0 else {
+        panic!("unchanged")
+    };
+    let cov = instrument(&orig, &opts).unwrap().1;
+    let cf = bci::ClassFile::parse(&out).unwrap();
+    assert_helper(&cf, "bci/runtime/Cov", None, cov.counters, name);
+    let (insns, code) = code_of(&cf, "size", "()I");
+    let i = insns.iter().find(|i| i.opcode == op::INVOKESTATIC).unwrap();
+    let r = cf.cp.member_ref(i.cp_index(&code).unwrap()).unwrap();
+    assert_eq!((r.class.as_ref(), r.name.as_ref()), (name, HELPER));
 }
 
 /// Interfaces of class files before version 52 cannot have static methods: theirs call the

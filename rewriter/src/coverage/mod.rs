@@ -6,8 +6,9 @@
 //!
 //! ```text
 //! entry:    <index of the entry counter> ; invokestatic CLASS.bci$a(I)[J ; astore C
-//!           (offline, ClassId::Registered: getstatic CLASS.bci$cid ; <counters of the class> ;
-//!           <index of the entry counter> ; invokestatic RUNTIME.arr(III)[J ; astore C)
+//!           (interfaces of class files before version 52: <class id> ; <counters of the
+//!           class> ; <index of the entry counter> ; invokestatic RUNTIME.arr(III)[J ; astore C;
+//!           the class id is a constant or, offline, getstatic CLASS.bci$cid)
 //! counter:  aload C ; <index> ; dup2 ; laload ; lconst_1 ; ladd ; lastore
 //! exits:    at entry <index> ; istore X, and at the start of blocks where it changes
 //! handlers: aload C ; iload X ; dup2 ; laload ; lconst_1 ; ladd ; lastore  (then go on / athrow)
@@ -75,8 +76,8 @@ pub const CLASS_ID_FIELD: &str = "bci$cid";
 pub struct Options<'a> {
     /// Internal name of the runtime class that provides `arr(III)[J` (class id, its number of
     /// counters, the entry counter to bump -> the calling thread's counter array of the
-    /// class), and for [`ClassId::Constant`] `hit(II)[J` (class id, entry counter -> the same,
-    /// or null if the thread has no array for the class yet) and `miss(III)[J` (as `arr`).
+    /// class), `hit(II)[J` (class id, entry counter -> the same, or null if the thread has no
+    /// array for the class yet) and `miss(III)[J` (as `arr`).
     pub runtime: &'a str,
     pub split: Split,
     pub class_id: ClassId,
@@ -285,10 +286,14 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             )?)
         }
     };
-    let helper = match opts.class_id {
-        ClassId::Constant(id) => add_helper(&mut w, &cf, &cov.name, id, counters, opts.runtime)?,
-        _ => None,
-    };
+    let helper = add_helper(
+        &mut w,
+        &cf,
+        &cov.name,
+        opts.class_id,
+        counters,
+        opts.runtime,
+    )?;
     let mut done_clinit = false;
     for m in std::mem::take(&mut cov.methods) {
         let is_clinit = m.name == "<clinit>" && m.desc == "()V";
@@ -495,6 +500,8 @@ struct Helper {
 /// L:  pop ; <id> ; <counters> ; iload_0 ; invokestatic RUNTIME.miss(III)[J ; areturn
 /// ```
 ///
+/// (`<id>`: the class id, a constant or, offline, `getstatic CLASS.bci$cid`.)
+///
 /// Methods call it at entry. Its test of a missing array (the calling thread's first call
 /// into the class) is in the class's own bytecode, so it has a branch profile of its own:
 /// the first thread's first call runs before HotSpot profiles it, and C2 compiles the miss
@@ -504,7 +511,7 @@ fn add_helper(
     w: &mut ClassWriter<'_, '_>,
     cf: &ClassFile<'_>,
     class: &str,
-    id: i32,
+    id: ClassId,
     counters: u32,
     runtime: &str,
 ) -> Result<Option<Helper>> {
@@ -512,14 +519,21 @@ fn add_helper(
     if interface && cf.major < 52 {
         return Ok(None);
     }
+    let push_id = |s: &mut Snippet, cp: &mut bci::CpBuilder<'_>| -> Result<()> {
+        match id {
+            ClassId::Constant(id) => s.int(cp, id)?,
+            ClassId::Registered { .. } => s.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
+        };
+        Ok(())
+    };
     let mut head = Snippet::new();
-    head.int(&mut w.cp, id)?
-        .load('I', 0)?
+    push_id(&mut head, &mut w.cp)?;
+    head.load('I', 0)?
         .invokestatic(&mut w.cp, runtime, "hit", "(II)[J")?
         .op(op::DUP)?;
     let mut tail = Snippet::new();
-    tail.int(&mut w.cp, id)?
-        .int(&mut w.cp, counters as i32)?
+    push_id(&mut tail, &mut w.cp)?;
+    tail.int(&mut w.cp, counters as i32)?
         .load('I', 0)?
         .invokestatic(&mut w.cp, runtime, "miss", "(III)[J")?;
     let l = head.len() + 4; // ifnull (3 bytes), areturn

@@ -340,8 +340,9 @@ public final class Cov {
     }
 
     /**
-     * The fast half of the lookup, called by the {@code bci$a(I)[J} method of classes
-     * instrumented with constant class ids (the tests' instrumentation): the calling thread's
+     * The fast half of the lookup, called by the {@code bci$a(I)[J} method of instrumented
+     * classes (interfaces of class files before version 52 call {@link #arr(int, int, int)}
+     * directly): the calling thread's
      * counters of class {@code cid} after adding one to counter {@code e}, or null when it is
      * not the thread seen last in the class (then the class calls {@link #miss}).
      */

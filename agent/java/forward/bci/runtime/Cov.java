@@ -16,6 +16,15 @@ public final class Cov {
         return agentRegister(name, hash, n);
     }
 
+    /** The lookup of the {@code bci$a} method of classes instrumented offline. */
+    public static long[] hit(int cid, int e) {
+        return java.lang.BciCov.hit(cid, e);
+    }
+
+    public static long[] miss(int cid, int n, int e) {
+        return java.lang.BciCov.miss(cid, n, e);
+    }
+
     public static long[] arr(int cid, int n, int e) {
         return java.lang.BciCov.arr(cid, n, e);
     }
