@@ -789,7 +789,66 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             .map_err(|e| e.context(cf.method_path(m)))
     }
 
-    fn finish_inner(self, cp: &mut CpBuilder<'_>) -> Result<Vec<u8>> {
+    /// Code inserted before the first instruction of a handler inside its own range (javac's
+    /// `finally` and `synchronized` code: the catch-any row covers the handler's first store,
+    /// and its monitorexit with the lock still held) moves to the end of that range when the
+    /// code up to there runs straight (no branch, nothing else entering it): it then runs
+    /// once the handler leaves its own range, at the lock depth of the code around it.
+    /// Inside the range, inserted code that can throw (an array store) makes the handler
+    /// cover itself, which C1 refuses ("exception handler covers itself"), and the method
+    /// stayed interpreted.
+    fn relocate_self_covered(&mut self) -> Result<()> {
+        if self.before.is_empty() || self.code.handlers.is_empty() {
+            return Ok(());
+        }
+        let code = self.code.code;
+        let mut entered = vec![false; self.insns.len()];
+        for i in &self.insns {
+            i.for_each_target(code, |t| {
+                if let Some(&k) = usize::try_from(t).ok().and_then(|t| self.index_of.get(t)) {
+                    if k != NONE {
+                        entered[k as usize] = true;
+                    }
+                }
+            });
+        }
+        for h in &self.code.handlers {
+            entered[self.idx(h.handler as u32)?] = true;
+        }
+        for h in &self.code.handlers {
+            if !(h.start <= h.handler && h.handler < h.end) || h.end as usize >= code.len() {
+                continue;
+            }
+            let (kh, ke) = (self.idx(h.handler as u32)?, self.idx(h.end as u32)?);
+            let Ok(j) = self.before.binary_search_by_key(&(kh as u32), |e| e.0) else {
+                continue;
+            };
+            let straight = (kh..ke).all(|k| {
+                self.insns[k].flow() == Flow::Next
+                    && self
+                        .after
+                        .binary_search_by_key(&(k as u32), |e| e.0)
+                        .is_err()
+            }) && (kh + 1..=ke).all(|k| !entered[k]);
+            if !straight {
+                continue;
+            }
+            let (_, moved) = self.before.remove(j);
+            // it ran first: it stays before what was inserted at the range's end
+            match self.before.binary_search_by_key(&(ke as u32), |e| e.0) {
+                Ok(i) => {
+                    let mut joined = moved;
+                    joined.append(&self.before[i].1);
+                    self.before[i].1 = joined;
+                }
+                Err(i) => self.before.insert(i, (ke as u32, moved)),
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_inner(mut self, cp: &mut CpBuilder<'_>) -> Result<Vec<u8>> {
+        self.relocate_self_covered()?;
         let n = self.insns.len();
         let code = self.code.code;
         let code_len = code.len() as u32;
@@ -1058,20 +1117,63 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // Written right after the code; the count is patched once the catch-all is decided.
         let handlers_at = out.len();
         out.extend_from_slice(&[0, 0]);
-        let mut n_handlers = self.code.handlers.len();
         let row = |out: &mut Vec<u8>, r: [u32; 4]| {
             for v in r {
                 out.extend_from_slice(&(v as u16).to_be_bytes());
             }
         };
+        // Holes: code inserted before the first instruction of a handler that lies inside
+        // its own range (javac's `finally` and `synchronized` code, whose catch-any row
+        // covers the handler's first store and its monitorexit, with the lock still held).
+        // No row covers such code. Covered by its own row, a probe there that can throw (an
+        // array store) makes the handler cover itself, which C1 refuses ("exception handler
+        // covers itself"); covered by an outer row or the catch-all, it reaches a handler
+        // with the lock held that other paths reach without it, which C1 refuses too
+        // ("invalid parsing"). Either way the method stayed interpreted. The probes there
+        // do not throw (an array the lookup returned, an index within it).
+        let mut holes: Vec<(u32, u32)> = Vec::new();
         for h in &self.code.handlers {
-            let r = [
+            if h.start <= h.handler && h.handler < h.end {
+                let (b, i) = (
+                    map(h.handler as u32, At::Before)?,
+                    map(h.handler as u32, At::Insn)?,
+                );
+                if b < i {
+                    holes.push((b, i));
+                }
+            }
+        }
+        holes.sort_unstable();
+        holes.dedup();
+        // [s, e) without the holes, in order
+        let pieces = |s: u32, e: u32| -> Vec<(u32, u32)> {
+            let mut v = Vec::new();
+            let mut at = s;
+            for &(hs, he) in &holes {
+                if he <= at || hs >= e {
+                    continue;
+                }
+                if hs > at {
+                    v.push((at, hs));
+                }
+                at = at.max(he);
+            }
+            if at < e {
+                v.push((at, e));
+            }
+            v
+        };
+        let mut n_handlers = 0usize;
+        for h in &self.code.handlers {
+            let (start, end) = (
                 map(h.start as u32, At::Before)?,
                 map(h.end as u32, At::Before)?,
-                map(h.handler as u32, At::Before)?,
-                h.catch_type as u32,
-            ];
-            row(&mut out, r);
+            );
+            let handler = map(h.handler as u32, At::Before)?;
+            for (s, e) in pieces(start, end) {
+                row(&mut out, [s, e, handler, h.catch_type as u32]);
+                n_handlers += 1;
+            }
         }
         // The catch-all covers the code that runs after the entry probe: all of it, or in a
         // constructor every run of code where `this` is initialized, each starting after a
@@ -1098,19 +1200,23 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
             }
         }
-        ranges.retain(|&(s, e)| s < e);
+        let ranges: Vec<(u32, u32)> = ranges
+            .into_iter()
+            .filter(|&(s, e)| s < e)
+            .flat_map(|(s, e)| pieces(s, e))
+            .collect();
         let add_catch_all = self.catch_all.is_some() && !ranges.is_empty();
         if add_catch_all {
             for &(s, e) in &ranges {
                 row(&mut out, [s, e, handler_pos, 0]);
                 n_handlers += 1;
             }
-            if n_handlers > 0xFFFF {
-                return Err(Error::new(
-                    ErrorKind::TooLarge,
-                    "exception table over 65535 rows",
-                ));
-            }
+        }
+        if n_handlers > 0xFFFF {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                "exception table over 65535 rows",
+            ));
         }
         out[handlers_at..handlers_at + 2].copy_from_slice(&(n_handlers as u16).to_be_bytes());
 

@@ -646,6 +646,124 @@ fn offline_first_call_when_memory_is_exhausted_runs_on() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// javac's `synchronized` code (and some of its `finally` code) has a catch-any row that
+/// covers its own handler's first instructions; the counter update inserted before them must
+/// stay out of the row. Else C1 refuses the method ("COMPILE SKIPPED: exception handler covers itself") and it
+/// stays interpreted: 109 of javac's methods did, its tokenizer's `readToken` among them.
+/// Each method of the covered class is compiled by C1 at its first call (-Xcomp).
+#[test]
+fn covered_self_covering_handlers_compile_in_c1() {
+    let ws = common::workspace();
+    let work = ws.join(format!(
+        "target/test-out/coverage-c1-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    let (orig, inst) = (work.join("orig"), work.join("inst"));
+    std::fs::create_dir_all(&orig).unwrap();
+    compile_dir(&common::java_home(), "test-classes/coverage-c1", &orig);
+    let bci = env!("CARGO_BIN_EXE_bci");
+    let rt = work.join("rt.jar");
+    for args in [
+        vec![
+            "instrument".as_ref(),
+            "--coverage".as_ref(),
+            orig.as_os_str(),
+            inst.as_os_str(),
+        ],
+        vec!["runtime-jar".as_ref(), rt.as_os_str()],
+    ] {
+        let o = Command::new(bci).args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let run = |cp: String| {
+        let o = Command::new(common::java_home().join("bin/java"))
+            .args([
+                "-Xcomp",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+PrintCompilation",
+                "-XX:CompileCommand=quiet",
+                "-XX:CompileCommand=compileonly,CovSelfCover::*",
+            ])
+            .arg(format!("-Dbci.covfile={}", work.join("c1.cov").display()))
+            .arg("-cp")
+            .arg(cp)
+            .arg("CovSelfCover")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    // the original: javac's rows as they are, compiled
+    let bare = run(orig.display().to_string());
+    let covered = run(format!("{}:{}", inst.display(), rt.display()));
+    for (what, out) in [("original", &bare), ("covered", &covered)] {
+        for m in ["CovSelfCover::sync", "CovSelfCover::fin"] {
+            assert!(out.contains(m), "{what}: {m} not compiled:\n{out}");
+        }
+        assert!(!out.contains("COMPILE SKIPPED"), "{what}:\n{out}");
+    }
+    // the same result: 8 calls of each, 4 of fin throwing
+    let result = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.trim().parse::<i64>().is_ok())
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(result(&bare).len(), 1, "{bare}");
+    assert_eq!(result(&bare), result(&covered));
+    // the original really has the self-covering catch-any row
+    let cf_bytes = std::fs::read(inst.join("CovSelfCover.class")).unwrap();
+    let cf = bci::ClassFile::parse(&cf_bytes).unwrap();
+    let orig_bytes = std::fs::read(orig.join("CovSelfCover.class")).unwrap();
+    let of = bci::ClassFile::parse(&orig_bytes).unwrap();
+    let self_covering = |cf: &bci::ClassFile<'_>, name: &str| {
+        let m = cf
+            .methods
+            .iter()
+            .find(|m| cf.member_name(m) == name)
+            .unwrap();
+        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
+        let code = bci::CodeAttr::parse(cf, a).unwrap();
+        code.handlers
+            .iter()
+            .filter(|h| h.start <= h.handler && h.handler < h.end)
+            .count()
+    };
+    assert!(self_covering(&of, "sync") > 0, "javac's pattern changed");
+    // after: a row may still cover its handler's own first instruction (javac's `astore`),
+    // never the counter update inserted before it
+    for name in ["sync"] {
+        let m = cf
+            .methods
+            .iter()
+            .find(|m| cf.member_name(m) == name)
+            .unwrap();
+        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
+        let code = bci::CodeAttr::parse(&cf, a).unwrap();
+        let mut seen = 0;
+        for h in &code.handlers {
+            if h.start <= h.handler && h.handler < h.end {
+                let first = code.code[h.handler as usize];
+                let astore = first == bci::opcodes::op::ASTORE
+                    || (bci::opcodes::op::ASTORE_0..=bci::opcodes::op::ASTORE_3).contains(&first);
+                assert!(
+                    astore,
+                    "{name}: a row covers the code inserted at its handler"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "{name}: javac's self-covering row is gone");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// `java [-Xverify:all] -Dbci.covfile=DATA -cp INST:RT CovBasics`.
 fn run_cov_basics(inst: &Path, rt: &Path, data: &Path, verify: bool) -> std::process::Output {
     let mut c = Command::new(common::java_home().join("bin/java"));
