@@ -416,6 +416,7 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
                 jni,
                 a.opts.tracefile.as_deref(),
                 a.opts.trace_text,
+                a.opts.trace_max,
                 &trace_rules,
             ) {
                 log(&format!("tracing: {e}; no trace event will be written"));

@@ -54,6 +54,8 @@ pub struct Options {
     pub tracefile: Option<String>,
     /// `traceformat=text`: one readable line per event instead of JSON.
     pub trace_text: bool,
+    /// `tracemax=`: the most bytes written to the trace file (0: no limit).
+    pub trace_max: u64,
     pub clock: Clock,
     /// Sampling interval of `clock=sample`, in ms (HPROF's `interval=`).
     pub interval_ms: u64,
@@ -84,6 +86,7 @@ impl Default for Options {
             rules: None,
             tracefile: None,
             trace_text: false,
+            trace_max: DEFAULT_TRACE_MAX,
             clock: Clock::Sample,
             interval_ms: 1,
             include: Vec::new(),
@@ -107,11 +110,37 @@ impl fmt::Display for OptionError {
     }
 }
 
+/// `tracemax=`'s default: 1 GiB of trace file.
+pub const DEFAULT_TRACE_MAX: u64 = 1 << 30;
+
+/// A size: digits with an optional k, m or g suffix (KiB, MiB, GiB).
+fn size(name: &str, v: &str) -> Result<u64, OptionError> {
+    let bad = || {
+        OptionError(format!(
+            "bad value for option {name}: '{v}' (valid: bytes, or a number with k, m or g; 0 = no limit)"
+        ))
+    };
+    let (digits, mul) = match v.as_bytes().last().map(|c| c.to_ascii_lowercase()) {
+        Some(b'k') => (&v[..v.len() - 1], 1u64 << 10),
+        Some(b'm') => (&v[..v.len() - 1], 1 << 20),
+        Some(b'g') => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(bad)
+}
+
 /// The deepest call path recorded (`depth=`), and the default of `format=collapsed`.
 pub const MAX_DEPTH: usize = 64;
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, clock, interval, include, exclude, format";
+    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, tracemax, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -135,6 +164,9 @@ rules=<file>           rule file (TOML)               built-in cpu-times
                          summary per rule in file=
 tracefile=<file>       trace events as JSON lines     none
 traceformat=json|text  tracefile= lines: JSON or text json
+tracemax=<size>        most bytes in tracefile=       1g
+                         k/m/g suffixes; 0 = no limit; events past it are counted, not
+                         written (the summary says how many)
 clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
                          sample: no clock in probes; every interval= ms an agent thread
                                  charges each thread's CPU time since the last sample to its
@@ -232,6 +264,7 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "covfile" => o.covfile = need(value)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
+            "tracemax" => o.trace_max = size(name, &need(value)?)?,
             "traceformat" => {
                 let v = need(value)?;
                 o.trace_text = match v.as_str() {
@@ -367,6 +400,25 @@ mod tests {
             "bad value for option traceformat: 'xml' (valid: json, text)"
         );
         assert!(parse(Some("traceformat=text")).unwrap().trace_text);
+        assert_eq!(parse(None).unwrap().trace_max, 1 << 30);
+        assert_eq!(parse(Some("tracemax=300")).unwrap().trace_max, 300);
+        assert_eq!(parse(Some("tracemax=64k")).unwrap().trace_max, 64 << 10);
+        assert_eq!(parse(Some("tracemax=2M")).unwrap().trace_max, 2 << 20);
+        assert_eq!(parse(Some("tracemax=0")).unwrap().trace_max, 0);
+        for bad in [
+            "tracemax=",
+            "tracemax=k",
+            "tracemax=1.5g",
+            "tracemax=-1",
+            "tracemax=1t",
+            "tracemax=99999999999999g",
+        ] {
+            let e = parse(Some(bad)).unwrap_err().0;
+            assert!(
+                e.contains("option tracemax") || e.contains("tracemax"),
+                "{bad}: {e}"
+            );
+        }
         assert!(parse(Some("tracefile=")).is_err());
         assert!(parse(Some("depth=65")).is_err());
     }

@@ -41,14 +41,17 @@ pub fn define(jni: &Jni) -> Result<(), String> {
 }
 
 /// Switches recording on: events to `tracefile` (none: summary only) as JSON lines or `text`,
-/// `rules` named in the summary in this order.
+/// at most `max_bytes` of them (0: no limit), `rules` named in the summary in this order.
 pub fn start(
     jni: &Jni,
     tracefile: Option<&str>,
     text: bool,
+    max_bytes: u64,
     rules: &[String],
 ) -> Result<(), String> {
     let cls = jni.find_class(CLASS)?;
+    let id = jni.static_field_id(cls, "maxBytes", "J")?;
+    jni.set_static_long(cls, &id, i64::try_from(max_bytes).unwrap_or(i64::MAX));
     let m = jni.static_method_id(cls, "start", "(Ljava/lang/String;)V")?;
     // tests only: a small event buffer, and no writer thread until exit (drops are exact)
     if let Some(n) = std::env::var("BCIAGENT_TEST_TRACE_BUFFER")

@@ -271,6 +271,52 @@ fn full_buffer_drops_and_counts() {
     assert_eq!(summary_count(&r.report, "sampled"), Some(10));
 }
 
+/// `tracemax=` caps the trace file: events past the limit are counted, not written; the
+/// summary and one stderr line say so; counts are unaffected. The writer is held back so that
+/// every event reaches the file's writer (none dropped for a full buffer).
+#[test]
+fn tracemax_caps_the_trace_file() {
+    let hold = [("BCIAGENT_TEST_TRACE_HOLD", "1")];
+    let all = traced_env("TraceBasics", "trace-basics.toml", "", &hold);
+    let total = all.events.len();
+    assert!(total > 5, "{:#?}", all.events);
+    assert!(!all.report.contains("not written"), "{}", all.report);
+    // a limit a few events long
+    let max: usize = all.events[..3].iter().map(|e| e.len() + 1).sum::<usize>() + 10;
+    let r = traced_env(
+        "TraceBasics",
+        "trace-basics.toml",
+        &format!(",tracemax={max}"),
+        &hold,
+    );
+    let bytes: usize = r.events.iter().map(|e| e.len() + 1).sum();
+    assert!(bytes <= max, "{bytes} bytes written, tracemax={max}");
+    assert!(
+        (2..total).contains(&r.events.len()),
+        "{} of {total} events written",
+        r.events.len()
+    );
+    let over = total - r.events.len();
+    assert!(
+        r.report
+            .contains(&format!(" {} written to ", r.events.len()))
+            && r.report.contains(&format!(
+                ", {over} not written (the file reached tracemax={max} bytes)"
+            )),
+        "{}",
+        r.report
+    );
+    assert_eq!(
+        r.stderr.matches("reached tracemax=").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    // the rules' counts do not depend on the file
+    assert_eq!(summary_count(&r.report, "add"), Some(7));
+    assert_eq!(summary_count(&r.report, "sampled"), Some(10));
+}
+
 /// The count column of `method`'s row in the report's METHODS section.
 fn methods_count(report: &str, method: &str) -> Option<u64> {
     let s = &report[report.find("METHODS BEGIN")?..report.find("METHODS END")?];

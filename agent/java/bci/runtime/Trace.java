@@ -47,6 +47,17 @@ public final class Trace {
     static boolean testHold;
     static int qhead, qlen;
     static long dropped, written;
+    /**
+     * Set by the agent ({@code tracemax=}): the most bytes written to the trace file, 0 = no
+     * limit. Past it events are counted ({@link #overLimit}), not written.
+     */
+    static long maxBytes;
+    /** Bytes written to the trace file. Guarded by the class lock. */
+    static long bytes;
+    /** Events not written because the file reached {@link #maxBytes}. Guarded by Q. */
+    static long overLimit;
+    /** The trace file reached {@link #maxBytes}. */
+    static volatile boolean full;
     static java.io.OutputStream out;
     static String outPath;
     static Thread writer;
@@ -179,11 +190,30 @@ public final class Trace {
                 return;
             }
             try {
-                for (int i = 0; i < n; i++) {
-                    o.write(batch[i].getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                int i = 0;
+                for (; i < n; i++) {
+                    byte[] b = batch[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                    if (maxBytes > 0 && bytes + b.length > maxBytes) {
+                        break;
+                    }
+                    o.write(b);
+                    bytes += b.length;
                     batch[i] = null;
+                    written++;
                 }
-                written += n;
+                if (i < n) {
+                    for (int k = i; k < n; k++) {
+                        batch[k] = null;
+                    }
+                    if (!full) {
+                        full = true;
+                        System.err.println("bciagent: trace file " + outPath + " reached tracemax=" + maxBytes
+                                + " bytes; later events are counted, not written");
+                    }
+                    synchronized (Q) {
+                        overLimit += n - i;
+                    }
+                }
             } catch (java.io.IOException e) {
                 out = null;
                 System.err.println("bciagent: trace file " + outPath + ": " + e + "; events are no longer written");
@@ -193,6 +223,10 @@ public final class Trace {
 
     static void emit(String line) {
         synchronized (Q) {
+            if (full) {
+                overLimit++;
+                return;
+            }
             if (qlen == queue.length || out == null) {
                 dropped++;
                 return;
@@ -432,6 +466,13 @@ public final class Trace {
             Throwable e, boolean end) {
         if (t.busy || out == null) {
             return; // no trace file: the summary still counts the calls
+        }
+        if (full) {
+            // past tracemax=: counted without formatting the line
+            synchronized (Q) {
+                overLimit++;
+            }
+            return;
         }
         t.busy = true;
         try {
@@ -722,16 +763,22 @@ public final class Trace {
                 slowS[best] = null;
             }
         }
-        long d, w;
+        long d, w, x;
         synchronized (Q) {
             d = dropped;
+            x = overLimit;
         }
         synchronized (Trace.class) {
             w = written;
         }
         if (outPath != null) {
             sb.append("trace events: ").append(w).append(" written to ").append(outPath)
-                    .append(", ").append(d).append(" dropped (buffer full)\n");
+                    .append(", ").append(d).append(" dropped (buffer full)");
+            if (x > 0) {
+                sb.append(", ").append(x).append(" not written (the file reached tracemax=")
+                        .append(maxBytes).append(" bytes)");
+            }
+            sb.append('\n');
         }
         return sb.toString();
     }
