@@ -199,9 +199,8 @@ impl Snippet {
         name: &str,
         desc: &str,
     ) -> Result<&mut Self> {
-        let (a, r) = desc::method_slots(desc)?;
         let i = cp.methodref(class, name, desc)?;
-        Ok(self.cp16(op::INVOKESTATIC, i, a as i32, r as i32))
+        self.invokestatic_ref(i, desc)
     }
     /// invokestatic of an interface's static method (class files of version 52 and later).
     pub fn invokestatic_interface(
@@ -211,8 +210,11 @@ impl Snippet {
         name: &str,
         desc: &str,
     ) -> Result<&mut Self> {
-        let (a, r) = desc::method_slots(desc)?;
         let i = cp.interface_methodref(class, name, desc)?;
+        self.invokestatic_ref(i, desc)
+    }
+    fn invokestatic_ref(&mut self, i: u16, desc: &str) -> Result<&mut Self> {
+        let (a, r) = desc::method_slots(desc)?;
         Ok(self.cp16(op::INVOKESTATIC, i, a as i32, r as i32))
     }
     /// invokevirtual of a class method (pops the receiver and the arguments).

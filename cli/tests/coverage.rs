@@ -600,21 +600,18 @@ fn exceptional_exits_of_calls_are_counted_exactly() {
     let _ = std::fs::remove_dir_all(&run.work);
 }
 
-/// Out of memory, offline: a thread's first call into a covered class, when not even a spare
-/// array can be allocated, runs on (its counts are lost) instead of throwing from the
-/// counters or the runtime's lookup (test-classes/coverage-oom/CovOom.java).
-#[test]
-fn offline_first_call_when_memory_is_exhausted_runs_on() {
-    let ws = common::workspace();
-    let work = ws.join(format!(
-        "target/test-out/coverage-oom-{}",
+/// Compiles the sources of `dir` into `<work>/orig`, covers them with `bci instrument
+/// --coverage` into `<work>/inst` and writes the runtime jar `<work>/rt.jar`: (work, orig,
+/// inst, rt).
+fn covered_offline(tag: &str, dir: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let work = common::workspace().join(format!(
+        "target/test-out/coverage-{tag}-{}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&work);
     let (orig, inst) = (work.join("orig"), work.join("inst"));
     std::fs::create_dir_all(&orig).unwrap();
-    compile_dir(&common::java_home(), "test-classes/coverage-oom", &orig);
-    let bci = env!("CARGO_BIN_EXE_bci");
+    compile_dir(&common::java_home(), dir, &orig);
     let rt = work.join("rt.jar");
     for args in [
         vec![
@@ -625,9 +622,21 @@ fn offline_first_call_when_memory_is_exhausted_runs_on() {
         ],
         vec!["runtime-jar".as_ref(), rt.as_os_str()],
     ] {
-        let o = Command::new(bci).args(&args).output().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+            .args(&args)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
+    (work, orig, inst, rt)
+}
+
+/// Out of memory, offline: a thread's first call into a covered class, when not even a spare
+/// array can be allocated, runs on (its counts are lost) instead of throwing from the
+/// counters or the runtime's lookup (test-classes/coverage-oom/CovOom.java).
+#[test]
+fn offline_first_call_when_memory_is_exhausted_runs_on() {
+    let (work, _, inst, rt) = covered_offline("oom", "test-classes/coverage-oom");
     let o = Command::new(common::java_home().join("bin/java"))
         .arg("-Xmx32m")
         .arg(format!("-Dbci.covfile={}", work.join("oom.cov").display()))
@@ -653,29 +662,7 @@ fn offline_first_call_when_memory_is_exhausted_runs_on() {
 /// Each method of the covered class is compiled by C1 at its first call (-Xcomp).
 #[test]
 fn covered_self_covering_handlers_compile_in_c1() {
-    let ws = common::workspace();
-    let work = ws.join(format!(
-        "target/test-out/coverage-c1-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&work);
-    let (orig, inst) = (work.join("orig"), work.join("inst"));
-    std::fs::create_dir_all(&orig).unwrap();
-    compile_dir(&common::java_home(), "test-classes/coverage-c1", &orig);
-    let bci = env!("CARGO_BIN_EXE_bci");
-    let rt = work.join("rt.jar");
-    for args in [
-        vec![
-            "instrument".as_ref(),
-            "--coverage".as_ref(),
-            orig.as_os_str(),
-            inst.as_os_str(),
-        ],
-        vec!["runtime-jar".as_ref(), rt.as_os_str()],
-    ] {
-        let o = Command::new(bci).args(&args).output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
+    let (work, orig, inst, rt) = covered_offline("c1", "test-classes/coverage-c1");
     let run = |cp: String| {
         let o = Command::new(common::java_home().join("bin/java"))
             .args([

@@ -555,20 +555,17 @@ fn add_helper(
         // one frame at L: locals [int] as at entry, stack [long[]]
         let name = w.cp.stack_map_table_name()?;
         let arr = w.cp.class("[J")?;
-        let mut frame = Vec::new();
-        if l <= 63 {
-            frame.push(64 + l as u8);
-        } else {
-            frame.push(247);
-            frame.extend_from_slice(&(l as u16).to_be_bytes());
-        }
-        frame.push(7);
-        frame.extend_from_slice(&arr.to_be_bytes());
+        let frame = bci::Frame {
+            offset: l as u32,
+            locals: vec![VType::Integer],
+            stack: vec![VType::Object(arr)],
+        };
+        let mut table = Vec::new();
+        bci::frames::encode_table(&[frame], &[VType::Integer], &mut table)?;
         body.extend_from_slice(&1u16.to_be_bytes());
         body.extend_from_slice(&name.to_be_bytes());
-        body.extend_from_slice(&((2 + frame.len()) as u32).to_be_bytes());
-        body.extend_from_slice(&1u16.to_be_bytes());
-        body.extend_from_slice(&frame);
+        body.extend_from_slice(&(table.len() as u32).to_be_bytes());
+        body.extend_from_slice(&table);
     } else {
         body.extend_from_slice(&0u16.to_be_bytes());
     }
