@@ -609,3 +609,42 @@ pub fn cov_tests(jni: &Jni) -> Result<Vec<i64>, String> {
 pub fn system_property(jvmti: &Jvmti, name: &str) -> String {
     jvmti.system_property(name).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The code length of `name desc` in a class.
+    fn code_len(class: &[u8], name: &str, desc: &str) -> usize {
+        let cf = bci::ClassFile::parse(class).unwrap();
+        let m = cf
+            .methods
+            .iter()
+            .find(|m| cf.member_name(m) == name && cf.member_desc(m) == desc)
+            .unwrap_or_else(|| panic!("{name}{desc} not found"));
+        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
+        bci::CodeAttr::parse(&cf, a).unwrap().code.len()
+    }
+
+    /// Every covered method's entry runs the class's `bci$a`, which calls `find`: HotSpot's
+    /// C1 inlines no method longer than MaxInlineSize (35 bytes), so a longer `find` is a
+    /// real call on every entry of C1-compiled code (it was: 59 bytes, 3 % of javac's
+    /// samples in the called copy). Each runtime's `find` must stay within it.
+    #[test]
+    fn coverage_fast_lookups_fit_c1_inlining() {
+        let jar = crate::runtime_jar::CLASSES
+            .iter()
+            .find(|(p, _)| *p == "bci/runtime/Cov.class")
+            .expect("the runtime jar has bci/runtime/Cov")
+            .1;
+        for (what, class) in [
+            ("java.lang.BciCov", COV_CLASS),
+            ("the agent's bci.runtime.Cov", FORWARD_COV_CLASS),
+            ("the runtime jar's bci.runtime.Cov", jar),
+        ] {
+            let n = code_len(class, "find", "(I)[J");
+            assert!(n <= 35, "{what}.find(I)[J is {n} bytes long");
+            code_len(class, "create", "(II)[J");
+        }
+    }
+}

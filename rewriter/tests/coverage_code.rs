@@ -1,7 +1,7 @@
 //! The code coverage instrumentation gives a method (what the runtime ABI in
 //! `coverage/mod.rs` documents): the lookup first (the class's `bci$a(entry)`, which asks
-//! `RUNTIME.hit(cid, entry)` and on a miss `RUNTIME.miss(cid, n, entry)`), which also
-//! bumps the method's entry counter (its last, highest index), so the entry counter has no code
+//! `RUNTIME.find(cid)` and on a miss `RUNTIME.create(cid, n)`, then bumps the method's entry
+//! counter (its last, highest index), so the entry counter has no code
 //! of its own; every other counter is one `lastore` sequence.
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
@@ -120,9 +120,10 @@ fn entry_counter_is_bumped_by_the_lookup() {
     assert!(methods > 100, "{methods} methods checked");
 }
 
-/// The class's `bci$a(I)[J`: private static synthetic; `hit(id, e)`, and on null
-/// `miss(id, counters, e)` of the runtime, each with the method's argument as `e`; `id` is
-/// the constant `cid`, or with None the class's `bci$cid` field (offline).
+/// The class's `bci$a(I)[J`: private static synthetic; `find(id)`, and on null
+/// `create(id, counters)` of the runtime, then one added to counter `e` (the method's
+/// argument) of the array it returns; `id` is the constant `cid`, or with None the class's
+/// `bci$cid` field (offline). At most 35 bytes (MaxInlineSize: C1 inlines it).
 fn assert_helper(
     cf: &bci::ClassFile<'_>,
     runtime: &str,
@@ -170,27 +171,39 @@ fn assert_helper(
     assert_eq!(
         calls,
         vec![
-            ("hit".into(), "(II)[J".into(), vec![id.clone(), "e".into()]),
+            ("find".into(), "(I)[J".into(), vec![id.clone()]),
             (
-                "miss".into(),
-                "(III)[J".into(),
-                vec![id, counters.to_string(), "e".into()]
+                "create".into(),
+                "(II)[J".into(),
+                vec![id, counters.to_string()]
             ),
         ],
-        "{what}: hit(id, e), miss(id, n, e)"
+        "{what}: find(id), create(id, n)"
     );
-    // null from hit goes to miss; otherwise its array is returned
+    // null from find goes to create; either array gets counter e bumped and is returned
     let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
     assert_eq!(
-        ops.iter().filter(|&&o| o == op::IFNULL).count(),
+        ops.iter().filter(|&&o| o == op::IFNONNULL).count(),
         1,
         "{what}: {ops:?}"
     );
+    let tail = [
+        op::DUP,
+        op::ILOAD_0,
+        op::DUP2,
+        op::LALOAD,
+        op::LCONST_1,
+        op::LADD,
+        op::LASTORE,
+        op::ARETURN,
+    ];
+    assert!(ops.ends_with(&tail), "{what}: {ops:?}");
     assert_eq!(
         ops.iter().filter(|&&o| o == op::ARETURN).count(),
-        2,
+        1,
         "{what}: {ops:?}"
     );
+    assert!(code.len() <= 35, "{what}: {} bytes", code.len());
 }
 
 /// Offline (class ids registered in `<clinit>`): the helper reads the class's id field, and

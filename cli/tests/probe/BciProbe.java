@@ -16,12 +16,12 @@ public final class BciProbe {
         return a;
     }
     /** Coverage, the fast half of the lookup of classes with constant ids (never misses). */
-    public static long[] hit(int classId, int entry) {
-        return arr(classId, 0, entry);
+    public static long[] find(int classId) {
+        return arr(classId, 0);
     }
     /** Coverage, the slow half of the lookup. */
-    public static long[] miss(int classId, int n, int entry) {
-        return arr(classId, n, entry);
+    public static long[] create(int classId, int n) {
+        return arr(classId, n);
     }
     /** Coverage, the lookup that also counts the method entry (counter {@code entry}). */
     public static long[] arr(int classId, int n, int entry) {

@@ -22,11 +22,12 @@
 //! call's exit. On the normal path the stores are constants (free once compiled): no memory
 //! is touched after a call, and the count after it is the block's minus its exits.
 //!
-//! `bci$a` is a method the class gets ([`add_helper`]): it asks the runtime's `hit(II)[J`
-//! (class id, entry counter) and, when that returns null (the thread's first call into the
-//! class), `miss(III)[J` (class id, counters of the class, entry counter); both answer what
-//! `arr` does. The test for the miss is in the class's own bytecode, with a branch profile of
-//! its own: C2 compiles it as an uncommon trap, not as a call at every inlined entry.
+//! `bci$a` is a method the class gets ([`add_helper`]): it asks the runtime's `find(I)[J`
+//! (class id -> the calling thread's array, or null on the thread's first call into the
+//! class) and then `create(II)[J` (class id, counters of the class), and adds one to the
+//! entry counter: what `arr` does. The test for the miss is in the class's own bytecode, with
+//! a branch profile of its own: C2 compiles it as an uncommon trap, not as a call at every
+//! inlined entry.
 //!
 //! `arr` returns the calling thread's counter array of the class (the runtime keeps one per
 //! thread and class and sums them, so counts are exact without a lock or an atomic on the
@@ -76,8 +77,9 @@ pub const CLASS_ID_FIELD: &str = "bci$cid";
 pub struct Options<'a> {
     /// Internal name of the runtime class that provides `arr(III)[J` (class id, its number of
     /// counters, the entry counter to bump -> the calling thread's counter array of the
-    /// class), `hit(II)[J` (class id, entry counter -> the same, or null if the thread has no
-    /// array for the class yet) and `miss(III)[J` (as `arr`).
+    /// class), `find(I)[J` (class id -> the calling thread's array, or null if it has none for
+    /// the class yet) and `create(II)[J` (class id, its number of counters -> the calling
+    /// thread's array, made if needed).
     pub runtime: &'a str,
     pub split: Split,
     pub class_id: ClassId,
@@ -496,17 +498,22 @@ struct Helper {
 /// Adds `private static synthetic long[] bci$a(int e)` to the class:
 ///
 /// ```text
-///     <id> ; iload_0 ; invokestatic RUNTIME.hit(II)[J ; dup ; ifnull L ; areturn
-/// L:  pop ; <id> ; <counters> ; iload_0 ; invokestatic RUNTIME.miss(III)[J ; areturn
+///     <id> ; invokestatic RUNTIME.find(I)[J ; dup ; ifnonnull L
+///     pop ; <id> ; <counters> ; invokestatic RUNTIME.create(II)[J
+/// L:  dup ; iload_0 ; dup2 ; laload ; lconst_1 ; ladd ; lastore ; areturn
 /// ```
 ///
 /// (`<id>`: the class id, a constant or, offline, `getstatic CLASS.bci$cid`.)
 ///
-/// Methods call it at entry. Its test of a missing array (the calling thread's first call
-/// into the class) is in the class's own bytecode, so it has a branch profile of its own:
-/// the first thread's first call runs before HotSpot profiles it, and C2 compiles the miss
-/// as an uncommon trap instead of a call at every inlined entry. None for interfaces of class
-/// files before version 52 (no static methods there).
+/// Methods call it at entry: the calling thread's counter array of the class, after adding
+/// one to the method's entry counter `e` in it. Its test of a missing array (the calling
+/// thread's first call into the class) is in the class's own bytecode, so it has a branch
+/// profile of its own: the first thread's first call runs before HotSpot profiles it, and C2
+/// compiles the miss as an uncommon trap instead of a call at every inlined entry. The helper
+/// (28 bytes) and the runtime's `find` stay within HotSpot's `MaxInlineSize` (35 bytes), so
+/// C1, which inlines nothing larger, inlines the whole lookup too (when `find` bumped the
+/// counter itself it was 59 bytes, and C1 code called it on every entry). None for interfaces
+/// of class files before version 52 (no static methods there).
 fn add_helper(
     w: &mut ClassWriter<'_, '_>,
     cf: &ClassFile<'_>,
@@ -528,25 +535,31 @@ fn add_helper(
     };
     let mut head = Snippet::new();
     push_id(&mut head, &mut w.cp)?;
-    head.load('I', 0)?
-        .invokestatic(&mut w.cp, runtime, "hit", "(II)[J")?
+    head.invokestatic(&mut w.cp, runtime, "find", "(I)[J")?
         .op(op::DUP)?;
-    let mut tail = Snippet::new();
-    push_id(&mut tail, &mut w.cp)?;
-    tail.int(&mut w.cp, counters as i32)?
+    let mut slow = Snippet::new();
+    slow.op(op::POP)?;
+    push_id(&mut slow, &mut w.cp)?;
+    slow.int(&mut w.cp, counters as i32)?
+        .invokestatic(&mut w.cp, runtime, "create", "(II)[J")?;
+    let mut bump = Snippet::new();
+    bump.op(op::DUP)?
         .load('I', 0)?
-        .invokestatic(&mut w.cp, runtime, "miss", "(III)[J")?;
-    let l = head.len() + 4; // ifnull (3 bytes), areturn
-    let mut code = Vec::with_capacity(l + tail.len() + 2);
+        .op(op::DUP2)?
+        .op(op::LALOAD)?
+        .op(op::LCONST_1)?
+        .op(op::LADD)?
+        .op(op::LASTORE)?;
+    let l = head.len() + 3 + slow.len(); // ifnonnull (3 bytes), then the slow path
+    let mut code = Vec::with_capacity(l + bump.len() + 1);
     code.extend_from_slice(head.bytes());
-    code.push(op::IFNULL);
+    code.push(op::IFNONNULL);
     code.extend_from_slice(&((l - head.len()) as i16).to_be_bytes());
-    code.push(op::ARETURN);
-    code.push(op::POP);
-    code.extend_from_slice(tail.bytes());
+    code.extend_from_slice(slow.bytes());
+    code.extend_from_slice(bump.bytes());
     code.push(op::ARETURN);
     let mut body = Vec::with_capacity(code.len() + 32);
-    body.extend_from_slice(&3u16.to_be_bytes()); // max_stack: id, counters, e
+    body.extend_from_slice(&7u16.to_be_bytes()); // max_stack: a, a, e, a, e, and the long
     body.extend_from_slice(&1u16.to_be_bytes()); // max_locals: e
     body.extend_from_slice(&(code.len() as u32).to_be_bytes());
     body.extend_from_slice(&code);

@@ -67,32 +67,22 @@ public final class BciCov {
 
     /**
      * The fast half of the lookup, called by each class's own {@code bci$a(I)[J} (the
-     * rewriter's coverage helper): the calling thread's counters of class {@code cid} after
-     * adding one to counter {@code e}, or null if the thread has no array for the class yet
-     * (then the helper calls {@link #miss}). No call in it: inlined, it adds no call site.
+     * rewriter's coverage helper): the calling thread's counters of class {@code cid}, or null
+     * if the thread has no array for the class yet (then the helper calls {@link #create}).
+     * The helper adds one to the entry counter. No call in it, and at most 35 bytes of
+     * bytecode (HotSpot's MaxInlineSize): C1 inlines it, as C2 does.
      */
-    public static long[] hit(int cid, int e) {
-        long[] a = null;
-        if (FIELD) {
-            long[][] t = Thread.currentThread().bci$c;
-            if (t != null && cid < t.length) {
-                a = t[cid];
-            }
-        } else {
-            long[][] f = folded;
-            if (cid < f.length) {
-                a = f[cid];
-            }
+    public static long[] find(int cid) {
+        if (!FIELD) {
+            return null;
         }
-        if (a != null) {
-            a[e]++;
-        }
-        return a;
+        long[][] t = Thread.currentThread().bci$c;
+        return t != null && cid < t.length ? t[cid] : null;
     }
 
-    /** The slow half of the lookup (see {@link #hit}): {@link #arr(int, int, int)}. */
-    public static long[] miss(int cid, int n, int e) {
-        return arr(cid, n, e);
+    /** The slow half of the lookup (see {@link #find}): {@link #arr(int, int)}. */
+    public static long[] create(int cid, int n) {
+        return arr(cid, n);
     }
 
     /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */

@@ -17,12 +17,12 @@ public final class Cov {
     }
 
     /** The lookup of the {@code bci$a} method of classes instrumented offline. */
-    public static long[] hit(int cid, int e) {
-        return java.lang.BciCov.hit(cid, e);
+    public static long[] find(int cid) {
+        return java.lang.BciCov.find(cid);
     }
 
-    public static long[] miss(int cid, int n, int e) {
-        return java.lang.BciCov.miss(cid, n, e);
+    public static long[] create(int cid, int n) {
+        return java.lang.BciCov.create(cid, n);
     }
 
     public static long[] arr(int cid, int n, int e) {
