@@ -273,7 +273,8 @@ fn full_buffer_drops_and_counts() {
 
 /// `tracemax=` caps the trace file: events past the limit are counted, not written; the
 /// summary and one stderr line say so; counts are unaffected. The writer is held back so that
-/// every event reaches the file's writer (none dropped for a full buffer).
+/// every event reaches the file's writer (none dropped for a full buffer); then, not held, it
+/// stops writing while the program runs, and the threads count what follows.
 #[test]
 fn tracemax_caps_the_trace_file() {
     let hold = [("BCIAGENT_TEST_TRACE_HOLD", "1")];
@@ -315,6 +316,24 @@ fn tracemax_caps_the_trace_file() {
     // the rules' counts do not depend on the file
     assert_eq!(summary_count(&r.report, "add"), Some(7));
     assert_eq!(summary_count(&r.report, "sampled"), Some(10));
+    // Writer not held: it reaches the limit while the program sleeps 30 ms in `sleepy`, and
+    // the events after that are counted by the threads that make them (not queued): the
+    // summary's sum must still be exact.
+    let r = traced_env(
+        "TraceBasics",
+        "trace-basics.toml",
+        &format!(",tracemax={max}"),
+        &[],
+    );
+    let over = total - r.events.len();
+    assert!(
+        r.report.contains(&format!(
+            ", {over} not written (the file reached tracemax={max} bytes)"
+        )) && r.report.contains(", 0 dropped"),
+        "{} of {total} written\n{}",
+        r.events.len(),
+        r.report
+    );
 }
 
 /// The count column of `method`'s row in the report's METHODS section.

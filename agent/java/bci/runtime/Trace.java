@@ -49,7 +49,8 @@ public final class Trace {
     static long dropped, written;
     /**
      * Set by the agent ({@code tracemax=}): the most bytes written to the trace file, 0 = no
-     * limit. Past it events are counted ({@link #overLimit}), not written.
+     * limit. Past it events are counted ({@link #overLimit} and each thread's {@code over}),
+     * not written.
      */
     static long maxBytes;
     /** Bytes written to the trace file. Guarded by the class lock. */
@@ -78,6 +79,8 @@ public final class Trace {
         long[] child = new long[32];
         int depth;
         boolean busy;
+        /** Events of this thread not formatted past tracemax= (added to overLimit in the summary). */
+        long over;
         long[] st = new long[0];
         long[] slowDur = new long[0];
         String[] slowDesc = new String[0];
@@ -468,10 +471,9 @@ public final class Trace {
             return; // no trace file: the summary still counts the calls
         }
         if (full) {
-            // past tracemax=: counted without formatting the line
-            synchronized (Q) {
-                overLimit++;
-            }
+            // past tracemax=: counted without formatting the line, in the thread's own count
+            // (no lock: a busy traced program keeps running at full speed past the limit)
+            t.over++;
             return;
         }
         t.busy = true;
@@ -767,6 +769,9 @@ public final class Trace {
         synchronized (Q) {
             d = dropped;
             x = overLimit;
+        }
+        for (int k = 0; k < nt; k++) {
+            x += ts[k].over;
         }
         synchronized (Trace.class) {
             w = written;
