@@ -17,9 +17,9 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Coverage counters. Instrumented code asks {@link #arr} once per method call for the calling
- * thread's counter array of its class and bumps counters in it with plain {@code long}
- * increments: every array has one writer, so counts are exact without a lock or an atomic on the
+ * Coverage counters. Instrumented code asks once per method call for the calling thread's
+ * counter array of its class (through the class's {@code bci$a}: {@link #find}, and {@link
+ * #create} on a miss) and bumps counters in it with plain {@code long} increments: every array has one writer, so counts are exact without a lock or an atomic on the
  * path. Arrays of ended threads are folded into a shared sum (exactly: {@code isAlive()} returning
  * false orders the thread's writes before the fold), so memory follows the live threads, not
  * every thread that ever ran. Never instrumented itself.

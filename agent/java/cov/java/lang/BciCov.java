@@ -3,9 +3,11 @@ package java.lang;
 /**
  * Coverage counters of the agent ({@code coverage=y}): java.lang.BciCov, defined by the agent in
  * the boot loader at early VMStart (a member of java.base, so every class, JDK included, can call
- * it). Instrumented code asks {@link #arr} once per method call for the calling thread's counter
- * array of its class and bumps counters in it with plain {@code long} increments: every array has
- * one writer, so counts are exact without a lock or an atomic on the path.
+ * it). Instrumented code asks once per method call for the calling thread's counter array of its
+ * class (through the class's {@code bci$a}: {@link #find}, and {@link #create} on a miss;
+ * interfaces of class files before version 52: {@link #arr(int, int, int)}) and bumps counters
+ * in it with plain {@code long} increments: every array has one writer, so counts are exact
+ * without a lock or an atomic on the path.
  *
  * <p>A thread's arrays hang off a field the agent adds to java.lang.Thread ({@code bci$c}, a
  * {@code long[][]} indexed by class id): two loads from the thread to the array. No ThreadLocal
