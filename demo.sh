@@ -62,4 +62,6 @@ cp -r "$OUT/probe/java" "$OUT/jdk-instrumented/"
 
 echo "== java -agentpath:libbciagent.so=cpu=times Fib =="
 "$JAVA_HOME/bin/java" -agentpath:target/release/libbciagent.so=cpu=times,file="$OUT/java.hprof.txt" -cp "$OUT/classes" Fib
-sed -n '/CPU TIME (ms) BEGIN/,/CPU TIME (ms) END/p' "$OUT/java.hprof.txt" | head -15
+# the first 15 lines of the block (sed -n 1,15p reads to the end: head's early exit made the
+# first sed die of SIGPIPE under pipefail when the block was long)
+sed -n '/CPU TIME (ms) BEGIN/,/CPU TIME (ms) END/p' "$OUT/java.hprof.txt" | sed -n 1,15p
