@@ -617,13 +617,11 @@ mod tests {
     /// The code length of `name desc` in a class.
     fn code_len(class: &[u8], name: &str, desc: &str) -> usize {
         let cf = bci::ClassFile::parse(class).unwrap();
-        let m = cf
-            .methods
-            .iter()
-            .find(|m| cf.member_name(m) == name && cf.member_desc(m) == desc)
-            .unwrap_or_else(|| panic!("{name}{desc} not found"));
-        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
-        bci::CodeAttr::parse(&cf, a).unwrap().code.len()
+        cf.method_code(name, Some(desc))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name}{desc} not found"))
+            .code
+            .len()
     }
 
     /// Every covered method's entry runs the class's `bci$a`, which calls `find`: HotSpot's

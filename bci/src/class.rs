@@ -250,6 +250,27 @@ impl<'a> ClassFile<'a> {
             self.member_desc(m)
         )
     }
+    /// The first method named `name` (with descriptor `desc` when given).
+    pub fn method(&self, name: &str, desc: Option<&str>) -> Option<&Member<'a>> {
+        self.methods
+            .iter()
+            .find(|m| self.member_name(m) == name && desc.is_none_or(|d| self.member_desc(m) == d))
+    }
+    /// The parsed Code attribute of [`ClassFile::method`]`(name, desc)`: None when there is no
+    /// such method or it has no code.
+    pub fn method_code(
+        &self,
+        name: &str,
+        desc: Option<&str>,
+    ) -> Result<Option<crate::CodeAttr<'a>>> {
+        let Some(m) = self.method(name, desc) else {
+            return Ok(None);
+        };
+        match self.find_attr(&m.attributes, "Code") {
+            Some((_, a)) => crate::CodeAttr::parse(self, a).map(Some),
+            None => Ok(None),
+        }
+    }
     /// The attribute named `name` among `attrs`.
     pub fn find_attr(&self, attrs: &[Attribute<'a>], name: &str) -> Option<(usize, Attribute<'a>)> {
         attrs

@@ -202,18 +202,9 @@ impl Snippet {
         let i = cp.methodref(class, name, desc)?;
         self.invokestatic_ref(i, desc)
     }
-    /// invokestatic of an interface's static method (class files of version 52 and later).
-    pub fn invokestatic_interface(
-        &mut self,
-        cp: &mut CpBuilder<'_>,
-        class: &str,
-        name: &str,
-        desc: &str,
-    ) -> Result<&mut Self> {
-        let i = cp.interface_methodref(class, name, desc)?;
-        self.invokestatic_ref(i, desc)
-    }
-    fn invokestatic_ref(&mut self, i: u16, desc: &str) -> Result<&mut Self> {
+    /// invokestatic of the method constant `i` (a Methodref, or an InterfaceMethodref for an
+    /// interface's static method in class files of version 52 and later) of descriptor `desc`.
+    pub fn invokestatic_ref(&mut self, i: u16, desc: &str) -> Result<&mut Self> {
         let (a, r) = desc::method_slots(desc)?;
         Ok(self.cp16(op::INVOKESTATIC, i, a as i32, r as i32))
     }

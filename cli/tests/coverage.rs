@@ -710,13 +710,7 @@ fn covered_self_covering_handlers_compile_in_c1() {
     let orig_bytes = std::fs::read(orig.join("CovSelfCover.class")).unwrap();
     let of = bci::ClassFile::parse(&orig_bytes).unwrap();
     let self_covering = |cf: &bci::ClassFile<'_>, name: &str| {
-        let m = cf
-            .methods
-            .iter()
-            .find(|m| cf.member_name(m) == name)
-            .unwrap();
-        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
-        let code = bci::CodeAttr::parse(cf, a).unwrap();
+        let code = cf.method_code(name, None).unwrap().unwrap();
         code.handlers
             .iter()
             .filter(|h| h.start <= h.handler && h.handler < h.end)
@@ -726,13 +720,7 @@ fn covered_self_covering_handlers_compile_in_c1() {
     // after: a row may still cover its handler's own first instruction (javac's `astore`),
     // never the counter update inserted before it
     for name in ["sync"] {
-        let m = cf
-            .methods
-            .iter()
-            .find(|m| cf.member_name(m) == name)
-            .unwrap();
-        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
-        let code = bci::CodeAttr::parse(&cf, a).unwrap();
+        let code = cf.method_code(name, None).unwrap().unwrap();
         let mut seen = 0;
         for h in &code.handlers {
             if h.start <= h.handler && h.handler < h.end {

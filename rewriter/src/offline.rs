@@ -228,10 +228,7 @@ impl Prologue {
         first: Snippet,
         field: &'static str,
     ) -> bci::Result<Prologue> {
-        let has_clinit = cf
-            .methods
-            .iter()
-            .any(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
+        let has_clinit = cf.method("<clinit>", Some("()V")).is_some();
         let interface = cf.access & ACC_INTERFACE != 0;
         let mut code = Snippet::new();
         let mut suid = None;

@@ -150,10 +150,7 @@ pub fn default_suid(cf: &ClassFile<'_>) -> bci::Result<i64> {
             write_utf(&mut d, &cf.member_desc(f))?;
         }
     }
-    let has_clinit = cf
-        .methods
-        .iter()
-        .any(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
+    let has_clinit = cf.method("<clinit>", Some("()V")).is_some();
     if has_clinit {
         write_utf(&mut d, "<clinit>")?;
         d.extend_from_slice(&(ACC_STATIC as u32).to_be_bytes());

@@ -13,13 +13,10 @@ use bci_rewriter::Outcome;
 
 /// The method's instructions (name + descriptor -> decoded code and its bytes).
 fn code_of(cf: &bci::ClassFile<'_>, name: &str, desc: &str) -> (Vec<bci::code::Insn>, Vec<u8>) {
-    let m = cf
-        .methods
-        .iter()
-        .find(|m| cf.member_name(m) == name && cf.member_desc(m) == desc)
+    let code = cf
+        .method_code(name, Some(desc))
+        .unwrap()
         .unwrap_or_else(|| panic!("{name}{desc} not found"));
-    let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
-    let code = bci::CodeAttr::parse(cf, a).unwrap();
     (code.decode_all().unwrap(), code.code.to_vec())
 }
 
@@ -133,9 +130,7 @@ fn assert_helper(
 ) {
     use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
     let m = cf
-        .methods
-        .iter()
-        .find(|m| cf.member_name(m) == HELPER && cf.member_desc(m) == "(I)[J")
+        .method(HELPER, Some("(I)[J"))
         .unwrap_or_else(|| panic!("{what}: no {HELPER}"));
     assert_eq!(m.access, ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC, "{what}");
     let (insns, code) = code_of(cf, HELPER, "(I)[J");

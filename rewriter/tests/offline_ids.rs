@@ -30,13 +30,10 @@ fn class(name: &str) -> Vec<u8> {
 /// Names of the static methods `<clinit>` calls, in order.
 fn clinit_calls(bytes: &[u8]) -> Vec<String> {
     let cf = bci::ClassFile::parse(bytes).unwrap();
-    let m = cf
-        .methods
-        .iter()
-        .find(|m| cf.member_name(m) == "<clinit>")
+    let code = cf
+        .method_code("<clinit>", None)
+        .unwrap()
         .expect("a <clinit>");
-    let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
-    let code = bci::CodeAttr::parse(&cf, a).unwrap();
     code.decode_all()
         .unwrap()
         .iter()

@@ -384,11 +384,12 @@ fn emit(
     let e = (m.first + last as u32) as i32;
     if let Some(h) = helper {
         entry.int(cp, e)?;
-        if h.interface {
-            entry.invokestatic_interface(cp, class, HELPER, HELPER_DESC)?;
+        let i = if h.interface {
+            cp.interface_methodref(class, HELPER, HELPER_DESC)?
         } else {
-            entry.invokestatic(cp, class, HELPER, HELPER_DESC)?;
-        }
+            cp.methodref(class, HELPER, HELPER_DESC)?
+        };
+        entry.invokestatic_ref(i, HELPER_DESC)?;
     } else {
         match opts.class_id {
             ClassId::Constant(id) => entry.int(cp, id)?,
