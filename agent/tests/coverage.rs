@@ -110,7 +110,10 @@ fn cov_basics(dir: &Path) -> PathBuf {
     let classes = dir.join("classes");
     javac(
         &classes,
-        &[repo().join("test-classes/coverage/CovBasics.java")],
+        &[
+            repo().join("test-classes/coverage/CovBasics.java"),
+            repo().join("test-classes/coverage/CovOwner.java"),
+        ],
     );
     classes
 }
@@ -144,6 +147,31 @@ fn agent_and_offline_give_identical_data() {
         .output()
         .unwrap());
     assert_eq!(out_agent.stdout, out_offline.stdout);
+    // CovOwner: a class initialized by a thread that ends keeps that thread's array in its
+    // static finals (the owner's path); later threads count apart: the agent sums the owned
+    // array once (it never folds it), exactly as the runtime jar does
+    let (owner_agent, owner_offline) = (dir.join("owner-agent.cov"), dir.join("owner-offline.cov"));
+    ok(java(
+        &cp,
+        Some(&format!("coverage=y,covfile={}", owner_agent.display())),
+        "CovOwner",
+        &[],
+    )
+    .output()
+    .unwrap());
+    ok(Command::new(jdk_tool("java"))
+        .arg("-Xverify:all")
+        .arg(format!("-Dbci.covfile={}", owner_offline.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovOwner")
+        .output()
+        .unwrap());
+    let (a, o) = (read(&owner_agent), read(&owner_offline));
+    for class in ["CovOwner", "CovOwner$Owned"] {
+        assert_eq!(class_counts(&a, class), class_counts(&o, class), "{class}");
+    }
+    assert_eq!(entries(&a, &classes, "CovOwner$Owned", "hit"), 1750);
     let (a, o) = (read(&agent), read(&offline));
     let (ha, ca) = class_counts(&a, "CovBasics");
     let (ho, co) = class_counts(&o, "CovBasics");

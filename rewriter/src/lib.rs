@@ -373,7 +373,7 @@ pub fn instrument_methods(
         let first = offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
             .map_err(|e| with_path(e, || name.to_string()))?;
         prologue = Some(
-            offline::Prologue::new(&cf, &mut w.cp, &name, first, offline::BASE_FIELD)
+            offline::Prologue::new(&cf, &mut w.cp, &name, first, &[(offline::BASE_FIELD, "I")])
                 .map_err(|e| with_path(e, || name.to_string()))?,
         );
     }

@@ -212,21 +212,21 @@ pub(crate) struct Prologue {
     /// Insert at the entry of `<clinit>` ([`bci::MethodEditor::insert_entry`]).
     pub code: Snippet,
     pub has_clinit: bool,
-    /// The static final int field the code stores into.
-    field: &'static str,
+    /// The static final fields the code stores into: (name, descriptor).
+    fields: &'static [(&'static str, &'static str)],
     /// Access of a serialVersionUID field to declare, if one is needed.
     suid: Option<u16>,
     interface: bool,
 }
 
 impl Prologue {
-    /// `first` stores into the static final int `field` of class `name`.
+    /// `first` stores into the static final `fields` (name, descriptor) of class `name`.
     pub(crate) fn new(
         cf: &ClassFile<'_>,
         cp: &mut CpBuilder<'_>,
         name: &str,
         first: Snippet,
-        field: &'static str,
+        fields: &'static [(&'static str, &'static str)],
     ) -> bci::Result<Prologue> {
         let has_clinit = cf.method("<clinit>", Some("()V")).is_some();
         let interface = cf.access & ACC_INTERFACE != 0;
@@ -244,7 +244,7 @@ impl Prologue {
         Ok(Prologue {
             code,
             has_clinit,
-            field,
+            fields,
             suid,
             interface,
         })
@@ -272,9 +272,18 @@ impl Prologue {
             ));
         }
         if !self.has_clinit {
-            w.add_method(ACC_STATIC, "<clinit>", "()V", &clinit_body(&self.code))?;
+            // synthetic (ignored by the JVM on <clinit>): the agent's later passes tell it
+            // from the program's own (coverage::is_helper)
+            w.add_method(
+                ACC_STATIC | ACC_SYNTHETIC,
+                "<clinit>",
+                "()V",
+                &clinit_body(&self.code),
+            )?;
         }
-        w.add_field(Self::field_access(self.interface), self.field, "I")?;
+        for (name, desc) in self.fields {
+            w.add_field(Self::field_access(self.interface), name, desc)?;
+        }
         if let Some(access) = self.suid {
             w.add_field(access, "serialVersionUID", "J")?;
         }

@@ -7,7 +7,9 @@
 mod common;
 
 use bci::opcodes::op;
-use bci_rewriter::coverage::{entry_counter, instrument, ClassId, Options, HELPER, MAX_COUNTERS};
+use bci_rewriter::coverage::{
+    entry_counter, instrument, ClassId, Options, HELPER, MAX_COUNTERS, SLOW_HELPER,
+};
 use bci_rewriter::flow::{Site, Split};
 use bci_rewriter::Outcome;
 
@@ -63,11 +65,26 @@ fn entry_counter_is_bumped_by_the_lookup() {
             let (old, old_code) = code_of(&ocf, &m.name, &m.desc);
             let (new, new_code) = code_of(&ncf, &m.name, &m.desc);
             let what = format!("{name}.{}{}", m.name, m.desc);
-            // the lookup: entry counter, invokestatic <class>.bci$a(I)[J
+            // the lookup: entry counter, invokestatic <class>.bci$a(I)[J (first thing, but in
+            // <clinit> after the prologue that stores the owner's array)
             let k = new
                 .iter()
                 .position(|i| i.opcode == op::INVOKESTATIC)
                 .unwrap_or_else(|| panic!("{what}: no lookup"));
+            let k = if m.name == "<clinit>" {
+                let p = prologue_len(
+                    &ncf,
+                    &new,
+                    &new_code,
+                    Some(7),
+                    cov.counters,
+                    "java/lang/BciCov",
+                );
+                assert_eq!(k, p - 5, "{what}: own() in the prologue");
+                p + 1
+            } else {
+                k
+            };
             let r = ncf
                 .cp
                 .member_ref(new[k].cp_index(&new_code).unwrap())
@@ -77,7 +94,11 @@ fn entry_counter_is_bumped_by_the_lookup() {
                 (name, HELPER, "(I)[J"),
                 "{what}"
             );
-            let args: Vec<Option<i32>> = new[..k].iter().map(|i| pushed(i, &new_code)).collect();
+            let args: Vec<Option<i32>> =
+                new[k - 1..k].iter().map(|i| pushed(i, &new_code)).collect();
+            if m.name != "<clinit>" {
+                assert_eq!(k, 1, "{what}: the lookup first");
+            }
             assert_eq!(
                 args,
                 vec![entry_counter(m).map(|e| e as i32)],
@@ -117,10 +138,114 @@ fn entry_counter_is_bumped_by_the_lookup() {
     assert!(methods > 100, "{methods} methods checked");
 }
 
-/// The class's `bci$a(I)[J`: private static synthetic; `find(id)`, and on null
-/// `create(id, counters)` of the runtime, then one added to counter `e` (the method's
-/// argument) of the array it returns; `id` is the constant `cid`, or with None the class's
-/// `bci$cid` field (offline). At most 35 bytes (MaxInlineSize: C1 inlines it).
+/// What an int-pushing, iload_0 or getstatic instruction pushes, as text (a constant, "e",
+/// or `class.field`).
+fn arg(cf: &bci::ClassFile<'_>, a: &bci::code::Insn, code: &[u8]) -> String {
+    if let Some(v) = pushed(a, code) {
+        v.to_string()
+    } else if a.opcode == op::ILOAD_0 {
+        "e".into()
+    } else if a.opcode == op::GETSTATIC {
+        let r = cf.cp.member_ref(a.cp_index(code).unwrap()).unwrap();
+        format!("{}.{}", r.class, r.name)
+    } else {
+        format!("opcode {}", a.opcode)
+    }
+}
+
+/// The invokestatic calls in `insns`: (class, name, descriptor, the arguments as [`arg`]).
+fn calls(
+    cf: &bci::ClassFile<'_>,
+    insns: &[bci::code::Insn],
+    code: &[u8],
+) -> Vec<(String, String, String, Vec<String>)> {
+    insns
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.opcode == op::INVOKESTATIC)
+        .map(|(k, i)| {
+            let r = cf.cp.member_ref(i.cp_index(code).unwrap()).unwrap();
+            let n = bci::desc::method_slots(&r.desc).unwrap().0 as usize;
+            let args = insns[k - n..k].iter().map(|a| arg(cf, a, code)).collect();
+            (
+                r.class.to_string(),
+                r.name.to_string(),
+                r.desc.to_string(),
+                args,
+            )
+        })
+        .collect()
+}
+
+/// The owner prologue at `<clinit>`'s start (after the offline registration when `cid` is
+/// None): `<id> ; <counters> ; invokestatic RUNTIME.own(II)[J ; dup ; putstatic bci$s ;
+/// invokestatic RUNTIME.owner([J)Object ; putstatic bci$o`. Returns the index of the
+/// instruction after it.
+fn prologue_len(
+    cf: &bci::ClassFile<'_>,
+    insns: &[bci::code::Insn],
+    code: &[u8],
+    cid: Option<i32>,
+    counters: u32,
+    runtime: &str,
+) -> usize {
+    let class = cf.name().unwrap();
+    let own = insns
+        .iter()
+        .position(|i| {
+            i.opcode == op::INVOKESTATIC
+                && cf.cp.member_ref(i.cp_index(code).unwrap()).unwrap().name == "own"
+        })
+        .expect("own() in <clinit>");
+    let c = calls(cf, &insns[own - 2..own + 5], code);
+    let id = match cid {
+        Some(c) => c.to_string(),
+        None => format!("{class}.bci$cid"),
+    };
+    assert_eq!(
+        c,
+        [
+            (
+                runtime.to_string(),
+                "own".to_string(),
+                "(II)[J".to_string(),
+                vec![id, counters.to_string()]
+            ),
+            (
+                runtime.to_string(),
+                "owner".to_string(),
+                "([J)Ljava/lang/Object;".to_string(),
+                vec!["opcode 179".to_string()] // the array own returned (dup; putstatic bci$s)
+            ),
+        ],
+        "{class}: the owner prologue"
+    );
+    let puts: Vec<String> = [own + 2, own + 4]
+        .iter()
+        .map(|&k| {
+            assert_eq!(insns[k].opcode, op::PUTSTATIC, "{class}");
+            let r = cf.cp.member_ref(insns[k].cp_index(code).unwrap()).unwrap();
+            format!("{}.{}:{}", r.class, r.name, r.desc)
+        })
+        .collect();
+    assert_eq!(
+        puts,
+        [
+            format!("{class}.bci$s:[J"),
+            format!("{class}.bci$o:Ljava/lang/Object;")
+        ],
+        "{class}"
+    );
+    own + 5
+}
+
+/// The class's lookup: `bci$a(I)[J`, private static synthetic: the owner's array from the
+/// static finals `bci$s`/`bci$o` when there is one and the current thread is `bci$o`, else
+/// `bci$b(e)`; and
+/// `bci$b`: `find(id)`, and on null `create(id, counters)` of the runtime. Each adds one to
+/// counter `e` (the argument) of the array it returns; `id` is the constant `cid`, or with
+/// None the class's `bci$cid` field (offline). Each at most 35 bytes (MaxInlineSize: C1
+/// inlines them). The class has the fields, static final, and its `<clinit>` the prologue.
 fn assert_helper(
     cf: &bci::ClassFile<'_>,
     runtime: &str,
@@ -128,46 +253,102 @@ fn assert_helper(
     counters: u32,
     what: &str,
 ) {
-    use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
-    let m = cf
-        .method(HELPER, Some("(I)[J"))
-        .unwrap_or_else(|| panic!("{what}: no {HELPER}"));
-    assert_eq!(m.access, ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC, "{what}");
+    use bci::class::{ACC_FINAL, ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
+    let bump = [
+        op::DUP,
+        op::ILOAD_0,
+        op::DUP2,
+        op::LALOAD,
+        op::LCONST_1,
+        op::LADD,
+        op::LASTORE,
+    ];
+    for h in [HELPER, SLOW_HELPER] {
+        let m = cf
+            .method(h, Some("(I)[J"))
+            .unwrap_or_else(|| panic!("{what}: no {h}"));
+        assert_eq!(m.access, ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC, "{what}");
+    }
+    for (f, d) in [("bci$s", "[J"), ("bci$o", "Ljava/lang/Object;")] {
+        let m = cf
+            .fields
+            .iter()
+            .find(|m| cf.member_name(m) == f && cf.member_desc(m) == d)
+            .unwrap_or_else(|| panic!("{what}: no field {f}"));
+        assert_eq!(
+            m.access,
+            ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC,
+            "{what}"
+        );
+    }
+    let (insns, code) = code_of(cf, "<clinit>", "()V");
+    prologue_len(cf, &insns, &code, cid, counters, runtime);
+
+    // bci$a: the owner's array, or bci$b(e)
     let (insns, code) = code_of(cf, HELPER, "(I)[J");
-    // what each argument is: a pushed int, "e" (iload_0) or the field read
-    let arg = |a: &bci::code::Insn| -> String {
-        if let Some(v) = pushed(a, &code) {
-            v.to_string()
-        } else if a.opcode == op::ILOAD_0 {
-            "e".into()
-        } else if a.opcode == op::GETSTATIC {
-            let r = cf.cp.member_ref(a.cp_index(&code).unwrap()).unwrap();
-            format!("{}.{}", r.class, r.name)
-        } else {
-            format!("opcode {}", a.opcode)
-        }
-    };
-    let calls: Vec<(String, String, Vec<String>)> = insns
+    let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
+    let mut want = vec![
+        op::GETSTATIC,
+        op::IFNULL,
+        op::GETSTATIC,
+        op::INVOKESTATIC,
+        op::IF_ACMPNE,
+        op::GETSTATIC,
+    ];
+    want.extend_from_slice(&bump);
+    want.extend_from_slice(&[op::ARETURN, op::ILOAD_0, op::INVOKESTATIC, op::ARETURN]);
+    assert_eq!(ops, want, "{what}: bci$a");
+    let fields: Vec<String> = [0, 2, 5]
         .iter()
-        .enumerate()
-        .filter(|(_, i)| i.opcode == op::INVOKESTATIC)
-        .map(|(k, i)| {
-            let r = cf.cp.member_ref(i.cp_index(&code).unwrap()).unwrap();
-            assert_eq!(r.class, runtime, "{what}");
-            let n = bci::desc::method_slots(&r.desc).unwrap().0 as usize;
-            let args = insns[k - n..k].iter().map(arg).collect();
-            (r.name.to_string(), r.desc.to_string(), args)
-        })
+        .map(|&k| arg(cf, &insns[k], &code))
         .collect();
+    assert_eq!(
+        fields,
+        [
+            format!("{what}.bci$s"),
+            format!("{what}.bci$o"),
+            format!("{what}.bci$s")
+        ],
+        "{what}"
+    );
+    let c = calls(cf, &insns, &code);
+    assert_eq!(
+        c,
+        [
+            (
+                "java/lang/Thread".to_string(),
+                "currentThread".to_string(),
+                "()Ljava/lang/Thread;".to_string(),
+                vec![]
+            ),
+            (
+                what.to_string(),
+                SLOW_HELPER.to_string(),
+                "(I)[J".to_string(),
+                vec!["e".to_string()]
+            ),
+        ],
+        "{what}: bci$a"
+    );
+    assert!(code.len() <= 35, "{what}: bci$a {} bytes", code.len());
+
+    // bci$b: find, create on a miss
+    let (insns, code) = code_of(cf, SLOW_HELPER, "(I)[J");
     let id = match cid {
         Some(c) => c.to_string(),
         None => format!("{what}.bci$cid"),
     };
     assert_eq!(
-        calls,
+        calls(cf, &insns, &code),
         vec![
-            ("find".into(), "(I)[J".into(), vec![id.clone()]),
             (
+                runtime.to_string(),
+                "find".into(),
+                "(I)[J".into(),
+                vec![id.clone()]
+            ),
+            (
+                runtime.to_string(),
                 "create".into(),
                 "(II)[J".into(),
                 vec![id, counters.to_string()]
@@ -182,23 +363,15 @@ fn assert_helper(
         1,
         "{what}: {ops:?}"
     );
-    let tail = [
-        op::DUP,
-        op::ILOAD_0,
-        op::DUP2,
-        op::LALOAD,
-        op::LCONST_1,
-        op::LADD,
-        op::LASTORE,
-        op::ARETURN,
-    ];
+    let mut tail = bump.to_vec();
+    tail.push(op::ARETURN);
     assert!(ops.ends_with(&tail), "{what}: {ops:?}");
     assert_eq!(
         ops.iter().filter(|&&o| o == op::ARETURN).count(),
         1,
         "{what}: {ops:?}"
     );
-    assert!(code.len() <= 35, "{what}: {} bytes", code.len());
+    assert!(code.len() <= 35, "{what}: bci$b {} bytes", code.len());
 }
 
 /// Offline (class ids registered in `<clinit>`): the helper reads the class's id field, and

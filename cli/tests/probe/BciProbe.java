@@ -23,6 +23,18 @@ public final class BciProbe {
     public static long[] create(int classId, int n) {
         return arr(classId, n);
     }
+    /**
+     * Coverage, from <clinit>: no array for the class's owner (as the agent's runtime before
+     * VMInit), so lookups go through find: Thread.currentThread() is not linked early in the
+     * JVM's startup, and linking it runs the covered ClassLoader code.
+     */
+    public static long[] own(int classId, int n) {
+        return null;
+    }
+    /** Coverage: no owner without an array. */
+    public static Object owner(long[] a) {
+        return null;
+    }
     /** Coverage, the lookup that also counts the method entry (counter {@code entry}). */
     public static long[] arr(int classId, int n, int entry) {
         long[] a = arr(classId, n);

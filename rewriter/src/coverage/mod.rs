@@ -22,12 +22,15 @@
 //! call's exit. On the normal path the stores are constants (free once compiled): no memory
 //! is touched after a call, and the count after it is the block's minus its exits.
 //!
-//! `bci$a` is a method the class gets ([`add_helper`]): it asks the runtime's `find(I)[J`
-//! (class id -> the calling thread's array, or null on the thread's first call into the
-//! class) and then `create(II)[J` (class id, counters of the class), and adds one to the
-//! entry counter: what `arr` does. The test for the miss is in the class's own bytecode, with
-//! a branch profile of its own: C2 compiles it as an uncommon trap, not as a call at every
-//! inlined entry.
+//! `bci$a` is a method the class gets ([`add_helper`]): for the thread that initialized the
+//! class (its `<clinit>` first keeps that thread's array from the runtime's `own(II)[J` in the
+//! static final `bci$s`, and the thread, from `owner([J)Object`, in the static final
+//! `bci$o`) it bumps the entry counter in `bci$s`, which C1 and C2 fold to a constant; other
+//! threads go to `bci$b`, which asks the runtime's `find(I)[J` (class id -> the calling
+//! thread's array, or null on the thread's first call into the class) and then `create(II)[J`
+//! (class id, counters of the class), and adds one to the entry counter: what `arr` does.
+//! The tests are in the class's own bytecode, with branch profiles of their own: C2 compiles
+//! a path not taken as an uncommon trap, not as a call at every inlined entry.
 //!
 //! `arr` returns the calling thread's counter array of the class (the runtime keeps one per
 //! thread and class and sums them, so counts are exact without a lock or an atomic on the
@@ -71,6 +74,14 @@ pub const MAX_COUNTERS: u32 = 32768;
 
 /// The static final int field holding an offline-instrumented class's id.
 pub const CLASS_ID_FIELD: &str = "bci$cid";
+
+/// The static final `long[]` field holding the counter array of the thread that initialized
+/// the class (its owner; see [`add_helper`]), or null.
+pub const SHARED_FIELD: &str = "bci$s";
+
+/// The static final `Object` field holding the thread whose array [`SHARED_FIELD`] holds (null
+/// with no array).
+pub const OWNER_FIELD: &str = "bci$o";
 
 /// Knobs of [`instrument`].
 #[derive(Clone, Debug)]
@@ -254,48 +265,75 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     let mut w = ClassWriter::new(&cf);
     let mut kept = Vec::with_capacity(cov.methods.len());
     let counters = cov.counters;
-    let prologue = match opts.class_id {
-        ClassId::Constant(_) => None,
-        ClassId::Registered { module_reads } => {
-            let name = cov.name.clone();
-            let mut first = Snippet::new();
-            if module_reads {
-                if cf.major < 49 {
-                    return Err(Error::new(
-                        ErrorKind::Edit,
-                        format!("{name}: a read edge needs class file version 49 or later (ldc of a class)"),
-                    ));
-                }
-                first.append(&crate::offline::read_edge(&mut w.cp, &name, opts.runtime)?);
+    let name = cov.name.clone();
+    // interfaces of class files before version 52 have no static methods: no helper, and the
+    // class's methods ask the runtime's arr(III)[J
+    let helper = has_helper(&cf);
+    let mut first = Snippet::new();
+    if let ClassId::Registered { module_reads } = opts.class_id {
+        if module_reads {
+            if cf.major < 49 {
+                return Err(Error::new(
+                    ErrorKind::Edit,
+                    format!(
+                        "{name}: a read edge needs class file version 49 or later (ldc of a class)"
+                    ),
+                ));
             }
-            first
-                .string(&mut w.cp, &name)?
-                .long(&mut w.cp, cov.hash as i64)?
-                .int(&mut w.cp, counters as i32)?
-                .invokestatic(
-                    &mut w.cp,
-                    opts.runtime,
-                    "register",
-                    "(Ljava/lang/String;JI)I",
-                )?
-                .putstatic(&mut w.cp, &name, CLASS_ID_FIELD, "I")?;
-            Some(crate::offline::Prologue::new(
-                &cf,
-                &mut w.cp,
-                &name,
-                first,
-                CLASS_ID_FIELD,
-            )?)
+            first.append(&crate::offline::read_edge(&mut w.cp, &name, opts.runtime)?);
         }
+        first
+            .string(&mut w.cp, &name)?
+            .long(&mut w.cp, cov.hash as i64)?
+            .int(&mut w.cp, counters as i32)?
+            .invokestatic(
+                &mut w.cp,
+                opts.runtime,
+                "register",
+                "(Ljava/lang/String;JI)I",
+            )?
+            .putstatic(&mut w.cp, &name, CLASS_ID_FIELD, "I")?;
+    }
+    if helper {
+        push_class_id(&mut first, &mut w.cp, &name, opts.class_id)?;
+        first
+            .int(&mut w.cp, counters as i32)?
+            .invokestatic(&mut w.cp, opts.runtime, "own", "(II)[J")?
+            .op(op::DUP)?
+            .putstatic(&mut w.cp, &name, SHARED_FIELD, "[J")?
+            .invokestatic(&mut w.cp, opts.runtime, "owner", "([J)Ljava/lang/Object;")?
+            .putstatic(&mut w.cp, &name, OWNER_FIELD, "Ljava/lang/Object;")?;
+    }
+    const REGISTERED: &[(&str, &str)] = &[
+        (CLASS_ID_FIELD, "I"),
+        (SHARED_FIELD, "[J"),
+        (OWNER_FIELD, "Ljava/lang/Object;"),
+    ];
+    let fields: &'static [(&'static str, &'static str)] = match (opts.class_id, helper) {
+        (ClassId::Registered { .. }, true) => REGISTERED,
+        (ClassId::Registered { .. }, false) => &REGISTERED[..1],
+        (ClassId::Constant(_), true) => &REGISTERED[1..],
+        (ClassId::Constant(_), false) => &[],
     };
-    let helper = add_helper(
-        &mut w,
-        &cf,
-        &cov.name,
-        opts.class_id,
-        counters,
-        opts.runtime,
-    )?;
+    let prologue = if fields.is_empty() {
+        None
+    } else {
+        Some(crate::offline::Prologue::new(
+            &cf, &mut w.cp, &name, first, fields,
+        )?)
+    };
+    let helper = if helper {
+        Some(add_helper(
+            &mut w,
+            &cf,
+            &cov.name,
+            opts.class_id,
+            counters,
+            opts.runtime,
+        )?)
+    } else {
+        None
+    };
     let mut done_clinit = false;
     for m in std::mem::take(&mut cov.methods) {
         let is_clinit = m.name == "<clinit>" && m.desc == "()V";
@@ -344,11 +382,33 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         }
     }
     cov.methods = kept;
+    if matches!(opts.class_id, ClassId::Constant(_)) && cov.methods.is_empty() {
+        return Ok((Outcome::Unchanged, cov));
+    }
     if let Some(p) = &prologue {
-        // with a class id in <clinit>, even a class whose methods all failed registers (its
-        // counters are all zero: not run, rather than unknown)
+        if p.has_clinit && !done_clinit {
+            // a <clinit> without counters (its plan failed) still runs the prologue
+            let index = cf
+                .methods
+                .iter()
+                .position(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
+            if let Some(k) = index {
+                MethodEditor::new(&cf, k)
+                    .and_then(|mut ed| {
+                        ed.insert_entry(&p.code)?;
+                        ed.finish(&mut w.cp)
+                    })
+                    .and_then(|b| w.set_code(k, b))
+                    .map_err(|e| e.context(format!("{}.<clinit>", cov.name)))?;
+                done_clinit = true;
+            }
+        }
         p.finish(&mut w, done_clinit)
             .map_err(|e| e.context(cov.name.clone()))?;
+    }
+    if let ClassId::Registered { .. } = opts.class_id {
+        // with a class id in <clinit>, even a class whose methods all failed registers (its
+        // counters are all zero: not run, rather than unknown)
         let methods: Vec<(String, String)> = cov
             .methods
             .iter()
@@ -356,8 +416,6 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             .collect();
         let data = crate::offline::marker_data(&mut w.cp, cov.hash, true, &methods)?;
         w.add_attribute(crate::offline::MARKER_ATTR, &data)?;
-    } else if cov.methods.is_empty() {
-        return Ok((Outcome::Unchanged, cov));
     }
     Ok((Outcome::Rewritten(w.finish()?), cov))
 }
@@ -483,12 +541,24 @@ fn emit(
 
 /// The class's own lookup method (see [`add_helper`]).
 pub const HELPER: &str = "bci$a";
+/// Its slow half (see [`add_helper`]).
+pub const SLOW_HELPER: &str = "bci$b";
 const HELPER_DESC: &str = "(I)[J";
 
-/// Whether a method is the coverage helper [`add_helper`] added (the agent applies cpu=times
-/// and tracing after coverage: they leave it alone).
+/// Whether a method is one that coverage added: the helpers of [`add_helper`], or a
+/// `<clinit>` made for the owner prologue (marked synthetic). The agent applies cpu=times and
+/// tracing after coverage: they leave them alone, so a profile shows the program's methods
+/// only.
 pub fn is_helper(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
-    m.access & bci::class::ACC_SYNTHETIC != 0 && name == HELPER && desc == HELPER_DESC
+    m.access & bci::class::ACC_SYNTHETIC != 0
+        && (((name == HELPER || name == SLOW_HELPER) && desc == HELPER_DESC)
+            || (name == "<clinit>" && desc == "()V"))
+}
+
+/// Whether the class gets the helpers (and the owner fields): not interfaces of class files
+/// before version 52, which cannot have static methods.
+fn has_helper(cf: &ClassFile<'_>) -> bool {
+    cf.access & bci::class::ACC_INTERFACE == 0 || cf.major >= 52
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -496,7 +566,30 @@ struct Helper {
     interface: bool,
 }
 
-/// Adds `private static synthetic long[] bci$a(int e)` to the class:
+/// Pushes the class id: a constant or, offline, `getstatic CLASS.bci$cid`.
+fn push_class_id(
+    s: &mut Snippet,
+    cp: &mut bci::CpBuilder<'_>,
+    class: &str,
+    id: ClassId,
+) -> Result<()> {
+    match id {
+        ClassId::Constant(id) => s.int(cp, id)?,
+        ClassId::Registered { .. } => s.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
+    };
+    Ok(())
+}
+
+/// Adds the class's lookup methods, `private static synthetic long[] bci$a(int e)`:
+///
+/// ```text
+///     getstatic CLASS.bci$s ; ifnull S
+///     getstatic CLASS.bci$o ; invokestatic Thread.currentThread ; if_acmpne S
+///     getstatic CLASS.bci$s ; dup ; iload_0 ; dup2 ; laload ; lconst_1 ; ladd ; lastore ; areturn
+/// S:  iload_0 ; invokestatic CLASS.bci$b(I)[J ; areturn
+/// ```
+///
+/// and its slow half `bci$b(int e)`:
 ///
 /// ```text
 ///     <id> ; invokestatic RUNTIME.find(I)[J ; dup ; ifnonnull L
@@ -506,15 +599,20 @@ struct Helper {
 ///
 /// (`<id>`: the class id, a constant or, offline, `getstatic CLASS.bci$cid`.)
 ///
-/// Methods call it at entry: the calling thread's counter array of the class, after adding
-/// one to the method's entry counter `e` in it. Its test of a missing array (the calling
-/// thread's first call into the class) is in the class's own bytecode, so it has a branch
-/// profile of its own: the first thread's first call runs before HotSpot profiles it, and C2
-/// compiles the miss as an uncommon trap instead of a call at every inlined entry. The helper
-/// (28 bytes) and the runtime's `find` stay within HotSpot's `MaxInlineSize` (35 bytes), so
-/// C1, which inlines nothing larger, inlines the whole lookup too (when `find` bumped the
-/// counter itself it was 59 bytes, and C1 code called it on every entry). None for interfaces
-/// of class files before version 52 (no static methods there).
+/// Methods call `bci$a` at entry: the calling thread's counter array of the class, after
+/// adding one to the method's entry counter `e` in it. `<clinit>` first stores the array of
+/// the thread that initializes the class (the runtime's `own(II)[J`, the same array that
+/// thread's lookups find) in the static final `bci$s`, and that thread in the static final
+/// `bci$o` (the runtime's `owner([J)Object`: null when there is no array). The class's owner, often the only thread that runs it, so reaches its array
+/// through two static finals, which C1 and C2 fold to constants (with the array's length:
+/// no range checks on the counters), plus one compare with the current thread. Other threads
+/// take `bci$b`: `find` returns their array or null on their first call into the class (then
+/// `create`). Each test is in the class's own bytecode, with a branch profile of its own: a
+/// path no thread took while HotSpot profiled becomes an uncommon trap, not a call at every
+/// inlined entry. With no array in `bci$s` (before VMInit under the agent) `bci$a` does not
+/// call `Thread.currentThread()`, whose linking runs covered ClassLoader code. Each helper
+/// (31 and 28 bytes) and the runtime's `find` stay within
+/// HotSpot's `MaxInlineSize` (35 bytes), so C1, which inlines nothing larger, inlines them.
 fn add_helper(
     w: &mut ClassWriter<'_, '_>,
     cf: &ClassFile<'_>,
@@ -522,27 +620,8 @@ fn add_helper(
     id: ClassId,
     counters: u32,
     runtime: &str,
-) -> Result<Option<Helper>> {
+) -> Result<Helper> {
     let interface = cf.access & bci::class::ACC_INTERFACE != 0;
-    if interface && cf.major < 52 {
-        return Ok(None);
-    }
-    let push_id = |s: &mut Snippet, cp: &mut bci::CpBuilder<'_>| -> Result<()> {
-        match id {
-            ClassId::Constant(id) => s.int(cp, id)?,
-            ClassId::Registered { .. } => s.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
-        };
-        Ok(())
-    };
-    let mut head = Snippet::new();
-    push_id(&mut head, &mut w.cp)?;
-    head.invokestatic(&mut w.cp, runtime, "find", "(I)[J")?
-        .op(op::DUP)?;
-    let mut slow = Snippet::new();
-    slow.op(op::POP)?;
-    push_id(&mut slow, &mut w.cp)?;
-    slow.int(&mut w.cp, counters as i32)?
-        .invokestatic(&mut w.cp, runtime, "create", "(II)[J")?;
     let mut bump = Snippet::new();
     bump.op(op::DUP)?
         .load('I', 0)?
@@ -551,6 +630,16 @@ fn add_helper(
         .op(op::LCONST_1)?
         .op(op::LADD)?
         .op(op::LASTORE)?;
+    // bci$b: find, create on a miss, bump
+    let mut head = Snippet::new();
+    push_class_id(&mut head, &mut w.cp, class, id)?;
+    head.invokestatic(&mut w.cp, runtime, "find", "(I)[J")?
+        .op(op::DUP)?;
+    let mut slow = Snippet::new();
+    slow.op(op::POP)?;
+    push_class_id(&mut slow, &mut w.cp, class, id)?;
+    slow.int(&mut w.cp, counters as i32)?
+        .invokestatic(&mut w.cp, runtime, "create", "(II)[J")?;
     let l = head.len() + 3 + slow.len(); // ifnonnull (3 bytes), then the slow path
     let mut code = Vec::with_capacity(l + bump.len() + 1);
     code.extend_from_slice(head.bytes());
@@ -559,25 +648,83 @@ fn add_helper(
     code.extend_from_slice(slow.bytes());
     code.extend_from_slice(bump.bytes());
     code.push(op::ARETURN);
+    let arr = w.cp.class("[J")?;
+    let frame = bci::Frame {
+        offset: l as u32,
+        locals: vec![VType::Integer],
+        stack: vec![VType::Object(arr)],
+    };
+    add_lookup(w, cf, SLOW_HELPER, &code, frame)
+        .map_err(|e| e.context(format!("{class}.{SLOW_HELPER}{HELPER_DESC}")))?;
+    // bci$a: the owner's array, or bci$b. No bci$s, no owner: Thread.currentThread() is not
+    // called then (before VMInit the agent's runtime gives none, and the native may not be
+    // linked yet: linking it runs covered ClassLoader code, which would come back here).
+    let mut fast = Snippet::new();
+    fast.getstatic(&mut w.cp, class, SHARED_FIELD, "[J")?;
+    let mut check = Snippet::new();
+    check
+        .getstatic(&mut w.cp, class, OWNER_FIELD, "Ljava/lang/Object;")?
+        .invokestatic(
+            &mut w.cp,
+            "java/lang/Thread",
+            "currentThread",
+            "()Ljava/lang/Thread;",
+        )?;
+    let mut owned = Snippet::new();
+    owned.getstatic(&mut w.cp, class, SHARED_FIELD, "[J")?;
+    owned.append(&bump);
+    let other = if interface {
+        w.cp.interface_methodref(class, SLOW_HELPER, HELPER_DESC)?
+    } else {
+        w.cp.methodref(class, SLOW_HELPER, HELPER_DESC)?
+    };
+    let mut miss = Snippet::new();
+    miss.load('I', 0)?.invokestatic_ref(other, HELPER_DESC)?;
+    // ifnull and if_acmpne: 3 bytes each; the owner's path ends in areturn
+    let at_check = fast.len() + 3;
+    let s = at_check + check.len() + 3 + owned.len() + 1;
+    let mut code = Vec::with_capacity(s + miss.len() + 1);
+    code.extend_from_slice(fast.bytes());
+    code.push(op::IFNULL);
+    code.extend_from_slice(&((s - fast.len()) as i16).to_be_bytes());
+    code.extend_from_slice(check.bytes());
+    code.push(op::IF_ACMPNE);
+    code.extend_from_slice(&((s - at_check - check.len()) as i16).to_be_bytes());
+    code.extend_from_slice(owned.bytes());
+    code.push(op::ARETURN);
+    code.extend_from_slice(miss.bytes());
+    code.push(op::ARETURN);
+    let frame = bci::Frame {
+        offset: s as u32,
+        locals: vec![VType::Integer],
+        stack: vec![],
+    };
+    add_lookup(w, cf, HELPER, &code, frame)
+        .map_err(|e| e.context(format!("{class}.{HELPER}{HELPER_DESC}")))?;
+    Ok(Helper { interface })
+}
+
+/// Adds `private static synthetic long[] NAME(int)` with `code` and its one branch target's
+/// `frame` (class files of version 50 and later).
+fn add_lookup(
+    w: &mut ClassWriter<'_, '_>,
+    cf: &ClassFile<'_>,
+    name: &str,
+    code: &[u8],
+    frame: bci::Frame,
+) -> Result<()> {
     let mut body = Vec::with_capacity(code.len() + 32);
     body.extend_from_slice(&7u16.to_be_bytes()); // max_stack: a, a, e, a, e, and the long
     body.extend_from_slice(&1u16.to_be_bytes()); // max_locals: e
     body.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    body.extend_from_slice(&code);
+    body.extend_from_slice(code);
     body.extend_from_slice(&0u16.to_be_bytes()); // exception table
     if cf.major >= 50 {
-        // one frame at L: locals [int] as at entry, stack [long[]]
-        let name = w.cp.stack_map_table_name()?;
-        let arr = w.cp.class("[J")?;
-        let frame = bci::Frame {
-            offset: l as u32,
-            locals: vec![VType::Integer],
-            stack: vec![VType::Object(arr)],
-        };
+        let table_name = w.cp.stack_map_table_name()?;
         let mut table = Vec::new();
         bci::frames::encode_table(&[frame], &[VType::Integer], &mut table)?;
         body.extend_from_slice(&1u16.to_be_bytes());
-        body.extend_from_slice(&name.to_be_bytes());
+        body.extend_from_slice(&table_name.to_be_bytes());
         body.extend_from_slice(&(table.len() as u32).to_be_bytes());
         body.extend_from_slice(&table);
     } else {
@@ -586,12 +733,10 @@ fn add_helper(
     use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
     w.add_method(
         ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
-        HELPER,
+        name,
         HELPER_DESC,
         &body,
     )
-    .map_err(|e| e.context(format!("{class}.{HELPER}{HELPER_DESC}")))?;
-    Ok(Some(Helper { interface }))
 }
 
 fn at_insn(s: Site) -> u32 {

@@ -18,8 +18,9 @@ import java.util.Map;
 
 /**
  * Coverage counters. Instrumented code asks once per method call for the calling thread's
- * counter array of its class (through the class's {@code bci$a}: {@link #find}, and {@link
- * #create} on a miss) and bumps counters in it with plain {@code long} increments: every array has one writer, so counts are exact without a lock or an atomic on the
+ * counter array of its class (through the class's {@code bci$a}: the array {@link #own} gave
+ * the thread that initialized the class, kept in the class's static finals; for other threads
+ * {@code bci$b}: {@link #find}, and {@link #create} on a miss) and bumps counters in it with plain {@code long} increments: every array has one writer, so counts are exact without a lock or an atomic on the
  * path. Arrays of ended threads are folded into a shared sum (exactly: {@code isAlive()} returning
  * false orders the thread's writes before the fold), so memory follows the live threads, not
  * every thread that ever ran. Never instrumented itself.
@@ -361,6 +362,25 @@ public final class Cov {
     /** The slow half of the lookup (see {@link #find}): {@link #arr(int, int)}. */
     public static long[] create(int cid, int n) {
         return arr(cid, n);
+    }
+
+    /**
+     * Called by an instrumented class's {@code <clinit>} (after {@link #register}): the
+     * initializing thread's counters of class {@code cid} (the array its lookups find, folded
+     * when the thread has ended like its others), which the class keeps in its static final
+     * {@code bci$s} and reaches from that thread without a lookup; null out of memory.
+     */
+    public static long[] own(int cid, int n) {
+        long[] a = arr(cid, n);
+        return a == SINK ? null : a;
+    }
+
+    /**
+     * The owner a class keeps with the array {@link #own} gave it: the calling thread, or null
+     * with no array (then the class's lookup never asks for the current thread).
+     */
+    public static Object owner(long[] a) {
+        return a == null ? null : Thread.currentThread();
     }
 
     /**

@@ -4,8 +4,10 @@ package java.lang;
  * Coverage counters of the agent ({@code coverage=y}): java.lang.BciCov, defined by the agent in
  * the boot loader at early VMStart (a member of java.base, so every class, JDK included, can call
  * it). Instrumented code asks once per method call for the calling thread's counter array of its
- * class (through the class's {@code bci$a}: {@link #find}, and {@link #create} on a miss;
- * interfaces of class files before version 52: {@link #arr(int, int, int)}) and bumps counters
+ * class (through the class's {@code bci$a}: the array {@link #own} gave the thread that
+ * initialized the class, kept in the class's static finals; for other threads {@code bci$b}:
+ * {@link #find}, and {@link #create} on a miss; interfaces of class files before version 52:
+ * {@link #arr(int, int, int)}) and bumps counters
  * in it with plain {@code long} increments: every array has one writer, so counts are exact
  * without a lock or an atomic on the path.
  *
@@ -85,6 +87,56 @@ public final class BciCov {
     /** The slow half of the lookup (see {@link #find}): {@link #arr(int, int)}. */
     public static long[] create(int cid, int n) {
         return arr(cid, n);
+    }
+
+    /**
+     * Arrays that a class's static final {@code bci$s} holds, by class id (see {@link #own}):
+     * summed as they are at every snapshot, never folded, so counts made through them after
+     * the owner's end event (a virtual thread runs JDK code after it) are not lost. Guarded by
+     * the class lock.
+     */
+    private static long[][] owned = new long[256][];
+
+    /**
+     * Called by an instrumented class's {@code <clinit>} first (the rewriter's coverage
+     * prologue): the initializing thread's counters of class {@code cid} (the array its lookups
+     * find), which the class keeps in its static final {@code bci$s} and reaches from that
+     * thread without a lookup; null if the class gets none (no thread field yet, the class id
+     * already owned by another thread's array, out of memory).
+     */
+    public static long[] own(int cid, int n) {
+        if (!FIELD || cid <= 0) {
+            return null;
+        }
+        long[] a = arr(cid, n);
+        if (a == SINK) {
+            return null;
+        }
+        synchronized (BciCov.class) {
+            long[][] o = owned;
+            if (cid >= o.length) {
+                long[][] g = new long[cid < 2 * o.length ? 2 * o.length : cid + 1][];
+                System.arraycopy(o, 0, g, 0, o.length);
+                owned = o = g;
+            }
+            if (o[cid] == null) {
+                o[cid] = a;
+            }
+            return o[cid] == a ? a : null;
+        }
+    }
+
+    /**
+     * The owner a class keeps with the array {@link #own} gave it: the calling thread, or null
+     * with no array (then the class's lookup never asks for the current thread).
+     */
+    public static Object owner(long[] a) {
+        return a == null ? null : Thread.currentThread();
+    }
+
+    /** Whether {@code a} is the owned array of class {@code c}. Holds the class lock. */
+    private static boolean isOwned(int c, long[] a) {
+        return c < owned.length && owned[c] == a;
     }
 
     /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
@@ -226,12 +278,12 @@ public final class BciCov {
         }
     }
 
-    /** Adds a table into folded. Holds the class lock. */
+    /** Adds a table into folded, but not owned arrays (summed apart). Holds the class lock. */
     private static void add(long[][] t) {
         long[][] f = folded(t.length - 1);
         for (int c = 0; c < t.length; c++) {
             long[] a = t[c];
-            if (a != null) {
+            if (a != null && !isOwned(c, a)) {
                 addInto(f, c, a);
             }
         }
@@ -277,9 +329,19 @@ public final class BciCov {
                 sum = g;
             }
             for (int c = 0; c < t.length; c++) {
-                if (t[c] != null) {
+                if (t[c] != null && !isOwned(c, t[c])) {
                     addInto(sum, c, t[c]);
                 }
+            }
+        }
+        if (owned.length > sum.length) {
+            long[][] g = new long[owned.length][];
+            System.arraycopy(sum, 0, g, 0, sum.length);
+            sum = g;
+        }
+        for (int c = 0; c < owned.length; c++) {
+            if (owned[c] != null) {
+                addInto(sum, c, owned[c]);
             }
         }
         return sum;

@@ -25,6 +25,14 @@ public final class Cov {
         return java.lang.BciCov.create(cid, n);
     }
 
+    public static long[] own(int cid, int n) {
+        return java.lang.BciCov.own(cid, n);
+    }
+
+    public static Object owner(long[] a) {
+        return java.lang.BciCov.owner(a);
+    }
+
     public static long[] arr(int cid, int n, int e) {
         return java.lang.BciCov.arr(cid, n, e);
     }
