@@ -89,8 +89,10 @@ pub struct Options<'a> {
     /// Internal name of the runtime class that provides `arr(III)[J` (class id, its number of
     /// counters, the entry counter to bump -> the calling thread's counter array of the
     /// class), `find(I)[J` (class id -> the calling thread's array, or null if it has none for
-    /// the class yet) and `create(II)[J` (class id, its number of counters -> the calling
-    /// thread's array, made if needed).
+    /// the class yet), `create(II)[J` (class id, its number of counters -> the calling
+    /// thread's array, made if needed), `own(II)[J` (the same, for the thread that
+    /// initializes the class, or null if it gets none) and `owner([J)Ljava/lang/Object;` (the
+    /// calling thread, null for a null array); see [`add_helper`].
     pub runtime: &'a str,
     pub split: Split,
     pub class_id: ClassId,
