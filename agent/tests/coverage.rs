@@ -126,47 +126,36 @@ fn agent_and_offline_give_identical_data() {
     let dir = tmp("identical");
     let classes = cov_basics(&dir);
     let cp = classes.display().to_string();
-    let agent = dir.join("agent.cov");
-    let out_agent = ok(java(
-        &cp,
-        Some(&format!("coverage=y,covfile={}", agent.display())),
-        "CovBasics",
-        &[],
-    )
-    .output()
-    .unwrap());
     let (inst, rt) = (dir.join("inst"), dir.join("rt"));
     instrument_offline(&classes, &inst, &rt);
-    let offline = dir.join("offline.cov");
-    let out_offline = ok(Command::new(jdk_tool("java"))
-        .arg("-Xverify:all")
-        .arg(format!("-Dbci.covfile={}", offline.display()))
-        .arg("-cp")
-        .arg(format!("{}:{}", inst.display(), rt.display()))
-        .arg("CovBasics")
+    // program `main` with the agent and offline (-Xverify:all): outputs and data files
+    let both_ways = |main: &str| {
+        let agent = dir.join(format!("{main}-agent.cov"));
+        let out_agent = ok(java(
+            &cp,
+            Some(&format!("coverage=y,covfile={}", agent.display())),
+            main,
+            &[],
+        )
         .output()
         .unwrap());
+        let offline = dir.join(format!("{main}-offline.cov"));
+        let out_offline = ok(Command::new(jdk_tool("java"))
+            .arg("-Xverify:all")
+            .arg(format!("-Dbci.covfile={}", offline.display()))
+            .arg("-cp")
+            .arg(format!("{}:{}", inst.display(), rt.display()))
+            .arg(main)
+            .output()
+            .unwrap());
+        (out_agent, out_offline, agent, offline)
+    };
+    let (out_agent, out_offline, agent, offline) = both_ways("CovBasics");
     assert_eq!(out_agent.stdout, out_offline.stdout);
     // CovOwner: a class initialized by a thread that ends keeps that thread's array in its
     // static finals (the owner's path); later threads count apart: the agent sums the owned
     // array once (it never folds it), exactly as the runtime jar does
-    let (owner_agent, owner_offline) = (dir.join("owner-agent.cov"), dir.join("owner-offline.cov"));
-    ok(java(
-        &cp,
-        Some(&format!("coverage=y,covfile={}", owner_agent.display())),
-        "CovOwner",
-        &[],
-    )
-    .output()
-    .unwrap());
-    ok(Command::new(jdk_tool("java"))
-        .arg("-Xverify:all")
-        .arg(format!("-Dbci.covfile={}", owner_offline.display()))
-        .arg("-cp")
-        .arg(format!("{}:{}", inst.display(), rt.display()))
-        .arg("CovOwner")
-        .output()
-        .unwrap());
+    let (_, _, owner_agent, owner_offline) = both_ways("CovOwner");
     let (a, o) = (read(&owner_agent), read(&owner_offline));
     for class in ["CovOwner", "CovOwner$Owned"] {
         assert_eq!(class_counts(&a, class), class_counts(&o, class), "{class}");
