@@ -252,9 +252,13 @@ impl<'a> ClassFile<'a> {
     }
     /// The first method named `name` (with descriptor `desc` when given).
     pub fn method(&self, name: &str, desc: Option<&str>) -> Option<&Member<'a>> {
-        self.methods
-            .iter()
-            .find(|m| self.member_name(m) == name && desc.is_none_or(|d| self.member_desc(m) == d))
+        self.method_index(name, desc).map(|k| &self.methods[k])
+    }
+    /// The index in [`ClassFile::methods`] of [`ClassFile::method`]`(name, desc)`.
+    pub fn method_index(&self, name: &str, desc: Option<&str>) -> Option<usize> {
+        self.methods.iter().position(|m| {
+            self.member_name(m) == name && desc.is_none_or(|d| self.member_desc(m) == d)
+        })
     }
     /// The parsed Code attribute of [`ClassFile::method`]`(name, desc)`: None when there is no
     /// such method or it has no code.

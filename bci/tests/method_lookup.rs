@@ -40,6 +40,12 @@ fn methods_and_their_code_by_name_and_descriptor() {
         .unwrap()
         .is_none());
     assert!(cf.method("noSuchMethod", None).is_none());
+    assert!(cf.method_index("noSuchMethod", None).is_none());
+    // the index names the same member
+    let k = cf
+        .method_index("add", Some("(ILjava/lang/Object;)V"))
+        .unwrap();
+    assert!(std::ptr::eq(&cf.methods[k], add2));
     assert!(cf.method_code("noSuchMethod", None).unwrap().is_none());
     assert!(cf.method("add", Some("()V")).is_none());
 }

@@ -350,14 +350,8 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         let body = match (body, is_clinit, &prologue) {
             // <clinit> that cannot take its counters still registers the class
             (Err(e), true, Some(p)) => {
-                let b = MethodEditor::new(&cf, m.index).and_then(|mut ed| {
-                    ed.insert_entry(&p.code)?;
-                    ed.finish(&mut w.cp)
-                });
-                match b.and_then(|b| w.set_code(m.index, b)) {
-                    Ok(()) => done_clinit = true,
-                    Err(e2) => return Err(e2.context(format!("{}.<clinit>", cov.name))),
-                }
+                prologue_only(&mut w, p, m.index)?;
+                done_clinit = true;
                 Err(e)
             }
             (b, _, _) => {
@@ -390,18 +384,8 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     if let Some(p) = &prologue {
         if p.has_clinit && !done_clinit {
             // a <clinit> without counters (its plan failed) still runs the prologue
-            let index = cf
-                .methods
-                .iter()
-                .position(|m| cf.member_name(m) == "<clinit>" && cf.member_desc(m) == "()V");
-            if let Some(k) = index {
-                MethodEditor::new(&cf, k)
-                    .and_then(|mut ed| {
-                        ed.insert_entry(&p.code)?;
-                        ed.finish(&mut w.cp)
-                    })
-                    .and_then(|b| w.set_code(k, b))
-                    .map_err(|e| e.context(format!("{}.<clinit>", cov.name)))?;
+            if let Some(k) = cf.method_index("<clinit>", Some("()V")) {
+                prologue_only(&mut w, p, k)?;
                 done_clinit = true;
             }
         }
@@ -420,6 +404,25 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         w.add_attribute(crate::offline::MARKER_ATTR, &data)?;
     }
     Ok((Outcome::Rewritten(w.finish()?), cov))
+}
+
+/// `<clinit>` (method `k` of the class `w` writes) with the prologue `p` alone, no counters.
+fn prologue_only(
+    w: &mut ClassWriter<'_, '_>,
+    p: &crate::offline::Prologue,
+    k: usize,
+) -> Result<()> {
+    let cf = w.class();
+    MethodEditor::new(cf, k)
+        .and_then(|mut ed| {
+            ed.insert_entry(&p.code)?;
+            ed.finish(&mut w.cp)
+        })
+        .and_then(|b| w.set_code(k, b))
+        .map_err(|e| {
+            let name = cf.name().map(|n| n.into_owned()).unwrap_or_default();
+            e.context(format!("{name}.<clinit>"))
+        })
 }
 
 /// Inserts one method's counters.
@@ -451,10 +454,7 @@ fn emit(
         };
         entry.invokestatic_ref(i, HELPER_DESC)?;
     } else {
-        match opts.class_id {
-            ClassId::Constant(id) => entry.int(cp, id)?,
-            ClassId::Registered { .. } => entry.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
-        };
+        push_class_id(&mut entry, cp, class, opts.class_id)?;
         entry.int(cp, class_counters as i32)?;
         entry.int(cp, e)?;
         entry.invokestatic(cp, opts.runtime, "arr", "(III)[J")?;
