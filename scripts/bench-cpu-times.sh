@@ -21,6 +21,9 @@
 #   AGENTS="x=/path/lib.so@BCIAGENT_NO_LEAF_PROBES=1" runs column x with that environment;
 #   LIB=/path/libbciagent.so is the "agent" column's library (default: this tree's, built first)
 #   OFF=1 adds the agent with BCIAGENT_PROBES_OFF=1 (classes rewritten, nothing recorded)
+#   JIT=1 runs every variant (bare too) with -XX:+CITime and adds the medians of C1's and C2's
+#   compile times (s, as HotSpot prints them at exit: time of the compiler threads): where
+#   the probes' cost goes besides the program's own threads
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -103,14 +106,22 @@ run_one() {
     esac
     local agent=()
     [[ $v != bare ]] && agent=("-agentpath:${lib_of[$v]}=file=$work/$name.$v.hprof.txt${opts:+,$opts}")
-    /usr/bin/time -f '%e %U %S %M' -o "$work/time" "${pre[@]}" "$java" "${agent[@]}" "$@" \
+    local jit=()
+    [[ -n ${JIT:-} ]] && jit=(-XX:+CITime)
+    /usr/bin/time -f '%e %U %S %M' -o "$work/time" "${pre[@]}" "$java" "${jit[@]}" "${agent[@]}" "$@" \
         >"$work/last.out" 2>"$work/last.err" || {
         echo "$name ($v) failed:" >&2
         tail -20 "$work/last.err" >&2
         exit 1
     }
-    tail -1 "$work/time" | awk '{printf "%d %d %d\n", $1 * 1000, ($2 + $3) * 1000, $4}' \
-        >>"$work/$name.$v"
+    # -XX:+CITime prints "C1 Compile Time: 2.867 s" (and C2's) on stdout at exit
+    local c1=0 c2=0
+    if [[ -n ${JIT:-} ]]; then
+        c1=$(awk '/C1 Compile Time/ {print $4 * 1000; exit}' "$work/last.out")
+        c2=$(awk '/C2 Compile Time/ {print $4 * 1000; exit}' "$work/last.out")
+    fi
+    tail -1 "$work/time" | awk -v c1="${c1:-0}" -v c2="${c2:-0}" \
+        '{printf "%d %d %d %d %d\n", $1 * 1000, ($2 + $3) * 1000, $4, c1, c2}' >>"$work/$name.$v"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -135,9 +146,14 @@ bench() {
         w=$(cut -d' ' -f1 "$work/$name.$v" | median)
         c=$(cut -d' ' -f2 "$work/$name.$v" | median)
         r=$(cut -d' ' -f3 "$work/$name.$v" | median)
-        printf '%-7s %-7s %8d %6.2fx %8d %6.2fx %5.2f %6d %6.2fx   wall: %s\n' "$name" "$v" \
+        local jit=""
+        if [[ -n ${JIT:-} ]]; then
+            jit=$(printf ' %6.2f %6.2f' "$(cut -d' ' -f4 "$work/$name.$v" | median | awk '{print $1 / 1000}')" \
+                "$(cut -d' ' -f5 "$work/$name.$v" | median | awk '{print $1 / 1000}')")
+        fi
+        printf '%-7s %-7s %8d %6.2fx %8d %6.2fx %5.2f %6d %6.2fx%s   wall: %s\n' "$name" "$v" \
             "$w" "$(awk "BEGIN{print $w/$bw}")" "$c" "$(awk "BEGIN{print $c/$bc}")" \
-            "$(awk "BEGIN{print $c/$w}")" $((r / 1024)) "$(awk "BEGIN{print $r/$br}")" \
+            "$(awk "BEGIN{print $c/$w}")" $((r / 1024)) "$(awk "BEGIN{print $r/$br}")" "$jit" \
             "$(cut -d' ' -f1 "$work/$name.$v" | tr '\n' ' ')"
     done
 }
@@ -146,8 +162,8 @@ noop() { :; }
 
 printf '%s runs=%d (medians; ratios to bare; default options%s)\n' "$(date -u +%FT%TZ)" "$runs" \
     "${opts:+ + $opts}"
-printf '%-7s %-7s %8s %7s %8s %7s %5s %6s %7s\n' workld variant wall_ms ratio cpu_ms ratio \
-    cpu/w rss_MB ratio
+printf '%-7s %-7s %8s %7s %8s %7s %5s %6s %7s%s\n' workld variant wall_ms ratio cpu_ms ratio \
+    cpu/w rss_MB ratio "${JIT:+   c1_s   c2_s}"
 
 for what in "${whats[@]}"; do
     case $what in
