@@ -78,7 +78,7 @@ fn fnv(s: &str) -> u64 {
     })
 }
 
-/// Compile the harness (once per source version) and return the class dir.
+/// Compile the harness (once per source version, for Java 17 and later) and return the class dir.
 pub fn harness(java_home: &Path) -> io::Result<PathBuf> {
     let dir = cache_root().join(format!("oracle-{:016x}", fnv(SOURCE)));
     if dir.join("Oracle.class").exists() {
@@ -88,8 +88,10 @@ pub fn harness(java_home: &Path) -> io::Result<PathBuf> {
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
     std::fs::write(tmp.join("Oracle.java"), SOURCE)?;
+    // class file version 61 whichever JDK compiles it: the cache is shared by the tests that
+    // run JDK 17 and those that run JDK 25 (a JDK 25 build first made JDK 17's oracle fail)
     let out = Command::new(java_tool(java_home, "javac"))
-        .arg("-d")
+        .args(["--release", "17", "-d"])
         .arg(&tmp)
         .arg(tmp.join("Oracle.java"))
         .output()?;
