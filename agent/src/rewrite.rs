@@ -185,6 +185,10 @@ mod imp {
             opts.leaf_probes = (rules.runtime_class() == EARLY_RUNTIME_CLASS
                 || rules.runtime_class() == DEFAULT_RUNTIME_CLASS)
                 && std::env::var_os("BCIAGENT_NO_LEAF_PROBES").is_none();
+            // the frame tokens (enterT/exitT/unwindT): ours has them too
+            opts.frame_tokens = (rules.runtime_class() == EARLY_RUNTIME_CLASS
+                || rules.runtime_class() == DEFAULT_RUNTIME_CLASS)
+                && std::env::var_os("BCIAGENT_NO_FRAME_TOKENS").is_none();
             let (cov, fields_only) = if o.coverage {
                 for p in o.include.iter().chain(&o.exclude) {
                     Glob::check(p).map_err(|e| format!("include/exclude '{p}': {e}"))?;

@@ -988,10 +988,11 @@ fn leaf_time_sampled() {
     assert!(main.total_ms >= spin.total_ms, "{main:?} {spin:?}");
 }
 
-/// Leaf probes change nothing in the counts: every program's own methods and call paths are
-/// the same with plain enter/exit probes everywhere (BCIAGENT_NO_LEAF_PROBES).
+/// Leaf probes and frame tokens change nothing in the counts: every program's own methods and
+/// call paths are the same with frames checked by method id (BCIAGENT_NO_FRAME_TOKENS) and
+/// with plain enter/exit probes everywhere (BCIAGENT_NO_LEAF_PROBES as well).
 #[test]
-fn leaf_probes_same_counts_and_paths() {
+fn leaf_probes_and_frame_tokens_same_counts_and_paths() {
     for program in ["Recursion", "Threads", "Exceptions", "Ctors", "Fib"] {
         let own = |f: &String| {
             f.starts_with(&format!("{program}.")) || f.starts_with(&format!("{program}$"))
@@ -1011,14 +1012,18 @@ fn leaf_probes_same_counts_and_paths() {
             format!("{program}$").leak() as &str,
         ];
         let leaf = run_program(program, "").0;
-        let plain = run_program_env(program, "", &[("BCIAGENT_NO_LEAF_PROBES", "1")]).0;
+        let no_tokens = ("BCIAGENT_NO_FRAME_TOKENS", "1");
+        let by_id = run_program_env(program, "", &[no_tokens]).0;
+        let plain = run_program_env(program, "", &[("BCIAGENT_NO_LEAF_PROBES", "1"), no_tokens]).0;
         assert!(!paths(&leaf).is_empty(), "{program}");
-        assert_eq!(paths(&leaf), paths(&plain), "{program}");
-        assert_eq!(
-            leaf.per_method_counts(&prefix),
-            plain.per_method_counts(&prefix),
-            "{program}"
-        );
+        for (name, other) in [("by id", &by_id), ("plain", &plain)] {
+            assert_eq!(paths(&leaf), paths(other), "{program} {name}");
+            assert_eq!(
+                leaf.per_method_counts(&prefix),
+                other.per_method_counts(&prefix),
+                "{program} {name}"
+            );
+        }
     }
 }
 

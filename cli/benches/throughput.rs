@@ -7,10 +7,14 @@
 //!     cargo bench -p bci-cli --bench throughput
 //!     BENCH_JOB=probe cargo bench -p bci-cli --bench throughput   (only jobs naming "probe": for perf)
 //!     BENCH_ROUNDS=1 ...   (rounds instead of 5: one is enough for callgrind's exact counts)
+//!
+//! "probe every method (agent form)" is the same rewrite with the agent's options: pure leaves
+//! get leaf probes, other methods keep enterT's token in a new local (their frames are
+//! decoded and encoded again to add it).
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
-use bci_rewriter::{instrument, Outcome, Rules, SequentialIds};
+use bci_rewriter::{instrument, instrument_with, Options, Outcome, Rules, SequentialIds};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -42,6 +46,11 @@ fn main() {
     let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     print!("load average before: {}", load());
     let rules = Rules::cpu_times();
+    let agent_opts = Options {
+        leaf_probes: true,
+        frame_tokens: true,
+        ..Default::default()
+    };
     type Job<'a> = (&'a str, Box<dyn Fn(&[u8]) -> usize + 'a>);
     let jobs: Vec<Job> = vec![
         (
@@ -72,6 +81,15 @@ fn main() {
                     _ => 0,
                 },
             ),
+        ),
+        (
+            "probe every method (agent form)",
+            Box::new(|b: &[u8]| {
+                match instrument_with(b, &rules, &mut SequentialIds(0), &agent_opts) {
+                    Ok(Outcome::Rewritten(o)) => o.len(),
+                    _ => 0,
+                }
+            }),
         ),
     ];
     let only = std::env::var("BENCH_JOB").unwrap_or_default();

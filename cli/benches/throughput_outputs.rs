@@ -133,6 +133,7 @@ fn main() {
             Options {
                 method_fallback: true,
                 leaf_probes: true,
+                frame_tokens: true,
                 fields: thread_fields,
                 ..Default::default()
             },

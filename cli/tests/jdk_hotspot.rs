@@ -132,11 +132,21 @@ fn scratch(name: &str) -> PathBuf {
     common::workspace().join("target/test-out").join(name)
 }
 
+/// The agent's form of the probes: pure leaves get leafEnter/leafExit, other methods keep
+/// enterT's token in a new local for exitT/unwindT (the plain form: the wide-jumps test).
+fn agent_options() -> Options {
+    Options {
+        leaf_probes: true,
+        frame_tokens: true,
+        ..Default::default()
+    }
+}
+
 #[test]
 fn jdk_probes_at_entry_exit_and_catch_all_verify_in_hotspot() {
     let r = rules("[runtime]\nclass = \"java/lang/BciProbe\"\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n");
     let out = scratch("jdk-probes");
-    let (classes, methods) = rewrite_corpus(&r, &Options::default(), &out);
+    let (classes, methods) = rewrite_corpus(&r, &agent_options(), &out);
     eprintln!("rewrote {classes} classes, {methods} methods");
     assert!(classes > 20_000 && methods > 150_000);
     check_hotspot(&out);
@@ -178,7 +188,7 @@ fn jdk25_probes_verify_in_hotspot_25_when_installed() {
     };
     let r = rules("[runtime]\nclass = \"java/lang/BciProbe\"\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\", \"timer\"]\n");
     let out = scratch("jdk25-probes");
-    let (classes, methods) = rewrite_image(&src, &jh, &r, &Options::default(), &out);
+    let (classes, methods) = rewrite_image(&src, &jh, &r, &agent_options(), &out);
     eprintln!("JDK 25: rewrote {classes} classes, {methods} methods");
     assert!(classes > 20_000);
     check_hotspot_with(&jh, &out);

@@ -78,7 +78,7 @@ fn first_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Option<u32> {
 /// The probe calls of one class, built once (their constants are shared by all methods).
 struct Calls<'r> {
     runtime: &'r str,
-    cache: [Option<Snippet>; 7],
+    cache: [Option<Snippet>; 10],
     /// Runtime ids: the class whose `bci$base` field the ids are relative to.
     base: Option<&'r str>,
 }
@@ -91,8 +91,11 @@ impl<'r> Calls<'r> {
     const TIMED: usize = 4;
     const LEAF_ENTER: usize = 5;
     const LEAF_EXIT: usize = 6;
+    const ENTER_T: usize = 7;
+    const EXIT_T: usize = 8;
+    const UNWIND_T: usize = 9;
     fn get(&mut self, cp: &mut bci::CpBuilder<'_>, which: usize) -> bci::Result<&Snippet> {
-        const SIG: [(&str, &str); 7] = [
+        const SIG: [(&str, &str); 10] = [
             ("enter", "(I)V"),
             ("exit", "(I)V"),
             ("unwind", "(I)V"),
@@ -100,6 +103,9 @@ impl<'r> Calls<'r> {
             ("timed", "(IJ)V"),
             ("leafEnter", "(I)V"),
             ("leafExit", "(I)V"),
+            ("enterT", "(I)I"),
+            ("exitT", "(I)V"),
+            ("unwindT", "(I)V"),
         ];
         if self.cache[which].is_none() {
             let (name, desc) = SIG[which];
@@ -219,6 +225,12 @@ pub struct Options {
     /// `leafEnter(I)V` and `leafExit(I)V` instead, which the runtime must provide. No other
     /// method can run between them on the thread, so the runtime needs no frame for them.
     pub leaf_probes: bool,
+    /// Methods that get `enter`, `exit` and `unwind` (and not the leaf probes) get
+    /// `enterT(I)I` instead, whose result (the runtime's token for the frame it pushed) is
+    /// kept in a new int local, and `exitT(I)V`/`unwindT(I)V` with that token instead of the
+    /// method id: the runtime restores its shadow stack from the token, with no frame to
+    /// check. The runtime must provide the three methods.
+    pub frame_tokens: bool,
     /// A method that cannot take its probes (e.g. its code would grow past 65,535 bytes) is
     /// left original and the class's other methods are still instrumented; the methods left
     /// original are returned by [`instrument_methods`]. Without it such a method fails the
@@ -423,7 +435,7 @@ pub fn instrument_methods(
         };
         let global = reg.register(&info) as i32;
         let id = if runtime_ids { index as i32 } else { global };
-        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts.leaf_probes) {
+        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts) {
             Ok(b) => b,
             Err(e) => {
                 let e = with_path(e, || cf.method_path(m));
@@ -569,18 +581,23 @@ fn probe_method(
     calls: &mut Calls<'_>,
     id: i32,
     probes: rules::ProbeSet,
-    leaf_probes: bool,
+    opts: &Options,
 ) -> Result<Vec<u8>, RewriteError> {
     let throws = may_throw(&ed);
-    let (enter, exit) = if leaf_probes
-        && !throws
-        && probes.contains(Probe::Enter)
+    let all = probes.contains(Probe::Enter)
         && probes.contains(Probe::Exit)
-        && probes.contains(Probe::Unwind)
-    {
+        && probes.contains(Probe::Unwind);
+    let leaf = opts.leaf_probes && !throws && all;
+    let (enter, exit) = if leaf {
         (Calls::LEAF_ENTER, Calls::LEAF_EXIT)
     } else {
         (Calls::ENTER, Calls::EXIT)
+    };
+    // frame tokens: `enterT` returns the token kept in `tok`; exit and unwind pass it back
+    let tok = if opts.frame_tokens && all && !leaf {
+        Some(ed.new_local(bci::VType::Integer)?)
+    } else {
+        None
     };
     let mut timed = None;
     if probes.contains(Probe::Timer) {
@@ -596,24 +613,47 @@ fn probe_method(
         timed = Some(s);
     }
     if probes.contains(Probe::Enter) {
-        let s = calls.with_id(cp, enter, id)?;
+        let s = match tok {
+            Some(t) => {
+                let mut s = Snippet::new();
+                calls.push_id(&mut s, cp, id)?;
+                s.append(calls.get(cp, Calls::ENTER_T)?);
+                s.store('I', t)?;
+                s
+            }
+            None => calls.with_id(cp, enter, id)?,
+        };
         // In a constructor, `enter` runs right after the super()/this() call: no handler may
         // cover that call (HotSpot rejects it), so an exception thrown by it could never reach
         // `unwind`, and an earlier `enter` would leave a frame that is never popped. A
         // constructor whose branches call different super()/this() constructors gets `enter`
         // after each (every run passes exactly one).
-        let calls = ed.super_calls()?.to_vec();
-        if calls.is_empty() {
+        let supers = ed.super_calls()?.to_vec();
+        if supers.is_empty() {
             ed.insert_entry(&s)?;
+        } else if let Some(t) = tok {
+            // the token local is an int from the entry on (the frames say so): no frame yet
+            let mut z = Snippet::new();
+            z.int(cp, -1)?.store('I', t)?;
+            ed.insert_entry(&z)?;
         }
-        for k in calls {
+        for k in supers {
             ed.insert_after(k, &s)?;
         }
     }
+    let with_token = |calls: &mut Calls<'_>, cp: &mut bci::CpBuilder<'_>, t: u16, which| {
+        let mut s = Snippet::new();
+        s.load('I', t)?;
+        s.append(calls.get(cp, which)?);
+        Ok::<_, RewriteError>(s)
+    };
     if probes.contains(Probe::Exit) || timed.is_some() {
         let mut s = Snippet::new();
         if probes.contains(Probe::Exit) {
-            s.append(&calls.with_id(cp, exit, id)?);
+            match tok {
+                Some(t) => s.append(&with_token(calls, cp, t, Calls::EXIT_T)?),
+                None => s.append(&calls.with_id(cp, exit, id)?),
+            };
         }
         if let Some(t) = &timed {
             s.append(t);
@@ -621,7 +661,10 @@ fn probe_method(
         ed.insert_before_returns(|_| Ok(s.clone()))?;
     }
     if probes.contains(Probe::Unwind) && throws {
-        let mut s = calls.with_id(cp, Calls::UNWIND, id)?;
+        let mut s = match tok {
+            Some(t) => with_token(calls, cp, t, Calls::UNWIND_T)?,
+            None => calls.with_id(cp, Calls::UNWIND, id)?,
+        };
         if let Some(t) = &timed {
             s.append(t);
         }

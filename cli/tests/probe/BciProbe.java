@@ -6,6 +6,12 @@ public final class BciProbe {
     public static void enter(int id) {}
     public static void exit(int id) {}
     public static void unwind(int id) {}
+    /** The agent's form: pure leaves, and frame tokens kept in a local. */
+    public static void leafEnter(int id) {}
+    public static void leafExit(int id) {}
+    public static int enterT(int id) { return -1; }
+    public static void exitT(int token) {}
+    public static void unwindT(int token) {}
     public static long now() { return 0L; }
     public static void timed(int id, long start) {}
     private static long[] counters;

@@ -642,6 +642,93 @@ public final class Probes {
         enter0(id);
     }
 
+    // Frame tokens: the form the agent's own rules use. `enterT` returns the shadow stack's
+    // pointer before the frame it pushed (>= 2; -1: no frame pushed), which the instrumented
+    // method keeps in a local of its own and hands to `exitT` before each return and to
+    // `unwindT` in its catch-all handler: the pointer is restored from it, exactly, with no
+    // frame to read or compare, whatever frames above it lost their exit. An exit is a store.
+
+    public static int enterT(int id) {
+        if (!fast) {
+            return on ? enterT0(id) : -1;
+        }
+        T s = cur();
+        if (s != null) {
+            int b = s.sp;
+            long[] fr = s.fr;
+            if (b + 2 <= fr.length) {
+                int ctx = (int) fr[b - 1];
+                long[] dm = s.dm;
+                int h = slot(dm, ctx, id);
+                if (dm[h] == (((long) ctx << 32) | id)) {
+                    long v = dm[h + 1];
+                    dm[h + 2]++;
+                    int c = (int) (v >>> 32);
+                    fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
+                    fr[b + 1] = c;
+                    s.sp = b + 2;
+                    return b;
+                }
+            }
+        }
+        return enterT0(id);
+    }
+
+    public static void exitT(int t) {
+        if (t < 2) {
+            return;
+        }
+        if (fast) {
+            T s = cur();
+            if (s != null) {
+                s.sp = t;
+                return;
+            }
+        }
+        exitT0(t);
+    }
+
+    public static void unwindT(int t) {
+        exitT(t);
+    }
+
+    @DontInline
+    static int enterT0(int id) {
+        if (!on) {
+            return -1;
+        }
+        T s = self();
+        if (s != null) {
+            try {
+                int b = s.sp;
+                s.enter(id);
+                return s.sp == b + 2 ? b : -1;
+            } catch (OutOfMemoryError e) {
+                fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
+            }
+        }
+        return -1;
+    }
+
+    @DontInline
+    static void exitT0(int t) {
+        if (!on) {
+            return;
+        }
+        T s = self();
+        if (s != null) {
+            try {
+                s.exitTo(t);
+            } catch (OutOfMemoryError e) {
+                fail(e, OOM_PROBE);
+            } catch (RuntimeException e) {
+                fail(e, BUG_PROBE);
+            }
+        }
+    }
+
     /** Index of the direct-mapped cache entry of (ctx, id) in {@code dm} (see T.dm). */
     static int slot(long[] dm, int ctx, int id) {
         return ((ctx * 0x9E3779B1 + id) << 2) & (dm.length - 4);
@@ -1177,6 +1264,8 @@ public final class Probes {
         t.enter(0);
         t.leafEnter(1);
         t.exit(0);
+        t.enter(0);
+        t.exitTo(2);
         t.timer(0, 1);
         t.put(1, 1);
         t.drain();
@@ -2095,6 +2184,21 @@ public final class Probes {
                 }
             }
             sp = pop(b, t);
+        }
+
+        /** Pops the frames above {@code t} (a token of enterT), timing them. */
+        void exitTo(int t) {
+            int b = sp;
+            if (b <= t) {
+                return;
+            }
+            long now = timed ? clockNow() : 0;
+            while (b - 2 > t) {
+                // frames above the token's lost their exit (e.g. an error inside a probe)
+                mismatches++;
+                b = pop(b, now);
+            }
+            sp = pop(b, now);
         }
 
         private int pop(int b, long t) {

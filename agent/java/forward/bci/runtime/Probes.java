@@ -21,6 +21,18 @@ public final class Probes {
         java.lang.BciProbes.unwind(id);
     }
 
+    public static int enterT(int id) {
+        return java.lang.BciProbes.enterT(id);
+    }
+
+    public static void exitT(int t) {
+        java.lang.BciProbes.exitT(t);
+    }
+
+    public static void unwindT(int t) {
+        java.lang.BciProbes.unwindT(t);
+    }
+
     public static void leafEnter(int id) {
         java.lang.BciProbes.leafEnter(id);
     }
