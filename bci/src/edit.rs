@@ -1284,10 +1284,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             || entry_frame_needed
             || !self.trampolines.is_empty();
         let mut smt_bytes: Option<Vec<u8>> = None;
-        let fast_frames = self.new_locals.is_empty()
-            && widened_cond.is_empty()
-            && !entry_frame_needed
-            && self.trampolines.is_empty();
+        let fast_frames =
+            widened_cond.is_empty() && !entry_frame_needed && self.trampolines.is_empty();
         if self.cf.major >= 50 && (smt.is_some() || need_new_frames) && fast_frames {
             // Frames keep their contents: patch offsets in the byte stream, append the handler's.
             let mut handler_frame = None;
@@ -1302,6 +1300,17 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 });
             }
             let extra = handler_frame.as_slice();
+            // new locals (e.g. a probe's token, set in the prologue): in every frame
+            let init = if self.new_locals.is_empty() {
+                Vec::new()
+            } else {
+                self.initial_locals(cp)?
+            };
+            let added = frames::AddedLocals {
+                initial: &init,
+                locals: &self.new_locals,
+            };
+            let added = (!self.new_locals.is_empty()).then_some(&added);
             let mut b = take(|s| &mut s.frame_bytes);
             b.reserve(smt.map_or(0, |a| a.data.len()) + 16);
             match smt {
@@ -1311,10 +1320,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     |o| map(o, At::Before),
                     |o| map(o as u32, At::Insn).map(|x| x as u16),
                     extra,
+                    added,
                     &mut b,
                 )
                 .ctx(|| "StackMapTable")?,
-                None => frames::relocate_table(&[0, 0], 0, Ok, Ok, extra, &mut b)?,
+                None => frames::relocate_table(&[0, 0], 0, Ok, Ok, extra, added, &mut b)?,
             }
             if let Some(f) = handler_frame {
                 give(f.stack, |s| &mut s.types);

@@ -247,12 +247,18 @@ pub fn encode_table(frames: &[Frame], initial: &[VType], out: &mut Vec<u8>) -> R
 /// kept (a short form is widened to its extended form when the new delta needs it), so no type
 /// is decoded beyond what is needed. `extra` frames (absolute offset, locals, stack) are
 /// appended as full frames; they must lie after every existing frame.
+///
+/// With `added`, every frame (the `extra` ones too) also gets the added locals: frames that
+/// keep the previous frame's locals are kept as they are, the others (the first frame, which
+/// follows the method's implicit one, and chop, append and full frames) become full frames
+/// whose locals are the frame's own, `Top` up to each added slot, and the added type.
 pub fn relocate_table(
     data: &[u8],
     base: usize,
     mut offset: impl FnMut(u32) -> Result<u32>,
     mut uninit: impl FnMut(u16) -> Result<u16>,
     extra: &[Frame],
+    added: Option<&AddedLocals<'_>>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let mut r = Reader::with_base(data, base);
@@ -264,15 +270,15 @@ pub fn relocate_table(
     out.extend_from_slice(&(total as u16).to_be_bytes());
     let mut prev_old: i64 = -1;
     let mut prev_new: i64 = -1;
-    let mut copy_type = |r: &mut Reader<'_>, out: &mut Vec<u8>| -> Result<()> {
-        let t = VType::read(r)?;
-        let t = match t {
+    let mut read_type = |r: &mut Reader<'_>| -> Result<VType> {
+        Ok(match VType::read(r)? {
             VType::Uninitialized(o) => VType::Uninitialized(uninit(o)?),
             t => t,
-        };
-        t.write(out);
-        Ok(())
+        })
     };
+    // with added locals: the current frame's own locals (entries), and its stack
+    let mut cur: Vec<VType> = added.map(|a| a.initial.to_vec()).unwrap_or_default();
+    let mut stack: Vec<VType> = Vec::new();
     for k in 0..n {
         let at = r.abs();
         let res: Result<()> = (|| {
@@ -294,22 +300,58 @@ pub fn relocate_table(
             }
             prev_new = new;
             let nd = nd as u16;
-            match ft {
-                0..=63 | 251 => {
-                    if nd < 64 {
-                        out.push(nd as u8);
-                    } else {
-                        out.push(251);
-                        out.extend_from_slice(&nd.to_be_bytes());
+            if let Some(a) = added {
+                stack.clear();
+                let keeps = match ft {
+                    0..=63 | 251 => true,
+                    64..=127 | 247 => {
+                        stack.push(read_type(&mut r)?);
+                        true
                     }
+                    248..=250 => {
+                        let c = (251 - ft) as usize;
+                        if c > cur.len() {
+                            return Err(Error::format("chop_frame removes more locals than exist"));
+                        }
+                        cur.truncate(cur.len() - c);
+                        false
+                    }
+                    252..=254 => {
+                        for _ in 0..(ft - 251) {
+                            cur.push(read_type(&mut r)?);
+                        }
+                        false
+                    }
+                    _ => {
+                        cur.clear();
+                        for _ in 0..r.u16()? {
+                            cur.push(read_type(&mut r)?);
+                        }
+                        for _ in 0..r.u16()? {
+                            stack.push(read_type(&mut r)?);
+                        }
+                        false
+                    }
+                };
+                if keeps && k > 0 {
+                    // the same locals as the frame before, which has the added ones
+                    match stack.first() {
+                        None => write_same(nd, out),
+                        Some(&t) => write_same_locals_1(nd, t, out),
+                    }
+                } else {
+                    write_full(nd, &cur, Some(a), &stack, out)?;
                 }
+                return Ok(());
+            }
+            let mut copy_type = |r: &mut Reader<'_>, out: &mut Vec<u8>| -> Result<()> {
+                read_type(r)?.write(out);
+                Ok(())
+            };
+            match ft {
+                0..=63 | 251 => write_same(nd, out),
                 64..=127 | 247 => {
-                    if nd < 64 {
-                        out.push(64 + nd as u8);
-                    } else {
-                        out.push(247);
-                        out.extend_from_slice(&nd.to_be_bytes());
-                    }
+                    write_same_locals_1_tag(nd, out);
                     copy_type(&mut r, out)?;
                 }
                 248..=250 => {
@@ -354,16 +396,83 @@ pub fn relocate_table(
             )));
         }
         prev_new = f.offset as i64;
-        out.push(255);
-        out.extend_from_slice(&(nd as u16).to_be_bytes());
-        out.extend_from_slice(&(f.locals.len() as u16).to_be_bytes());
-        for t in &f.locals {
-            t.write(out);
+        write_full(nd as u16, &f.locals, added, &f.stack, out)?;
+    }
+    Ok(())
+}
+
+/// Locals that [`relocate_table`] adds to every frame: `(slot, type)` in increasing slot
+/// order, each at or above every slot a frame of the table uses; `initial` is the method's
+/// implicit first frame (its locals as entries).
+#[derive(Debug, Clone, Copy)]
+pub struct AddedLocals<'a> {
+    pub initial: &'a [VType],
+    pub locals: &'a [(u16, VType)],
+}
+
+fn write_same(nd: u16, out: &mut Vec<u8>) {
+    if nd < 64 {
+        out.push(nd as u8);
+    } else {
+        out.push(251);
+        out.extend_from_slice(&nd.to_be_bytes());
+    }
+}
+
+fn write_same_locals_1_tag(nd: u16, out: &mut Vec<u8>) {
+    if nd < 64 {
+        out.push(64 + nd as u8);
+    } else {
+        out.push(247);
+        out.extend_from_slice(&nd.to_be_bytes());
+    }
+}
+
+fn write_same_locals_1(nd: u16, t: VType, out: &mut Vec<u8>) {
+    write_same_locals_1_tag(nd, out);
+    t.write(out);
+}
+
+/// A full frame: `locals` (entries), then with `added` `Top` up to each added slot and its type.
+fn write_full(
+    nd: u16,
+    locals: &[VType],
+    added: Option<&AddedLocals<'_>>,
+    stack: &[VType],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.push(255);
+    out.extend_from_slice(&nd.to_be_bytes());
+    let count_at = out.len();
+    out.extend_from_slice(&[0, 0]);
+    let mut count = locals.len();
+    let mut slot: u32 = 0;
+    for t in locals {
+        t.write(out);
+        slot += t.slots() as u32;
+    }
+    for &(at, t) in added.map_or(&[][..], |a| a.locals) {
+        if slot > at as u32 {
+            return Err(Error::format(format!(
+                "a frame uses local {at}, which was added"
+            )));
         }
-        out.extend_from_slice(&(f.stack.len() as u16).to_be_bytes());
-        for t in &f.stack {
-            t.write(out);
+        while slot < at as u32 {
+            VType::Top.write(out);
+            slot += 1;
+            count += 1;
         }
+        t.write(out);
+        slot += t.slots() as u32;
+        count += 1;
+    }
+    if count > 0xFFFF {
+        return Err(Error::format("too many locals in a frame"));
+    }
+    out[count_at..count_at + 2].copy_from_slice(&(count as u16).to_be_bytes());
+    out.extend_from_slice(&(stack.len() as u16).to_be_bytes());
+    for t in stack {
+        t.write(out);
     }
     Ok(())
 }

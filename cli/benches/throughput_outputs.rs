@@ -145,6 +145,8 @@ fn main() {
                 marker: true,
                 runtime_ids: true,
                 module_reads: true,
+                leaf_probes: true,
+                frame_tokens: true,
                 ..Default::default()
             },
         ),

@@ -245,11 +245,16 @@ fn main() -> ExitCode {
             }
             // the runtime jar's Probes: ids handed out at run time (bci/runtime/Offline)
             let runtime_ids = coverage || r.runtime_class() == "bci/runtime/Probes";
+            // the runtime jar's Probes (and the agent's forwarder) take the agent's form:
+            // leafEnter/leafExit in pure leaves, enterT's token for exitT/unwindT elsewhere
+            let builtin = !coverage && r.runtime_class() == "bci/runtime/Probes";
             let opts = Options {
                 force_wide_jumps: force_wide,
                 marker: true,
                 runtime_ids,
                 module_reads: runtime_ids && offline::is_modular(&input),
+                leaf_probes: builtin,
+                frame_tokens: builtin,
                 ..Default::default()
             };
             let mut marked = 0usize;
