@@ -4,6 +4,7 @@
 //! its super()/this() call.
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
+mod handmade;
 
 use bci::opcodes::op;
 use bci_rewriter::{instrument_with, Options, Outcome, Rules, SequentialIds};
@@ -132,50 +133,9 @@ fn ordinary_frames_keep_their_token_in_a_new_local() {
     );
 }
 
-/// `C(boolean b) { if (b) super(); else super(); }` (class file version 49, no frames)
-fn two_super_calls() -> Vec<u8> {
-    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 49];
-    let utf = |b: &mut Vec<u8>, s: &str| {
-        b.push(1);
-        b.extend_from_slice(&(s.len() as u16).to_be_bytes());
-        b.extend_from_slice(s.as_bytes());
-    };
-    b.extend_from_slice(&11u16.to_be_bytes());
-    utf(&mut b, "C"); // 1
-    b.extend_from_slice(&[7, 0, 1]); // 2 Class C
-    utf(&mut b, "java/lang/Object"); // 3
-    b.extend_from_slice(&[7, 0, 3]); // 4 Class Object
-    utf(&mut b, "<init>"); // 5
-    utf(&mut b, "()V"); // 6
-    b.extend_from_slice(&[12, 0, 5, 0, 6]); // 7 NameAndType
-    b.extend_from_slice(&[10, 0, 4, 0, 7]); // 8 Methodref Object.<init>()V
-    utf(&mut b, "Code"); // 9
-    utf(&mut b, "(Z)V"); // 10
-    b.extend_from_slice(&[0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0, 0, 1]);
-    b.extend_from_slice(&[0, 1, 0, 5, 0, 10, 0, 1, 0, 9]);
-    #[rustfmt::skip]
-    let code = [
-        0x1b, // 0 iload_1
-        0x99, 0, 10, // 1 ifeq 11
-        0x2a, // 4 aload_0
-        0xb7, 0, 8, // 5 invokespecial Object.<init>
-        0xa7, 0, 7, // 8 goto 15
-        0x2a, // 11 aload_0
-        0xb7, 0, 8, // 12 invokespecial Object.<init>
-        0xb1, // 15 return
-    ];
-    let len = 2 + 2 + 4 + code.len() + 2 + 2;
-    b.extend_from_slice(&(len as u32).to_be_bytes());
-    b.extend_from_slice(&[0, 2, 0, 2]);
-    b.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    b.extend_from_slice(&code);
-    b.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
-    b
-}
-
 #[test]
 fn constructor_token_is_minus_one_until_the_initialization_call() {
-    let out = rewrite(&two_super_calls(), true);
+    let out = rewrite(&handmade::two_super_calls(), true);
     let cf = bci::ClassFile::parse(&out).unwrap();
     let (_, a) = cf.find_attr(&cf.methods[0].attributes, "Code").unwrap();
     let code = bci::CodeAttr::parse(&cf, a).unwrap();

@@ -606,40 +606,15 @@ public final class Probes {
     // What the JIT inlines into an instrumented method is a short fast path: entry is one
     // lookup in a per-thread direct-mapped cache (context node, method) -> call-path node, one
     // increment in the same entry and the frame's stores; exit compares and pops. Everything
-    // else is in enter0/exit0, which are @DontInline (honoured for boot-loader classes):
+    // else is in enterT0/exit0/exitT0, which are @DontInline (honoured for boot-loader classes):
     // inlining the whole recording code at every call site made C2 spend most of a javac run
     // compiling (perf: 58 % of the CPU in its register allocator), and each call left in an
     // inlined probe costs C2 too. With a per-call clock (`fast` false) every probe goes to
-    // enter0/exit0.
+    // enterT0/exit0/exitT0.
 
     public static void enter(int id) {
-        if (!fast) {
-            if (on) {
-                enter0(id);
-            }
-            return;
-        }
-        T s = cur();
-        if (s != null) {
-            int b = s.sp;
-            long[] fr = s.fr;
-            if (b + 2 <= fr.length) {
-                // fr[0..2) is the root frame: there is always a caller's context to read
-                int ctx = (int) fr[b - 1];
-                long[] dm = s.dm;
-                int h = slot(dm, ctx, id);
-                if (dm[h] == (((long) ctx << 32) | id)) {
-                    long v = dm[h + 1];
-                    dm[h + 2]++;
-                    int c = (int) (v >>> 32);
-                    fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
-                    fr[b + 1] = c;
-                    s.sp = b + 2;
-                    return;
-                }
-            }
-        }
-        enter0(id);
+        // the same frame as enterT's (its token unused: exit(id) finds the frame by method)
+        enterT(id);
     }
 
     // Frame tokens: the form the agent's own rules use. `enterT` returns the shadow stack's
@@ -779,7 +754,7 @@ public final class Probes {
     public static void leafEnter(int id) {
         if (!fast) {
             if (on) {
-                enter0(id);
+                enterT0(id);
             }
             return;
         }
@@ -865,23 +840,6 @@ public final class Probes {
 
     static final String BUG_PROBE =
             "internal error in the runtime (a bug): recording stopped, counts are incomplete";
-
-    @DontInline
-    static void enter0(int id) {
-        if (!on) {
-            return;
-        }
-        T s = self();
-        if (s != null) {
-            try {
-                s.enter(id);
-            } catch (OutOfMemoryError e) {
-                fail(e, OOM_PROBE);
-            } catch (RuntimeException e) {
-                fail(e, BUG_PROBE);
-            }
-        }
-    }
 
     @DontInline
     static void exit0(int id) {

@@ -1,0 +1,58 @@
+//! Hand-assembled class files for the rewriter's tests (version 49: no frames).
+
+/// A class `C extends Object` with one constructor `desc` of the given code and exception
+/// table (start, end, handler, catch type). Constant 8 is `Object.<init>()V`.
+pub fn class(desc: &str, max_locals: u16, code: &[u8], handlers: &[[u16; 4]]) -> Vec<u8> {
+    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 49];
+    let utf = |b: &mut Vec<u8>, s: &str| {
+        b.push(1);
+        b.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        b.extend_from_slice(s.as_bytes());
+    };
+    b.extend_from_slice(&11u16.to_be_bytes());
+    utf(&mut b, "C"); // 1
+    b.extend_from_slice(&[7, 0, 1]); // 2 Class C
+    utf(&mut b, "java/lang/Object"); // 3
+    b.extend_from_slice(&[7, 0, 3]); // 4 Class Object
+    utf(&mut b, "<init>"); // 5
+    utf(&mut b, "()V"); // 6
+    b.extend_from_slice(&[12, 0, 5, 0, 6]); // 7 NameAndType
+    b.extend_from_slice(&[10, 0, 4, 0, 7]); // 8 Methodref Object.<init>()V
+    utf(&mut b, "Code"); // 9
+    utf(&mut b, desc); // 10
+    b.extend_from_slice(&[0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0, 0, 1]);
+    b.extend_from_slice(&[0, 1, 0, 5, 0, 10, 0, 1, 0, 9]);
+    let len = 2 + 2 + 4 + code.len() + 2 + 8 * handlers.len() + 2;
+    b.extend_from_slice(&(len as u32).to_be_bytes());
+    b.extend_from_slice(&2u16.to_be_bytes());
+    b.extend_from_slice(&max_locals.to_be_bytes());
+    b.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    b.extend_from_slice(code);
+    b.extend_from_slice(&(handlers.len() as u16).to_be_bytes());
+    for h in handlers {
+        for v in h {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+    b.extend_from_slice(&[0, 0, 0, 0]);
+    b
+}
+
+/// `C(boolean b) { if (b) super(); else super(); }`
+pub fn two_super_calls() -> Vec<u8> {
+    class(
+        "(Z)V",
+        2,
+        &[
+            0x1b, // 0 iload_1
+            0x99, 0, 10,   // 1 ifeq 11
+            0x2a, // 4 aload_0
+            0xb7, 0, 8, // 5 invokespecial Object.<init>
+            0xa7, 0, 7,    // 8 goto 15
+            0x2a, // 11 aload_0
+            0xb7, 0, 8,    // 12 invokespecial Object.<init>
+            0xb1, // 15 return
+        ],
+        &[],
+    )
+}
