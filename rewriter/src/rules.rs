@@ -21,11 +21,12 @@ use std::fmt;
 /// A probe kind a rule can ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {
-    /// `enter(I)V` at method entry.
+    /// `enter(I)V` at method entry (`leafEnter(I)V` or `enterT(I)I` with
+    /// `Options::leaf_probes` / `Options::frame_tokens`).
     Enter = 1,
-    /// `exit(I)V` before every return.
+    /// `exit(I)V` before every return (`leafExit(I)V`, or `exitT(I)V` with the token).
     Exit = 2,
-    /// `unwind(I)V` in a catch-all handler that re-throws.
+    /// `unwind(I)V` in a catch-all handler that re-throws (`unwindT(I)V` with the token).
     Unwind = 4,
     /// A `long` local set from `now()J` at entry; `timed(IJ)V` with the method id and that
     /// start time before every return (and in the catch-all handler when `unwind` is on).
