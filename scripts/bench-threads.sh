@@ -2,7 +2,8 @@
 # Memory of the bciagent cpu=times profile with many threads: peak RSS, the largest heap after
 # a GC and the heap used at exit (from -Xlog:gc,gc+heap+exit; JDK 24+ logs it as gc+exit), with
 # wall and CPU time (user + system, all threads), bare vs agent, medians of RUNS runs (default
-# 3) run side by side (bare and agent alternating), all under -Xmx256m, on
+# 3) run side by side (bare and agent alternating, the order rotated by one each round), all
+# under -Xmx256m, on
 #   platform: test-classes/ManyThreads.java, 10,000 platform threads (JDK 17)
 #   virtual:  test-classes/jdk21/VirtualThreads.java, 100,000 virtual threads (JDK 25, skipped
 #             when /usr/lib/jvm/temurin-25-jdk-amd64 is absent)
@@ -56,18 +57,29 @@ bench() {
     local name=$1 java=$2
     shift 2
     local bw="" br="" bh="" bu="" bc="" aw="" ar="" ah="" au="" ac="" ow="" or="" oh="" ou="" oc=""
-    local w r h u c
+    local w r h u c i j
+    local vs=(bare agent)
+    [[ -n $old ]] && vs+=(old)
     for ((i = 1; i <= runs; i++)); do
-        read -r w r h u c < <(one "$java" "$@")
-        bw+=" $w" br+=" $r" bh+=" $h" bu+=" $u" bc+=" $c"
-        read -r w r h u c < <(one "$java" "-agentpath:$lib=file=$work/$name.txt${opts:+,$opts}" "$@")
-        aw+=" $w" ar+=" $r" ah+=" $h" au+=" $u" ac+=" $c"
-        stopped "$name.txt" "agent run $i"
-        if [[ -n $old ]]; then
-            read -r w r h u c < <(one "$java" "-agentpath:$old=file=$work/$name-old.txt${opts:+,$opts}" "$@")
-            ow+=" $w" or+=" $r" oh+=" $h" ou+=" $u" oc+=" $c"
-            stopped "$name-old.txt" "old agent run $i"
-        fi
+        # round i starts at variant i-1: every variant takes every place in the order in turn
+        for ((j = 0; j < ${#vs[@]}; j++)); do
+            case ${vs[$(((i - 1 + j) % ${#vs[@]}))]} in
+            bare)
+                read -r w r h u c < <(one "$java" "$@")
+                bw+=" $w" br+=" $r" bh+=" $h" bu+=" $u" bc+=" $c"
+                ;;
+            agent)
+                read -r w r h u c < <(one "$java" "-agentpath:$lib=file=$work/$name.txt${opts:+,$opts}" "$@")
+                aw+=" $w" ar+=" $r" ah+=" $h" au+=" $u" ac+=" $c"
+                stopped "$name.txt" "agent run $i"
+                ;;
+            old)
+                read -r w r h u c < <(one "$java" "-agentpath:$old=file=$work/$name-old.txt${opts:+,$opts}" "$@")
+                ow+=" $w" or+=" $r" oh+=" $h" ou+=" $u" oc+=" $c"
+                stopped "$name-old.txt" "old agent run $i"
+                ;;
+            esac
+        done
     done
     printf '%-8s runs=%d  bare: %6d ms (CPU %6d ms), RSS %4d MB, heap after GC %4d MB, at exit %4d MB  |  agent: %6d ms (CPU %6d ms), RSS %4d MB, heap after GC %4d MB, at exit %4d MB\n' \
         "$name" "$runs" "$(echo "$bw" | median)" "$(echo "$bc" | median)" "$(($(echo "$br" | median) / 1024))" "$(echo "$bh" | median)" "$(echo "$bu" | median)" \
