@@ -194,20 +194,9 @@ pub fn encode_table(frames: &[Frame], initial: &[VType], out: &mut Vec<u8>) -> R
         prev = f.offset as i64;
         let same_locals = f.locals == prev_locals;
         if same_locals && f.stack.is_empty() {
-            if delta < 64 {
-                out.push(delta as u8);
-            } else {
-                out.push(251);
-                out.extend_from_slice(&delta.to_be_bytes());
-            }
+            write_same(delta, out);
         } else if same_locals && f.stack.len() == 1 {
-            if delta < 64 {
-                out.push(64 + delta as u8);
-            } else {
-                out.push(247);
-                out.extend_from_slice(&delta.to_be_bytes());
-            }
-            f.stack[0].write(out);
+            write_same_locals_1(delta, f.stack[0], out);
         } else if f.stack.is_empty()
             && f.locals.len() < prev_locals.len()
             && prev_locals.len() - f.locals.len() <= 3
@@ -226,16 +215,7 @@ pub fn encode_table(frames: &[Frame], initial: &[VType], out: &mut Vec<u8>) -> R
                 t.write(out);
             }
         } else {
-            out.push(255);
-            out.extend_from_slice(&delta.to_be_bytes());
-            out.extend_from_slice(&(f.locals.len() as u16).to_be_bytes());
-            for t in &f.locals {
-                t.write(out);
-            }
-            out.extend_from_slice(&(f.stack.len() as u16).to_be_bytes());
-            for t in &f.stack {
-                t.write(out);
-            }
+            write_full(delta, &f.locals, None, &f.stack, out)?;
         }
         prev_locals = &f.locals;
     }

@@ -130,6 +130,18 @@ impl<'r> Calls<'r> {
         }
         Ok(())
     }
+    /// `iload token; invokestatic <which>(I)V` (the frame token of `enterT`, in local `token`)
+    fn with_token(
+        &mut self,
+        cp: &mut bci::CpBuilder<'_>,
+        which: usize,
+        token: u16,
+    ) -> bci::Result<Snippet> {
+        let mut s = Snippet::new();
+        s.load('I', token)?;
+        s.append(self.get(cp, which)?);
+        Ok(s)
+    }
     /// `push id; invokestatic <which>(I)V`
     fn with_id(
         &mut self,
@@ -641,17 +653,11 @@ fn probe_method(
             ed.insert_after(k, &s)?;
         }
     }
-    let with_token = |calls: &mut Calls<'_>, cp: &mut bci::CpBuilder<'_>, t: u16, which| {
-        let mut s = Snippet::new();
-        s.load('I', t)?;
-        s.append(calls.get(cp, which)?);
-        Ok::<_, RewriteError>(s)
-    };
     if probes.contains(Probe::Exit) || timed.is_some() {
         let mut s = Snippet::new();
         if probes.contains(Probe::Exit) {
             match tok {
-                Some(t) => s.append(&with_token(calls, cp, t, Calls::EXIT_T)?),
+                Some(t) => s.append(&calls.with_token(cp, Calls::EXIT_T, t)?),
                 None => s.append(&calls.with_id(cp, exit, id)?),
             };
         }
@@ -662,7 +668,7 @@ fn probe_method(
     }
     if probes.contains(Probe::Unwind) && throws {
         let mut s = match tok {
-            Some(t) => with_token(calls, cp, t, Calls::UNWIND_T)?,
+            Some(t) => calls.with_token(cp, Calls::UNWIND_T, t)?,
             None => calls.with_id(cp, Calls::UNWIND, id)?,
         };
         if let Some(t) = &timed {
