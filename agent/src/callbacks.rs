@@ -26,6 +26,9 @@ pub struct Agent {
     early_skipped: AtomicUsize,
     /// java.lang.Thread was handed to the VM with the runtime's fields (rewrite::THREAD_FIELDS).
     thread_fields: AtomicBool,
+    /// Without the early class hook (coverage of classes outside the JDK only): CDS stays on,
+    /// coverage finds per-thread arrays through a ThreadLocal.
+    late: bool,
     instrumented: AtomicUsize,
     failed: AtomicUsize,
     /// Classes and methods left original after errors, for the report.
@@ -209,7 +212,12 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     let jvmti = unsafe { Jvmti::from_raw(env.cast()) };
     let mut caps = sys::jvmtiCapabilities::default();
     caps.set_all_class_hook_events();
-    caps.set_early_class_hook_events();
+    // the early hook turns the JVM's class-data sharing (CDS) off; without it the classes
+    // loaded before VMStart (java.base's first ~450) pass the hook unseen
+    let late = opts.late_hook(engine.trace_rules().is_empty());
+    if !late {
+        caps.set_early_class_hook_events();
+    }
     if early || opts.coverage {
         caps.set_early_vmstart();
     }
@@ -255,6 +263,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         live: AtomicBool::new(early),
         early_skipped: AtomicUsize::new(0),
         thread_fields: AtomicBool::new(false),
+        late,
         instrumented: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
         left: Mutex::new(LeftOriginal::default()),
@@ -312,6 +321,8 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
             "loaded ({})",
             match a.map(|o| (o.cpu, o.coverage)) {
                 Some((true, true)) => "cpu=times, coverage",
+                Some((false, true)) if late =>
+                    "coverage; no early class hook: class-data sharing stays on, classes loaded before VMStart pass unseen",
                 Some((false, true)) => "coverage",
                 _ => "cpu=times",
             }
@@ -334,8 +345,13 @@ unsafe extern "C" fn vm_init(
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
-        if a.opts.coverage && a.cov_field.load(Ordering::Acquire) {
-            if let Err(e) = runtime::cov_per_thread(&jni) {
+        if a.opts.coverage && (a.late || a.cov_field.load(Ordering::Acquire)) {
+            let r = if a.late {
+                runtime::cov_local(&jni)
+            } else {
+                runtime::cov_per_thread(&jni)
+            };
+            if let Err(e) = r {
                 log(&format!(
                     "coverage: cannot switch to per-thread counters ({e})"
                 ));
@@ -437,7 +453,7 @@ unsafe extern "C" fn vm_start(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
         if a.opts.coverage {
-            if !a.cov_field.load(Ordering::Acquire) {
+            if !a.late && !a.cov_field.load(Ordering::Acquire) {
                 log(&format!(
                     "{} has no coverage field; {} shares one counter array per class between \
                      threads (counts may be low under contention)",

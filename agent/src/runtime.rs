@@ -578,6 +578,13 @@ pub fn cov_per_thread(jni: &Jni) -> Result<(), String> {
     jni.set_static_bool(rt.class.0, "FIELD", true)
 }
 
+/// At VMInit without the early hook ([`crate::options::Options::late_hook`]): every thread
+/// counts in its own arrays from now on, found through a ThreadLocal (`BciCov.local`).
+pub fn cov_local(jni: &Jni) -> Result<(), String> {
+    let rt = cov_get().ok_or("coverage runtime not defined")?;
+    jni.call_static_void(rt.class.0, "local")
+}
+
 /// A thread ended: `BciCov.ended` adds its counts to the shared sums.
 pub fn cov_thread_ended(jni: &Jni, thread: JRef) {
     let Some(rt) = cov_get() else { return };

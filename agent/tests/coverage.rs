@@ -247,6 +247,73 @@ fn agent_reference(classes: &Path, file: &Path) -> PathBuf {
     file.to_path_buf()
 }
 
+/// `include=` patterns that match no JDK class: the agent does without the early class hook,
+/// so the JVM keeps class-data sharing (`-Xshare:on`, which refuses to start without it,
+/// starts), and threads find their counters through a ThreadLocal instead of a field in
+/// java.lang.Thread: the same counts as with the early hook, exact with eight threads.
+#[test]
+fn late_hook_keeps_class_data_sharing_and_counts_exactly() {
+    let dir = tmp("late-hook");
+    let classes = cov_basics(&dir);
+    let cp = classes.display().to_string();
+    let run = |main: &str, early: bool| {
+        let data = dir.join(format!("{main}-{early}.cov"));
+        let opts = format!(
+            "coverage=y,include=CovBasics*:CovOwner*,verbose=y,covfile={}",
+            data.display()
+        );
+        let mut cmd = Command::new(jdk_tool("java"));
+        if early {
+            cmd.env("BCIAGENT_EARLY_HOOK", "1").arg("-Xverify:all");
+        } else {
+            // -Xshare:on: CDS or no start (and -Xverify:all would turn CDS off)
+            cmd.arg("-Xshare:on");
+        }
+        let o = ok(cmd
+            .arg(format!("-agentpath:{}={opts}", agent_lib().display()))
+            .arg("-cp")
+            .arg(&cp)
+            .arg(main)
+            .output()
+            .unwrap());
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(err.contains("no early class hook"), !early, "{err}");
+        (read(&data), o.stdout)
+    };
+    let bare = Command::new(jdk_tool("java"))
+        .args(["-Xshare:on", "-cp", &cp, "CovBasics"])
+        .output()
+        .unwrap();
+    assert!(
+        bare.status.success(),
+        "this JDK cannot run with -Xshare:on even without the agent: {}",
+        String::from_utf8_lossy(&bare.stderr)
+    );
+    let ((late, out_late), (early, out_early)) = (run("CovBasics", false), run("CovBasics", true));
+    assert_eq!(out_late, bare.stdout);
+    assert_eq!(out_early, bare.stdout);
+    assert_eq!(
+        class_counts(&late, "CovBasics"),
+        class_counts(&early, "CovBasics")
+    );
+    // 8 threads x 50,000 calls, racy() unsynchronized
+    for m in ["racy", "bump"] {
+        assert_eq!(entries(&late, &classes, "CovBasics", m), 400_000, "{m}");
+    }
+    // no JDK class covered
+    assert!(late.classes.keys().all(|(n, _)| n.starts_with("Cov")));
+    // a class initialized by a thread that ends (its owner), run later by two other threads
+    let ((late, _), (early, _)) = (run("CovOwner", false), run("CovOwner", true));
+    for class in ["CovOwner", "CovOwner$Owned"] {
+        assert_eq!(
+            class_counts(&late, class),
+            class_counts(&early, class),
+            "{class}"
+        );
+    }
+    assert_eq!(entries(&late, &classes, "CovOwner$Owned", "hit"), 1750);
+}
+
 /// Classes instrumented offline (marked BciInstrumented) under the agent: not instrumented
 /// again, registered with the agent's runtime, their counts in the agent's file once.
 #[test]

@@ -25,6 +25,11 @@ package java.lang;
  * shares one array per class: racy increments, counts may be low under contention (without
  * the field the agent says so; before VMInit the JVM's startup code runs on one thread, with
  * the Reference Handler, Finalizer and Signal Dispatcher threads started but mostly waiting).
+ *
+ * <p>When no class of the JDK can be covered (the {@code include=} patterns cannot match one),
+ * the agent runs without the early class hook, which keeps the JVM's class-data sharing (CDS)
+ * on: Thread is loaded before the hook sees it and gets no field. Then ({@link #LOCAL}, set at
+ * VMInit) threads find their tables through a ThreadLocal: no JDK class calls back here.
  */
 public final class BciCov {
     private BciCov() {}
@@ -37,6 +42,37 @@ public final class BciCov {
      * counts in the shared arrays.
      */
     private static boolean FIELD;
+
+    /**
+     * Whether threads find their tables through {@link #locals} instead of the Thread field:
+     * set by the agent at VMInit when it runs without the early hook (see the class comment).
+     */
+    private static boolean LOCAL;
+
+    /** The calling thread's table without the Thread field ({@link #LOCAL}). */
+    private static ThreadLocal<long[][]> locals;
+
+    /** Called by the agent at VMInit without the early hook: per-thread tables from now on. */
+    static void local() {
+        locals = new ThreadLocal<>();
+        LOCAL = true;
+    }
+
+    /** The table of {@code th}, which must be the calling thread; null if none. */
+    private static long[][] tab(Thread th) {
+        return FIELD ? th.bci$c : LOCAL ? locals.get() : null;
+    }
+
+    /** Sets the table of {@code th}, which must be the calling thread (null: none). */
+    private static void setTab(Thread th, long[][] t) {
+        if (FIELD) {
+            th.bci$c = t;
+        } else if (t != null) {
+            locals.set(t);
+        } else {
+            locals.remove();
+        }
+    }
 
     /** Live threads with arrays, and their tables (0 .. live). Guarded by the class lock. */
     private static Thread[] threads = new Thread[16];
@@ -78,7 +114,7 @@ public final class BciCov {
      */
     public static long[] find(int cid) {
         if (!FIELD) {
-            return null;
+            return null; // without the field: create (the per-thread table in the ThreadLocal)
         }
         long[][] t = Thread.currentThread().bci$c;
         return t != null && cid < t.length ? t[cid] : null;
@@ -105,7 +141,7 @@ public final class BciCov {
      * already owned by another thread's array, out of memory).
      */
     public static long[] own(int cid, int n) {
-        if (!FIELD || cid <= 0) {
+        if (!(FIELD || LOCAL) || cid <= 0) {
             return null;
         }
         long[] a = arr(cid, n);
@@ -141,8 +177,8 @@ public final class BciCov {
 
     /** The calling thread's counters of class {@code cid}, which has {@code n} counters. */
     public static long[] arr(int cid, int n) {
-        if (FIELD) {
-            long[][] t = Thread.currentThread().bci$c;
+        if (FIELD || LOCAL) {
+            long[][] t = tab(Thread.currentThread());
             if (t != null && cid < t.length) {
                 long[] a = t[cid];
                 if (a != null) {
@@ -167,21 +203,21 @@ public final class BciCov {
                 return sink(n);
             }
             synchronized (BciCov.class) {
-                if (!FIELD) {
+                if (!(FIELD || LOCAL)) {
                     return slot(folded(cid), cid, n);
                 }
                 Thread th = Thread.currentThread();
-                long[][] t = th.bci$c;
+                long[][] t = tab(th);
                 if (t == null) {
                     t = new long[cid < 64 ? 64 : cid + 1][];
                     track(th, t);
-                    th.bci$c = t;
+                    setTab(th, t);
                 } else if (cid >= t.length) {
                     int m = t.length * 2;
                     long[][] g = new long[cid < m ? m : cid + 1][];
                     System.arraycopy(t, 0, g, 0, t.length);
                     retrack(th, g);
-                    th.bci$c = t = g;
+                    setTab(th, t = g);
                 }
                 return slot(t, cid, n);
             }
@@ -255,15 +291,16 @@ public final class BciCov {
 
     /** Called by the agent on a thread that ends: its counts go to the shared sums. */
     static void ended(Thread th) {
-        if (!FIELD || th == null) {
+        // (the agent calls it on the ending thread: JVMTI ThreadEnd and VirtualThreadEnd)
+        if (!(FIELD || LOCAL) || th == null || (!FIELD && th != Thread.currentThread())) {
             return;
         }
         synchronized (BciCov.class) {
-            long[][] t = th.bci$c;
+            long[][] t = tab(th);
             if (t == null) {
                 return;
             }
-            th.bci$c = null;
+            setTab(th, null);
             add(t);
             for (int i = live - 1; i >= 0; i--) {
                 if (threads[i] == th) {
