@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Coverage overhead, side by side. Usage: scripts/bench-coverage.sh [rhino|javac|all]
+# Coverage overhead, side by side. Usage: scripts/bench-coverage.sh [rhino|startup|javac|all]
 # rhino: wall time of Debian's rhino running acorn.js (Debian node-acorn) to parse its own
 # source three times, bare vs rhino instrumented offline by `bci instrument --coverage` (run
 # with the runtime jar) vs the bci agent (coverage=y,include=org.mozilla.*) vs JaCoCo 0.8.6's
 # agent (Debian libjacoco-java) on the same classes (includes=org.mozilla.*).
+# startup: rhino evaluating print(1) (a short JVM), 5 x RUNS runs, the agent as it runs (no
+# early class hook: class-data sharing stays on) and with the early hook (BCIAGENT_EARLY_HOOK=1).
 # javac: JDK 17's javac compiling the top-level java/util sources of src.zip (Debian
 # openjdk-17-source), bare vs the bci agent vs JaCoCo's agent, both instrumenting javac's own
 # classes, com.sun.tools.javac.* (module jdk.compiler, loaded by the application class loader,
 # so JaCoCo takes them without inclbootstrapclasses).
-# Medians of RUNS (default 3) interleaved runs of wall time and of CPU time (user + sys);
-# prints the ratios. Not a test.
+# Medians of RUNS (default 3) interleaved runs (the order rotated by one each round) of wall
+# time and of CPU time (user + sys); prints the ratios. Not a test.
 # To compare builds in one run: AGENTS="old=/path/libbciagent.so new=..." replaces the agent
 # row by one row per library; BCIS="old=/path/bci new=..." does the same for the offline row
 # (each bci instruments rhino and writes its own runtime jar). Fetches the two
@@ -89,51 +91,126 @@ table() {
     done
 }
 
+# rounds VARIANT... : runs the variants RUNS times, each round in an order rotated by one
+# (round r starts at variant r-1), so that every variant takes every place in the round
+# (the run right after bare ran ~9 % lower in bench-cpu-times.sh); run_one VARIANT prints the
+# "wall_ms cpu_ms" of one run, appended to the array named VARIANT
+rounds() {
+    local n=$# r i
+    local vs=("$@")
+    for r in $(seq "$runs"); do
+        for ((i = 0; i < n; i++)); do
+            local v=${vs[$(((i + r - 1) % n))]}
+            local -n a_=$v
+            a_+=("$(run_one "$v")")
+            unset -n a_
+        done
+    done
+}
+
 if [ "$what" = rhino ] || [ "$what" = all ]; then
 main=org.mozilla.javascript.tools.shell.Main
-bare=(); jac=(); rows=()
-for b in "${bcis[@]}"; do declare -a "off_${b%%=*}=()"; rows+=("bci coverage (offline, ${b%%=*})" "off_${b%%=*}"); done
-for a in "${agents[@]}"; do declare -a "ag_${a%%=*}=()"; rows+=("bci coverage (agent, ${a%%=*})" "ag_${a%%=*}"); done
-for r in $(seq "$runs"); do
-    bare+=("$(time_ms "$java" -cp "$rhino" $main driver.js)")
-    for b in "${bcis[@]}"; do
-        l=${b%%=*}
+bare=(); jac=(); rows=(); variants=(bare)
+for b in "${bcis[@]}"; do declare -a "off_${b%%=*}=()"; rows+=("bci coverage (offline, ${b%%=*})" "off_${b%%=*}"); variants+=("off_${b%%=*}"); done
+for a in "${agents[@]}"; do declare -a "ag_${a%%=*}=()"; rows+=("bci coverage (agent, ${a%%=*})" "ag_${a%%=*}"); variants+=("ag_${a%%=*}"); done
+variants+=(jac)
+run_one() {
+    local x
+    case $1 in
+    bare) time_ms "$java" -cp "$rhino" $main driver.js ;;
+    off_*)
+        l=${1#off_}
         rm -f bci.cov
-        declare -n v_="off_$l"
-        v_+=("$(time_ms "$java" -Dbci.covfile="$work/bci.cov" -cp "rhino-cov-$l.jar:bci-runtime-$l.jar" $main driver.js)")
-        unset -n v_
-    done
-    for a in "${agents[@]}"; do
-        rm -f agent.cov
-        declare -n v_="ag_${a%%=*}"
-        v_+=("$(time_ms "$java" -agentpath:"${a#*=}"=coverage=y,include='org.mozilla.*',covfile="$work/agent.cov" -cp "$rhino" $main driver.js)")
-        unset -n v_
-    done
-    rm -f jacoco.exec
-    jac+=("$(time_ms "$java" -javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='org.mozilla.*' -cp "$rhino" $main driver.js)")
-done
+        time_ms "$java" -Dbci.covfile="$work/bci.cov" -cp "rhino-cov-$l.jar:bci-runtime-$l.jar" $main driver.js
+        ;;
+    ag_*)
+        for x in "${agents[@]}"; do
+            if [ "${x%%=*}" = "${1#ag_}" ]; then
+                rm -f agent.cov
+                time_ms "$java" -agentpath:"${x#*=}"=coverage=y,include='org.mozilla.*',covfile="$work/agent.cov" -cp "$rhino" $main driver.js
+            fi
+        done
+        ;;
+    jac)
+        rm -f jacoco.exec
+        time_ms "$java" -javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='org.mozilla.*' -cp "$rhino" $main driver.js
+        ;;
+    esac
+}
+rounds "${variants[@]}"
 table "rhino + acorn.js" bare "${rows[@]}" "JaCoCo 0.8.6 agent" jac
+fi
+
+if [ "$what" = startup ] || [ "$what" = all ]; then
+# a short JVM (what a test runner forking one per test class pays): rhino evaluating
+# print(1), 5x RUNS runs; the agent without the early class hook (include= matches no
+# java.*/jdk.*/sun.* class: class-data sharing stays on) and with it (BCIAGENT_EARLY_HOOK=1)
+main=org.mozilla.javascript.tools.shell.Main
+bare=(); jac=(); rows=(); variants=(bare)
+for a in "${agents[@]}"; do
+    l=${a%%=*}
+    declare -a "st_$l=()" "ste_$l=()"
+    rows+=("bci coverage (agent, $l)" "st_$l" "  with the early hook ($l)" "ste_$l")
+    variants+=("st_$l" "ste_$l")
+done
+variants+=(jac)
+run_one() {
+    local x
+    case $1 in
+    bare) time_ms "$java" -cp "$rhino" $main -e 'print(1)' ;;
+    st_* | ste_*)
+        for x in "${agents[@]}"; do
+            if [ "${x%%=*}" = "${1#*_}" ]; then
+                rm -f agent.cov
+                if [ "${1%%_*}" = ste ]; then
+                    BCIAGENT_EARLY_HOOK=1 time_ms "$java" -agentpath:"${x#*=}"=coverage=y,include='org.mozilla.*',covfile="$work/agent.cov" -cp "$rhino" $main -e 'print(1)'
+                else
+                    time_ms "$java" -agentpath:"${x#*=}"=coverage=y,include='org.mozilla.*',covfile="$work/agent.cov" -cp "$rhino" $main -e 'print(1)'
+                fi
+            fi
+        done
+        ;;
+    jac)
+        rm -f jacoco.exec
+        time_ms "$java" -javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='org.mozilla.*' -cp "$rhino" $main -e 'print(1)'
+        ;;
+    esac
+}
+runs0=$runs
+runs=$((5 * runs0))
+rounds "${variants[@]}"
+table "rhino -e 'print(1)' (startup)" bare "${rows[@]}" "JaCoCo 0.8.6 agent" jac
+runs=$runs0
 fi
 
 if [ "$what" = javac ] || [ "$what" = all ]; then
 javac=$JAVA_HOME/bin/javac
 srcs=("$work"/src/java.base/java/util/*.java)
 jc() { rm -rf "$work/out"; mkdir -p "$work/out"; time_ms "$javac" "$@" -nowarn -XDignore.symbol.file --patch-module java.base="$work/src/java.base" -d "$work/out" "${srcs[@]}"; }
-bare=(); jac=(); rows=()
-for a in "${agents[@]}"; do declare -a "jag_${a%%=*}=()"; rows+=("bci coverage (agent, ${a%%=*})" "jag_${a%%=*}"); done
-for r in $(seq "$runs"); do
-    bare+=("$(jc)")
-    for a in "${agents[@]}"; do
-        rm -f agent.cov
-        declare -n v_="jag_${a%%=*}"
-        v_+=("$(jc -J-agentpath:"${a#*=}"=coverage=y,include='com.sun.tools.javac.*',covfile="$work/agent.cov")")
-        unset -n v_
-    done
-    rm -f jacoco.exec
-    jac+=("$(jc -J-javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='com.sun.tools.javac.*')")
-    # JaCoCo 0.8.6 (ASM 8) refuses classes with PermittedSubclasses and leaves them original
-    jac_left=$(grep -c 'IllegalClassFormatException: Error while instrumenting' "$work/last.err" || true)
-done
+bare=(); jac=(); rows=(); variants=(bare)
+for a in "${agents[@]}"; do declare -a "jag_${a%%=*}=()"; rows+=("bci coverage (agent, ${a%%=*})" "jag_${a%%=*}"); variants+=("jag_${a%%=*}"); done
+variants+=(jac)
+run_one() {
+    local x
+    case $1 in
+    bare) jc ;;
+    jag_*)
+        for x in "${agents[@]}"; do
+            if [ "${x%%=*}" = "${1#jag_}" ]; then
+                rm -f agent.cov
+                jc -J-agentpath:"${x#*=}"=coverage=y,include='com.sun.tools.javac.*',covfile="$work/agent.cov"
+            fi
+        done
+        ;;
+    jac)
+        rm -f jacoco.exec
+        jc -J-javaagent:"$work/jacocoagent.jar"=destfile="$work/jacoco.exec",includes='com.sun.tools.javac.*'
+        # JaCoCo 0.8.6 (ASM 8) refuses classes with PermittedSubclasses and leaves them original
+        grep -c 'IllegalClassFormatException: Error while instrumenting' "$work/last.err" >"$work/jac_left" || true
+        ;;
+    esac
+}
+rounds "${variants[@]}"
 table "javac, ${#srcs[@]} java/util sources" bare "${rows[@]}" "JaCoCo 0.8.6 agent" jac
-echo "(JaCoCo left $jac_left of javac's classes original: IllegalClassFormatException on its stderr)"
+echo "(JaCoCo left $(cat "$work/jac_left") of javac's classes original: IllegalClassFormatException on its stderr)"
 fi
