@@ -314,6 +314,69 @@ fn late_hook_keeps_class_data_sharing_and_counts_exactly() {
     assert_eq!(entries(&late, &classes, "CovOwner$Owned", "hit"), 1750);
 }
 
+const VCOV: &str = r#"
+import java.util.ArrayList;
+import java.util.List;
+
+public class VCov {
+    static int work(int i) { return i + 1; }
+
+    public static void main(String[] a) throws Exception {
+        List<Thread> ts = new ArrayList<>();
+        for (int t = 0; t < 10000; t++) {
+            ts.add(Thread.ofVirtual().start(() -> {
+                for (int i = 0; i < 100; i++) work(i);
+                try { Thread.sleep(1); } catch (InterruptedException e) { }
+                for (int i = 0; i < 100; i++) work(i);
+            }));
+        }
+        for (Thread t : ts) t.join();
+    }
+}
+"#;
+
+/// JDK 25 (only when /usr/lib/jvm/temurin-25-jdk-amd64 exists): 10,000 virtual threads, each
+/// parked once between its calls, without the early hook: each finds its arrays through the
+/// ThreadLocal (on whatever carrier), VirtualThreadEnd folds them; exact.
+#[test]
+fn late_hook_virtual_threads_count_exactly() {
+    let jdk = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
+    if !jdk.join("bin/java").exists() {
+        eprintln!("skipped: no JDK 25");
+        return;
+    }
+    let dir = tmp("late-virtual");
+    let src = dir.join("src/VCov.java");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+    std::fs::write(&src, VCOV).unwrap();
+    let classes = dir.join("classes");
+    let o = Command::new(jdk.join("bin/javac"))
+        .arg("-d")
+        .arg(&classes)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = dir.join("v.cov");
+    let o = ok(Command::new(jdk.join("bin/java"))
+        .arg("-Xshare:on")
+        .arg(format!(
+            "-agentpath:{}=coverage=y,include=VCov*,verbose=y,covfile={}",
+            agent_lib().display(),
+            data.display()
+        ))
+        .arg("-cp")
+        .arg(&classes)
+        .arg("VCov")
+        .output()
+        .unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no early class hook"), "{err}");
+    let d = read(&data);
+    assert_eq!(entries(&d, &classes, "VCov", "work"), 2_000_000);
+    assert_eq!(entries(&d, &classes, "VCov", "lambda$main$0"), 10_000);
+}
+
 /// Classes instrumented offline (marked BciInstrumented) under the agent: not instrumented
 /// again, registered with the agent's runtime, their counts in the agent's file once.
 #[test]
