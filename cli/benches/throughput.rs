@@ -10,7 +10,8 @@
 //!
 //! "probe every method (agent form)" is the same rewrite with the agent's options: pure leaves
 //! get leaf probes, other methods keep enterT's token in a new local (their frames are
-//! decoded and encoded again to add it).
+//! decoded and encoded again to add it). "coverage (agent form)" is coverage=y's rewrite:
+//! the flow analysis, the counter plan and the counters of every method.
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
@@ -51,6 +52,12 @@ fn main() {
         frame_tokens: true,
         ..Default::default()
     };
+    // what the agent's coverage=y does to a class (a constant class id)
+    let cov_opts = bci_rewriter::coverage::Options {
+        runtime: "java/lang/BciCov",
+        split: bci_rewriter::flow::Split::AfterCalls,
+        class_id: bci_rewriter::coverage::ClassId::Constant(7),
+    };
     type Job<'a> = (&'a str, Box<dyn Fn(&[u8]) -> usize + 'a>);
     let jobs: Vec<Job> = vec![
         (
@@ -90,6 +97,15 @@ fn main() {
                     _ => 0,
                 }
             }),
+        ),
+        (
+            "coverage (agent form)",
+            Box::new(
+                |b: &[u8]| match bci_rewriter::coverage::instrument(b, &cov_opts) {
+                    Ok((Outcome::Rewritten(o), _)) => o.len(),
+                    _ => 0,
+                },
+            ),
         ),
     ];
     let only = std::env::var("BENCH_JOB").unwrap_or_default();
