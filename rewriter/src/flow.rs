@@ -107,9 +107,84 @@ pub struct Cfg {
     pub blocks: Vec<Block>,
     pub edges: Vec<Edge>,
     /// Per block: its outgoing edges (indices into `edges`), in instruction order.
-    pub out: Vec<Vec<u32>>,
+    pub out: Adjacency,
     /// Per block: its incoming edges.
-    pub ins: Vec<Vec<u32>>,
+    pub ins: Adjacency,
+}
+
+/// Edge lists by block in one array (`cfg.out[b]` is block `b`'s slice): two allocations per
+/// graph instead of two per block.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Adjacency {
+    /// Block `b`'s edges are `items[start[b]..start[b + 1]]`.
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Adjacency {
+    /// The lists of `n` blocks: edge `e` goes in the list of `key(e)` (if any), in order.
+    fn new(n: usize, m: usize, key: impl Fn(usize) -> Option<u32>) -> Adjacency {
+        let mut start = vec![0u32; n + 1];
+        for e in 0..m {
+            if let Some(b) = key(e) {
+                start[b as usize + 1] += 1;
+            }
+        }
+        for b in 0..n {
+            start[b + 1] += start[b];
+        }
+        let mut fill = start.clone();
+        let mut items = vec![0u32; start[n] as usize];
+        for e in 0..m {
+            if let Some(b) = key(e) {
+                items[fill[b as usize] as usize] = e as u32;
+                fill[b as usize] += 1;
+            }
+        }
+        Adjacency { start, items }
+    }
+    /// The number of blocks.
+    pub fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Each block's list, in block order.
+    pub fn iter(&self) -> AdjacencyIter<'_> {
+        AdjacencyIter { adj: self, b: 0 }
+    }
+}
+
+/// [`Adjacency::iter`].
+pub struct AdjacencyIter<'a> {
+    adj: &'a Adjacency,
+    b: usize,
+}
+
+impl<'a> Iterator for AdjacencyIter<'a> {
+    type Item = &'a [u32];
+    fn next(&mut self) -> Option<&'a [u32]> {
+        (self.b < self.adj.len()).then(|| {
+            self.b += 1;
+            &self.adj[self.b - 1]
+        })
+    }
+}
+
+impl std::ops::Index<usize> for Adjacency {
+    type Output = [u32];
+    fn index(&self, b: usize) -> &[u32] {
+        &self.items[self.start[b] as usize..self.start[b + 1] as usize]
+    }
+}
+
+impl<'a> IntoIterator for &'a Adjacency {
+    type Item = &'a [u32];
+    type IntoIter = AdjacencyIter<'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
 }
 
 fn is_call(opcode: u8) -> bool {
@@ -316,14 +391,8 @@ impl Cfg {
 
     /// A graph from its parts (tests, and callers with their own blocks); fills `out`/`ins`.
     pub fn from_parts(blocks: Vec<Block>, edges: Vec<Edge>) -> Cfg {
-        let mut out = vec![Vec::new(); blocks.len()];
-        let mut ins = vec![Vec::new(); blocks.len()];
-        for (e, edge) in edges.iter().enumerate() {
-            out[edge.from as usize].push(e as u32);
-            if let Some(t) = edge.to {
-                ins[t as usize].push(e as u32);
-            }
-        }
+        let out = Adjacency::new(blocks.len(), edges.len(), |e| Some(edges[e].from));
+        let ins = Adjacency::new(blocks.len(), edges.len(), |e| edges[e].to);
         Cfg {
             blocks,
             edges,

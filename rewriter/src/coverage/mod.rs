@@ -176,7 +176,11 @@ fn empty_finalize(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &st
 /// instrumenting, so the report should take `skipped` from the instrumenter's run when it has
 /// it; a method listed here but skipped there simply has no data.
 pub fn plan_class(bytes: &[u8], split: Split) -> Result<ClassCoverage> {
-    let cf = ClassFile::parse(bytes)?;
+    plan_parsed(&ClassFile::parse(bytes)?, bytes, split)
+}
+
+/// [`plan_class`] of `cf`, parsed from `bytes`.
+fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCoverage> {
     let name = cf.name()?.into_owned();
     let mut out = ClassCoverage {
         name,
@@ -191,7 +195,7 @@ pub fn plan_class(bytes: &[u8], split: Split) -> Result<ClassCoverage> {
         let mdesc = cf.member_desc(m).into_owned();
         let why = if m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0 {
             Some(Skipped::NoCode)
-        } else if empty_finalize(&cf, m, &mname, &mdesc) {
+        } else if empty_finalize(cf, m, &mname, &mdesc) {
             Some(Skipped::EmptyFinalize)
         } else {
             None
@@ -204,13 +208,13 @@ pub fn plan_class(bytes: &[u8], split: Split) -> Result<ClassCoverage> {
             let (_, a) = cf
                 .find_attr(&m.attributes, "Code")
                 .ok_or_else(|| Error::new(ErrorKind::Format, "method without Code"))?;
-            let code = bci::CodeAttr::parse(&cf, a)?;
+            let code = bci::CodeAttr::parse(cf, a)?;
             let insns = code.decode_all()?;
             // a constructor's calls before super()/this() get no exceptional exit (no
             // handler may cover them); the editor finds those calls (if it cannot, the
             // method cannot be edited either, and the plan does not matter)
             let supers = if mname == "<init>" && m.access & bci::class::ACC_STATIC == 0 {
-                MethodEditor::new(&cf, k)
+                MethodEditor::new(cf, k)
                     .and_then(|ed| ed.super_calls().map(<[usize]>::to_vec))
                     .unwrap_or_default()
             } else {
@@ -247,7 +251,7 @@ pub fn plan_class(bytes: &[u8], split: Split) -> Result<ClassCoverage> {
 /// cannot be edited is left original and listed in `skipped`, its counters unused.
 pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCoverage)> {
     let cf = ClassFile::parse(bytes)?;
-    let mut cov = plan_class(bytes, opts.split)?;
+    let mut cov = plan_parsed(&cf, bytes, opts.split)?;
     if cf.access & ACC_MODULE != 0 || cov.methods.is_empty() {
         return Ok((Outcome::Unchanged, cov));
     }
@@ -447,12 +451,7 @@ fn emit(
     let e = (m.first + last as u32) as i32;
     if let Some(h) = helper {
         entry.int(cp, e)?;
-        let i = if h.interface {
-            cp.interface_methodref(class, HELPER, HELPER_DESC)?
-        } else {
-            cp.methodref(class, HELPER, HELPER_DESC)?
-        };
-        entry.invokestatic_ref(i, HELPER_DESC)?;
+        entry.invokestatic_ref(h.lookup, HELPER_DESC)?;
     } else {
         push_class_id(&mut entry, cp, class, opts.class_id)?;
         entry.int(cp, class_counters as i32)?;
@@ -464,7 +463,11 @@ fn emit(
         entry.op(op::POP)?;
         return ed.insert_entry(&entry);
     }
-    let local = ed.new_local(VType::Object(cp.class("[J")?))?;
+    let array = match helper {
+        Some(h) => h.array,
+        None => cp.class("[J")?,
+    };
+    let local = ed.new_local(VType::Object(array))?;
     entry.store('A', local)?;
     // Exceptional exits of blocks that end in a call: the block keeps its counter's number in
     // an int local, and every handler (the method's own, at their start, and a catch-all
@@ -565,7 +568,10 @@ fn has_helper(cf: &ClassFile<'_>) -> bool {
 
 #[derive(Clone, Copy, Debug)]
 struct Helper {
-    interface: bool,
+    /// The constant of the method `bci$a` (a Methodref, an InterfaceMethodref in interfaces).
+    lookup: u16,
+    /// The constant of class `[J`.
+    array: u16,
 }
 
 /// Pushes the class id: a constant or, offline, `getstatic CLASS.bci$cid`.
@@ -703,7 +709,12 @@ fn add_helper(
     };
     add_lookup(w, cf, HELPER, &code, frame)
         .map_err(|e| e.context(format!("{class}.{HELPER}{HELPER_DESC}")))?;
-    Ok(Helper { interface })
+    let lookup = if interface {
+        w.cp.interface_methodref(class, HELPER, HELPER_DESC)?
+    } else {
+        w.cp.methodref(class, HELPER, HELPER_DESC)?
+    };
+    Ok(Helper { lookup, array: arr })
 }
 
 /// Adds `private static synthetic long[] NAME(int)` with `code` and its one branch target's
