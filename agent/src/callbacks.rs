@@ -26,8 +26,9 @@ pub struct Agent {
     early_skipped: AtomicUsize,
     /// java.lang.Thread was handed to the VM with the runtime's fields (rewrite::THREAD_FIELDS).
     thread_fields: AtomicBool,
-    /// Without the early class hook (coverage of classes outside the JDK only): CDS stays on,
-    /// coverage finds per-thread arrays through a ThreadLocal.
+    /// Without the early class hook (coverage only, of classes outside java.*, jdk.* and
+    /// sun.*: Options::late_hook): CDS stays on, coverage finds per-thread arrays through a
+    /// ThreadLocal.
     late: bool,
     instrumented: AtomicUsize,
     failed: AtomicUsize,
@@ -213,7 +214,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     let mut caps = sys::jvmtiCapabilities::default();
     caps.set_all_class_hook_events();
     // the early hook turns the JVM's class-data sharing (CDS) off; without it the classes
-    // loaded before VMStart (java.base's first ~450) pass the hook unseen
+    // loaded before VMStart (java.base's first) pass the hook unseen
     let late = opts.late_hook(engine.trace_rules().is_empty());
     if !late {
         caps.set_early_class_hook_events();

@@ -26,10 +26,11 @@ package java.lang;
  * the field the agent says so; before VMInit the JVM's startup code runs on one thread, with
  * the Reference Handler, Finalizer and Signal Dispatcher threads started but mostly waiting).
  *
- * <p>When no class of the JDK can be covered (the {@code include=} patterns cannot match one),
- * the agent runs without the early class hook, which keeps the JVM's class-data sharing (CDS)
- * on: Thread is loaded before the hook sees it and gets no field. Then ({@link #LOCAL}, set at
- * VMInit) threads find their tables through a ThreadLocal: no JDK class calls back here.
+ * <p>When the {@code include=} patterns cannot match a class under java., jdk. or sun. (where
+ * every class loaded before VMStart is, and ThreadLocal), the agent runs without the early
+ * class hook, which keeps the JVM's class-data sharing (CDS) on: Thread is loaded before the
+ * hook sees it and gets no field. Then ({@link #LOCAL}, set at VMInit) threads find their
+ * tables through a ThreadLocal, whose code is not covered and so cannot call back here.
  */
 public final class BciCov {
     private BciCov() {}
