@@ -120,20 +120,12 @@ impl Options {
             && no_trace_rules
             && self.rules.is_none()
             && !self.include.is_empty()
-            && !self.include.iter().any(|p| may_match_early(p))
+            && !self.include.iter().any(|p| {
+                let g = bci_rewriter::Glob::class(p);
+                EARLY_PREFIXES.iter().any(|e| g.may_match_under(e))
+            })
             && std::env::var_os("BCIAGENT_EARLY_HOOK").is_none()
     }
-}
-
-/// Whether class pattern `p` (dotted, `*` and `?` wildcards) may match a class in the packages
-/// of [`EARLY_PREFIXES`]: its literal part before the first wildcard and one of them agree as
-/// far as both go.
-fn may_match_early(p: &str) -> bool {
-    let lit = p.replace('.', "/");
-    let lit = &lit[..lit.find(['*', '?']).unwrap_or(lit.len())];
-    EARLY_PREFIXES
-        .iter()
-        .any(|j| j.starts_with(lit) || lit.starts_with(j))
 }
 
 /// A bad option: what was wrong and what would have been valid.

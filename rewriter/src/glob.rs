@@ -34,6 +34,17 @@ impl Glob {
         }
         Ok(())
     }
+    /// Whether the pattern may match some name that starts with `prefix` (conservative: its
+    /// literal part before the first wildcard and `prefix` agree as far as both go).
+    pub fn may_match_under(&self, prefix: &str) -> bool {
+        let lit = &self.pat[..self
+            .pat
+            .iter()
+            .position(|&c| c == b'*' || c == b'?')
+            .unwrap_or(self.pat.len())];
+        let prefix = prefix.as_bytes();
+        prefix.starts_with(lit) || lit.starts_with(prefix)
+    }
     pub fn matches(&self, s: &str) -> bool {
         if self.pat == b"*" {
             return true;
@@ -78,6 +89,29 @@ mod tests {
         assert!(Glob::new("a?c").matches("abc"));
         assert!(Glob::new("*Test*Case").matches("MyTestFooCase"));
         assert!(!Glob::new("*Test*Case").matches("MyTestFooCases"));
+    }
+    #[test]
+    fn may_match_under_a_prefix() {
+        let under = |p: &str| Glob::class(p).may_match_under("java/");
+        for yes in [
+            "java.util.*",
+            "*Test",
+            "j*",
+            "?ava.lang.Thread",
+            "java",
+            "java.lang.Object",
+        ] {
+            assert!(under(yes), "{yes}");
+        }
+        for no in [
+            "javax.crypto.*",
+            "com.*",
+            "jdkfoo.*",
+            "Hello",
+            "org.x.java.*",
+        ] {
+            assert!(!under(no), "{no}");
+        }
     }
     #[test]
     fn check_refuses_patterns_that_match_nothing() {
