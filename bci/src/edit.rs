@@ -1220,35 +1220,49 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         out[handlers_at..handlers_at + 2].copy_from_slice(&(n_handlers as u16).to_be_bytes());
 
-        // --- max_stack by data flow over the original code, plus what insertions add
-        let depths = self.depths_with(&mut cp.ref_effects)?;
-        let mut max_stack = (self.code.max_stack as u32).max(depths.max);
+        // --- max_stack. With code only at entry, before instructions and in a catch-all (the
+        // cpu-times probes), a bound needs no data flow: no instruction of valid code starts
+        // above the declared max_stack, so code inserted before one reaches at most that plus
+        // its own depth (JaCoCo's ProbeInserter bounds its probes so, by max_stack + 3). Code
+        // after an instruction or on an edge needs the depth there: data flow over the
+        // original code.
+        let simple = self.after.is_empty() && self.trampolines.is_empty();
+        let mut max_stack = self.code.max_stack as u32;
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
-        for e in &lay.ev {
-            let k = e.k as usize;
-            let din = depths.depth_in[k];
-            if din == NONE {
-                continue;
-            }
-            if let Some((_, s)) = self.before.get(e.before as usize) {
-                bump(din + s.max_depth() as u32);
-            }
-            if let Some((_, s)) = self.after.get(e.after as usize) {
-                let (p, q) = sim::depth_effect(&self.insns[k], code, &self.cf.cp)?;
-                bump(din - p as u32 + q as u32 + s.max_depth() as u32);
-            }
-        }
         if let Some(h) = &self.catch_all {
             bump(1 + h.max_depth() as u32);
         }
-        for (_, target, s) in &self.trampolines {
-            let d = depths.depth_in[self.idx(*target)?];
-            if d != NONE {
-                bump(d + s.max_depth() as u32);
+        if simple {
+            let deepest = self.before.iter().map(|(_, s)| s.max_depth()).max();
+            if let Some(d) = deepest.filter(|&d| d > 0) {
+                bump(self.code.max_stack as u32 + d as u32);
             }
+        } else {
+            let depths = self.depths_with(&mut cp.ref_effects)?;
+            bump(depths.max);
+            for e in &lay.ev {
+                let k = e.k as usize;
+                let din = depths.depth_in[k];
+                if din == NONE {
+                    continue;
+                }
+                if let Some((_, s)) = self.before.get(e.before as usize) {
+                    bump(din + s.max_depth() as u32);
+                }
+                if let Some((_, s)) = self.after.get(e.after as usize) {
+                    let (p, q) = sim::depth_effect(&self.insns[k], code, &self.cf.cp)?;
+                    bump(din - p as u32 + q as u32 + s.max_depth() as u32);
+                }
+            }
+            for (_, target, s) in &self.trampolines {
+                let d = depths.depth_in[self.idx(*target)?];
+                if d != NONE {
+                    bump(d + s.max_depth() as u32);
+                }
+            }
+            give(depths.depth_in, |s| &mut s.depth_in);
         }
-        give(depths.depth_in, |s| &mut s.depth_in);
         if max_stack > 0xFFFF {
             return Err(Error::new(ErrorKind::TooLarge, "max_stack over 65535"));
         }
