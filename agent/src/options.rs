@@ -106,6 +106,47 @@ impl Default for Options {
 const EARLY_PREFIXES: &[&str] = &["java/", "jdk/", "sun/"];
 
 impl Options {
+    /// The files this run writes, as (option, path as given): the profile (`file=`, with
+    /// cpu=times or a rules file), the coverage data (`covfile=`) and the trace
+    /// (`tracefile=`).
+    pub fn outputs(&self) -> Vec<(&'static str, &str)> {
+        let mut v = Vec::new();
+        if self.cpu {
+            v.push(("file", self.file.as_str()));
+        }
+        if self.coverage {
+            v.push(("covfile", self.covfile.as_str()));
+        }
+        if let Some(t) = &self.tracefile {
+            v.push(("tracefile", t.as_str()));
+        }
+        v
+    }
+
+    /// Two outputs naming one file would overwrite each other (the profile replaced by the
+    /// coverage data, the trace by the profile): refused at start. Paths are compared as
+    /// written after making them absolute (`x`, `./x` and `$PWD/x` are one file).
+    fn check_outputs(&self) -> Result<(), OptionError> {
+        let outs = self.outputs();
+        let norm = |p: &str| -> std::path::PathBuf {
+            let abs = std::path::absolute(p).unwrap_or_else(|_| p.into());
+            abs.components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect()
+        };
+        for (k, (a, pa)) in outs.iter().enumerate() {
+            for (b, pb) in &outs[k + 1..] {
+                if norm(pa) == norm(pb) {
+                    return Err(OptionError(format!(
+                        "{a}={pa} and {b}={pb} name the same file: one would overwrite the \
+                         other (give each its own path)"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the agent can do without the early class hook, which turns the JVM's
     /// class-data sharing (CDS) off (JDK 17: 54 ms -> 86 ms for a hello world here): a
     /// coverage-only run (no profile, no tracing rules, no rules file) whose `include=`
@@ -364,6 +405,7 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     // coverage=y alone records coverage only; cpu=times or a rules file add the profile
     o.cpu = !o.coverage || cpu_given || o.rules.is_some();
     o.cpu_given = cpu_given;
+    o.check_outputs()?;
     if !depth_given && o.format == Format::Collapsed {
         // a flame graph wants whole stacks, not HPROF's 4-frame traces (which would make every
         // cut stack a root of its own)
@@ -428,6 +470,51 @@ mod tests {
         assert_eq!(o.clock, Clock::Wall);
         assert_eq!(o.include, vec!["java.util.*", "com.*"]);
         assert_eq!(o.exclude, vec!["a.B"]);
+    }
+
+    #[test]
+    fn two_outputs_on_one_file_are_refused() {
+        // the profile would be replaced by the coverage data, the trace by the profile
+        for (opts, a, b) in [
+            (
+                "cpu=times,coverage=y,covfile=x,file=x",
+                "file=x",
+                "covfile=x",
+            ),
+            (
+                "rules=r.toml,tracefile=same.txt,file=same.txt",
+                "file=same.txt",
+                "tracefile=same.txt",
+            ),
+            (
+                "coverage=y,covfile=./t,tracefile=t",
+                "covfile=./t",
+                "tracefile=t",
+            ),
+            (
+                "tracefile=java.hprof.txt",
+                "file=java.hprof.txt",
+                "tracefile=java.hprof.txt",
+            ),
+        ] {
+            let e = parse(Some(opts)).unwrap_err().0;
+            assert!(
+                e.contains(a) && e.contains(b) && e.contains("name the same file"),
+                "{opts}: {e}"
+            );
+        }
+        let cwd = std::env::current_dir().unwrap();
+        let abs = format!("coverage=y,covfile={}/c,tracefile=c", cwd.display());
+        assert!(parse(Some(&abs)).is_err(), "{abs}");
+        // distinct files, and outputs the run does not write (no profile with coverage=y
+        // alone), are fine
+        for ok in [
+            "cpu=times,coverage=y,covfile=x.cov,file=x.txt",
+            "coverage=y,covfile=x,file=x",
+            "coverage=y,covfile=a/x,tracefile=b/x",
+        ] {
+            assert!(parse(Some(ok)).is_ok(), "{ok}");
+        }
     }
 
     #[test]

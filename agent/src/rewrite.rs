@@ -189,10 +189,12 @@ mod imp {
             opts.frame_tokens = (rules.runtime_class() == EARLY_RUNTIME_CLASS
                 || rules.runtime_class() == DEFAULT_RUNTIME_CLASS)
                 && std::env::var_os("BCIAGENT_NO_FRAME_TOKENS").is_none();
+            // a pattern that would silently match nothing stops the JVM at start, whatever
+            // the mode (cpu=times, rules, coverage)
+            for p in o.include.iter().chain(&o.exclude) {
+                Glob::check(p).map_err(|e| format!("include/exclude '{p}': {e}"))?;
+            }
             let (cov, fields_only) = if o.coverage {
-                for p in o.include.iter().chain(&o.exclude) {
-                    Glob::check(p).map_err(|e| format!("include/exclude '{p}': {e}"))?;
-                }
                 if o.cpu {
                     opts.fields.push(cov_field());
                 }

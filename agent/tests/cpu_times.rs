@@ -553,6 +553,16 @@ fn bad_options_stop_the_jvm() {
         ("depth=zero", &["depth", "integer"][..]),
         ("doe=maybe", &["doe", "y, n"][..]),
         ("format=xml", &["format", "hprof, collapsed, methods"][..]),
+        // a glob this matcher does not have would profile nothing (it was accepted without
+        // coverage=y, and the run profiled nothing)
+        (
+            "include=Rec[u]rsion",
+            &["include/exclude 'Rec[u]rsion'", "'['"][..],
+        ),
+        (
+            "exclude=java.{util}.*",
+            &["include/exclude 'java.{util}.*'", "'{'"][..],
+        ),
     ] {
         let (ok, err) = stderr_of(opts);
         assert!(!ok, "{opts} should stop the JVM");
