@@ -77,6 +77,43 @@ fn class_left_original(a: &Agent, name: &str, why: &str) {
     l.classes.push(format!("{name}: {why}"));
 }
 
+/// Methods the coverage counters grew past HotSpot's 8000-byte compile limit (one note each).
+/// compilehuge=y: the first one turns `-XX:+DontCompileHugeMethods` off, once, so that they
+/// can still be JIT-compiled (said once; verbose=y names each method); if the flag cannot be
+/// set, or with compilehuge=n, each method is named with the advice.
+fn huge_methods(a: &Agent, notes: &[String]) {
+    static FLAG: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
+    if a.opts.compile_huge {
+        let set = FLAG.get_or_init(|| {
+            let r = crate::hotspot::set_bool_flag("DontCompileHugeMethods", false);
+            match &r {
+                Ok(_) => log(&format!(
+                    "{}: coverage counters grow it past HotSpot's compile limit for huge \
+                     methods: -XX:+DontCompileHugeMethods turned off for this JVM so that it \
+                     can still be JIT-compiled (compilehuge=n keeps the flag)",
+                    notes[0].split(':').next().unwrap_or("")
+                )),
+                Err(e) => log(&format!(
+                    "cannot turn -XX:+DontCompileHugeMethods off ({e}): the methods named \
+                     below will run interpreted"
+                )),
+            }
+            r
+        });
+        if set.is_ok() {
+            if a.opts.verbose {
+                for n in notes {
+                    log(&format!("compilable past the limit: {n}"));
+                }
+            }
+            return;
+        }
+    }
+    for n in notes {
+        log(n);
+    }
+}
+
 pub fn log(msg: &str) {
     eprintln!("bciagent: {msg}");
 }
@@ -842,6 +879,11 @@ unsafe extern "C" fn class_file_load_hook(
                 }
                 let mut l = a.left.lock().unwrap_or_else(|p| p.into_inner());
                 l.methods.extend(methods.iter().cloned());
+            }
+        }
+        if let Ok(r) = &result {
+            if !r.huge.is_empty() {
+                huge_methods(a, &r.huge);
             }
         }
         match result.map(|r| (r.bytes, r.cpu_fields, r.cov_field)) {

@@ -70,6 +70,10 @@ pub struct Options {
     pub cpu: bool,
     /// `cpu=times` given explicitly (a rules file with only tracing rules then profiles too).
     pub cpu_given: bool,
+    /// `compilehuge=y` (default): when coverage counters grow a method past HotSpot's
+    /// 8000-byte compile limit, the agent turns `-XX:+DontCompileHugeMethods` off so that the
+    /// method can still be JIT-compiled; `n` leaves the flag and names each such method.
+    pub compile_huge: bool,
 }
 
 impl Default for Options {
@@ -96,6 +100,7 @@ impl Default for Options {
             covfile: "bci.cov".into(),
             cpu: true,
             cpu_given: false,
+            compile_huge: true,
         }
     }
 }
@@ -103,6 +108,7 @@ impl Default for Options {
 /// Package prefixes (internal form) that hold every class a JVM loads before VMStart (java.base's
 /// java.lang, java.util, java.io, java.security, jdk.internal … on JDK 17; sun.* kept in case)
 /// and java.lang's ThreadLocal, which coverage calls without the early hook.
+#[cfg(feature = "rewriter")]
 const EARLY_PREFIXES: &[&str] = &["java/", "jdk/", "sun/"];
 
 impl Options {
@@ -155,6 +161,7 @@ impl Options {
     /// loaded before VMStart then pass unseen, and java.lang.Thread gets no field (coverage
     /// finds each thread's arrays through a ThreadLocal). `BCIAGENT_EARLY_HOOK=1` keeps the
     /// early hook (tests, benchmarks).
+    #[cfg(feature = "rewriter")]
     pub fn late_hook(&self, no_trace_rules: bool) -> bool {
         self.coverage
             && !self.cpu
@@ -166,6 +173,12 @@ impl Options {
                 EARLY_PREFIXES.iter().any(|e| g.may_match_under(e))
             })
             && std::env::var_os("BCIAGENT_EARLY_HOOK").is_none()
+    }
+
+    /// Without the `rewriter` feature there is no coverage: always the early hook.
+    #[cfg(not(feature = "rewriter"))]
+    pub fn late_hook(&self, _no_trace_rules: bool) -> bool {
+        false
     }
 }
 
@@ -209,7 +222,7 @@ fn size(name: &str, v: &str) -> Result<u64, OptionError> {
 pub const MAX_DEPTH: usize = 64;
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, coverage, covfile, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, tracemax, clock, interval, include, exclude, format";
+    "help, cpu, coverage, covfile, compilehuge, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, tracemax, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -250,6 +263,10 @@ format=hprof|collapsed|methods  output format         hprof
 coverage=y|n           coverage counters (exact hit counts) n
                          alone: coverage only; with cpu=times (or rules=): both
 covfile=<file>         coverage data file (added to)  bci.cov
+compilehuge=y|n        keep covered methods JIT-compilable  y
+                         y: a method the counters grow past HotSpot's 8000-byte compile
+                            limit turns -XX:+DontCompileHugeMethods off (once, logged)
+                         n: the flag stays; each such method is named on stderr
 
 Data is written at VM exit (doe=y) and on SIGQUIT (kill -QUIT <pid>); coverage data
 also on SIGTERM (it is the JVM's exit).
@@ -331,6 +348,7 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "verbose" => o.verbose = yes_no(name, &need(value)?)?,
             "coverage" => o.coverage = yes_no(name, &need(value)?)?,
             "covfile" => o.covfile = need(value)?,
+            "compilehuge" => o.compile_huge = yes_no(name, &need(value)?)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
             "tracemax" => o.trace_max = size(name, &need(value)?)?,
@@ -419,6 +437,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "rewriter")]
     fn late_hook_only_for_coverage_of_classes_outside_the_jdk() {
         let late = |o: &str| parse(Some(o)).unwrap().late_hook(true);
         assert!(late("coverage=y,include=org.mozilla.*"));

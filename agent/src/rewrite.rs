@@ -44,6 +44,9 @@ pub struct Rewritten {
     pub left: Vec<String>,
     /// The class's coverage id, when it got coverage counters.
     pub cov_id: Option<i32>,
+    /// Methods the coverage counters grew past HotSpot's compile limit, one note each
+    /// (`coverage::huge_note`).
+    pub huge: Vec<String>,
     /// java.lang.Thread got the cpu=times runtime's fields (THREAD_FIELDS).
     pub cpu_fields: bool,
     /// java.lang.Thread got [`COV_THREAD_FIELD`].
@@ -312,6 +315,13 @@ mod imp {
                             },
                         );
                         r.cov_id = Some(id);
+                        r.huge = cc
+                            .huge
+                            .iter()
+                            .map(|(m, d, before, after)| {
+                                bci_rewriter::coverage::huge_note(name, m, d, *before, *after)
+                            })
+                            .collect();
                         cur = Some(b);
                     }
                     Ok((Outcome::Unchanged, _)) => {}

@@ -741,3 +741,70 @@ fn javac_output_identical_with_coverage() {
     assert!(ran("java/util/HashMap"));
     assert!(ran("java/lang/String"));
 }
+
+/// A method the counters grow past HotSpot's 8000-byte compile limit (`HugeMethodLimit`) is
+/// still JIT-compiled: the agent turns `-XX:+DontCompileHugeMethods` off when such a method
+/// loads (compilehuge=y, the default), and with compilehuge=n leaves the flag and names the
+/// method. Seen in -XX:+PrintCompilation, which lists every compiled method.
+#[test]
+fn methods_past_the_jit_size_limit_are_still_compiled() {
+    let dir = tmp("huge");
+    javac(
+        &dir,
+        &[repo().join("test-classes/coverage-huge/CovHuge.java")],
+    );
+    // the precondition: under the limit before, over it with the counters
+    let bytes = std::fs::read(dir.join("CovHuge.class")).unwrap();
+    let opts = Options {
+        runtime: "java/lang/BciCov",
+        split: Split::AfterCalls,
+        class_id: ClassId::Constant(1),
+    };
+    let (_, cov) = bci_rewriter::coverage::instrument(&bytes, &opts).unwrap();
+    assert_eq!(cov.huge.len(), 1, "{:?}", cov.huge);
+    let (name, _, before, after) = &cov.huge[0];
+    assert_eq!(name, "big");
+    assert!(
+        *before > 4000 && *before <= 8000 && *after > 8000,
+        "{before} -> {after}"
+    );
+    let expect = "sum 28776000";
+    let run = |agent: Option<&str>| -> (String, String) {
+        let mut cmd = Command::new(jdk_tool("java"));
+        cmd.arg("-XX:+PrintCompilation");
+        if let Some(o) = agent {
+            cmd.arg(format!(
+                "-agentpath:{}=coverage=y,include=CovHuge,covfile={},{o}",
+                agent_lib().display(),
+                dir.join("huge.cov").display()
+            ));
+        }
+        let o = ok(cmd.arg("-cp").arg(&dir).arg("CovHuge").output().unwrap());
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(out.contains(expect), "wrong output: {out}");
+        (out, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let compiled = |out: &str| out.lines().any(|l| l.contains("CovHuge::big "));
+    let (out, _) = run(None);
+    assert!(compiled(&out), "bare: CovHuge.big not compiled:\n{out}");
+    let (out, err) = run(Some("compilehuge=y"));
+    assert!(
+        compiled(&out),
+        "covered: CovHuge.big not compiled:\n{out}\n{err}"
+    );
+    assert!(
+        err.contains("CovHuge.big(I)I") && err.contains("DontCompileHugeMethods turned off"),
+        "{err}"
+    );
+    let (out, err) = run(Some("compilehuge=n"));
+    assert!(
+        !compiled(&out),
+        "compilehuge=n: CovHuge.big compiled:\n{out}"
+    );
+    assert!(
+        err.contains(&format!(
+            "CovHuge.big(I)I: coverage counters grow its code from {before} to {after} bytes"
+        )) && err.contains("-XX:-DontCompileHugeMethods"),
+        "{err}"
+    );
+}

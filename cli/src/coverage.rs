@@ -33,6 +33,12 @@ pub fn instrument(
             ));
         }
     }
+    for (m, d, before, after) in &cov.huge {
+        say(&format!(
+            "bci: {}",
+            bci_rewriter::coverage::huge_note(&cov.name, m, d, *before, *after)
+        ));
+    }
     Ok(out)
 }
 

@@ -920,3 +920,41 @@ fn check_lcov(lcov: &str, analyzed: &[Class]) {
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// `bci instrument --coverage` names each method the counters grow past HotSpot's 8000-byte
+/// compile limit, with its sizes and the JVM flag that keeps it compilable
+/// (test-classes/coverage-huge/CovHuge.java: `big` crosses it, `main` does not).
+#[test]
+fn methods_past_the_jit_size_limit_are_named() {
+    let work = common::workspace().join(format!(
+        "target/test-out/coverage-huge-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    let (orig, inst) = (work.join("orig"), work.join("inst"));
+    std::fs::create_dir_all(&orig).unwrap();
+    compile_dir(&common::java_home(), "test-classes/coverage-huge", &orig);
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .args([
+            "instrument".as_ref(),
+            "--coverage".as_ref(),
+            orig.as_os_str(),
+            inst.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let named: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("compile limit"))
+        .collect();
+    assert_eq!(named.len(), 1, "{err}");
+    assert!(
+        named[0].starts_with("bci: CovHuge.big(I)I: coverage counters grow its code from 4940 to ")
+            && named[0].contains("-XX:-DontCompileHugeMethods"),
+        "{}",
+        named[0]
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -136,6 +136,27 @@ pub struct ClassCoverage {
     pub methods: Vec<MethodCoverage>,
     /// Methods without counters: (name, descriptor, why).
     pub skipped: Vec<(String, String, Skipped)>,
+    /// Methods the counters grew past [`HUGE_METHOD_LIMIT`]: (name, descriptor, code bytes
+    /// before, after).
+    pub huge: Vec<(String, String, u32, u32)>,
+}
+
+/// HotSpot compiles no method with more bytes of code than this (`HugeMethodLimit`) while
+/// `-XX:+DontCompileHugeMethods` (the default) is on: a method the counters grow past it would
+/// run interpreted however hot it is.
+pub const HUGE_METHOD_LIMIT: u32 = 8000;
+
+/// What to do about methods the counters grew past [`HUGE_METHOD_LIMIT`], said once per
+/// method by the CLI and by the agent with `compilehuge=n`.
+pub const HUGE_ADVICE: &str = "HotSpot will not JIT-compile it unless the JVM runs with \
+     -XX:-DontCompileHugeMethods";
+
+/// The line naming one such method.
+pub fn huge_note(class: &str, name: &str, desc: &str, before: u32, after: u32) -> String {
+    format!(
+        "{class}.{name}{desc}: coverage counters grow its code from {before} to {after} bytes, \
+         past HotSpot's {HUGE_METHOD_LIMIT}-byte compile limit: {HUGE_ADVICE}"
+    )
 }
 
 /// The counter layout [`class_hash`] is tagged with: data recorded with another numbering of
@@ -189,6 +210,7 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
         counters: 1,
         methods: Vec::new(),
         skipped: Vec::new(),
+        huge: Vec::new(),
     };
     for (k, m) in cf.methods.iter().enumerate() {
         let mname = cf.member_name(m).into_owned();
@@ -342,6 +364,7 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     };
     let mut done_clinit = false;
     for m in std::mem::take(&mut cov.methods) {
+        let mut grown = None;
         let is_clinit = m.name == "<clinit>" && m.desc == "()V";
         let body = (|| -> Result<Vec<u8>> {
             let mut ed = MethodEditor::new(&cf, m.index)?;
@@ -349,7 +372,15 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
                 ed.insert_entry(&p.code)?;
             }
             emit(&mut ed, &mut w.cp, &m, &cov.name, counters, opts, helper)?;
-            ed.finish(&mut w.cp)
+            let before = ed.code().code.len() as u32;
+            let body = ed.finish(&mut w.cp)?;
+            // the Code attribute's body: max_stack, max_locals, code_length, code...
+            let after = body
+                .get(4..8)
+                .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+            grown = (before <= HUGE_METHOD_LIMIT && after > HUGE_METHOD_LIMIT)
+                .then_some((before, after));
+            Ok(body)
         })();
         let body = match (body, is_clinit, &prologue) {
             // <clinit> that cannot take its counters still registers the class
@@ -366,7 +397,13 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             }
         };
         match body.and_then(|b| w.set_code(m.index, b)) {
-            Ok(()) => kept.push(m),
+            Ok(()) => {
+                if let Some((before, after)) = grown {
+                    cov.huge
+                        .push((m.name.clone(), m.desc.clone(), before, after));
+                }
+                kept.push(m)
+            }
             Err(e) => {
                 let e = if e.path().is_empty() {
                     e.context(format!("{}.{}{}", cov.name, m.name, m.desc))

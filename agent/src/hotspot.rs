@@ -1,0 +1,240 @@
+//! HotSpot's boolean `-XX` flags, set from inside the JVM through the tables libjvm.so exports
+//! for its serviceability agent (`gHotSpotVMStructs`, `gHotSpotVMTypes`: the layout of
+//! `JVMFlag` and where the flag array is), as async-profiler and other profilers do. Used for
+//! one flag: `DontCompileHugeMethods`, when coverage counters grow a method past HotSpot's
+//! 8000-byte compile limit (such a method would otherwise never be JIT-compiled, however hot).
+//!
+//! Every step is checked (symbols present, the entries found, sizes and counts sane, the flag's
+//! type bool where the table gives it); anything missing is an error, never a guess.
+
+use std::ffi::{c_char, c_void, CStr};
+
+extern "C" {
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlopen(file: *const c_char, mode: i32) -> *mut c_void;
+}
+const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+const RTLD_LAZY: i32 = 1;
+const RTLD_NOLOAD: i32 = 4;
+
+/// The address of `name` in the global scope, else in an already loaded libjvm.so.
+fn symbol(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks the symbol up.
+    let p = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
+    if !p.is_null() {
+        return Some(p);
+    }
+    // SAFETY: RTLD_NOLOAD never loads a library: it returns a handle only if libjvm.so is
+    // already in the process (as it is when the JVM loaded us), else null.
+    let h = unsafe { dlopen(c"libjvm.so".as_ptr(), RTLD_LAZY | RTLD_NOLOAD) };
+    if h.is_null() {
+        return None;
+    }
+    // SAFETY: h is a valid handle from dlopen; the name is NUL-terminated.
+    let p = unsafe { dlsym(h, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// The value of an exported `uint64_t` variable (the tables' offsets and strides).
+fn exported_u64(name: &CStr) -> Result<u64, String> {
+    let p = symbol(name).ok_or_else(|| format!("libjvm.so does not export {name:?}"))?;
+    // SAFETY: the symbol is an exported uint64_t variable of libjvm.so (vmStructs.cpp),
+    // aligned and initialized before any agent runs.
+    Ok(unsafe { *(p as *const u64) })
+}
+
+/// The value of an exported pointer variable (the tables themselves).
+fn exported_ptr(name: &CStr) -> Result<*const u8, String> {
+    let p = symbol(name).ok_or_else(|| format!("libjvm.so does not export {name:?}"))?;
+    // SAFETY: the symbol is an exported pointer variable of libjvm.so (vmStructs.cpp).
+    let v = unsafe { *(p as *const *const u8) };
+    if v.is_null() {
+        return Err(format!("{name:?} is null"));
+    }
+    Ok(v)
+}
+
+/// Reads the C string at `p` (null: None).
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that outlives the call.
+unsafe fn c_str<'a>(p: *const c_char) -> Option<&'a [u8]> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: as the caller promises.
+        Some(unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+}
+
+/// Where JVMFlag's parts are: the flag array, its length, the size of one flag and the
+/// offsets of its name, value address and (where listed) type.
+struct FlagTable {
+    flags: *const u8,
+    count: usize,
+    size: usize,
+    name_at: usize,
+    addr_at: usize,
+    /// The offset of `_type`, and whether it is an int (JDK 17+) rather than a string.
+    type_at: Option<(usize, bool)>,
+}
+
+fn flag_table() -> Result<FlagTable, String> {
+    let structs = exported_ptr(c"gHotSpotVMStructs")?;
+    let s_type = exported_u64(c"gHotSpotVMStructEntryTypeNameOffset")? as usize;
+    let s_field = exported_u64(c"gHotSpotVMStructEntryFieldNameOffset")? as usize;
+    let s_tstr = exported_u64(c"gHotSpotVMStructEntryTypeStringOffset")? as usize;
+    let s_static = exported_u64(c"gHotSpotVMStructEntryIsStaticOffset")? as usize;
+    let s_offset = exported_u64(c"gHotSpotVMStructEntryOffsetOffset")? as usize;
+    let s_addr = exported_u64(c"gHotSpotVMStructEntryAddressOffset")? as usize;
+    let s_stride = exported_u64(c"gHotSpotVMStructEntryArrayStride")? as usize;
+    let types = exported_ptr(c"gHotSpotVMTypes")?;
+    let t_name = exported_u64(c"gHotSpotVMTypeEntryTypeNameOffset")? as usize;
+    let t_size = exported_u64(c"gHotSpotVMTypeEntrySizeOffset")? as usize;
+    let t_stride = exported_u64(c"gHotSpotVMTypeEntryArrayStride")? as usize;
+    let sane = |x: usize| x < 256;
+    if ![
+        s_type, s_field, s_tstr, s_static, s_offset, s_addr, t_name, t_size,
+    ]
+    .into_iter()
+    .all(sane)
+        || !(8..256).contains(&s_stride)
+        || !(8..256).contains(&t_stride)
+    {
+        return Err("the VMStructs layout is not a known one".into());
+    }
+    let (mut flags_addr, mut count_addr) = (None, None);
+    let (mut name_at, mut addr_at, mut type_at) = (None, None, None);
+    // the tables end with an entry whose type name is null; bounded in case they do not
+    for k in 0..100_000 {
+        // SAFETY: entry k lies within the exported array (it ends with a null-named entry,
+        // checked before reading further); the fields are at the offsets the JVM exports.
+        unsafe {
+            let e = structs.add(k * s_stride);
+            let Some(ty) = c_str(*(e.add(s_type) as *const *const c_char)) else {
+                break;
+            };
+            if ty != b"JVMFlag" && ty != b"Flag" {
+                continue;
+            }
+            let field = c_str(*(e.add(s_field) as *const *const c_char)).unwrap_or_default();
+            let is_static = *(e.add(s_static) as *const i32) != 0;
+            let offset = *(e.add(s_offset) as *const u64) as usize;
+            let address = *(e.add(s_addr) as *const *const u8);
+            match (field, is_static) {
+                (b"flags", true) => flags_addr = Some(address),
+                (b"numFlags", true) => count_addr = Some(address),
+                (b"_name", false) => name_at = Some(offset),
+                (b"_addr", false) => addr_at = Some(offset),
+                (b"_type", false) => {
+                    // JDK 17+: an int (0 = bool); JDK 8 and 11: a const char* ("bool")
+                    let ts = c_str(*(e.add(s_tstr) as *const *const c_char));
+                    type_at = Some((offset, ts == Some(b"int".as_slice())));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut size = None;
+    for k in 0..100_000 {
+        // SAFETY: as above, for the types table.
+        unsafe {
+            let e = types.add(k * t_stride);
+            let Some(name) = c_str(*(e.add(t_name) as *const *const c_char)) else {
+                break;
+            };
+            if name == b"JVMFlag" || name == b"Flag" {
+                size = Some(*(e.add(t_size) as *const u64) as usize);
+                break;
+            }
+        }
+    }
+    let missing = |what: &str| format!("VMStructs: no {what} for JVMFlag");
+    let (flags_addr, count_addr) = (
+        flags_addr
+            .filter(|p| !p.is_null())
+            .ok_or_else(|| missing("flags"))?,
+        count_addr
+            .filter(|p| !p.is_null())
+            .ok_or_else(|| missing("numFlags"))?,
+    );
+    let (name_at, addr_at) = (
+        name_at.ok_or_else(|| missing("_name"))?,
+        addr_at.ok_or_else(|| missing("_addr"))?,
+    );
+    let size = size.ok_or_else(|| missing("type size"))?;
+    // SAFETY: flags_addr and count_addr are the addresses of JVMFlag's static fields `flags`
+    // (JVMFlag*) and `numFlags` (size_t), as the table says.
+    let (flags, count) = unsafe {
+        (
+            *(flags_addr as *const *const u8),
+            *(count_addr as *const usize),
+        )
+    };
+    let ptr = std::mem::size_of::<*const u8>();
+    if flags.is_null()
+        || !(100..20_000).contains(&count)
+        || !(16..256).contains(&size)
+        || name_at + ptr > size
+        || addr_at + ptr > size
+        || type_at.is_some_and(|(t, int)| t + if int { 4 } else { ptr } > size)
+    {
+        return Err(format!(
+            "VMStructs: JVMFlag table out of range ({count} flags of {size} bytes)"
+        ));
+    }
+    Ok(FlagTable {
+        flags,
+        count,
+        size,
+        name_at,
+        addr_at,
+        type_at,
+    })
+}
+
+/// Sets the boolean `-XX` flag `name` to `value`; returns its value before. An error (nothing
+/// written) when the JVM's tables are not there or not as expected, or the flag is unknown.
+pub fn set_bool_flag(name: &str, value: bool) -> Result<bool, String> {
+    let t = flag_table()?;
+    for k in 0..t.count {
+        // SAFETY: flag k lies in the JVM's flag array of t.count entries of t.size bytes; the
+        // offsets were checked to fall inside one entry.
+        unsafe {
+            let f = t.flags.add(k * t.size);
+            if c_str(*(f.add(t.name_at) as *const *const c_char)) != Some(name.as_bytes()) {
+                continue;
+            }
+            let is_bool = match t.type_at {
+                Some((at, true)) => *(f.add(at) as *const i32) == 0,
+                Some((at, false)) => {
+                    c_str(*(f.add(at) as *const *const c_char)) == Some(b"bool".as_slice())
+                }
+                None => true,
+            };
+            if !is_bool {
+                return Err(format!("-XX:{name} is not a boolean flag"));
+            }
+            let addr = *(f.add(t.addr_at) as *const *mut u8);
+            if addr.is_null() {
+                return Err(format!("-XX:{name} has no value address"));
+            }
+            let old = std::ptr::read_volatile(addr) != 0;
+            std::ptr::write_volatile(addr, value as u8);
+            return Ok(old);
+        }
+    }
+    Err(format!("-XX:{name}: no such flag in this JVM"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_jvm_it_is_an_error_not_a_crash() {
+        // the test binary has no libjvm.so: every lookup fails cleanly
+        let e = set_bool_flag("DontCompileHugeMethods", false).unwrap_err();
+        assert!(e.contains("gHotSpotVM"), "{e}");
+    }
+}
