@@ -825,6 +825,86 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
     assert_eq!(row(&out, "total"), run_counts, "{out}");
 }
 
+/// Paths after one --classes are data files to the parser: a jar, a directory or a class file
+/// given as data says it looks like a class path and that --classes takes one path per flag,
+/// wherever it stands (also first, also after --classes), instead of "bad magic".
+#[test]
+fn a_class_path_given_as_data_is_named_as_one() {
+    let work = common::workspace().join(format!(
+        "target/test-out/reports-classpath-as-data-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("classes")).unwrap();
+    let data = work.join("a.cov");
+    std::fs::write(&data, CovData::default().to_bytes()).unwrap();
+    let jar = work.join("lib.jar");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&jar).unwrap());
+    z.start_file(
+        "META-INF/MANIFEST.MF",
+        zip::write::SimpleFileOptions::default(),
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut z, b"Manifest-Version: 1.0\r\n\r\n").unwrap();
+    z.finish().unwrap();
+    let class = work.join("A.class");
+    std::fs::write(&class, [0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 61]).unwrap();
+    let dir = work.join("classes");
+    let hint = "it looks like a class path; --classes takes one path per flag (--classes a.jar \
+                --classes b.jar)";
+    for (args, bad, what) in [
+        (
+            vec![os(&data), os(&jar), os("--classes"), os(&dir)],
+            &jar,
+            "a jar",
+        ),
+        (
+            vec![os("--classes"), os(&dir), os(&jar), os(&data)],
+            &jar,
+            "a jar",
+        ),
+        (
+            vec![os(&data), os("--classes"), os(&jar), os(&dir)],
+            &dir,
+            "a directory",
+        ),
+        (
+            vec![os(&data), os(&class), os("--classes"), os(&dir)],
+            &class,
+            "a class file",
+        ),
+        (vec![os(&jar)], &jar, "a jar"),
+    ] {
+        let mut a = vec![os("report")];
+        a.extend(args);
+        let (code, out, err) = run_bci(&a);
+        assert_eq!(code, Some(2), "{a:?}: {out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: {}: {what}, not a coverage data file: {hint}\n",
+                bad.display()
+            ),
+            "{a:?}"
+        );
+    }
+    // one path per flag, repeated: both read
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&jar),
+        os("--classes"),
+        os(&dir),
+    ]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    assert!(
+        out.contains("\n0 classes analysed, 0 with data; 0 sessions in"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Headless Chromium (Debian chromium) on a `file://` address: `--dump-dom` (the page after
 /// its scripts ran) or, with `shot`, a screenshot into that file.
 fn chromium(work: &Path, url: &str, shot: Option<&Path>) -> Option<String> {

@@ -169,9 +169,6 @@ pub fn simple_name(class: &str) -> String {
 impl Report {
     /// Reads and merges the data files, reads and analyses the classes.
     pub fn build(a: &Args<'_>, progress: &Progress) -> Result<Report, String> {
-        if a.classes.is_empty() {
-            return Err("--classes: name the directories or jars of the classes that ran".into());
-        }
         for (opt, pats) in [("--include", a.include), ("--exclude", a.exclude)] {
             for p in pats {
                 Glob::check(p).map_err(|e| format!("{opt} '{p}': bad glob: {e}"))?;
@@ -185,12 +182,22 @@ impl Report {
         let mut data = CovData::default();
         let mut from: BTreeMap<(String, u64), Vec<usize>> = BTreeMap::new();
         for (i, p) in a.data.iter().enumerate() {
+            if let Some(what) = crate::coverage::class_path_kind(p) {
+                return Err(format!(
+                    "{}: {what}, not a coverage data file: it looks like a class path; \
+                     --classes takes one path per flag (--classes a.jar --classes b.jar)",
+                    p.display()
+                ));
+            }
             let d = crate::coverage::read(p)?;
             data.add_all(&d)
                 .map_err(|e| format!("{}: {e}", p.display()))?;
             for key in d.classes.keys() {
                 from.entry(key.clone()).or_default().push(i);
             }
+        }
+        if a.classes.is_empty() {
+            return Err("--classes: name the directories or jars of the classes that ran".into());
         }
         let mut per_test = a.per_test.then(|| PerTest {
             tests: data.tests.keys().cloned().collect(),
