@@ -54,6 +54,24 @@ pub fn is_coverage_file(path: &Path) -> bool {
         .is_ok_and(|()| &head == MAGIC)
 }
 
+/// What a path given as a data file is when it looks like a class path entry instead: "a
+/// directory", "a jar" (zip) or "a class file" (a mistaken `--classes a.jar b.jar`).
+pub fn class_path_kind(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    if path.is_dir() {
+        return Some("a directory");
+    }
+    let mut head = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .ok()?;
+    match &head {
+        b"PK\x03\x04" | b"PK\x05\x06" => Some("a jar"),
+        [0xca, 0xfe, 0xba, 0xbe] => Some("a class file"),
+        _ => None,
+    }
+}
+
 pub fn read(path: &Path) -> Result<CovData, String> {
     let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     CovData::parse(&b).map_err(|e| format!("{}: {e}", path.display()))

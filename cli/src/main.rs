@@ -67,10 +67,10 @@ enum Cmd {
         /// The jar to write, e.g. bci-runtime.jar.
         output: PathBuf,
     },
-    /// Coverage: `bci report DATA... --classes PATH...` merges the data files (bci.cov) and
-    /// writes a console summary and the reports asked for. cpu=times: `bci report bci.data
-    /// [OPTIONS]` renders the data file an offline-instrumented program wrote as the agent's
-    /// report (HPROF cpu=times text by default).
+    /// Coverage: `bci report DATA... --classes PATH [--classes PATH]...` merges the data files
+    /// (bci.cov) and writes a console summary and the reports asked for. cpu=times: `bci
+    /// report bci.data [OPTIONS]` renders the data file an offline-instrumented program wrote
+    /// as the agent's report (HPROF cpu=times text by default).
     Report {
         /// Coverage data files (bci.cov; counts add up), or one bci.data followed by report
         /// options in the agent's syntax: thread=y, format=hprof|collapsed|methods, cutoff=,
@@ -80,10 +80,12 @@ enum Cmd {
         /// cpu=times: write the report here instead of stdout.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Coverage: directories or jars of the original classes that ran (repeatable).
+        /// Coverage: a directory or jar of the original classes that ran; one path per flag,
+        /// repeat it for more (--classes a.jar --classes b/classes).
         #[arg(long)]
         classes: Vec<PathBuf>,
-        /// Coverage: source roots (for the HTML source pages and the LCOV/Cobertura paths).
+        /// Coverage: a source root (for the HTML source pages and the LCOV/Cobertura paths); one
+        /// per flag, repeatable.
         #[arg(long)]
         sources: Vec<PathBuf>,
         /// Coverage: only classes matching these dotted globs (repeatable).
@@ -375,7 +377,10 @@ fn main() -> ExitCode {
             csv,
             html,
             per_test,
-        } => match if coverage::is_coverage_file(&inputs[0]) {
+        } => match if coverage::is_coverage_file(&inputs[0])
+            || !classes.is_empty()
+            || coverage::class_path_kind(&inputs[0]).is_some()
+        {
             report::run(&report::Args {
                 data: &inputs,
                 classes: &classes,

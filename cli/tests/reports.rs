@@ -565,36 +565,16 @@ fn cobertura_lcov_csv_and_console_from_two_data_files() {
     assert_eq!(rows[1], want);
 }
 
-/// A class whose data comes from another build is listed as stale and counted neither as run
-/// nor as not run; --include/--exclude select classes; a bad glob is refused by name.
+/// --include/--exclude select classes; a class under no --classes path is named; a bad glob
+/// is refused by name. (Stale data: `stale_data_is_named_and_each_build_gets_its_own_counts`.)
 #[test]
-fn stale_classes_and_class_filters() {
-    let r = setup("stale", &["CovBasics"]);
-    // Another build of CovBasics: compiled without debug information (other bytes).
-    let other = r.work.join("other");
-    std::fs::create_dir_all(&other).unwrap();
-    let st = Command::new(common::java_home().join("bin/javac"))
-        .arg("-g:none")
-        .arg("-d")
-        .arg(&other)
-        .arg(r.src_dir.join("CovBasics.java"))
-        .status()
-        .unwrap();
-    assert!(st.success());
+fn class_filters() {
+    let r = setup("filters", &["CovBasics"]);
     let report = |classes: &Path, extra: &[&str]| -> String {
         let mut args = vec![os("report"), os(&r.data), os("--classes"), os(classes)];
         args.extend(extra.iter().map(os));
         String::from_utf8_lossy(&bci(&args).stdout).into_owned()
     };
-    let s = report(&other, &[]);
-    assert!(
-        s.contains("stale: CovBasics: the data is from another build"),
-        "{s}"
-    );
-    assert!(s.contains("0 classes analysed, 0 with data"), "{s}");
-    let total = s.lines().find(|l| l.starts_with("total")).unwrap();
-    assert!(total.contains("(0/0)") && !total.contains("(0/1)"), "{s}");
-
     let s = report(&r.orig, &["--exclude", "Cov*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
     assert!(!s.contains("note:"), "excluded, not missing: {s}");
@@ -630,6 +610,299 @@ fn stale_classes_and_class_filters() {
         "{}",
         text(&o)
     );
+}
+
+/// The `(covered/total)` pairs of the console row starting with `name` (instructions,
+/// branches, lines, methods, classes).
+fn row(console: &str, name: &str) -> Vec<(u64, u64)> {
+    let l = console
+        .lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no row {name}: {console}"));
+    l.split('(')
+        .skip(1)
+        .map(|c| {
+            let (a, b) = c[..c.find(')').unwrap()].split_once('/').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect()
+}
+
+/// `bci report` (or merge) run to its end: exit status, stdout, stderr.
+fn run_bci(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let o = Command::new(BCI).args(args).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Another build of CovBasics: the same code without local variable tables (other bytes, the
+/// same instructions, branches, lines and methods), instrumented and run into its own data
+/// file.
+struct OtherBuild {
+    classes: PathBuf,
+    data: PathBuf,
+    /// The console's counters (covered, total) of CovBasics run once, and not run.
+    run_counts: Vec<(u64, u64)>,
+    not_run: Vec<(u64, u64)>,
+}
+
+fn other_build(r: &Run) -> OtherBuild {
+    let other = r.work.join("other");
+    let other_inst = r.work.join("other-inst");
+    std::fs::create_dir_all(&other).unwrap();
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g:source,lines")
+        .arg("-d")
+        .arg(&other)
+        .arg(r.src_dir.join("CovBasics.java"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    bci(&[
+        os("instrument"),
+        os("--coverage"),
+        os(&other),
+        os(&other_inst),
+    ]);
+    let other_data = r.work.join("other.cov");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", other_data.display()))
+        .arg("-cp")
+        .arg(format!(
+            "{}:{}",
+            other_inst.display(),
+            r.work.join("bci-runtime.jar").display()
+        ))
+        .arg("CovBasics")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let k = &r.class.counters;
+    let run_counts: Vec<(u64, u64)> = [k.instructions, k.branches, k.lines, k.methods, k.classes]
+        .iter()
+        .map(|c| (c.covered, c.total()))
+        .collect();
+    let not_run: Vec<(u64, u64)> = run_counts.iter().map(|&(_, t)| (0, t)).collect();
+    OtherBuild {
+        classes: other,
+        data: other_data,
+        run_counts,
+        not_run,
+    }
+}
+
+/// The line `bci report` writes on stderr when `data` holds CovBasics of another build.
+fn stale_line(data: &Path) -> String {
+    format!(
+        "stale: CovBasics: the data in {} is from another build of this class (left out of the \
+         counts)\n",
+        data.display()
+    )
+}
+
+/// Data of another build only: the class given is reported, nothing of it covered (as JaCoCo
+/// does), and stderr names the class and the file whose data is stale.
+#[test]
+fn stale_data_alone_reports_the_class_as_not_covered() {
+    let r = setup("stale-alone", &["CovBasics"]);
+    let OtherBuild {
+        classes: other,
+        not_run,
+        ..
+    } = other_build(&r);
+    let (code, out, err) = run_bci(&[os("report"), os(&r.data), os("--classes"), os(&other)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(err, stale_line(&r.data));
+    assert_eq!(row(&out, "total"), not_run, "{out}");
+    assert!(
+        out.contains(&format!(
+            "\n1 classes analysed, 0 with data; 1 sessions in {}\n",
+            r.data.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        !out.lines().any(|l| l.starts_with("stale:")),
+        "stale lines go to stderr: {out}"
+    );
+}
+
+/// Data of both builds: each build's class gets its own build's counts, exactly, and stderr
+/// names the other file's data as stale. `bci merge` of the two is an error naming the class,
+/// or with --ignore-stale keeps the first file's build and names what it skipped.
+#[test]
+fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
+    let r = setup("stale-both", &["CovBasics"]);
+    let OtherBuild {
+        classes: other,
+        data: other_data,
+        run_counts,
+        ..
+    } = other_build(&r);
+    // the class of each build: its own build's data counted (LCOV, hits included, as with its
+    // own data alone), the other file named
+    for (classes, own, stale) in [
+        (&r.orig, &r.data, &other_data),
+        (&other, &other_data, &r.data),
+    ] {
+        let (both_info, own_info) = (r.work.join("both.info"), r.work.join("own.info"));
+        let (code, out, err) = run_bci(&[
+            os("report"),
+            os(&r.data),
+            os(&other_data),
+            os("--classes"),
+            os(classes),
+            os("--lcov"),
+            os(&both_info),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert_eq!(err, stale_line(stale));
+        assert_eq!(row(&out, "total"), run_counts, "{out}");
+        assert!(
+            out.contains(&format!(
+                "\n1 classes analysed, 1 with data; 2 sessions in {}, {}\n",
+                r.data.display(),
+                other_data.display()
+            )),
+            "{out}"
+        );
+        let (code, _, err) = run_bci(&[
+            os("report"),
+            os(own),
+            os("--classes"),
+            os(classes),
+            os("--lcov"),
+            os(&own_info),
+        ]);
+        assert_eq!((code, err.as_str()), (Some(0), ""));
+        let both = std::fs::read_to_string(&both_info).unwrap();
+        assert!(both.contains("DA:"), "{both}");
+        assert_eq!(both, std::fs::read_to_string(&own_info).unwrap());
+    }
+
+    // bci merge
+    let merged = r.work.join("merged.cov");
+    let (code, _, err) = run_bci(&[
+        os("merge"),
+        os(&r.data),
+        os(&other_data),
+        os("-o"),
+        os(&merged),
+    ]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err,
+        format!(
+            "bci: {}: class CovBasics: data from two different builds (hashes differ); merge \
+             data of one build, or --ignore-stale\n",
+            other_data.display()
+        )
+    );
+    assert!(!merged.exists());
+    let (code, _, err) = run_bci(&[
+        os("merge"),
+        os(&r.data),
+        os(&other_data),
+        os("-o"),
+        os(&merged),
+        os("--ignore-stale"),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: {}: CovBasics: stale (another build), skipped\nbci: wrote {}: 1 classes, 2 \
+             sessions\n",
+            other_data.display(),
+            merged.display()
+        )
+    );
+    let (code, out, err) = run_bci(&[os("report"), os(&merged), os("--classes"), os(&r.orig)]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    assert_eq!(row(&out, "total"), run_counts, "{out}");
+}
+
+/// Paths after one --classes are data files to the parser: a jar, a directory or a class file
+/// given as data says it looks like a class path and that --classes takes one path per flag,
+/// wherever it stands (also first, also after --classes), instead of "bad magic".
+#[test]
+fn a_class_path_given_as_data_is_named_as_one() {
+    let work = common::workspace().join(format!(
+        "target/test-out/reports-classpath-as-data-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("classes")).unwrap();
+    let data = work.join("a.cov");
+    std::fs::write(&data, CovData::default().to_bytes()).unwrap();
+    let jar = work.join("lib.jar");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&jar).unwrap());
+    z.start_file(
+        "META-INF/MANIFEST.MF",
+        zip::write::SimpleFileOptions::default(),
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut z, b"Manifest-Version: 1.0\r\n\r\n").unwrap();
+    z.finish().unwrap();
+    let class = work.join("A.class");
+    std::fs::write(&class, [0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 61]).unwrap();
+    let dir = work.join("classes");
+    let hint = "it looks like a class path; --classes takes one path per flag (--classes a.jar \
+                --classes b.jar)";
+    for (args, bad, what) in [
+        (
+            vec![os(&data), os(&jar), os("--classes"), os(&dir)],
+            &jar,
+            "a jar",
+        ),
+        (
+            vec![os("--classes"), os(&dir), os(&jar), os(&data)],
+            &jar,
+            "a jar",
+        ),
+        (
+            vec![os(&data), os("--classes"), os(&jar), os(&dir)],
+            &dir,
+            "a directory",
+        ),
+        (
+            vec![os(&data), os(&class), os("--classes"), os(&dir)],
+            &class,
+            "a class file",
+        ),
+        (vec![os(&jar)], &jar, "a jar"),
+    ] {
+        let mut a = vec![os("report")];
+        a.extend(args);
+        let (code, out, err) = run_bci(&a);
+        assert_eq!(code, Some(2), "{a:?}: {out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: {}: {what}, not a coverage data file: {hint}\n",
+                bad.display()
+            ),
+            "{a:?}"
+        );
+    }
+    // one path per flag, repeated: both read
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&jar),
+        os("--classes"),
+        os(&dir),
+    ]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    assert!(
+        out.contains("\n0 classes analysed, 0 with data; 0 sessions in"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
 }
 
 /// Headless Chromium (Debian chromium) on a `file://` address: `--dump-dom` (the page after

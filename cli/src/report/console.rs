@@ -1,5 +1,6 @@
 //! The console summary: one row per package and the total (instructions, branches, lines,
-//! methods, classes: % covered and covered/total), then the stale classes and errors.
+//! methods, classes: % covered and covered/total), then notes and errors (stale data is named
+//! on stderr: [`super::run`]).
 
 use super::{dotted_package, Package, Report};
 use bci_rewriter::coverage::analysis::{Counter, Counters, Status};
@@ -52,12 +53,6 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
         r.sessions.len(),
         files.join(", ")
     );
-    for c in &r.stale {
-        let _ = writeln!(
-            s,
-            "stale: {c}: the data is from another build of this class (left out of the counts)"
-        );
-    }
     if !r.not_found.is_empty() {
         let some: Vec<String> = r
             .not_found

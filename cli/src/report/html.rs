@@ -156,9 +156,17 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
         r.sessions.len()
     );
     if !r.stale.is_empty() {
-        body.push_str("<p>Stale (data from another build of the class, left out):</p><ul>");
+        body.push_str(
+            "<p>Stale data (from another build of the class, left out of the counts):</p><ul>",
+        );
         for s in &r.stale {
-            let _ = write!(body, "<li>{}</li>", esc(&s.replace('/', ".")));
+            let files: Vec<String> = s.files.iter().map(|p| p.display().to_string()).collect();
+            let _ = write!(
+                body,
+                "<li>{} in {}</li>",
+                esc(&s.class.replace('/', ".")),
+                esc(&files.join(", "))
+            );
         }
         body.push_str("</ul>");
     }

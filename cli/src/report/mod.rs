@@ -5,8 +5,9 @@
 //! The model follows JaCoCo's: a package's counters are the sum of its source files' (lines
 //! merged over the classes of one file) plus those of classes without a source file; the
 //! report's the sum of its packages'. Classes without code (interfaces with only abstract
-//! methods) are left out, as JaCoCo does, and so are stale classes (data of another build of
-//! the class): they are listed, never counted as run or as not run.
+//! methods) are left out, as JaCoCo does. Data is matched to a class by name and the hash of
+//! its bytes: data of another build of the class (stale) never counts for it and is named on
+//! stderr; a class with no data of its own build is reported as not run, as JaCoCo does.
 
 mod cobertura;
 mod console;
@@ -72,8 +73,8 @@ pub struct Report {
     pub sessions: Vec<Session>,
     /// Classes with code, sorted by name.
     pub classes: Vec<Class>,
-    /// Classes whose data comes from another build of the class: left out of the counts.
-    pub stale: Vec<String>,
+    /// Classes with data of another build (left out of the counts), sorted by class name.
+    pub stale: Vec<Stale>,
     pub errors: Vec<String>,
     /// Classes that had data.
     pub with_data: usize,
@@ -83,6 +84,27 @@ pub struct Report {
     pub data_files: Vec<PathBuf>,
     /// With `--per-test`.
     pub per_test: Option<PerTest>,
+}
+
+/// Data of another build of a class given: never counted for it.
+pub struct Stale {
+    /// Internal name.
+    pub class: String,
+    /// The data files that hold it.
+    pub files: Vec<PathBuf>,
+}
+
+impl Stale {
+    /// The line on stderr.
+    pub fn line(&self) -> String {
+        let files: Vec<String> = self.files.iter().map(|p| p.display().to_string()).collect();
+        format!(
+            "stale: {}: the data in {} is from another build of this class (left out of the \
+             counts)",
+            self.class,
+            files.join(", ")
+        )
+    }
 }
 
 /// One source file of a package: its classes and their lines merged.
@@ -147,9 +169,6 @@ pub fn simple_name(class: &str) -> String {
 impl Report {
     /// Reads and merges the data files, reads and analyses the classes.
     pub fn build(a: &Args<'_>, progress: &Progress) -> Result<Report, String> {
-        if a.classes.is_empty() {
-            return Err("--classes: name the directories or jars of the classes that ran".into());
-        }
         for (opt, pats) in [("--include", a.include), ("--exclude", a.exclude)] {
             for p in pats {
                 Glob::check(p).map_err(|e| format!("{opt} '{p}': bad glob: {e}"))?;
@@ -158,12 +177,27 @@ impl Report {
         let include: Vec<Glob> = a.include.iter().map(|p| Glob::class(p)).collect();
         let exclude: Vec<Glob> = a.exclude.iter().map(|p| Glob::class(p)).collect();
         // Data of several files: counts of one (class, hash) add up; the same class under two
-        // hashes stays apart (each build's class is matched by its own hash).
+        // hashes stays apart (each build's class is matched by its own hash). `from`: the
+        // files (indexes into a.data) each (class, hash) came from, to name stale data by file.
         let mut data = CovData::default();
-        for p in a.data {
+        let mut from: BTreeMap<(String, u64), Vec<usize>> = BTreeMap::new();
+        for (i, p) in a.data.iter().enumerate() {
+            if let Some(what) = crate::coverage::class_path_kind(p) {
+                return Err(format!(
+                    "{}: {what}, not a coverage data file: it looks like a class path; \
+                     --classes takes one path per flag (--classes a.jar --classes b.jar)",
+                    p.display()
+                ));
+            }
             let d = crate::coverage::read(p)?;
             data.add_all(&d)
                 .map_err(|e| format!("{}: {e}", p.display()))?;
+            for key in d.classes.keys() {
+                from.entry(key.clone()).or_default().push(i);
+            }
+        }
+        if a.classes.is_empty() {
+            return Err("--classes: name the directories or jars of the classes that ran".into());
         }
         let mut per_test = a.per_test.then(|| PerTest {
             tests: data.tests.keys().cloned().collect(),
@@ -222,10 +256,20 @@ impl Report {
             }
             let hash = class_hash(&bytes);
             let counts = data.counts(&name, hash);
-            if counts.is_none() && data.is_stale(&name, hash) {
-                // Never reported as not run: the class did run, in another build.
-                r.stale.push(name.clone());
-                continue;
+            // Data of other builds of the class: named, never counted for this one (without
+            // data of its own build the class is reported as not run).
+            let mut files: Vec<usize> = from
+                .range((name.clone(), 0)..=(name.clone(), u64::MAX))
+                .filter(|((_, h), _)| *h != hash)
+                .flat_map(|(_, f)| f.iter().copied())
+                .collect();
+            if !files.is_empty() {
+                files.sort_unstable();
+                files.dedup();
+                r.stale.push(Stale {
+                    class: name.clone(),
+                    files: files.into_iter().map(|i| a.data[i].clone()).collect(),
+                });
             }
             let plan = match plan_class(&bytes, Split::AfterCalls) {
                 Ok(p) => p,
@@ -279,6 +323,7 @@ impl Report {
             .collect();
         r.not_found.dedup();
         r.classes.sort_by(|x, y| x.name.cmp(&y.name));
+        r.stale.sort_by(|x, y| x.class.cmp(&y.class));
         if let Some(mut pt) = per_test {
             for (t, classes) in pt.classes.iter_mut().enumerate() {
                 classes.sort_by(|x, y| x.name.cmp(&y.name));
@@ -384,6 +429,9 @@ fn write_file(p: &Path, text: &str) -> Result<(), String> {
 pub fn run(a: &Args<'_>) -> Result<String, String> {
     let progress = Progress::new("classes");
     let r = Report::build(a, &progress)?;
+    for s in &r.stale {
+        progress.line(&s.line());
+    }
     let packages = r.packages();
     if let Some(p) = a.xml {
         write_file(p, &jacoco_xml::write(&r, &packages))?;
