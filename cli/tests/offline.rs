@@ -885,3 +885,46 @@ fn offline_threads_keep_their_rows_with_bci_thread_y() {
         text(&o.stderr)
     );
 }
+
+/// A -Dbci.file= that cannot be written stops the program at its first instrumented class
+/// (exit 2, before it runs), with the path and the OS's reason, as the agent refuses such a
+/// file= at start (it failed only at exit, exit status 0, the run's data lost). The check
+/// leaves no file behind; a writable path gets the data at exit.
+#[test]
+fn unwritable_data_file_stops_the_program_at_its_first_instrumented_class() {
+    let (out, cp) = offl_threads("unwritable");
+    let missing = out.join("missing/dir/x.data");
+    for (path, why) in [
+        (missing.clone(), "No such file or directory"),
+        (out.clone(), "Is a directory"),
+    ] {
+        let o = java(&[
+            &format!("-Dbci.file={}", path.display()),
+            &"-cp",
+            &cp,
+            &"OfflThreads",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout), "", "the program ran");
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "bci: cannot open -Dbci.file={} for the profile data: {why}\n",
+                path.display()
+            )
+        );
+    }
+    assert!(!out.join("missing").exists());
+    // a new file: the check removes what it created (a program that halts, never running its
+    // shutdown hooks, leaves no empty data file), the data is written at exit
+    let new = out.join("new.data");
+    let file = format!("-Dbci.file={}", new.display());
+    let o = java(&[&file, &"-cp", &cp, &"OfflThreads", &"halt"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "");
+    assert!(!new.exists());
+    let o = java(&[&file, &"-cp", &cp, &"OfflThreads"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let data = std::fs::read_to_string(&new).unwrap();
+    assert!(data.starts_with("bci-data\t1\n"), "{data}");
+}
