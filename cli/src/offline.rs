@@ -98,6 +98,9 @@ pub struct Recorded {
     pub clock: Clock,
     pub depth: usize,
     pub interval_ms: u64,
+    /// Recorded with `-Dbci.thread=y`: each thread's rows apart (the data file's `per-thread`
+    /// record); without it all threads are one row.
+    pub per_thread: bool,
 }
 
 /// Reads the data file the runtime writes at exit (bci/runtime/Offline.dump).
@@ -123,6 +126,7 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
     let mut depth = 4usize;
     let mut interval = 1u64;
     let mut date = String::new();
+    let mut per_thread = false;
     let mut methods: Vec<MethodRec> = Vec::new();
     let mut threads = Vec::new();
     let mut thread_name: Option<String> = None;
@@ -155,6 +159,13 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
                     .ok_or_else(|| bad(n, "bad depth"))?
             }
             "date" => date = f.get(1).unwrap_or(&"").to_string(),
+            "per-thread" => {
+                per_thread = match f.get(1) {
+                    Some(&"y") => true,
+                    Some(&"n") => false,
+                    _ => return Err(bad(n, "bad per-thread record (expected y or n)")),
+                }
+            }
             "method" => {
                 if f.len() < 7 {
                     return Err(bad(n, "method line with fewer than 7 fields"));
@@ -229,13 +240,16 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
             clock,
             depth,
             interval_ms: interval,
+            per_thread,
         },
     ))
 }
 
 /// Renders a data file as the agent would (HPROF text by default); `options` in the agent's
 /// syntax (`thread=y,format=methods,cutoff=0.01,lineno=n`). Options that only steer recording
-/// (clock, depth: they come from the data file) are refused.
+/// (clock, depth: they come from the data file) are refused. `thread=` defaults to how the data
+/// was recorded (`-Dbci.thread=`); `thread=n` merges per-thread data; `thread=y` on data
+/// recorded without it is refused (its threads are one row: there is nothing to split).
 pub fn report(data: &Path, options: &str) -> Result<String, String> {
     let mut o = bciagent::options::parse(Some(options)).map_err(|e| format!("{e}"))?;
     let given = |k: &str| {
@@ -253,6 +267,15 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
         }
     }
     let (snap, rec) = read_data(data)?;
+    if !given("thread") {
+        o.thread = rec.per_thread;
+    } else if o.thread && !rec.per_thread {
+        return Err(format!(
+            "thread=y: {} holds all threads in one row (recorded without -Dbci.thread=y); \
+             run the program with -Dbci.thread=y to record each thread's rows",
+            data.display()
+        ));
+    }
     o.clock = rec.clock;
     o.depth = rec.depth;
     o.interval_ms = rec.interval_ms;

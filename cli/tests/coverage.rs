@@ -655,6 +655,62 @@ fn offline_first_call_when_memory_is_exhausted_runs_on() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A -Dbci.covfile= that cannot be written stops the program at its first covered class (exit
+/// 2, before it runs), with the file and the OS's reason, as the agent refuses such a
+/// covfile= at start (it failed only at exit, exit status 0, the run's counts lost).
+#[test]
+fn unwritable_coverage_file_stops_the_program_at_its_first_covered_class() {
+    let (work, _, inst, rt) = covered_offline("covfile", "test-classes/coverage-c1");
+    let cp = format!("{}:{}", inst.display(), rt.display());
+    let run = |covfile: &Path| {
+        Command::new(common::java_home().join("bin/java"))
+            .arg(format!("-Dbci.covfile={}", covfile.display()))
+            .arg("-cp")
+            .arg(&cp)
+            .arg("CovSelfCover")
+            .output()
+            .unwrap()
+    };
+    let missing = work.join("missing/dir/x.cov");
+    let o = run(&missing);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "", "the program ran");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci: cannot open -Dbci.covfile={p} for the coverage data: {p}.lck: No such file or \
+             directory\n",
+            p = missing.display()
+        )
+    );
+    assert!(!work.join("missing").exists());
+    // a writable path: the program runs and the data is written at exit, no file of the
+    // check's left but the lock file the write uses
+    let good = work.join("good.cov");
+    let o = run(&good);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        CovData::parse(&std::fs::read(&good).unwrap())
+            .unwrap()
+            .sessions
+            .len(),
+        1
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("good.cov"))
+        .collect();
+    left.sort();
+    assert_eq!(left, ["good.cov", "good.cov.lck"]);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// javac's `synchronized` code (and some of its `finally` code) has a catch-any row that
 /// covers its own handler's first instructions; the counter update inserted before them must
 /// stay out of the row. Else C1 refuses the method ("COMPILE SKIPPED: exception handler covers itself") and it

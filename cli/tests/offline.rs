@@ -586,6 +586,10 @@ fn report_rejects_bad_data_files_with_their_line() {
             ":3: malformed thread data",
         ),
         ("bci-data\t1\nwhat\n", ":2: unknown record \"what\""),
+        (
+            "bci-data\t1\nper-thread\tyes\n",
+            ":2: bad per-thread record (expected y or n)",
+        ),
     ];
     for (k, (content, want)) in cases.iter().enumerate() {
         let f = out.join(format!("bad{k}.data"));
@@ -691,4 +695,236 @@ fn test_classes_counts_offline() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// A `thread=y` report (hprof): `(thread name, Class.method) -> count`, from its THREAD START
+/// records, the thread of each TRACE and the CPU TIME rows.
+fn thread_counts(report: &str) -> BTreeMap<(String, String), u64> {
+    let mut names = BTreeMap::new();
+    let mut trace_thread = BTreeMap::new();
+    let mut m = BTreeMap::new();
+    let mut rows = false;
+    for l in report.lines() {
+        if let Some(r) = l.strip_prefix("THREAD START (obj=0, id = ") {
+            let (id, rest) = r.split_once(", name=\"").unwrap();
+            let name = rest.split_once("\", group=").unwrap().0;
+            names.insert(id.to_string(), name.to_string());
+        } else if let Some(r) = l.strip_prefix("TRACE ") {
+            let (trace, rest) = r.split_once(": (thread=").unwrap();
+            trace_thread.insert(trace.to_string(), rest.trim_end_matches(')').to_string());
+        } else if l.starts_with("CPU TIME (ms) BEGIN") {
+            rows = true;
+        } else if l.starts_with("CPU TIME (ms) END") {
+            rows = false;
+        } else if rows && !l.starts_with("rank ") {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let name = names[&trace_thread[f[4]]].clone();
+            *m.entry((name, f[5].to_string())).or_insert(0) += f[3].parse::<u64>().unwrap();
+        }
+    }
+    m
+}
+
+/// The CPU TIME rows of a report: `(trace frames, top first) -> count`.
+fn trace_counts(report: &str) -> BTreeMap<Vec<String>, u64> {
+    let mut frames: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut cur = None;
+    let mut m = BTreeMap::new();
+    let mut rows = false;
+    for l in report.lines() {
+        if let Some(r) = l.strip_prefix("TRACE ") {
+            let t = r.split(':').next().unwrap().to_string();
+            frames.insert(t.clone(), Vec::new());
+            cur = Some(t);
+        } else if let (Some(f), Some(t)) = (l.strip_prefix('\t'), &cur) {
+            frames.get_mut(t).unwrap().push(f.to_string());
+        } else if l.starts_with("CPU TIME (ms) BEGIN") {
+            cur = None;
+            rows = true;
+        } else if l.starts_with("CPU TIME (ms) END") {
+            rows = false;
+        } else if rows && !l.starts_with("rank ") {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let prev = m.insert(frames[f[4]].clone(), f[3].parse::<u64>().unwrap());
+            assert!(prev.is_none(), "two rows of one path: {l}");
+        }
+    }
+    m
+}
+
+/// OfflThreads instrumented, with the runtime jar: (output directory, class path).
+fn offl_threads(name: &str) -> (PathBuf, String) {
+    let out = fresh(name);
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("OfflThreads.java")]);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let cp = format!("{}:{}", inst.display(), rt.display());
+    (out, cp)
+}
+
+/// -Dbci.thread=y keeps each thread's rows (the first 256 threads; later ones share "other
+/// threads", as the agent's thread=y), and `bci report` lists them by thread with their exact
+/// counts (by default, and with thread=y); thread=n merges them into the rows of a run without
+/// it. Without -Dbci.thread=y the threads are one row: `bci report … thread=y` refuses, saying
+/// how to record them (it listed one thread "ended threads" with every thread's counts).
+#[test]
+fn offline_threads_keep_their_rows_with_bci_thread_y() {
+    let (out, cp) = offl_threads("threads");
+    let run = |data: &Path, opts: &[&str], args: &[&str]| {
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = Vec::new();
+        let file = format!("-Dbci.file={}", data.display());
+        a.push(&file);
+        for o in opts {
+            a.push(o);
+        }
+        a.push(&"-cp");
+        a.push(&cp);
+        a.push(&"OfflThreads");
+        for x in args {
+            a.push(x);
+        }
+        let o = java(&a);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        o
+    };
+    let report = |data: &Path, opts: &str| {
+        let o = bci(&[&"report", &data, &opts]);
+        assert!(o.status.success(), "{opts}: {}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let owned = |v: &[(&str, &str, u64)]| -> BTreeMap<(String, String), u64> {
+        v.iter()
+            .map(|(t, m, c)| ((t.to_string(), m.to_string()), *c))
+            .collect()
+    };
+    let mut expect = owned(&[("main", "OfflThreads.main", 1)]);
+    for k in 0..4u64 {
+        let t = format!("worker-{k}");
+        for (m, c) in [
+            ("OfflThreads.lambda$main$0", 1),
+            ("OfflThreads.loop", 1),
+            ("OfflThreads.work", 100_000 * (k + 1)),
+        ] {
+            expect.insert((t.clone(), m.to_string()), c);
+        }
+    }
+    let merged: BTreeMap<String, u64> = [
+        ("OfflThreads.main", 1),
+        ("OfflThreads.lambda$main$0", 4),
+        ("OfflThreads.loop", 4),
+        ("OfflThreads.work", 1_000_000),
+    ]
+    .into_iter()
+    .map(|(m, c)| (m.to_string(), c))
+    .collect();
+    // recorded per thread: a report of the data is by thread unless told thread=n
+    let y = out.join("y.data");
+    run(&y, &["-Dbci.thread=y"], &[]);
+    for opts in ["cutoff=0", "thread=y,cutoff=0"] {
+        let r = report(&y, opts);
+        assert_eq!(r.matches("THREAD START").count(), 5, "{opts}: {r}");
+        assert!(r.contains(", per thread (the first 256 threads;"), "{r}");
+        assert_eq!(thread_counts(&r), expect, "{opts}: {r}");
+    }
+    let by_y = report(&y, "thread=n,cutoff=0");
+    assert!(!by_y.contains("THREAD START"), "{by_y}");
+    assert_eq!(method_counts(&by_y), merged, "{by_y}");
+    // recorded without it: the threads are one row
+    let n = out.join("n.data");
+    run(&n, &[], &[]);
+    let o = bci(&[&"report", &n, &"thread=y,cutoff=0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: thread=y: {} holds all threads in one row (recorded without \
+             -Dbci.thread=y); run the program with -Dbci.thread=y to record each thread's rows\n",
+            n.display()
+        )
+    );
+    assert_eq!(text(&o.stdout), "");
+    let by_n = report(&n, "cutoff=0");
+    assert!(!by_n.contains("THREAD START"), "{by_n}");
+    assert_eq!(method_counts(&by_n), merged, "{by_n}");
+    // thread=n of per-thread data: the same rows as data recorded without it
+    assert_eq!(trace_counts(&by_y), trace_counts(&by_n), "{by_y}\n{by_n}");
+    assert_eq!(trace_counts(&by_n).len(), 4, "{by_n}");
+    // 300 more threads: main, the 4 workers and extra-0 to extra-250 keep rows (256), the
+    // last 49 share "other threads"
+    let many = out.join("many.data");
+    run(&many, &["-Dbci.thread=y"], &["300"]);
+    let r = report(&many, "cutoff=0");
+    assert_eq!(r.matches("THREAD START").count(), 257, "{r}");
+    for i in 0..251 {
+        for m in [
+            "OfflThreads.lambda$main$1",
+            "OfflThreads.loop",
+            "OfflThreads.work",
+        ] {
+            expect.insert((format!("extra-{i}"), m.to_string()), 1);
+        }
+    }
+    for m in [
+        "OfflThreads.lambda$main$1",
+        "OfflThreads.loop",
+        "OfflThreads.work",
+    ] {
+        expect.insert(("other threads".to_string(), m.to_string()), 49);
+    }
+    assert_eq!(thread_counts(&r), expect, "{r}");
+    // a bad value stops the program at its first instrumented class
+    let o = java(&[&"-Dbci.thread=yes", &"-cp", &cp, &"OfflThreads"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(text(&o.stdout), "");
+    assert!(
+        text(&o.stderr).starts_with("bci: -Dbci.thread=yes: expected y or n (runtime options:"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// A -Dbci.file= that cannot be written stops the program at its first instrumented class
+/// (exit 2, before it runs), with the path and the OS's reason, as the agent refuses such a
+/// file= at start (it failed only at exit, exit status 0, the run's data lost). The check
+/// leaves no file behind; a writable path gets the data at exit.
+#[test]
+fn unwritable_data_file_stops_the_program_at_its_first_instrumented_class() {
+    let (out, cp) = offl_threads("unwritable");
+    let missing = out.join("missing/dir/x.data");
+    for (path, why) in [
+        (missing.clone(), "No such file or directory"),
+        (out.clone(), "Is a directory"),
+    ] {
+        let o = java(&[
+            &format!("-Dbci.file={}", path.display()),
+            &"-cp",
+            &cp,
+            &"OfflThreads",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout), "", "the program ran");
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "bci: cannot open -Dbci.file={} for the profile data: {why}\n",
+                path.display()
+            )
+        );
+    }
+    assert!(!out.join("missing").exists());
+    // a new file: the check removes what it created (a program that halts, never running its
+    // shutdown hooks, leaves no empty data file), the data is written at exit
+    let new = out.join("new.data");
+    let file = format!("-Dbci.file={}", new.display());
+    let o = java(&[&file, &"-cp", &cp, &"OfflThreads", &"halt"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "");
+    assert!(!new.exists());
+    let o = java(&[&file, &"-cp", &cp, &"OfflThreads"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let data = std::fs::read_to_string(&new).unwrap();
+    assert!(data.starts_with("bci-data\t1\n"), "{data}");
 }

@@ -29,7 +29,9 @@ import java.util.Map;
  * no agent). Classes instrumented by {@code bci instrument --coverage} call {@link #register}
  * first thing in their {@code <clinit>}; at exit the counts are added to the data file
  * ({@code -Dbci.covfile=}, default {@code bci.cov}; the format of the Rust crate's
- * {@code coverage::data}), under a lock, so several JVMs can share one file.
+ * {@code coverage::data}), under a lock, so several JVMs can share one file. A file that cannot
+ * be written there stops the program at the first registration (exit 2), as the agent's
+ * {@code covfile=} does at start.
  *
  * <p>Per-test coverage: {@link #begin} and {@link #end} (called by a test harness, e.g. the
  * runtime jar's JUnit listener) bracket a test; what every thread counted in between is the
@@ -86,6 +88,14 @@ public final class Cov {
     public static synchronized int register(String name, long hash, int n) {
         if (covfile == null) {
             covfile = System.getProperty("bci.covfile", "bci.cov");
+            // checked now, as the agent checks covfile= at start: a path that cannot be
+            // written stops the program here instead of losing the run's counts at exit
+            String why = unwritable(covfile);
+            if (why != null) {
+                System.err.println("bci: cannot open -Dbci.covfile=" + covfile
+                        + " for the coverage data: " + why);
+                Runtime.getRuntime().halt(2);
+            }
             Runtime.getRuntime().addShutdownHook(new Thread(Cov::writeAtExit, "bci coverage: write data"));
         }
         String key = name + '\0' + Long.toHexString(hash);
@@ -105,6 +115,38 @@ public final class Cov {
         sizes[cid] = n;
         IDS.put(key, cid);
         return cid;
+    }
+
+    /**
+     * Why the data cannot be written to {@code path} at exit ({@code file: the OS's reason}),
+     * or null if it can: the files {@link #write} makes, {@code path.lck} (created, as at exit)
+     * and {@code path.tmp<pid>} in the same directory (created and removed again).
+     */
+    static String unwritable(String path) {
+        String lck = path + ".lck";
+        try (RandomAccessFile f = new RandomAccessFile(lck, "rw")) {
+            // opened: the lock file can be made
+        } catch (IOException | SecurityException e) {
+            return reason(lck, e);
+        }
+        File tmp = new File(path + ".tmp" + ProcessHandle.current().pid());
+        try (FileOutputStream o = new FileOutputStream(tmp)) {
+            // created: the data can be written next to it and renamed
+        } catch (IOException | SecurityException e) {
+            return reason(tmp.getPath(), e);
+        }
+        tmp.delete();
+        return null;
+    }
+
+    /** {@code file: reason} from an exception opening {@code file} ("file (reason)"). */
+    private static String reason(String file, Exception e) {
+        String m = String.valueOf(e.getMessage());
+        String head = file + " (";
+        if (m.startsWith(head) && m.endsWith(")")) {
+            m = m.substring(head.length(), m.length() - 1);
+        }
+        return file + ": " + m;
     }
 
     private static void writeAtExit() {

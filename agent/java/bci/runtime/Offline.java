@@ -23,7 +23,13 @@ import java.util.Locale;
  * clock, a daemon thread reads every profiled thread's CPU time through ThreadMXBean every
  * {@code bci.interval} ms, default 1, and charges it to the thread's current call path; falls
  * back to wall when java.management is not there) or {@code wall} (System.nanoTime at every
- * entry and exit). Nothing is written to stdout.
+ * entry and exit); {@code bci.thread}: {@code y} records the rows of each thread apart (the
+ * agent's {@code thread=y}: the first {@link Probes#ROWS} threads, later ones share the row
+ * "other threads"), {@code n} (default) all threads in one row. Nothing is written to stdout.
+ *
+ * <p>The data file is opened at the first registration (and removed again if that created it):
+ * a path that cannot be written stops the program there, as the agent's {@code file=} does at
+ * start, instead of losing the run's data at exit.
  */
 public final class Offline {
     private Offline() {}
@@ -45,6 +51,8 @@ public final class Offline {
     /** Recording here (not in an agent's runtime). */
     private static boolean standalone;
     private static String file;
+    /** -Dbci.thread=y: each thread's rows apart (Probes.perThread), which the data file says. */
+    private static boolean perThread;
     private static int n;
     private static String[] cls = new String[64];
     private static String[] names = new String[64];
@@ -125,6 +133,16 @@ public final class Offline {
         if (!want.equals("sample") && !want.equals("wall")) {
             fail("-Dbci.clock=" + want + ": expected sample or wall");
         }
+        String rows = System.getProperty("bci.thread", "n");
+        if (!rows.equals("y") && !rows.equals("n")) {
+            fail("-Dbci.thread=" + rows + ": expected y or n");
+        }
+        perThread = rows.equals("y");
+        Probes.perThread = perThread;
+        String why = unwritable(file);
+        if (why != null) {
+            stop("cannot open -Dbci.file=" + file + " for the profile data: " + why);
+        }
         if (want.equals("sample")) {
             try {
                 sampler = new Sampler(interval);
@@ -152,9 +170,38 @@ public final class Offline {
 
     /** A bad option stops the program at its first instrumented class, saying which. */
     private static void fail(String msg) {
-        System.err.println("bci: " + msg + " (runtime options: -Dbci.file=PATH, -Dbci.depth=N, "
-                + "-Dbci.clock=sample|wall, -Dbci.interval=MS)");
+        stop(msg + " (runtime options: -Dbci.file=PATH, -Dbci.depth=N, "
+                + "-Dbci.clock=sample|wall, -Dbci.interval=MS, -Dbci.thread=y|n)");
+    }
+
+    /** Stops the program (exit status 2) before it runs unprofiled or loses its data at exit. */
+    private static void stop(String msg) {
+        System.err.println("bci: " + msg);
         Runtime.getRuntime().halt(2);
+    }
+
+    /**
+     * Why {@code path} cannot be written (the OS's reason), or null if it can: opened for
+     * appending (what it holds is kept until the write at exit replaces it), created if absent
+     * and then removed again, so that a run killed before its exit leaves no empty data file.
+     */
+    static String unwritable(String path) {
+        java.io.File f = new java.io.File(path);
+        boolean existed = f.exists();
+        try (FileOutputStream o = new FileOutputStream(f, true)) {
+            // opened: writable
+        } catch (IOException | SecurityException e) {
+            String m = String.valueOf(e.getMessage());
+            // FileNotFoundException: "<path> (<reason>)"
+            String head = path + " (";
+            return m.startsWith(head) && m.endsWith(")")
+                    ? m.substring(head.length(), m.length() - 1)
+                    : m;
+        }
+        if (!existed) {
+            f.delete();
+        }
+        return null;
     }
 
     private static int positive(String prop, int dflt) {
@@ -192,6 +239,11 @@ public final class Offline {
         sb.append("clock\t").append(clock).append('\n');
         sb.append("interval\t").append(interval).append('\n');
         sb.append("depth\t").append(Probes.depth).append('\n');
+        if (perThread) {
+            // only then: a report of this file defaults to thread=y, and refuses thread=y
+            // without it (the threads were not recorded apart)
+            sb.append("per-thread\ty\n");
+        }
         sb.append("date\t")
                 .append(String.format(Locale.US, "%1$ta %1$tb %1$2te %1$tT %1$tY", new Date()))
                 .append('\n');
