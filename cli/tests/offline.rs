@@ -541,7 +541,7 @@ fn serial_version_uids_stay_as_they_were() {
     javac(&classes, &[fixtures().join("Suids.java")]);
     let bare = java(&[&"-cp", &classes, &"Suids"]);
     assert!(bare.status.success(), "{}", text(&bare.stderr));
-    assert_eq!(text(&bare.stdout).lines().count(), 5);
+    assert_eq!(text(&bare.stdout).lines().count(), 6);
     let inst = out.join("inst");
     let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
     assert!(o.status.success(), "{}", text(&o.stderr));

@@ -233,8 +233,12 @@ impl Prologue {
         let mut code = Snippet::new();
         let mut suid = None;
         // A new <clinit> (or a public field in an interface) changes the default
-        // serialVersionUID: declare the original one (set here, first thing)
-        if (!has_clinit || interface) && !crate::suid::declares_suid(cf) {
+        // serialVersionUID: declare the original one (set here, first thing) where
+        // serialization could use it
+        if (!has_clinit || interface)
+            && crate::suid::may_serialize(cf)
+            && !crate::suid::declares_suid(cf)
+        {
             let v = crate::suid::default_suid(cf)?;
             code.long(cp, v)?
                 .putstatic(cp, name, "serialVersionUID", "J")?;

@@ -106,6 +106,21 @@ pub fn declares_suid(cf: &ClassFile<'_>) -> bool {
     })
 }
 
+/// Whether objects of the class could be serialized with a default serialVersionUID, as far as
+/// the class file alone tells: not when it extends java.lang.Object and implements no
+/// interface (nothing makes it Serializable), nor for an enum or a record (serialization
+/// ignores their serialVersionUID: always 0L for enums, matching waived for records; Java
+/// Object Serialization Specification 1.12, 1.13, 4.6). Anything else may be (a superclass
+/// or interface may be Serializable).
+pub fn may_serialize(cf: &ClassFile<'_>) -> bool {
+    let sup = cf.super_name().ok().flatten();
+    let sup = sup.as_deref();
+    if cf.interfaces.is_empty() && (sup == Some("java/lang/Object") || sup.is_none()) {
+        return false;
+    }
+    !matches!(sup, Some("java/lang/Enum" | "java/lang/Record"))
+}
+
 /// `ObjectStreamClass.computeDefaultSUID` of the class as parsed.
 pub fn default_suid(cf: &ClassFile<'_>) -> bci::Result<i64> {
     let mut d = Vec::new();
