@@ -48,6 +48,10 @@ public final class Offline {
     private static String clock = "wall";
     private static int interval = 1;
     private static Sampler sampler;
+    /** clock=wall: the thread that folds ended threads' data (the sampler does it otherwise). */
+    private static Thread reaper;
+    /** How often ended threads are looked for, in ms. */
+    static final int REAP_MS = 50;
     /** Recording here (not in an agent's runtime). */
     private static boolean standalone;
     private static String file;
@@ -164,6 +168,10 @@ public final class Offline {
         Probes.start();
         if (sampler != null) {
             sampler.start();
+        } else {
+            reaper = new Thread(Offline::reapLoop, "bci runtime: ended threads");
+            reaper.setDaemon(true);
+            reaper.start();
         }
         Runtime.getRuntime().addShutdownHook(new Thread(Offline::dump, "bci runtime: write data"));
     }
@@ -223,6 +231,48 @@ public final class Offline {
 
     private static String clean(String s) {
         return s == null ? "" : s.replace('\t', ' ').replace('\n', ' ').replace('\r', ' ');
+    }
+
+    /**
+     * Folds the data of the threads that ended since the last call into the shared aggregate
+     * and frees their states ({@link Probes#ended}, what the agent does on JVMTI's ThreadEnd):
+     * offline nothing reports a thread's end, so without this every thread a program ever
+     * started kept its state and its Thread object until exit (20,000 short threads: 22-36 MB
+     * of heap against 4 MB bare). Thread.isAlive() false happens-after everything the thread
+     * did (JLS 17.4.4), so its counts are read whole.
+     */
+    static void reap() {
+        Thread[] dead = null;
+        int nd = 0;
+        synchronized (Probes.class) {
+            Probes.Slots l = Probes.live;
+            for (int i = 0; i < l.n; i++) {
+                Probes.T st = l.a[i];
+                Thread t = st == null ? null : st.thread;
+                if (t != null && !t.isAlive()) {
+                    if (dead == null) {
+                        dead = new Thread[16];
+                    } else if (nd == dead.length) {
+                        dead = java.util.Arrays.copyOf(dead, nd * 2);
+                    }
+                    dead[nd++] = t;
+                }
+            }
+        }
+        for (int i = 0; i < nd; i++) {
+            Probes.ended(dead[i]);
+        }
+    }
+
+    private static void reapLoop() {
+        for (;;) {
+            try {
+                Thread.sleep(REAP_MS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            reap();
+        }
     }
 
     /** Writes the data file (shutdown hook). */
@@ -321,11 +371,16 @@ public final class Offline {
             long[] serial = new long[0];
             long[] last = new long[0];
             long[] tid = new long[0];
+            int rounds = 0;
             while (running) {
                 try {
                     Thread.sleep(ms);
                 } catch (InterruptedException e) {
                     return;
+                }
+                if (++rounds * ms >= REAP_MS) {
+                    rounds = 0;
+                    reap();
                 }
                 int n = serial.length;
                 long[] msg = new long[1 + 2 * n];
