@@ -377,7 +377,14 @@ fn main() -> ExitCode {
             csv,
             html,
             per_test,
-        } => match if coverage::is_coverage_file(&inputs[0])
+        } => match if std::fs::metadata(&inputs[0]).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            // neither kind of data: say what it is rather than which header it lacks
+            Err(format!(
+                "{}: empty file: no data was written to it (the run ended before its data was \
+                 written, or it was never a data file)",
+                inputs[0].display()
+            ))
+        } else if coverage::is_coverage_file(&inputs[0])
             || !classes.is_empty()
             || coverage::class_path_kind(&inputs[0]).is_some()
         {

@@ -562,7 +562,9 @@ fn serial_version_uids_stay_as_they_were() {
 fn report_rejects_bad_data_files_with_their_line() {
     let out = fresh("bad-data");
     let cases: &[(&str, &str)] = &[
-        ("", ":1: not a bci data file"),
+        // an empty file is neither kind of data: said as such, not as a missing header
+        ("", ": empty file: no data was written to it"),
+        ("\n", ":1: not a bci data file"),
         ("bci-data\t9\n", ":1: unsupported data version"),
         ("bci-data\t1\nclock\tfast\n", ":2: unknown clock"),
         (
