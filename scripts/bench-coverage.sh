@@ -71,20 +71,36 @@ wall() { for x in "$@"; do echo "${x% *}"; done; }
 cpu() { for x in "$@"; do echo "${x#* }"; done; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
-# table TITLE BARE_ARRAY [LABEL ARRAY]...: medians of wall and CPU ms, ratios to bare
+# paired BARE_CPUS VARIANT_CPUS: the median of the rounds' CPU ratios (variant / bare of the
+# same round), steadier than the ratio of the medians when the machine's load drifts
+paired() {
+    local -a b v
+    read -r -a b <<<"$1"
+    read -r -a v <<<"$2"
+    local i out=""
+    for ((i = 0; i < ${#b[@]} && i < ${#v[@]}; i++)); do
+        out+="$(awk -v a="${v[$i]}" -v c="${b[$i]}" 'BEGIN { printf "%.4f ", a / c }')"
+    done
+    echo "$out" | median | awk '{ printf "%.2fx", $1 }'
+}
+# table TITLE BARE_ARRAY [LABEL ARRAY]...: medians of wall and CPU ms, ratios to bare (of the
+# medians, and paired: the median of the rounds' own CPU ratios)
 table() {
     local title=$1 base=$2; shift 2
     local -n b_=$base
     local bw bc
     bw=$(wall "${b_[@]}" | median); bc=$(cpu "${b_[@]}" | median)
     echo "$title, $runs interleaved runs (wall ms cpu ms per run: bare ${b_[*]}); load average now: $(cut -d' ' -f1-3 /proc/loadavg)"
-    printf '%-28s %9s %7s %9s %7s\n' run wall ratio cpu ratio
-    printf '%-28s %9d %7s %9d %7s\n' bare "$bw" 1.00x "$bc" 1.00x
+    printf '%-28s %9s %7s %9s %7s %7s\n' run wall ratio cpu ratio paired
+    printf '%-28s %9d %7s %9d %7s %7s\n' bare "$bw" 1.00x "$bc" 1.00x 1.00x
+    local bcs
+    bcs=$(cpu "${b_[@]}" | tr '\n' ' ')
     while [ $# -gt 0 ]; do
         local -n v_=$2
         local w c
         w=$(wall "${v_[@]}" | median); c=$(cpu "${v_[@]}" | median)
-        printf '%-28s %9d %7s %9d %7s\n' "$1" "$w" "$(ratio "$w" "$bw")" "$c" "$(ratio "$c" "$bc")"
+        printf '%-28s %9d %7s %9d %7s %7s\n' "$1" "$w" "$(ratio "$w" "$bw")" "$c" "$(ratio "$c" "$bc")" \
+            "$(paired "$bcs" "$(cpu "${v_[@]}" | tr '\n' ' ')")"
         echo "    ($1 per run: ${v_[*]})"
         unset -n v_
         shift 2
