@@ -229,6 +229,31 @@ fn agent_and_offline_give_identical_data() {
     let (rb, rc) = (rows(&prof_both), rows(&prof_cpu));
     assert!(rc.len() >= 10, "{rc:?}");
     assert_eq!(rb, rc, "cpu=times counts with coverage differ");
+
+    // classes covered offline, profiled by the agent (cpu=times alone, the runtime jar on the
+    // class path): the same cpu=times counts as the original classes', and the runtime jar's
+    // coverage data as without the agent (they were left out of the profile before)
+    let prof_off = dir.join("offline-cpu.txt");
+    let cov_off = dir.join("offline-cpu.cov");
+    ok(Command::new(jdk_tool("java"))
+        .arg("-Xverify:all")
+        .arg(format!("-Dbci.covfile={}", cov_off.display()))
+        .arg(format!(
+            "-agentpath:{}=cpu=times,file={}",
+            agent_lib().display(),
+            prof_off.display()
+        ))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovBasics")
+        .output()
+        .unwrap());
+    assert_eq!(
+        rows(&prof_off),
+        rc,
+        "cpu=times counts of classes covered offline"
+    );
+    assert_eq!(class_counts(&read(&cov_off), "CovBasics").1, co);
 }
 
 /// CovBasics run with the agent (coverage of CovBasics only) into `file`; returns `file`.

@@ -317,9 +317,13 @@ pub fn instrument_methods(
     if !selected && !opts.adds_fields_to(&name) {
         return Ok((Outcome::Unchanged, left));
     }
-    if offline::marker_of(&cf).is_some() {
-        // ours already (bci instrument): instrumenting again would count every call twice
-        return Ok((Outcome::Unchanged, left));
+    if let Some(m) = offline::marker_of(&cf) {
+        // ours already (bci instrument): instrumenting again would count every call twice.
+        // Coverage counters count no calls: a run that writes no marker (the agent) adds its
+        // probes to a class covered offline, as it does to the classes it covers itself.
+        if !m.coverage || opts.marker {
+            return Ok((Outcome::Unchanged, left));
+        }
     }
     let source = cf.source_file();
     let runtime = rules.runtime_class();
@@ -477,7 +481,7 @@ pub fn instrument_methods(
                 )
             })
             .collect();
-        let data = offline::marker_data(&mut w.cp, hash, runtime_ids, &methods)
+        let data = offline::marker_data(&mut w.cp, hash, runtime_ids, false, &methods)
             .and_then(|d| w.add_attribute(offline::MARKER_ATTR, &d).map(|_| ()))
             .map_err(|e| with_path(e, || name.to_string()));
         data?;

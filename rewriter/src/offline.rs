@@ -36,6 +36,9 @@ pub struct Marker {
     pub hash: u64,
     /// Whether method ids are registered at run time ([`OFFLINE_CLASS`]).
     pub runtime_ids: bool,
+    /// Coverage counters (`bci instrument --coverage`), not cpu-times probes: flag bit 1,
+    /// written since 2026-11-26 (an older coverage marker reads as `false`).
+    pub coverage: bool,
     /// Instrumented methods (name, descriptor), in probe-index order.
     pub methods: Vec<(String, String)>,
 }
@@ -58,6 +61,7 @@ pub(crate) fn marker_of(cf: &ClassFile<'_>) -> Option<Marker> {
         version: 0,
         hash: 0,
         runtime_ids: false,
+        coverage: false,
         methods: Vec::new(),
     };
     Some(parse_marker(cf, a.data).unwrap_or(empty))
@@ -80,16 +84,21 @@ fn parse_marker(cf: &ClassFile<'_>, d: &[u8]) -> Option<Marker> {
         version,
         hash,
         runtime_ids: flags & 1 != 0,
+        coverage: flags & MARKER_COVERAGE != 0,
         methods,
     })
 }
 
-/// The marker attribute's data: version, hash, flags, then (name, descriptor) Utf8 indices of
-/// the instrumented methods.
+/// Flag bit of a marker written by coverage instrumentation.
+pub const MARKER_COVERAGE: u16 = 2;
+
+/// The marker attribute's data: version, hash, flags (bit 0: runtime ids; bit 1:
+/// [`MARKER_COVERAGE`]), then (name, descriptor) Utf8 indices of the instrumented methods.
 pub(crate) fn marker_data(
     cp: &mut CpBuilder<'_>,
     hash: u64,
     runtime_ids: bool,
+    coverage: bool,
     methods: &[(String, String)],
 ) -> bci::Result<Vec<u8>> {
     let n = u16::try_from(methods.len()).map_err(|_| {
@@ -98,7 +107,8 @@ pub(crate) fn marker_data(
     let mut d = Vec::with_capacity(14 + 4 * methods.len());
     d.extend_from_slice(&MARKER_VERSION.to_be_bytes());
     d.extend_from_slice(&hash.to_be_bytes());
-    d.extend_from_slice(&(runtime_ids as u16).to_be_bytes());
+    let flags = runtime_ids as u16 | if coverage { MARKER_COVERAGE } else { 0 };
+    d.extend_from_slice(&flags.to_be_bytes());
     d.extend_from_slice(&n.to_be_bytes());
     for (name, desc) in methods {
         d.extend_from_slice(&cp.utf8(name)?.to_be_bytes());

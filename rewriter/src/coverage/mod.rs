@@ -441,7 +441,7 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             .iter()
             .map(|m| (m.name.clone(), m.desc.clone()))
             .collect();
-        let data = crate::offline::marker_data(&mut w.cp, cov.hash, true, &methods)?;
+        let data = crate::offline::marker_data(&mut w.cp, cov.hash, true, true, &methods)?;
         w.add_attribute(crate::offline::MARKER_ATTR, &data)?;
     }
     Ok((Outcome::Rewritten(w.finish()?), cov))
