@@ -126,14 +126,6 @@ pub struct Package<'a> {
     pub counters: Counters,
 }
 
-/// Adds one line's counts to another (same line of two methods or classes).
-pub fn add_line(into: &mut Line, l: &Line) {
-    into.instructions.add(l.instructions);
-    into.branches.add(l.branches);
-    into.hits = into.hits.saturating_add(l.hits);
-    into.max_hits = into.max_hits.max(l.max_hits);
-}
-
 /// JaCoCo's LINE counter of a set of lines.
 pub fn line_counter(lines: &BTreeMap<u32, Line>) -> Counter {
     let mut c = Counter::default();
@@ -370,7 +362,7 @@ impl Report {
                     f.classes.push(c);
                     f.counters.add(&c.counters);
                     for (l, x) in &c.lines {
-                        add_line(f.lines.entry(*l).or_default(), x);
+                        f.lines.entry(*l).or_default().add(x);
                     }
                 }
                 let files: Vec<SourceFile<'_>> = files

@@ -87,6 +87,15 @@ impl Line {
             Status::PartlyCovered
         }
     }
+
+    /// Adds the same line of another method or class (a lambda or a `finally` copy on it):
+    /// counters and hits add up, `max_hits` is the larger.
+    pub fn add(&mut self, other: &Line) {
+        self.instructions.add(other.instructions);
+        self.branches.add(other.branches);
+        self.hits = self.hits.saturating_add(other.hits);
+        self.max_hits = self.max_hits.max(other.max_hits);
+    }
 }
 
 /// One decision point (an `if` or a switch) with the count of each outcome.
@@ -375,11 +384,7 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
         }
         let method = analyze_method(&cf, m, counts)?;
         for (l, line) in &method.lines {
-            let e = class.lines.entry(*l).or_default();
-            e.instructions.add(line.instructions);
-            e.branches.add(line.branches);
-            e.hits = e.hits.saturating_add(line.hits);
-            e.max_hits = e.max_hits.max(line.max_hits);
+            class.lines.entry(*l).or_default().add(line);
         }
         class.counters.add(&method.counters);
         class.methods.push(method);

@@ -69,11 +69,7 @@ pub fn write(classes: &[Class], test: &str, path: &dyn Fn(&str) -> String) -> St
                 }
             }
             for (l, x) in &c.lines {
-                let e = lines.entry(*l).or_default();
-                e.instructions.add(x.instructions);
-                e.branches.add(x.branches);
-                e.hits = e.hits.saturating_add(x.hits);
-                e.max_hits = e.max_hits.max(x.max_hits);
+                lines.entry(*l).or_default().add(x);
             }
         }
         brs.sort_by_key(|b| (b.0, b.1));
