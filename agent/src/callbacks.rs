@@ -151,7 +151,7 @@ pub unsafe extern "C" fn Agent_OnLoad(
 }
 
 fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
-    let opts = match options::parse(options) {
+    let mut opts = match options::parse(options) {
         Ok(o) => o,
         Err(e) => {
             log(&format!("{e}"));
@@ -162,6 +162,22 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     if opts.help {
         print!("{}", options::HELP);
         std::process::exit(0);
+    }
+    let pid = std::process::id();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    // tracefile= takes %p and %t like file= and covfile= (expanded once, here: the rules'
+    // engine creates the file)
+    if let Some(t) = opts.tracefile.take() {
+        match outfile::expand(&t, pid, secs) {
+            Ok(p) => opts.tracefile = Some(p),
+            Err(e) => {
+                log(&e);
+                return sys::JNI_ERR;
+            }
+        }
     }
     let engine = match Engine::new(&opts) {
         Ok(e) => e,
@@ -176,11 +192,6 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         return sys::JNI_OK;
     }
     // the report file now, not at exit: a path that cannot be written stops the JVM here
-    let pid = std::process::id();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs();
     let out = if opts.cpu {
         match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
             Ok((out, warnings)) => {

@@ -48,6 +48,7 @@ fn run_env(dir: &Path, main: &str, opts: &str, env: &[(&str, &str)]) -> Output {
 struct Run {
     events: Vec<String>,
     report: String,
+    stdout: String,
     stderr: String,
 }
 
@@ -75,6 +76,7 @@ fn traced_env(main: &str, rules: &str, extra_opts: &str, env: &[(&str, &str)]) -
         env,
     );
     let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(o.status.success(), "{main}: {stderr}");
     assert!(!stderr.contains("left original"), "{stderr}");
     let events = std::fs::read_to_string(&ev)
@@ -86,6 +88,7 @@ fn traced_env(main: &str, rules: &str, extra_opts: &str, env: &[(&str, &str)]) -
     Run {
         events,
         report,
+        stdout,
         stderr,
     }
 }
@@ -580,4 +583,82 @@ fn tracing_with_cpu_times_and_coverage() {
     assert_eq!(entries("add", "(II)I"), Some(7));
     assert_eq!(entries("half", "(D)D"), Some(10));
     assert_eq!(entries("boom", "(Z)Ljava/lang/Object;"), Some(2));
+}
+
+/// test-classes/trace/TraceDeep.java: a traced recursion to StackOverflowError with `stack = 2`
+/// leaves the program's own stack traces working and counts the events it could not make as
+/// such (not as a full buffer); two rules timing one method each keep self = total; an enum
+/// constant with a body is named by its enum; `tracefile=` takes `%p`.
+#[test]
+fn trace_at_the_edges() {
+    let r = traced("TraceDeep", "trace-deep.toml", "");
+    assert!(
+        r.stdout.contains("overflow") && r.stdout.contains("own stack true"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let line = r
+        .report
+        .lines()
+        .find(|l| l.starts_with("trace events: "))
+        .unwrap_or_else(|| panic!("no trace events line: {}", r.report));
+    assert!(line.contains(", 0 dropped (buffer full)"), "{line}");
+    let written: u64 = line["trace events: ".len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    // every over() frame but the few deepest ones made its event (depth is in the thousands)
+    assert!(written > 1000, "{line}");
+    assert_eq!(
+        r.events
+            .iter()
+            .filter(|e| e.contains("\"rule\":\"over\""))
+            .count() as u64
+            + 2,
+        written,
+        "{line}"
+    );
+    // nap: no traced callee, so self is the total for both rules
+    for rule in ["nap1", "nap2"] {
+        let s = &r.report[r.report.find("TRACE SUMMARY").unwrap()..];
+        let row: Vec<&str> = s
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(rule))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(row[1], "3", "{rule}: {row:?}");
+        assert_eq!(row[2], row[3], "{rule}: self differs from total: {row:?}");
+    }
+    let plus = r
+        .events
+        .iter()
+        .find(|e| e.contains("\"rule\":\"apply\"") && e.contains("PLUS"))
+        .unwrap_or_else(|| panic!("no apply event: {:?}", r.events));
+    assert!(plus.contains("\"TraceDeep$Op.PLUS\""), "{plus}");
+
+    // tracefile=%p: the process id
+    let dir = compile(&["TraceDeep.java"], "TraceDeep-pid");
+    let rules = repo().join("test-classes/trace/trace-deep.toml");
+    let o = run(
+        &dir,
+        "TraceDeep",
+        &format!(
+            "rules={},tracefile={}/t-%p.jsonl,file={}/p.txt",
+            rules.display(),
+            dir.display(),
+            dir.display()
+        ),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let traces: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("t-") && n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let pid = &traces[0]["t-".len()..traces[0].len() - ".jsonl".len()];
+    assert!(pid.parse::<u32>().is_ok(), "{traces:?}");
 }

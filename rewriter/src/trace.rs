@@ -948,6 +948,9 @@ const M_EXIT: u32 = 256;
 const M_EXCEPTION: u32 = 512;
 const M_VOID: u32 = 1024;
 const M_ENTRY_EVENT: u32 = 2048;
+/// The frame is opened in the same invocation as the one below it (a second rule on the same
+/// method): its time is not a callee's, and is not taken from the other rule's self time.
+const M_SAME: u32 = 4096;
 
 /// Where a point event happened (Trace.java's `hit` kinds).
 const W_ENTRY: i32 = 0;
@@ -961,7 +964,19 @@ fn clean(s: &str) -> String {
 
 /// The info string of a site: tab-separated fields Trace.java parses once.
 fn info(r: &TraceRule, class: &str, method: &str, desc: &str, location: &str) -> String {
-    let mut mask = 0;
+    info_masked(r, class, method, desc, location, 0)
+}
+
+/// [`info`] with more bits in the mask ([`M_SAME`]).
+fn info_masked(
+    r: &TraceRule,
+    class: &str,
+    method: &str,
+    desc: &str,
+    location: &str,
+    extra: u32,
+) -> String {
+    let mut mask = extra;
     for (on, bit) in [
         (r.count, M_COUNT),
         (r.time, M_TIME),
@@ -1160,6 +1175,8 @@ fn trace_method(
     // (instruction, snippet, after it rather than before)
     let mut points: Vec<(usize, Snippet, bool)> = Vec::new();
     let mut any = false;
+    // a rule with a frame came before: later frames are opened in the same invocation
+    let mut framed = false;
     for r in rules {
         match &r.location {
             Location::Method {
@@ -1169,8 +1186,10 @@ fn trace_method(
             } => {
                 any = true;
                 let site = next_site();
-                let info = info(r, class, name, desc, "method");
                 let frame = (r.time || r.trace) && (*exit || *exception);
+                let same = if frame && framed { M_SAME } else { 0 };
+                framed |= frame;
+                let info = info_masked(r, class, name, desc, "method", same);
                 let mut l = Locals {
                     t: None,
                     args: None,

@@ -20,7 +20,7 @@ public final class Trace {
     // mask bits (rewriter/src/trace.rs)
     static final int M_COUNT = 1, M_TIME = 2, M_TRACE = 4, M_ARGS = 8, M_RET = 16, M_EXC = 32,
             M_TOSTRING = 64, M_ENTRY = 128, M_EXIT = 256, M_EXCEPTION = 512, M_VOID = 1024,
-            M_ENTRY_EVENT = 2048;
+            M_ENTRY_EVENT = 2048, M_SAME = 4096;
     static final String[] WHERE = {"entry", "exit", "exception", "line", "call", "after-call"};
 
     /** Per-site stats slots in T.st. */
@@ -47,6 +47,8 @@ public final class Trace {
     static boolean testHold;
     static int qhead, qlen;
     static long dropped, written;
+    /** Events that could not be made (the thread was out of stack or memory), under Q. */
+    static long failed;
     /**
      * Set by the agent ({@code tracemax=}): the most bytes written to the trace file, 0 = no
      * limit. Past it events are counted ({@link #overLimit} and each thread's {@code over}),
@@ -141,6 +143,12 @@ public final class Trace {
             out = new java.io.BufferedOutputStream(new java.io.FileOutputStream(path), 1 << 16);
             outPath = path;
         }
+        // Stack walking initializes classes of its own (StackTraceElement$HashedModules) at its
+        // first use. Done first in an event of a method that ran out of stack, that
+        // initialization fails and the class stays unusable: every later getStackTrace() in
+        // the JVM, the program's own included, threw NoClassDefFoundError. Done here, with
+        // stack to spare, it cannot fail later.
+        new Throwable().getStackTrace();
         if (path != null && !testHold) {
             Thread w = new Writer();
             w.setDaemon(true);
@@ -385,10 +393,12 @@ public final class Trace {
         t.depth = d;
         long dur = now - t.start[d];
         long self = dur - t.child[d];
-        if (d > 0) {
-            t.child[d - 1] += dur;
-        }
         Site s = sites[id];
+        if (d > 0) {
+            // a second rule's frame of the same invocation (M_SAME) is no callee of the frame
+            // below: only its callees' time is
+            t.child[d - 1] += (s.mask & M_SAME) != 0 ? t.child[d] : dur;
+        }
         int bit = where == 1 ? M_EXIT : M_EXCEPTION;
         if ((s.mask & bit) == 0) {
             return;
@@ -554,8 +564,10 @@ public final class Trace {
             sb.append(text ? "\n" : "}\n");
             emit(sb.toString());
         } catch (Throwable x) {
+            // no stack or memory left to make the event (a toString that throws is caught
+            // where it is called): not a full buffer
             synchronized (Q) {
-                dropped++;
+                failed++;
             }
         } finally {
             t.busy = false;
@@ -600,7 +612,9 @@ public final class Trace {
         } else if (v instanceof String) {
             str(sb, (String) v, s.maxStr);
         } else if (v instanceof Enum) {
-            str(sb, v.getClass().getName() + "." + ((Enum<?>) v).name(), 1 << 16);
+            // the enum's class, not a constant's body class (Op$1.PLUS)
+            Enum<?> en = (Enum<?>) v;
+            str(sb, en.getDeclaringClass().getName() + "." + en.name(), 1 << 16);
         } else if ((s.mask & M_TOSTRING) != 0) {
             String x;
             try {
@@ -765,10 +779,11 @@ public final class Trace {
                 slowS[best] = null;
             }
         }
-        long d, w, x;
+        long d, w, x, f;
         synchronized (Q) {
             d = dropped;
             x = overLimit;
+            f = failed;
         }
         for (int k = 0; k < nt; k++) {
             x += ts[k].over;
@@ -782,6 +797,10 @@ public final class Trace {
             if (x > 0) {
                 sb.append(", ").append(x).append(" not written (the file reached tracemax=")
                         .append(maxBytes).append(" bytes)");
+            }
+            if (f > 0) {
+                sb.append(", ").append(f)
+                        .append(" could not be made (the thread was out of stack or memory)");
             }
             sb.append('\n');
         }
