@@ -156,3 +156,59 @@ fn instrument_refuses_tracing_rules_with_their_position() {
         )
     );
 }
+
+/// Static initializers are never traced, so `explain` does not list them as matched (it did,
+/// while the agent said "no method ran"); a `call` of a constructor is refused at check time
+/// with the way to trace one (it was accepted and matched nothing, silently).
+#[test]
+fn static_initializers_and_constructor_calls_are_explained_as_the_agent_does() {
+    let d = work("clinit");
+    let o = Command::new(javac())
+        .arg("-g")
+        .arg("-d")
+        .arg(&d)
+        .arg(repo().join("test-classes/trace/TraceDeep.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rules = d.join("r.toml");
+    // TraceDeep$Op has a static initializer (its constants) and a constructor
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"init\"\nclass = \"TraceDeep$Op\"\nmethod = \"<clinit>\"\ncount = true\n\n\
+         [[rule]]\nname = \"ctor\"\nclass = \"TraceDeep$Op\"\nmethod = \"<init>\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&[
+        "rules",
+        "explain",
+        rules.to_str().unwrap(),
+        "--classpath",
+        d.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("rule \"init\" (count): matches nothing\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("TraceDeep$Op.<init>(Ljava/lang/String;I)V"),
+        "the constructor is traced: {out}"
+    );
+    let bad = d.join("call.toml");
+    std::fs::write(
+        &bad,
+        "[[rule]]\nname = \"new\"\nclass = \"TraceDeep\"\nmethod = \"main\"\ncall = \"TraceDeep.<init>\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{}:5:8: rule \"new\": call \"TraceDeep.<init>\": a constructor or static initializer is not a call site",
+            bad.display()
+        )) && err.contains("method = \"<init>\""),
+        "{err}"
+    );
+}

@@ -459,6 +459,14 @@ impl TraceRule {
                         format!("{who}: bad call {v:?}: expected \"Owner.method\" (e.g. \"java.util.HashMap.put\")"),
                     ));
                 };
+                if name == "<init>" || name == "<clinit>" {
+                    // `new X(...)` is not a call site tracing instruments (the object is not
+                    // initialized yet around it), and nothing calls a static initializer
+                    return Err(err(
+                        c.span().start,
+                        format!("{who}: call {v:?}: a constructor or static initializer is not a call site a rule can trace; to trace a constructor use method = \"<init>\" in a rule for its class"),
+                    ));
+                }
                 let owner = Pattern::parse(owner, "call owner")
                     .map_err(|m| err(c.span().start, format!("{who}: {m}")))?;
                 let name = Pattern::parse(name, "call method")
@@ -803,6 +811,10 @@ pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>
             }
             let name = cf.member_name(m);
             let desc = cf.member_desc(m);
+            // what instrument leaves alone is never explained as matched
+            if !traceable(m, &name, &desc) {
+                continue;
+            }
             if !r.method_matches(&name, &desc, m.access, &annotations(&cf, &m.attributes)) {
                 continue;
             }
@@ -836,6 +848,12 @@ pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>
         }
     }
     Ok(out)
+}
+
+/// Whether tracing instruments method `m` (with code): not a static initializer (it runs once,
+/// while its class is being initialized) nor one of coverage's helpers.
+fn traceable(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
+    name != "<clinit>" && !crate::coverage::is_helper(m, name, desc)
 }
 
 /// Instruction indexes (into the decoded code) where a line or call rule acts, with a label;
@@ -1050,7 +1068,7 @@ pub fn instrument(
         }
         let name = cf.member_name(m);
         let desc = cf.member_desc(m);
-        if name == "<clinit>" || crate::coverage::is_helper(m, &name, &desc) {
+        if !traceable(m, &name, &desc) {
             continue;
         }
         let ann = annotations(&cf, &m.attributes);
