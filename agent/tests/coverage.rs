@@ -254,6 +254,45 @@ fn agent_and_offline_give_identical_data() {
         "cpu=times counts of classes covered offline"
     );
     assert_eq!(class_counts(&read(&cov_off), "CovBasics").1, co);
+
+    // and traced by rules= (they were left out: "no method ran"): the same counts as the
+    // original classes give
+    let rules = dir.join("trace.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"sign\"\nclass = \"CovBasics\"\nmethod = \"sign\"\ncount = true\ntime = true\n",
+    )
+    .unwrap();
+    let traced = |cp: &str, tag: &str| -> String {
+        let out = dir.join(format!("trace-{tag}.txt"));
+        ok(Command::new(jdk_tool("java"))
+            .arg("-Xverify:all")
+            .arg(format!("-Dbci.covfile={}", dir.join("trace.cov").display()))
+            .arg(format!(
+                "-agentpath:{}=rules={},file={}",
+                agent_lib().display(),
+                rules.display(),
+                out.display()
+            ))
+            .arg("-cp")
+            .arg(cp)
+            .arg("CovBasics")
+            .output()
+            .unwrap());
+        let t = std::fs::read_to_string(&out).unwrap();
+        let row = t
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("sign"))
+            .unwrap_or_else(|| panic!("no sign row: {t}"));
+        row.split_whitespace().nth(1).unwrap().to_string()
+    };
+    let plain = traced(&cp, "plain");
+    assert!(plain.parse::<u64>().is_ok_and(|n| n > 0), "{plain}");
+    assert_eq!(
+        traced(&format!("{}:{}", inst.display(), rt.display()), "covered"),
+        plain,
+        "tracing of classes covered offline"
+    );
 }
 
 /// CovBasics run with the agent (coverage of CovBasics only) into `file`; returns `file`.

@@ -1049,7 +1049,9 @@ pub fn instrument(
     if cf.access & ACC_MODULE != 0 || !selects_class(rules, &iname) {
         return Ok((None, Vec::new()));
     }
-    if crate::offline::marker_of(&cf).is_some() {
+    // classes instrumented offline for cpu=times are left as they are; classes covered
+    // offline are traced like the classes the agent covers itself (counters call no probe)
+    if crate::offline::marker_of(&cf).is_some_and(|m| !m.coverage) {
         return Ok((None, Vec::new()));
     }
     let view = class_view(&cf)?;
