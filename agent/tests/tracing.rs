@@ -616,7 +616,7 @@ fn trace_at_the_edges() {
             .iter()
             .filter(|e| e.contains("\"rule\":\"over\""))
             .count() as u64
-            + 2,
+            + 3,
         written,
         "{line}"
     );
@@ -638,6 +638,28 @@ fn trace_at_the_edges() {
         .find(|e| e.contains("\"rule\":\"apply\"") && e.contains("PLUS"))
         .unwrap_or_else(|| panic!("no apply event: {:?}", r.events));
     assert!(plus.contains("\"TraceDeep$Op.PLUS\""), "{plus}");
+    // text: one line per event, a thread name's line break included
+    let t = traced("TraceDeep", "trace-deep.toml", ",traceformat=text");
+    assert!(
+        t.events.iter().all(|l| l
+            .split_whitespace()
+            .next()
+            .is_some_and(|ts| ts.parse::<u64>().is_ok())),
+        "{:#?}",
+        t.events
+    );
+    assert_eq!(
+        t.events
+            .iter()
+            .filter(|l| l.contains(" [two lines] apply exit TraceDeep.apply("))
+            .count(),
+        1,
+        "{:#?}",
+        t.events
+            .iter()
+            .filter(|l| l.contains("apply"))
+            .collect::<Vec<_>>()
+    );
 
     // tracefile=%p: the process id
     let dir = compile(&["TraceDeep.java"], "TraceDeep-pid");

@@ -6,7 +6,8 @@
 // - nap() is timed by two rules: each rule's self time is its total (it calls no traced
 //   method), not the total minus the other rule's time;
 // - apply(Op, int) gets an enum constant with a body: named TraceDeep$Op.PLUS, not its body
-//   class TraceDeep$Op$1.
+//   class TraceDeep$Op$1; it is called 3 times, once on a thread named "two\nlines" (one
+//   line per event with traceformat=text).
 public class TraceDeep {
     enum Op {
         PLUS {
@@ -50,5 +51,9 @@ public class TraceDeep {
             nap(5);
         }
         System.out.println(apply(Op.PLUS, 1) + apply(Op.MINUS, 1));
+        // a thread whose name holds a line break: traceformat=text keeps one line per event
+        Thread t = new Thread(() -> apply(Op.MINUS, 5), "two\nlines");
+        t.start();
+        t.join();
     }
 }

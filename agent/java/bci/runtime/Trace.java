@@ -446,7 +446,7 @@ public final class Trace {
                 sb.append(" args=");
                 appendArgs(sb, args, s);
             }
-            sb.append(" thread=").append(t.thread.getName());
+            sb.append(" thread=").append(oneLine(t.thread.getName()));
             t.slowDesc[low] = sb.toString();
             long m = Long.MAX_VALUE;
             for (int i = b; i < b + SLOWEST; i++) {
@@ -491,7 +491,7 @@ public final class Trace {
             StringBuilder sb = new StringBuilder(160);
             if (text) {
                 // ts_ns [thread] rule event class.method desc (location)
-                sb.append(ts).append(" [").append(t.thread.getName()).append("] ").append(s.rule)
+                sb.append(ts).append(" [").append(oneLine(t.thread.getName())).append("] ").append(s.rule)
                         .append(' ').append(WHERE[where]).append(' ').append(s.cls).append('.')
                         .append(s.method).append(s.desc);
                 if (where >= 3) {
@@ -626,6 +626,22 @@ public final class Trace {
         } else {
             str(sb, ident(v), 1 << 16);
         }
+    }
+
+    /** A name on one line (a thread's name may hold line breaks): control characters as spaces. */
+    static String oneLine(String v) {
+        for (int i = 0; i < v.length(); i++) {
+            if (v.charAt(i) < ' ') {
+                char[] c = v.toCharArray();
+                for (int k = i; k < c.length; k++) {
+                    if (c[k] < ' ') {
+                        c[k] = ' ';
+                    }
+                }
+                return new String(c);
+            }
+        }
+        return v;
     }
 
     static String ident(Object v) {
