@@ -163,10 +163,19 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
             let files: Vec<String> = s.files.iter().map(|p| p.display().to_string()).collect();
             let _ = write!(
                 body,
-                "<li>{} in {}</li>",
+                "<li>{} in {}",
                 esc(&s.class.replace('/', ".")),
                 esc(&files.join(", "))
             );
+            if let Some((theirs, shown)) = &s.other_entry {
+                let _ = write!(
+                    body,
+                    " (of {}; the report shows {})",
+                    esc(theirs),
+                    esc(shown)
+                );
+            }
+            body.push_str("</li>");
         }
         body.push_str("</ul>");
     }
