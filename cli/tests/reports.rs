@@ -1313,6 +1313,59 @@ fn html_report_in_headless_chromium() {
     );
 }
 
+/// The HTML report draws a bar only for a counter with something to count: a method without
+/// branches has `-` and `0 of 0`, no bar (a bar's red background would show it all missed);
+/// a counter with a total has its bar, as wide as the share covered.
+#[test]
+fn html_report_has_no_bar_for_a_counter_without_total() {
+    let r = setup("html-bars", &["CovBasics"]);
+    let html = r.work.join("html");
+    bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--html"),
+        os(&html),
+    ]);
+    let page = std::fs::read_to_string(html.join("default/CovBasics.html")).unwrap();
+    let never = r.class.methods.iter().find(|m| m.name == "never").unwrap();
+    assert_eq!(never.counters.branches.total(), 0);
+    let row = &page[page
+        .find(&format!(">never{}</a></td>", never.desc))
+        .unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let k = &never.counters;
+    let (i, l, m) = (k.instructions, k.lines, k.methods);
+    assert_eq!((i.covered, l.covered, m.covered), (0, 0, 0));
+    assert_eq!(
+        row,
+        format!(
+            ">never{}</a></td>\
+             <td data-v=\"0.000\"><span class=\"bar\"><span style=\"width:0%\"></span></span> 0.0%</td>\
+             <td data-v=\"{}\">{} of {}</td>\
+             <td data-v=\"-1.000\">-</td><td data-v=\"0\">0 of 0</td>\
+             <td data-v=\"0.000\"><span class=\"bar\"><span style=\"width:0%\"></span></span> 0.0%</td>\
+             <td data-v=\"{}\">{} of {}</td>\
+             <td data-v=\"0.000\"><span class=\"bar\"><span style=\"width:0%\"></span></span> 0.0%</td>\
+             <td data-v=\"1\">1 of 1</td>\
+             <td data-v=\"0\">0</td>",
+            never.desc,
+            i.missed,
+            i.missed,
+            i.total(),
+            l.missed,
+            l.missed,
+            l.total()
+        )
+    );
+    // no page has a bar next to a `-`
+    for p in walk(&html) {
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(!t.contains("</span></span> -</td>"), "{}", p.display());
+    }
+}
+
 fn walk(d: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(d).unwrap() {
