@@ -165,6 +165,58 @@ pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
     Ok(out)
 }
 
+/// Every `.class` file of a directory or jar (relative name with `/`, bytes), sorted by name,
+/// `META-INF/versions/N/` entries of a multi-release jar included. A path that is not a
+/// directory is read as a zip, whatever its name.
+pub fn read_classes(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let err = named(input);
+    let mut out = Vec::new();
+    if input.is_dir() {
+        let mut stack: Vec<PathBuf> = vec![input.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).map_err(|e| named(&d)(&e))? {
+                let p = e.map_err(|e| named(&d)(&e))?.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "class") {
+                    let rel = p
+                        .strip_prefix(input)
+                        .map_err(|e| err(&e))?
+                        .to_string_lossy()
+                        .replace('\\', "/");
+                    out.push((rel, std::fs::read(&p).map_err(|e| named(&p)(&e))?));
+                }
+            }
+        }
+    } else {
+        let f = std::fs::File::open(input).map_err(|e| err(&e))?;
+        let mut z = zip::ZipArchive::new(f).map_err(|e| err(&e))?;
+        for i in 0..z.len() {
+            let mut e = z.by_index(i).map_err(|e| err(&e))?;
+            if e.is_dir() || !e.name().ends_with(".class") {
+                continue;
+            }
+            let mut b = Vec::with_capacity(e.size().min(1 << 24) as usize);
+            e.read_to_end(&mut b)
+                .map_err(|x| format!("{}: {}: {x}", input.display(), e.name()))?;
+            out.push((e.name().to_string(), b));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The release N of an entry under `META-INF/versions/N/` of a multi-release jar (None for
+/// any other entry, and for a `META-INF/` nested in a release directory).
+pub fn release_of(entry: &str) -> Option<u32> {
+    let rest = entry.strip_prefix("META-INF/versions/")?;
+    let (n, path) = rest.split_once('/')?;
+    if path.starts_with("META-INF/") {
+        return None;
+    }
+    n.parse().ok()
+}
+
 /// Copies `input` to `output`, replacing each class file for which `f` returns new bytes.
 pub fn transform(
     input: &Path,
@@ -370,6 +422,19 @@ mod tests {
             "META-INF/versions/9/A.class",
         ] {
             assert!(!is_signature_file(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn release_of_versioned_entries() {
+        assert_eq!(release_of("META-INF/versions/11/a/B.class"), Some(11));
+        for n in [
+            "a/B.class",
+            "META-INF/versions/x/a/B.class",
+            "META-INF/versions/11",
+            "META-INF/versions/11/META-INF/versions/9/a/B.class",
+        ] {
+            assert_eq!(release_of(n), None, "{n}");
         }
     }
 

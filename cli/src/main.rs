@@ -9,7 +9,7 @@ mod report;
 mod rules_cmd;
 
 use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -120,7 +120,10 @@ enum Cmd {
     },
     /// Sum coverage data files (counts add up exactly; the same class from two builds is an
     /// error unless --ignore-stale).
+    #[command(override_usage = "bci merge DATA... --output <OUTPUT> [--ignore-stale]")]
     Merge {
+        /// Coverage data files (bci.cov); at least one.
+        #[arg(value_name = "DATA")]
         inputs: Vec<PathBuf>,
         #[arg(short, long)]
         output: PathBuf,
@@ -349,6 +352,18 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Cmd::Merge { inputs, .. } if inputs.is_empty() => {
+            // a usage error (exit 2, with the usage line), not an empty output file
+            let mut cmd = Cli::command();
+            cmd.build();
+            let mut merge = cmd.find_subcommand("merge").cloned().unwrap_or(cmd);
+            merge
+                .error(
+                    clap::error::ErrorKind::TooFewValues,
+                    "bci merge needs at least one data file",
+                )
+                .exit()
+        }
         Cmd::Merge {
             inputs,
             output,

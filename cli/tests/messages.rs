@@ -75,6 +75,23 @@ fn rules_check_without_a_file_is_a_usage_error() {
     assert!(text(&o).to_lowercase().contains("usage"), "{}", text(&o));
 }
 
+/// `bci merge -o out.cov` without data files is a usage error, and writes nothing (it wrote
+/// an empty data file and exited 0).
+#[test]
+fn merge_without_data_files_is_a_usage_error() {
+    let d = work("merge-none");
+    let out = d.join("none.cov");
+    let o = bci(&["merge", "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        text(&o),
+        "error: bci merge needs at least one data file\n\n\
+         Usage: bci merge DATA... --output <OUTPUT> [--ignore-stale]\n\n\
+         For more information, try '--help'.\n"
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn rules_check_missing_file_names_its_path() {
     let o = bci(&["rules", "check", "/nonexist/r.toml"]);

@@ -587,9 +587,15 @@ fn class_filters() {
     );
     let s = report(&r.orig, &["--include", "Nothing.*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
+    // per-test counts: the agent records them too, not only offline-instrumented classes
     let s = report(&r.orig, &["--per-test"]);
     assert!(
-        s.contains("per test: the data has no per-test counts"),
+        s.ends_with(
+            "\nper test: the data has no per-test counts (a run records them between \
+             bci.runtime.Cov.begin and end, which the runtime jar's JUnit listener calls for each \
+             test when the jar is on the test class path; offline-instrumented or under the \
+             agent)\n"
+        ),
         "{s}"
     );
     assert!(!s.contains("CovBasics.java:"), "{s}");
@@ -825,6 +831,281 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
     assert_eq!(row(&out, "total"), run_counts, "{out}");
 }
 
+/// A multi-release jar: mr/Ver in the base (Java 8), META-INF/versions/11/ and /17/, each with
+/// its own code; mr/Main calls it. Writes the zip `jar` with `entries` (name, file) and a
+/// manifest that says Multi-Release unless `multi` is false.
+fn zip_jar(jar: &Path, multi: bool, entries: &[(&str, PathBuf)]) {
+    use std::io::Write;
+    let mut z = zip::ZipWriter::new(std::fs::File::create(jar).unwrap());
+    let o = zip::write::SimpleFileOptions::default();
+    z.start_file("META-INF/MANIFEST.MF", o).unwrap();
+    let mf = if multi {
+        "Manifest-Version: 1.0\r\nMulti-Release: true\r\n\r\n"
+    } else {
+        "Manifest-Version: 1.0\r\n\r\n"
+    };
+    z.write_all(mf.as_bytes()).unwrap();
+    for (name, file) in entries {
+        z.start_file(*name, o).unwrap();
+        z.write_all(&std::fs::read(file).unwrap()).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+/// The console's (covered, total) per counter of one class analysed with `counts`.
+fn counters_of(bytes: &[u8], counts: Option<&[u64]>) -> Vec<(u64, u64)> {
+    let k = analyze(bytes, counts, Split::AfterCalls).unwrap().counters;
+    [k.instructions, k.branches, k.lines, k.methods, k.classes]
+        .iter()
+        .map(|c| (c.covered, c.total()))
+        .collect()
+}
+
+/// `bci report --classes` of a multi-release jar (or the same tree as a directory) analyses
+/// the entry of mr/Ver that ran (the data's hash: the base on a JVM that does not read the
+/// versions, META-INF/versions/17/ on JDK 17), never a versioned entry as a second class;
+/// data of two entries (runs that loaded different ones) reports the highest release and
+/// names the other's data as left out; data of another build is stale, and the class is then
+/// reported not run from the base entry, or from the highest release without a base.
+#[test]
+fn multi_release_jar_reports_the_entry_that_ran() {
+    let ws = common::workspace();
+    let work = ws.join(format!(
+        "target/test-out/reports-multi-release-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    let java = |release: &str, dir: &str, srcs: &[(&str, &str)], extra: &[&str]| -> PathBuf {
+        let src = work.join("src").join(dir);
+        let out = work.join("classes").join(dir);
+        std::fs::create_dir_all(src.join("mr")).unwrap();
+        let mut files = Vec::new();
+        for (name, text) in srcs {
+            let f = src.join(format!("mr/{name}.java"));
+            std::fs::write(&f, text).unwrap();
+            files.push(f);
+        }
+        let st = Command::new(common::java_home().join("bin/javac"))
+            .args(["--release", release, "-cp"])
+            .arg(work.join("classes/base"))
+            .args(extra)
+            .arg("-d")
+            .arg(&out)
+            .args(&files)
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac {dir}");
+        out.join("mr")
+    };
+    let main =
+        "package mr;\npublic class Main {\n    public static void main(String[] a) {\n        \
+                for (int i = 0; i < 3; i++) System.out.println(Ver.which());\n    }\n}\n";
+    let base_ver = "package mr;\npublic class Ver {\n    public static String which() {\n        \
+                    return \"base\";\n    }\n}\n";
+    let base = java("8", "base", &[("Main", main), ("Ver", base_ver)], &[]);
+    let v11 = java(
+        "11",
+        "v11",
+        &[(
+            "Ver",
+            "package mr;\npublic class Ver {\n    public static String which() {\n        \
+             return \"v11:\" + helper();\n    }\n    static String helper() {\n        \
+             return \"h\";\n    }\n}\n",
+        )],
+        &[],
+    );
+    let v17 = java(
+        "17",
+        "v17",
+        &[(
+            "Ver",
+            "package mr;\npublic class Ver {\n    public static String which() {\n        \
+             return \"v17:\" + rec(3);\n    }\n    static int rec(int n) {\n        \
+             return n == 0 ? 0 : n + rec(n - 1);\n    }\n}\n",
+        )],
+        &[],
+    );
+    // another build of the base: no debug information
+    let other = java(
+        "8",
+        "other",
+        &[("Main", main), ("Ver", base_ver)],
+        &["-g:none"],
+    );
+    let (m, b, e11, e17) = (
+        ("mr/Main.class", base.join("Main.class")),
+        ("mr/Ver.class", base.join("Ver.class")),
+        ("META-INF/versions/11/mr/Ver.class", v11.join("Ver.class")),
+        ("META-INF/versions/17/mr/Ver.class", v17.join("Ver.class")),
+    );
+    let mr = work.join("mr.jar");
+    zip_jar(&mr, true, &[m.clone(), b.clone(), e11.clone(), e17.clone()]);
+    // the same tree as a directory (a build's classes directory)
+    let dir = work.join("mr-dir");
+    for (name, file) in [&m, &b, &e11, &e17] {
+        let to = dir.join(name);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(file, to).unwrap();
+    }
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    // Each jar instrumented and run on JDK 17 into its own data file.
+    let run = |tag: &str, multi: bool, entries: &[(&str, PathBuf)], says: &str| -> PathBuf {
+        let (jar, cov, data) = (
+            work.join(format!("{tag}.jar")),
+            work.join(format!("{tag}-c.jar")),
+            work.join(format!("{tag}.cov")),
+        );
+        if !jar.exists() {
+            zip_jar(&jar, multi, entries);
+        }
+        bci(&[os("instrument"), os("--coverage"), os(&jar), os(&cov)]);
+        let o = Command::new(common::java_home().join("bin/java"))
+            .arg(format!("-Dbci.covfile={}", data.display()))
+            .arg("-cp")
+            .arg(format!("{}:{}", cov.display(), rt.display()))
+            .arg("mr.Main")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{tag}: {}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            format!("{says}\n").repeat(3)
+        );
+        data
+    };
+    let all = [m.clone(), b.clone(), e11.clone(), e17.clone()];
+    let d17 = run("mr", true, &all, "v17:6");
+    let dbase = run("plain", false, &all, "base");
+    let d11 = run("mr11", true, &[m.clone(), b.clone(), e11.clone()], "v11:h");
+    let dother = run(
+        "other",
+        false,
+        &[
+            ("mr/Main.class", other.join("Main.class")),
+            ("mr/Ver.class", other.join("Ver.class")),
+        ],
+        "base",
+    );
+    let vonly = work.join("vonly.jar");
+    zip_jar(&vonly, true, &[m.clone(), e11.clone(), e17.clone()]);
+
+    // The expected counters of an entry with the data of a file (None: not run).
+    let expect = |entry: &PathBuf, data: Option<&PathBuf>| -> Vec<(u64, u64)> {
+        let bytes = std::fs::read(entry).unwrap();
+        let d = data.map(|p| CovData::parse(&std::fs::read(p).unwrap()).unwrap());
+        let counts = d.as_ref().map(|d| {
+            d.counts("mr/Ver", class_hash(&bytes))
+                .unwrap_or_else(|| panic!("no data for {}", entry.display()))
+        });
+        counters_of(&bytes, counts)
+    };
+    let report = |data: &[&PathBuf], classes: &Path, extra: &[&str]| {
+        let mut args = vec![os("report")];
+        args.extend(data.iter().map(os));
+        args.extend([os("--classes"), os(classes), os("--include"), os("mr.Ver")]);
+        args.extend(extra.iter().map(os));
+        run_bci(&args)
+    };
+    let stale = format!(
+        "stale: mr/Ver: the data in {} is from another build of this class (left out of the \
+         counts)\n",
+        dother.display()
+    );
+    for (data, classes, err, want, with_data) in [
+        (
+            vec![&d17],
+            &mr,
+            String::new(),
+            expect(&e17.1, Some(&d17)),
+            1,
+        ),
+        (
+            vec![&d17],
+            &dir,
+            String::new(),
+            expect(&e17.1, Some(&d17)),
+            1,
+        ),
+        (
+            vec![&dbase],
+            &mr,
+            String::new(),
+            expect(&b.1, Some(&dbase)),
+            1,
+        ),
+        (
+            vec![&d11],
+            &mr,
+            String::new(),
+            expect(&e11.1, Some(&d11)),
+            1,
+        ),
+        (
+            vec![&d11, &d17],
+            &mr,
+            format!(
+                "left out: mr/Ver: the data in {} is of META-INF/versions/11/mr/Ver.class, the \
+                 report shows META-INF/versions/17/mr/Ver.class (one build of a class per \
+                 report)\n",
+                d11.display()
+            ),
+            expect(&e17.1, Some(&d17)),
+            1,
+        ),
+        (vec![&dother], &mr, stale.clone(), expect(&b.1, None), 0),
+        (
+            vec![&dother],
+            &vonly,
+            stale.clone(),
+            expect(&e17.1, None),
+            0,
+        ),
+    ] {
+        let (code, out, e) = report(&data, classes, &[]);
+        assert_eq!(
+            (code, e.as_str()),
+            (Some(0), err.as_str()),
+            "{data:?} {out}"
+        );
+        assert_eq!(row(&out, "total"), want, "{data:?} {out}");
+        assert!(
+            out.contains(&format!("\n1 classes analysed, {with_data} with data;")),
+            "{out}"
+        );
+    }
+    assert!(expect(&e17.1, Some(&d17))[0].0 > 0);
+
+    // Never a second class: both classes once in LCOV and JaCoCo XML.
+    let (info, xml) = (work.join("mr.info"), work.join("mr.xml"));
+    let (code, out, e) = run_bci(&[
+        os("report"),
+        os(&d11),
+        os(&d17),
+        os("--classes"),
+        os(&mr),
+        os("--lcov"),
+        os(&info),
+        os("--xml"),
+        os(&xml),
+    ]);
+    assert_eq!(code, Some(0), "{out}{e}");
+    assert!(
+        out.contains("\n2 classes analysed, 2 with data; 2 sessions in"),
+        "{out}"
+    );
+    let info = std::fs::read_to_string(&info).unwrap();
+    let sf: Vec<&str> = info.lines().filter(|l| l.starts_with("SF:")).collect();
+    assert_eq!(sf, ["SF:mr/Main.java", "SF:mr/Ver.java"], "{info}");
+    let xml = std::fs::read_to_string(&xml).unwrap();
+    let classes: Vec<&str> = tags(&xml, "class")
+        .iter()
+        .filter_map(|t| attr(t, "name"))
+        .collect();
+    assert_eq!(classes, ["mr/Main", "mr/Ver"], "{xml}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Paths after one --classes are data files to the parser: a jar, a directory or a class file
 /// given as data says it looks like a class path and that --classes takes one path per flag,
 /// wherever it stands (also first, also after --classes), instead of "bad magic".
@@ -1036,6 +1317,59 @@ fn html_report_in_headless_chromium() {
         first_row.ends_with(&format!("<td data-v=\"{most}\">{most}</td>")),
         "{first_row}"
     );
+}
+
+/// The HTML report draws a bar only for a counter with something to count: a method without
+/// branches has `-` and `0 of 0`, no bar (a bar's red background would show it all missed);
+/// a counter with a total has its bar, as wide as the share covered.
+#[test]
+fn html_report_has_no_bar_for_a_counter_without_total() {
+    let r = setup("html-bars", &["CovBasics"]);
+    let html = r.work.join("html");
+    bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--html"),
+        os(&html),
+    ]);
+    let page = std::fs::read_to_string(html.join("default/CovBasics.html")).unwrap();
+    let never = r.class.methods.iter().find(|m| m.name == "never").unwrap();
+    assert_eq!(never.counters.branches.total(), 0);
+    let row = &page[page
+        .find(&format!(">never{}</a></td>", never.desc))
+        .unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let k = &never.counters;
+    let (i, l, m) = (k.instructions, k.lines, k.methods);
+    assert_eq!((i.covered, l.covered, m.covered), (0, 0, 0));
+    assert_eq!(
+        row,
+        format!(
+            ">never{}</a></td>\
+             <td data-v=\"0.000\"><span class=\"bar\"><span style=\"width:0%\"></span></span> 0.0%</td>\
+             <td data-v=\"{}\">{} of {}</td>\
+             <td data-v=\"-1.000\">-</td><td data-v=\"0\">0 of 0</td>\
+             <td data-v=\"0.000\"><span class=\"bar\"><span style=\"width:0%\"></span></span> 0.0%</td>\
+             <td data-v=\"{}\">{} of {}</td>\
+             <td data-v=\"0.000\"><span class=\"bar\"><span style=\"width:0%\"></span></span> 0.0%</td>\
+             <td data-v=\"1\">1 of 1</td>\
+             <td data-v=\"0\">0</td>",
+            never.desc,
+            i.missed,
+            i.missed,
+            i.total(),
+            l.missed,
+            l.missed,
+            l.total()
+        )
+    );
+    // no page has a bar next to a `-`
+    for p in walk(&html) {
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(!t.contains("</span></span> -</td>"), "{}", p.display());
+    }
 }
 
 fn walk(d: &Path) -> Vec<PathBuf> {

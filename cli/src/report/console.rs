@@ -74,8 +74,9 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     if r.per_test.as_ref().is_some_and(|pt| pt.tests.is_empty()) {
         let _ = writeln!(
             s,
-            "per test: the data has no per-test counts (recorded by the runtime jar's \
-             bci.runtime.Cov.begin/end or its JUnit listener, offline-instrumented classes)"
+            "per test: the data has no per-test counts (a run records them between \
+             bci.runtime.Cov.begin and end, which the runtime jar's JUnit listener calls for each \
+             test when the jar is on the test class path; offline-instrumented or under the agent)"
         );
     } else if let Some(pt) = &r.per_test {
         let _ = writeln!(

@@ -64,22 +64,17 @@ fn page(title: &str, up: &str, crumbs: &str, body: &str) -> String {
     )
 }
 
-/// Cells of a counter: a bar, the percentage, and `missed of total`.
+/// Cells of a counter: a bar, the percentage, and `missed of total`. A counter with nothing to
+/// count (no branches) has no bar, only `-`: a bar would show it all missed.
 fn cells(o: &mut String, c: Counter) {
-    let p = if c.total() == 0 {
-        -1.0
-    } else {
-        c.covered as f64 * 100.0 / c.total() as f64
-    };
-    let txt = if c.total() == 0 {
-        "-".to_string()
-    } else {
-        format!("{p:.1}%")
-    };
-    let w = if p < 0.0 { 0.0 } else { p };
+    if c.total() == 0 {
+        o.push_str("<td data-v=\"-1.000\">-</td><td data-v=\"0\">0 of 0</td>");
+        return;
+    }
+    let p = c.covered as f64 * 100.0 / c.total() as f64;
     let _ = write!(
         o,
-        "<td data-v=\"{p:.3}\"><span class=\"bar\"><span style=\"width:{w:.0}%\"></span></span> {txt}</td>\
+        "<td data-v=\"{p:.3}\"><span class=\"bar\"><span style=\"width:{p:.0}%\"></span></span> {p:.1}%</td>\
          <td data-v=\"{}\">{} of {}</td>",
         c.missed, c.missed, c.total()
     );
@@ -163,10 +158,19 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
             let files: Vec<String> = s.files.iter().map(|p| p.display().to_string()).collect();
             let _ = write!(
                 body,
-                "<li>{} in {}</li>",
+                "<li>{} in {}",
                 esc(&s.class.replace('/', ".")),
                 esc(&files.join(", "))
             );
+            if let Some((theirs, shown)) = &s.other_entry {
+                let _ = write!(
+                    body,
+                    " (of {}; the report shows {})",
+                    esc(theirs),
+                    esc(shown)
+                );
+            }
+            body.push_str("</li>");
         }
         body.push_str("</ul>");
     }

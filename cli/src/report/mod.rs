@@ -7,7 +7,9 @@
 //! report's the sum of its packages'. Classes without code (interfaces with only abstract
 //! methods) are left out, as JaCoCo does. Data is matched to a class by name and the hash of
 //! its bytes: data of another build of the class (stale) never counts for it and is named on
-//! stderr; a class with no data of its own build is reported as not run, as JaCoCo does.
+//! stderr; a class with no data of its own build is reported as not run, as JaCoCo does. The
+//! `META-INF/versions/N/` entries of a multi-release jar are builds of the class of the base
+//! entry: the one the data has is reported ([`choose`]), never a second class of that name.
 
 mod cobertura;
 mod console;
@@ -92,19 +94,62 @@ pub struct Stale {
     pub class: String,
     /// The data files that hold it.
     pub files: Vec<PathBuf>,
+    /// When the data is of another entry of the same multi-release jar or directory (another
+    /// `META-INF/versions/N/` build of the class): that entry and the one reported.
+    pub other_entry: Option<(String, String)>,
 }
 
 impl Stale {
     /// The line on stderr.
     pub fn line(&self) -> String {
         let files: Vec<String> = self.files.iter().map(|p| p.display().to_string()).collect();
-        format!(
-            "stale: {}: the data in {} is from another build of this class (left out of the \
-             counts)",
-            self.class,
-            files.join(", ")
-        )
+        match &self.other_entry {
+            None => format!(
+                "stale: {}: the data in {} is from another build of this class (left out of the \
+                 counts)",
+                self.class,
+                files.join(", ")
+            ),
+            Some((theirs, shown)) => format!(
+                "left out: {}: the data in {} is of {theirs}, the report shows {shown} (one \
+                 build of a class per report)",
+                self.class,
+                files.join(", ")
+            ),
+        }
     }
+}
+
+/// A class file under a `--classes` path.
+struct Entry {
+    /// Index into the `--classes` paths.
+    root: usize,
+    /// Its name in the jar or directory.
+    path: String,
+    /// N of a multi-release jar's `META-INF/versions/N/` entry; None for the base entry.
+    release: Option<u32>,
+    bytes: Vec<u8>,
+    hash: u64,
+}
+
+/// Which of one path's entries of a class is reported: the build that ran (the entry whose
+/// hash the data has; of several, the highest release), else the base entry (what JaCoCo and
+/// a JVM before 9 read), else the highest release (what the newest JVM loads). None for no
+/// entries.
+fn choose(entries: &[Entry], has_data: impl Fn(u64) -> bool) -> Option<usize> {
+    // Base entries first (release None sorts lowest), then by release; the first entry of a
+    // release wins over a later duplicate.
+    let best = |pick: &dyn Fn(&Entry) -> bool| {
+        entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| pick(e))
+            .max_by(|(i, x), (j, y)| x.release.cmp(&y.release).then(j.cmp(i)))
+            .map(|(i, _)| i)
+    };
+    best(&|e| has_data(e.hash))
+        .or_else(|| best(&|e| e.release.is_none()))
+        .or_else(|| best(&|_| true))
 }
 
 /// One source file of a package: its classes and their lines merged.
@@ -196,13 +241,10 @@ impl Report {
             classes: vec![Vec::new(); data.tests.len()],
             ..PerTest::default()
         });
-        let mut all = Vec::new();
-        for root in a.classes {
-            let entries = bci_verify::ClassPath::read_all(root)
-                .map_err(|e| format!("{}: {e}", root.display()))?;
-            all.extend(entries.into_iter().map(|(e, b)| (root, e, b)));
-        }
-        progress.start(all.len());
+        // Every class file of every --classes path, grouped by class name (in --classes order,
+        // then by entry name): a multi-release jar's META-INF/versions/N/ entries are builds of
+        // the same class as its base entry.
+        let mut by_name: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
         let mut r = Report {
             title: a.title.unwrap_or("bci coverage").to_string(),
             sessions: data.sessions.clone(),
@@ -215,62 +257,114 @@ impl Report {
             data_files: a.data.to_vec(),
             per_test: None,
         };
-        let mut seen = BTreeMap::new();
-        let mut present = std::collections::BTreeSet::new();
-        for (root, entry, bytes) in all {
-            progress.inc();
-            if entry.starts_with("META-INF/") || entry.ends_with("module-info.class") {
-                continue;
+        for (ri, root) in a.classes.iter().enumerate() {
+            for (entry, bytes) in crate::io::read_classes(root)? {
+                if entry.ends_with("module-info.class") {
+                    continue;
+                }
+                let release = crate::io::release_of(&entry);
+                if release.is_none() && entry.starts_with("META-INF/") {
+                    continue;
+                }
+                let Ok(cf) = bci::ClassFile::parse(&bytes) else {
+                    r.errors
+                        .push(format!("{}: {entry}: not a class file", root.display()));
+                    continue;
+                };
+                let Ok(name) = cf.name().map(|n| n.into_owned()) else {
+                    r.errors
+                        .push(format!("{}: {entry}: no class name", root.display()));
+                    continue;
+                };
+                let hash = class_hash(&bytes);
+                by_name.entry(name).or_default().push(Entry {
+                    root: ri,
+                    path: entry,
+                    release,
+                    bytes,
+                    hash,
+                });
             }
-            let Ok(cf) = bci::ClassFile::parse(&bytes) else {
-                r.errors
-                    .push(format!("{}: {entry}: not a class file", root.display()));
-                continue;
-            };
-            let Ok(name) = cf.name().map(|n| n.into_owned()) else {
-                r.errors
-                    .push(format!("{}: {entry}: no class name", root.display()));
-                continue;
-            };
+        }
+        progress.start(by_name.len());
+        let mut present = std::collections::BTreeSet::new();
+        for (name, entries) in by_name {
+            progress.inc();
             present.insert(name.clone());
             if (!include.is_empty() && !include.iter().any(|g| g.matches(&name)))
                 || exclude.iter().any(|g| g.matches(&name))
             {
                 continue;
             }
-            if let Some(first) = seen.insert(name.clone(), root.clone()) {
+            // The first --classes path that has the class is reported; later ones are named.
+            let first = entries[0].root;
+            let mut others: Vec<usize> = entries
+                .iter()
+                .map(|e| e.root)
+                .filter(|&x| x != first)
+                .collect();
+            others.dedup();
+            for o in others {
                 r.errors.push(format!(
                     "{}: {name}: also in {}; the first one is reported",
-                    root.display(),
-                    first.display()
+                    a.classes[o].display(),
+                    a.classes[first].display()
                 ));
-                continue;
             }
-            let hash = class_hash(&bytes);
+            let entries: Vec<Entry> = entries.into_iter().filter(|e| e.root == first).collect();
+            // The hashes the data has for this class, with the files each came from.
+            let in_data: Vec<(u64, &Vec<usize>)> = from
+                .range((name.clone(), 0)..=(name.clone(), u64::MAX))
+                .map(|((_, h), f)| (*h, f))
+                .collect();
+            let Some(chosen) = choose(&entries, |h| in_data.iter().any(|(x, _)| *x == h)) else {
+                continue;
+            };
+            let Entry {
+                bytes, hash, path, ..
+            } = &entries[chosen];
+            let (bytes, hash) = (bytes.as_slice(), *hash);
             let counts = data.counts(&name, hash);
             // Data of other builds of the class: named, never counted for this one (without
-            // data of its own build the class is reported as not run).
-            let mut files: Vec<usize> = from
-                .range((name.clone(), 0)..=(name.clone(), u64::MAX))
-                .filter(|((_, h), _)| *h != hash)
-                .flat_map(|(_, f)| f.iter().copied())
-                .collect();
-            if !files.is_empty() {
-                files.sort_unstable();
-                files.dedup();
+            // data of its own build the class is reported as not run). Data of another entry
+            // of the same multi-release jar is that build's, but one build of a class is
+            // reported.
+            let names = |f: &[usize]| -> Vec<PathBuf> {
+                let mut f = f.to_vec();
+                f.sort_unstable();
+                f.dedup();
+                f.into_iter().map(|i| a.data[i].clone()).collect()
+            };
+            let mut stale_files = Vec::new();
+            for (h, files) in &in_data {
+                if *h == hash {
+                    continue;
+                }
+                match entries.iter().find(|e| e.hash == *h) {
+                    Some(e) => r.stale.push(Stale {
+                        class: name.clone(),
+                        files: names(files),
+                        other_entry: Some((e.path.clone(), path.clone())),
+                    }),
+                    None => stale_files.extend(files.iter().copied()),
+                }
+            }
+            if !stale_files.is_empty() {
                 r.stale.push(Stale {
                     class: name.clone(),
-                    files: files.into_iter().map(|i| a.data[i].clone()).collect(),
+                    files: names(&stale_files),
+                    other_entry: None,
                 });
             }
-            let plan = match plan_class(&bytes, Split::AfterCalls) {
+            let root = &a.classes[first];
+            let plan = match plan_class(bytes, Split::AfterCalls) {
                 Ok(p) => p,
                 Err(e) => {
                     r.errors.push(format!("{}: {name}: {e}", root.display()));
                     continue;
                 }
             };
-            match analyze_plan(&bytes, &plan, counts) {
+            match analyze_plan(bytes, &plan, counts) {
                 Ok(c) if c.counters.instructions.total() > 0 => {
                     r.with_data += counts.is_some() as usize;
                     r.classes.push(c);
@@ -290,7 +384,7 @@ impl Report {
                     for (o, x) in outside.iter_mut().zip(tc) {
                         *o = o.saturating_sub(*x);
                     }
-                    match analyze_plan(&bytes, &plan, Some(tc)) {
+                    match analyze_plan(bytes, &plan, Some(tc)) {
                         Ok(c) => pt.classes[t].push(c),
                         Err(e) => r.errors.push(format!(
                             "{}: {name}: test {}: {e}",
@@ -299,7 +393,7 @@ impl Report {
                         )),
                     }
                 }
-                match analyze_plan(&bytes, &plan, Some(&outside)) {
+                match analyze_plan(bytes, &plan, Some(&outside)) {
                     Ok(c) => pt.outside.push(c),
                     Err(e) => r.errors.push(format!("{}: {name}: {e}", root.display())),
                 }
