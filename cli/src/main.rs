@@ -176,12 +176,6 @@ impl ProbeRegistry for Registry {
     }
 }
 
-/// The release N of a class under `META-INF/versions/N/` (multi-release jar).
-fn release_of(entry: &str) -> Option<u32> {
-    let rest = entry.strip_prefix("META-INF/versions/")?;
-    rest[..rest.find('/')?].parse().ok()
-}
-
 /// Refuses a glob that would silently match nothing; the message names option and pattern.
 fn check_globs(option: &str, pats: &[String]) -> Result<(), String> {
     for p in pats {
@@ -268,7 +262,7 @@ fn main() -> ExitCode {
             let progress = progress::Progress::new("classes");
             let res = io::transform(&input, &output, &progress, |name, bytes| {
                 classes += 1;
-                reg.release = release_of(name);
+                reg.release = io::release_of(name);
                 if let Ok(Some(_)) = bci_rewriter::offline::marker(bytes) {
                     marked += 1;
                     progress.line(&format!(
