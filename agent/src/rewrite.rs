@@ -19,6 +19,17 @@ pub const EARLY_RUNTIME_CLASS: &str = "java/lang/BciProbes";
 /// now, and Object.<init> is counted like every other method.)
 pub const BUILTIN_EXCLUDES: &[&str] = &[];
 
+/// Classes the JDK generates at run time for reflection and serialization
+/// (`GeneratedMethodAccessor1`, `GeneratedConstructorAccessor1`,
+/// `GeneratedSerializationConstructorAccessor1`, …; JDK 8 in sun.reflect, JDK 9-17 in
+/// jdk.internal.reflect; JDK 18+ uses method handles instead), defined by a
+/// DelegatingClassLoader that cannot find them by name: with coverage counters their
+/// `<clinit>` failed to resolve the class itself (NoClassDefFoundError at the 16th
+/// Method.invoke, in every reflective or deserializing program on JDK 17). They have no source,
+/// so coverage leaves them alone, as JaCoCo does (its `exclclassloader`).
+pub const REFLECTION_ACCESSORS: &[&str] =
+    &["jdk/internal/reflect/Generated", "sun/reflect/Generated"];
+
 /// The class that gets [`THREAD_FIELDS`].
 pub const THREAD_CLASS: &str = "java/lang/Thread";
 
@@ -242,6 +253,7 @@ mod imp {
             }
             if [COV_RUNTIME_CLASS, EARLY_RUNTIME_CLASS, "bci/runtime/"]
                 .iter()
+                .chain(REFLECTION_ACCESSORS)
                 .any(|p| name.starts_with(p))
             {
                 return false;
