@@ -411,7 +411,11 @@ fn hprof_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
                 out,
                 "THREAD START (obj=0, id = {}, name=\"{}\", group=\"\")",
                 200001 + i,
-                t.name.as_deref().unwrap_or("")
+                // one record a line, whatever the name holds
+                t.name
+                    .as_deref()
+                    .unwrap_or("")
+                    .replace(|c: char| c.is_control(), " ")
             )?;
         }
     }
@@ -611,6 +615,20 @@ fn timer_table_to(s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
 
 /// Collapsed stacks (`a;b;c weight`, oldest frame first) for flame-graph tools. The weight is
 /// self time in microseconds; with `thread=y` the thread name is the first frame.
+/// A frame of a collapsed stack: `;` (the separator), spaces (before the count) and control
+/// characters (a thread name may hold a line break) as `_`.
+fn frame_text(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c == ';' || c == ' ' || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 pub fn collapsed(o: &Options, s: &Snapshot) -> String {
     text(|w| collapsed_to(o, s, w))
 }
@@ -631,17 +649,13 @@ fn collapsed_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()
     for (thread, frames, self_ns) in &all {
         let mut parts: Vec<String> = Vec::new();
         if let Some(th) = *thread {
-            parts.push(
-                s.threads[th]
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| format!("thread-{th}"))
-                    .replace([';', ' '], "_"),
-            );
+            // an unnamed thread ("") would be an empty root frame
+            let name = s.threads[th].name.clone().filter(|n| !n.is_empty());
+            parts.push(frame_text(&name.unwrap_or_else(|| format!("thread-{th}"))));
         }
         for &f in frames.iter().rev() {
             let (c, n) = method_parts(&s.methods, f);
-            parts.push(format!("{c}.{n}").replace([';', ' '], "_"));
+            parts.push(frame_text(&format!("{c}.{n}")));
         }
         let stack = parts.join(";");
         match index.get(&stack) {
@@ -764,6 +778,40 @@ mod tests {
             ),
             "{txt}"
         );
+    }
+
+    /// Thread names with a line break, a tab, `;` or nothing at all (thread=y): every
+    /// collapsed line is `frame;frame… count` with no empty frame, and every THREAD START
+    /// record is one line.
+    #[test]
+    fn odd_thread_names_keep_one_line_per_stack() {
+        let o = Options {
+            thread: true,
+            ..Options::default()
+        };
+        for (name, root) in [
+            ("two\nlines", "two_lines"),
+            ("tab\tbed; x", "tab_bed__x"),
+            ("", "thread-0"),
+        ] {
+            let mut s = snap();
+            s.threads[0].name = Some(name.into());
+            let c = collapsed(&o, &s);
+            assert_eq!(c.lines().count(), 3, "{name:?}: {c}");
+            for l in c.lines() {
+                let (stack, n) = l.rsplit_once(' ').unwrap();
+                assert!(n.parse::<u64>().is_ok(), "{l}");
+                assert!(stack.split(';').all(|f| !f.is_empty()), "{l}");
+                assert!(stack.starts_with(&format!("{root};Fib.main")), "{l}");
+            }
+            let h = hprof(&o, &s);
+            let starts: Vec<&str> = h
+                .lines()
+                .filter(|l| l.starts_with("THREAD START"))
+                .collect();
+            assert_eq!(starts.len(), 1, "{h}");
+            assert!(starts[0].ends_with("group=\"\")"), "{}", starts[0]);
+        }
     }
 
     #[test]
