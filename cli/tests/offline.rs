@@ -987,3 +987,69 @@ fn ended_threads_are_folded_offline() {
         assert_eq!(count("OfflLeak.lambda$main$0()V"), 20_000, "clock={clock}");
     }
 }
+
+/// A class whose method table passes a String constant's 65,535 bytes (1,400 methods with
+/// long names; scala-reflect's SymbolTable has 1,288) is instrumented offline like any other
+/// (it was left original: "Utf8 constant longer than 65535 bytes"): the table is joined from
+/// parts in `<clinit>`, and every method is counted under its own name.
+#[test]
+fn classes_with_a_method_table_past_64k_are_instrumented() {
+    let out = fresh("bigtable");
+    let src = out.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let mut source = String::from("public class BigTable {\n");
+    for k in 0..1400 {
+        source.push_str(&format!(
+            "    static int method_with_a_rather_long_descriptive_name_{k:05}(java.util.Map<String, Integer> a, StringBuilder b) {{ return {k}; }}\n"
+        ));
+    }
+    source.push_str("    public static void main(String[] args) {\n        long s = 0;\n");
+    for k in [0, 700, 1399] {
+        source.push_str(&format!(
+            "        for (int i = 0; i < {}; i++) s += method_with_a_rather_long_descriptive_name_{k:05}(null, null);\n",
+            k + 1
+        ));
+    }
+    source.push_str("        System.out.println(\"sum \" + s);\n    }\n}\n");
+    let file = src.join("BigTable.java");
+    std::fs::write(&file, source).unwrap();
+    let classes = out.join("classes");
+    javac(&classes, &[file]);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst, &"--strict"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stderr).contains("left original"),
+        "{}",
+        text(&o.stderr)
+    );
+    let rt = runtime_jar(&out);
+    let data = out.join("b.data");
+    let run = java(&[
+        &"-Xverify:all",
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"BigTable",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(
+        text(&run.stdout).contains("sum 2449300"),
+        "{}",
+        text(&run.stdout)
+    );
+    let o = bci(&[&"report", &data, &"format=methods"]);
+    let report = text(&o.stdout);
+    for (k, n) in [(0, 1), (700, 701), (1399, 1400)] {
+        let m = format!("BigTable.method_with_a_rather_long_descriptive_name_{k:05}(");
+        let row = report
+            .lines()
+            .find(|l| l.contains(&m))
+            .unwrap_or_else(|| panic!("no row for {m}:\n{report}"));
+        assert_eq!(
+            row.split_whitespace().nth(3),
+            Some(n.to_string().as_str()),
+            "{row}"
+        );
+    }
+}

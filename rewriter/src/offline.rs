@@ -125,7 +125,8 @@ pub(crate) struct TableEntry {
 }
 
 /// The method table handed to `register`: `source\n` then `name\ndesc\nline\n` per method
-/// (line empty when unknown). One String constant: at most 65535 bytes (modified UTF-8). Names
+/// (line empty when unknown; [`register_snippet`] joins it from parts that each fit a String
+/// constant). Names
 /// with a line break (legal, but no compiler makes them) cannot be listed: `Err` names them.
 pub(crate) fn table_string(source: Option<&str>, methods: &[TableEntry]) -> bci::Result<String> {
     let mut s = String::new();
@@ -165,12 +166,50 @@ pub(crate) fn register_snippet(
     if module_reads {
         s.append(&read_edge(cp, class, OFFLINE_CLASS)?);
     }
-    s.string(cp, class)?
-        .long(cp, hash as i64)?
-        .string(cp, table)?
-        .invokestatic(cp, OFFLINE_CLASS, REGISTER.0, REGISTER.1)?
+    s.string(cp, class)?.long(cp, hash as i64)?;
+    // a String constant holds at most 65,535 bytes of modified UTF-8: a longer table (a class
+    // of ~1,000 methods or more, e.g. scala-reflect's SymbolTable) is several constants joined
+    // by String.concat, split between lines
+    let parts = table_parts(table, TABLE_PART);
+    s.string(cp, parts[0])?;
+    for p in &parts[1..] {
+        s.string(cp, p)?.invokevirtual(
+            cp,
+            "java/lang/String",
+            "concat",
+            "(Ljava/lang/String;)Ljava/lang/String;",
+        )?;
+    }
+    s.invokestatic(cp, OFFLINE_CLASS, REGISTER.0, REGISTER.1)?
         .putstatic(cp, class, BASE_FIELD, "I")?;
     Ok(s)
+}
+
+/// The most bytes of modified UTF-8 one part of the method table takes (a String constant
+/// holds 65,535).
+const TABLE_PART: usize = 60_000;
+
+/// `table` cut after whole lines into parts of at most `max` bytes of modified UTF-8 each (a
+/// single longer line, which no method name or descriptor is, stays whole; its constant then
+/// fails with the class file's limit).
+fn table_parts(table: &str, max: usize) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (at, line) in table.split_inclusive('\n').scan(0, |pos, l| {
+        let at = *pos;
+        *pos += l.len();
+        Some((at, l))
+    }) {
+        let n = bci::cp::encode_mutf8(line).len();
+        if size + n > max && size > 0 {
+            parts.push(&table[start..at]);
+            start = at;
+            size = 0;
+        }
+        size += n;
+    }
+    parts.push(&table[start..]);
+    parts
 }
 
 /// `ThisClass.class.getModule().addReads(Class.forName(runtime, false,
@@ -328,6 +367,21 @@ mod tests {
         assert_eq!(class_hash(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(class_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_ne!(class_hash(b"ab"), class_hash(b"ba"));
+    }
+
+    #[test]
+    fn table_parts_fit_string_constants_and_join_to_the_table() {
+        let lines: String = (0..3000)
+            .map(|k| format!("method_with_a_long_name_{k:05}\n(Ljava/util/Map;)I\n{k}\n"))
+            .collect();
+        for max in [100, 1000, 60_000] {
+            let parts = table_parts(&lines, max);
+            assert_eq!(parts.concat(), lines, "max {max}");
+            assert!(parts.iter().all(|p| p.len() <= max && !p.is_empty()));
+            assert!(parts.iter().all(|p| p.ends_with('\n')), "cut inside a line");
+        }
+        assert_eq!(table_parts("", 10), vec![""]);
+        assert_eq!(table_parts("a\n", 10), vec!["a\n"]);
     }
 
     #[test]
