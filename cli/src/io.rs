@@ -119,28 +119,64 @@ pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The regular files below directory `input` that `keep` accepts, as (relative name with `/`,
+/// bytes), sorted by name. Symbolic links to files are read; anything else that is not a
+/// regular file or a directory (a dangling link, a link to a directory, which could loop, a
+/// fifo, a socket, a device) is skipped with one line on stderr instead of failing the run or
+/// hanging on it.
+fn read_dir_files(
+    input: &Path,
+    keep: impl Fn(&Path) -> bool,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = vec![input.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| named(&d)(&e))? {
+            let e = e.map_err(|e| named(&d)(&e))?;
+            let p = e.path();
+            let t = e.file_type().map_err(|x| named(&p)(&x))?;
+            if t.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let file = if t.is_symlink() {
+                std::fs::metadata(&p).is_ok_and(|m| m.is_file())
+            } else {
+                t.is_file()
+            };
+            if !file {
+                eprintln!(
+                    "bci: {}: skipped (not a regular file: {})",
+                    p.display(),
+                    if t.is_symlink() {
+                        "a link to a directory or to nothing"
+                    } else {
+                        "a fifo, socket or device"
+                    }
+                );
+                continue;
+            }
+            if !keep(&p) {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(input)
+                .map_err(|e| named(input)(&e))?
+                .to_string_lossy()
+                .replace('\\', "/");
+            out.push((rel, std::fs::read(&p).map_err(|e| named(&p)(&e))?));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
 /// Every file of `input` (relative name, bytes); directories of a jar are left out.
 pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
     let err = named(input);
     let mut out = Vec::new();
     if input.is_dir() {
-        let mut stack: Vec<PathBuf> = vec![input.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).map_err(|e| named(&d)(&e))? {
-                let p = e.map_err(|e| named(&d)(&e))?.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    let rel = p
-                        .strip_prefix(input)
-                        .map_err(|e| err(&e))?
-                        .to_string_lossy()
-                        .replace('\\', "/");
-                    out.push((rel, std::fs::read(&p).map_err(|e| named(&p)(&e))?));
-                }
-            }
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out = read_dir_files(input, |_| true)?;
     } else if is_archive(input) {
         let f = std::fs::File::open(input).map_err(|e| err(&e))?;
         let mut z = zip::ZipArchive::new(f).map_err(|e| err(&e))?;
@@ -172,22 +208,7 @@ pub fn read_classes(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
     let err = named(input);
     let mut out = Vec::new();
     if input.is_dir() {
-        let mut stack: Vec<PathBuf> = vec![input.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).map_err(|e| named(&d)(&e))? {
-                let p = e.map_err(|e| named(&d)(&e))?.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "class") {
-                    let rel = p
-                        .strip_prefix(input)
-                        .map_err(|e| err(&e))?
-                        .to_string_lossy()
-                        .replace('\\', "/");
-                    out.push((rel, std::fs::read(&p).map_err(|e| named(&p)(&e))?));
-                }
-            }
-        }
+        out = read_dir_files(input, |p| p.extension().is_some_and(|x| x == "class"))?;
     } else {
         let f = std::fs::File::open(input).map_err(|e| err(&e))?;
         let mut z = zip::ZipArchive::new(f).map_err(|e| err(&e))?;

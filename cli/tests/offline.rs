@@ -1053,3 +1053,33 @@ fn classes_with_a_method_table_past_64k_are_instrumented() {
         );
     }
 }
+
+/// A directory with a dangling symbolic link, a link back to a parent (a loop) and a fifo
+/// next to its classes: `bci instrument` skips each with a line on stderr and instruments
+/// the rest (the dangling link failed the whole run, the loop failed it after 40 levels and
+/// the fifo made it hang).
+#[test]
+fn odd_directory_entries_are_skipped_not_fatal() {
+    let out = fresh("oddfiles");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("Suids.java")]);
+    std::os::unix::fs::symlink(out.join("nowhere"), classes.join("dangling.class")).unwrap();
+    std::os::unix::fs::symlink(&classes, classes.join("loop")).unwrap();
+    std::os::unix::fs::symlink(classes.join("Suids.class"), classes.join("Alias.class")).unwrap();
+    let fifo = classes.join("pipe");
+    let o = Command::new("mkfifo").arg(&fifo).output().unwrap();
+    assert!(o.status.success());
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    for skipped in ["dangling.class", "loop", "pipe"] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(skipped) && l.contains("skipped (not a regular file")),
+            "{skipped}: {err}"
+        );
+    }
+    assert!(inst.join("Suids.class").exists() && inst.join("Alias.class").exists());
+    assert!(!inst.join("dangling.class").exists() && !inst.join("pipe").exists());
+}
