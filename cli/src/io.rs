@@ -343,6 +343,15 @@ fn jar_to_jar(
     progress.start(names.iter().filter(|n| n.ends_with(".class")).count());
     let mut new: Vec<Option<Vec<u8>>> = vec![None; names.len()];
     for (i, name) in names.iter().enumerate() {
+        if [".jar", ".war", ".ear"].iter().any(|x| name.ends_with(x)) {
+            // a fat jar's libraries (BOOT-INF/lib/*.jar, WEB-INF/lib/*.jar) are copied as they
+            // are: said, so that their classes are not thought instrumented
+            eprintln!(
+                "bci: {}: {name}: a nested archive, copied as it is (its classes are not \
+                 instrumented; instrument it on its own)",
+                input.display()
+            );
+        }
         if !name.ends_with(".class") {
             continue;
         }

@@ -303,3 +303,45 @@ fn directory_to_jar_keeps_file_times() {
         "UTC modification time of the file"
     );
 }
+
+/// A fat jar (BOOT-INF/lib/*.jar inside): the nested jar is copied byte for byte and
+/// `bci instrument` says so on stderr (it said nothing, and its classes looked instrumented).
+#[test]
+fn nested_jars_are_copied_and_named() {
+    let dir = fresh("nested");
+    let (classes, _) = compile(&dir);
+    let inner = dir.join("inner.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&inner)
+        .arg("-C")
+        .arg(&classes)
+        .arg("."));
+    let fat = dir.join("fat");
+    std::fs::create_dir_all(fat.join("BOOT-INF/lib")).unwrap();
+    std::fs::copy(&inner, fat.join("BOOT-INF/lib/inner.jar")).unwrap();
+    let outer = dir.join("outer.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&outer)
+        .arg("-C")
+        .arg(&classes)
+        .arg(".")
+        .arg("-C")
+        .arg(&fat)
+        .arg("."));
+    let o = instrument(&outer, &dir.join("out.jar"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("BOOT-INF/lib/inner.jar: a nested archive, copied as it is")),
+        "{err}"
+    );
+    let nested = entries(&dir.join("out.jar"))
+        .into_iter()
+        .find(|e| e.0 == "BOOT-INF/lib/inner.jar")
+        .unwrap();
+    assert_eq!(nested.4, std::fs::read(&inner).unwrap());
+}
