@@ -199,4 +199,55 @@ fn old_class_with_jsr_ret_is_instrumented_and_runs() {
     let inst_cf = bci::ClassFile::parse(&inst_cf_bytes).unwrap();
     assert_eq!(inst_cf.major, 49);
     inst_cf.check().unwrap();
+
+    // Coverage: f (a subroutine) takes no counters; the report names it (it was left out of
+    // every count silently, which made the class look better covered than it is)
+    let cinst = out.join("cov");
+    let rt = out.join("rt.jar");
+    let data = out.join("c.cov");
+    for args in [
+        vec![
+            "instrument".to_string(),
+            "--coverage".into(),
+            cp.clone(),
+            cinst.display().to_string(),
+        ],
+        vec!["runtime-jar".to_string(), rt.display().to_string()],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let run = Command::new(jh.join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", cinst.display(), rt.display()))
+        .arg("Old")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .arg("report")
+        .arg(&data)
+        .arg("--classes")
+        .arg(&classes)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        report.contains("note: 1 methods could take no counters")
+            && report.lines().any(|l| l.starts_with("  Old.f(I)I: ")),
+        "{report}"
+    );
 }

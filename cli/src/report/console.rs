@@ -68,6 +68,29 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
             if r.not_found.len() > 5 { ", …" } else { "" }
         );
     }
+    let not_analysed: Vec<String> = r
+        .classes
+        .iter()
+        .flat_map(|c| {
+            c.not_analysed
+                .iter()
+                .map(move |(m, d, why)| format!("{}.{m}{d}: {why}", c.name.replace('/', ".")))
+        })
+        .collect();
+    if !not_analysed.is_empty() {
+        let _ = writeln!(
+            s,
+            "note: {} methods could take no counters and are in no count above (neither covered \
+             nor missed):",
+            not_analysed.len()
+        );
+        for m in not_analysed.iter().take(20) {
+            let _ = writeln!(s, "  {m}");
+        }
+        if not_analysed.len() > 20 {
+            let _ = writeln!(s, "  …");
+        }
+    }
     for e in &r.errors {
         let _ = writeln!(s, "error: {e}");
     }

@@ -152,6 +152,10 @@ pub struct Class {
     pub methods: Vec<Method>,
     /// Methods left out by a filter: (name, descriptor, filter).
     pub filtered: Vec<(String, String, &'static str)>,
+    /// Methods with code that could take no counters (subroutines, a method that would outgrow
+    /// 64 KiB …): (name, descriptor, why). Neither covered nor missed: their share of the
+    /// class is unknown, so a report names them.
+    pub not_analysed: Vec<(String, String, String)>,
 }
 
 fn has_generated_annotation(cf: &ClassFile<'_>, attrs: &[bci::Attribute<'_>]) -> bool {
@@ -353,6 +357,14 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
         lines: BTreeMap::new(),
         methods: Vec::new(),
         filtered: Vec::new(),
+        not_analysed: plan
+            .skipped
+            .iter()
+            .filter_map(|(n, d, why)| match why {
+                super::Skipped::Error(e) => Some((n.clone(), d.clone(), e.clone())),
+                _ => None,
+            })
+            .collect(),
     };
     if let Some(c) = counts {
         if c.len() != plan.counters as usize {
