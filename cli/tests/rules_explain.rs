@@ -33,6 +33,20 @@ fn work(name: &str) -> PathBuf {
     d
 }
 
+/// Writes `toml` to `path` and runs `bci rules check` on it: exit 1 and stderr starting with
+/// `path:` and `at` (line:col: message); returns stderr.
+fn refused_by_check(path: &Path, toml: &str, at: &str) -> String {
+    std::fs::write(path, toml).unwrap();
+    let o = bci(&["rules", "check", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.starts_with(&format!("{}:{at}", path.display())),
+        "{err}"
+    );
+    err
+}
+
 fn classes(name: &str) -> PathBuf {
     let d = work(name);
     let o = Command::new(javac())
@@ -117,21 +131,10 @@ fn explain_says_nothing_matched_and_refuses_impossible_lines() {
 #[test]
 fn check_refuses_a_runtime_class_the_agent_does_not_provide() {
     let d = work("runtime");
-    let rules = d.join("r.toml");
-    std::fs::write(
-        &rules,
+    refused_by_check(
+        &d.join("r.toml"),
         "[runtime]\nclass = \"com/acme/MyProbes\"\n[[rule]]\nprobes = [\"enter\"]\n",
-    )
-    .unwrap();
-    let o = bci(&["rules", "check", rules.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.starts_with(&format!(
-            "{}:2:9: runtime.class \"com/acme/MyProbes\": the agent provides only",
-            rules.display()
-        )),
-        "{err}"
+        "2:9: runtime.class \"com/acme/MyProbes\": the agent provides only",
     );
 }
 
@@ -195,20 +198,10 @@ fn static_initializers_and_constructor_calls_are_explained_as_the_agent_does() {
         out.contains("TraceDeep$Op.<init>(Ljava/lang/String;I)V"),
         "the constructor is traced: {out}"
     );
-    let bad = d.join("call.toml");
-    std::fs::write(
-        &bad,
+    let err = refused_by_check(
+        &d.join("call.toml"),
         "[[rule]]\nname = \"new\"\nclass = \"TraceDeep\"\nmethod = \"main\"\ncall = \"TraceDeep.<init>\"\ncount = true\n",
-    )
-    .unwrap();
-    let o = bci(&["rules", "check", bad.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.starts_with(&format!(
-            "{}:5:8: rule \"new\": call \"TraceDeep.<init>\": a constructor or static initializer is not a call site",
-            bad.display()
-        )) && err.contains("method = \"<init>\""),
-        "{err}"
+        "5:8: rule \"new\": call \"TraceDeep.<init>\": a constructor or static initializer is not a call site",
     );
+    assert!(err.contains("method = \"<init>\""), "{err}");
 }
