@@ -47,6 +47,17 @@ fn refused_by_check(path: &Path, toml: &str, at: &str) -> String {
     err
 }
 
+/// `bci rules explain RULES --classpath CP`.
+fn explain(rules: &Path, cp: &Path) -> Output {
+    bci(&[
+        "rules",
+        "explain",
+        rules.to_str().unwrap(),
+        "--classpath",
+        cp.to_str().unwrap(),
+    ])
+}
+
 fn classes(name: &str) -> PathBuf {
     let d = work(name);
     let o = Command::new(javac())
@@ -64,13 +75,7 @@ fn classes(name: &str) -> PathBuf {
 fn explain_lists_methods_and_locations() {
     let cp = classes("ok");
     let rules = repo().join("test-classes/trace/trace-basics.toml");
-    let o = bci(&[
-        "rules",
-        "explain",
-        rules.to_str().unwrap(),
-        "--classpath",
-        cp.to_str().unwrap(),
-    ]);
+    let o = explain(&rules, &cp);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -101,13 +106,7 @@ fn explain_says_nothing_matched_and_refuses_impossible_lines() {
          [[rule]]\nname = \"nocall\"\nclass = \"TraceBasics\"\nmethod = \"add\"\ncall = \"java.util.HashMap.put\"\ncount = true\n",
     )
     .unwrap();
-    let o = bci(&[
-        "rules",
-        "explain",
-        rules.to_str().unwrap(),
-        "--classpath",
-        cp.to_str().unwrap(),
-    ]);
+    let o = explain(&rules, &cp);
     assert_eq!(o.status.code(), Some(1));
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -182,13 +181,7 @@ fn static_initializers_and_constructor_calls_are_explained_as_the_agent_does() {
          [[rule]]\nname = \"ctor\"\nclass = \"TraceDeep$Op\"\nmethod = \"<init>\"\ncount = true\n",
     )
     .unwrap();
-    let o = bci(&[
-        "rules",
-        "explain",
-        rules.to_str().unwrap(),
-        "--classpath",
-        d.to_str().unwrap(),
-    ]);
+    let o = explain(&rules, &d);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.contains("rule \"init\" (count): matches nothing\n"),
