@@ -201,6 +201,68 @@ struct Ctor {
     state: Vec<u8>,
 }
 
+/// The operand stack of [`MethodEditor::straight_init_call`], up to 64 slots: bit j set
+/// when slot j holds `this`.
+#[derive(Default)]
+struct ThisSlots {
+    bits: u64,
+    depth: u32,
+}
+
+/// The low `n` bits set (all for 64 and more).
+fn low_bits(n: u32) -> u64 {
+    1u64.checked_shl(n).map_or(u64::MAX, |b| b - 1)
+}
+
+impl ThisSlots {
+    fn push(&mut self, n: u32, this: bool) -> Option<()> {
+        if self.depth + n > 64 {
+            return None;
+        }
+        if this {
+            self.bits |= low_bits(n).checked_shl(self.depth).unwrap_or(0);
+        }
+        self.depth += n;
+        Some(())
+    }
+    /// Pops `n` slots: whether any held `this`.
+    fn take(&mut self, n: u32) -> Option<bool> {
+        self.depth = self.depth.checked_sub(n)?;
+        let rest = self.bits & low_bits(self.depth);
+        let this = rest != self.bits;
+        self.bits = rest;
+        Some(this)
+    }
+    /// dup, dup_x1, dup_x2, dup2, dup2_x1, dup2_x2: the top `n` slots copied under the
+    /// `under` slots below them.
+    fn dup(&mut self, n: u32, under: u32) -> Option<()> {
+        let top = self.peek(n)?;
+        let mid = self.peek(n + under)? >> n;
+        self.take(n + under)?;
+        self.push_bits(top, n)?;
+        self.push_bits(mid, under)?;
+        self.push_bits(top, n)
+    }
+    fn swap(&mut self) -> Option<()> {
+        let two = self.peek(2)?;
+        self.take(2)?;
+        self.push_bits((two >> 1) | ((two & 1) << 1), 2)
+    }
+    /// The top `n` slots' bits, the deepest first (bit 0).
+    fn peek(&self, n: u32) -> Option<u64> {
+        let at = self.depth.checked_sub(n)?;
+        Some(self.bits.checked_shr(at).unwrap_or(0) & low_bits(n))
+    }
+    fn push_bits(&mut self, bits: u64, n: u32) -> Option<()> {
+        if self.depth + n > 64 {
+            return None;
+        }
+        self.bits |= bits.checked_shl(self.depth).unwrap_or(0);
+        self.depth += n;
+        Some(())
+    }
+}
+
 const UNREACHED: u8 = 0;
 const THIS_UNINIT: u8 = 1;
 const THIS_INIT: u8 = 2;
@@ -634,7 +696,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // Usually one call: the simulation stops at the first, and if every return is reached
         // after it (and nothing both before and after), other calls could only be on paths
         // that never return, which then simply stay uninstrumented. Otherwise all calls.
-        let first = self.init_calls(true)?;
+        let first = match self.straight_init_call() {
+            Some(k) => vec![k],
+            None => self.init_calls(true)?,
+        };
         if first.len() == 1 {
             if let Ok(state) = self.this_states(&first) {
                 return Ok(Some(Ctor {
@@ -652,6 +717,85 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         let state = self.this_states(&calls)?;
         Ok(Some(Ctor { calls, state }))
+    }
+
+    /// `init_calls(true)` without the typed simulation, for the usual constructor whose code
+    /// runs straight up to its super()/this() call: no jump, switch, return, throw or ret
+    /// before it, nothing jumping into that code, no exception handler over it or in it,
+    /// local 0 never written. `this` then only travels on the stack (from `aload_0`, copied
+    /// by dup and swap, taken as the object of a putfield), tracked per stack slot; any
+    /// other use of it, or anything else, gives None and the general way decides.
+    fn straight_init_call(&self) -> Option<usize> {
+        let code = self.code.code;
+        let cp = &self.cf.cp;
+        // the first pc that is entered other than by falling through
+        let mut limit = u32::MAX;
+        for &k in &self.specials {
+            self.insns[k as usize].for_each_target(code, |t| {
+                limit = limit.min(u32::try_from(t).unwrap_or(0));
+            });
+        }
+        for h in &self.code.handlers {
+            limit = limit.min(h.start as u32).min(h.handler as u32);
+        }
+        // operand stack slots, bit j: whether slot j holds `this` (deeper stacks: None)
+        let mut st = ThisSlots::default();
+        for (k, i) in self.insns.iter().enumerate() {
+            if i.pc >= limit || i.flow() != Flow::Next {
+                return None;
+            }
+            let o = i.opcode;
+            match o {
+                op::ALOAD_0 => st.push(1, true)?,
+                op::ALOAD if i.local(code) == Some(0) => st.push(1, true)?,
+                op::ISTORE..=op::ASTORE_3 | op::IINC if i.local(code) == Some(0) => return None,
+                // copy the top 1 or 2 slots below the 1 or 2 under them (JVMS dup*)
+                op::DUP => st.dup(1, 0)?,
+                op::DUP_X1 => st.dup(1, 1)?,
+                op::DUP_X2 => st.dup(1, 2)?,
+                op::DUP2 => st.dup(2, 0)?,
+                op::DUP2_X1 => st.dup(2, 1)?,
+                op::DUP2_X2 => st.dup(2, 2)?,
+                op::SWAP => st.swap()?,
+                op::INVOKESPECIAL => {
+                    let m = cp.member_ref_bytes(i.cp_index(code)?).ok()?;
+                    let (a, r) = crate::desc::method_slots_bytes(m.desc).ok()?;
+                    if st.take(a as u32)? {
+                        return None;
+                    }
+                    let receiver = st.take(1)?;
+                    if m.name == b"<init>" && receiver {
+                        return Some(k);
+                    }
+                    if receiver {
+                        return None;
+                    }
+                    st.push(r as u32, false)?;
+                }
+                op::PUTFIELD => {
+                    let (_, d) = cp.ref_name_desc_bytes(i.cp_index(code)?).ok()?;
+                    if st.take(crate::desc::slots_bytes(d) as u32)? {
+                        return None;
+                    }
+                    st.take(1)?;
+                }
+                _ => {
+                    let (p, q) = sim::depth_effect(i, code, cp).ok()?;
+                    if st.take(p as u32)? {
+                        return None;
+                    }
+                    st.push(q as u32, false)?;
+                }
+            }
+        }
+        None
+    }
+
+    /// For tests: the constructor's first super()/this() call found the fast way (None: not
+    /// straight code) and the general way.
+    #[doc(hidden)]
+    pub fn first_init_call_both_ways(&self) -> Result<(Option<usize>, Vec<usize>)> {
+        Ok((self.straight_init_call(), self.init_calls(true)?))
     }
 
     /// The invokespecial <init> calls on uninitializedThis (`first_only`: the first found).
@@ -1220,13 +1364,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         out[handlers_at..handlers_at + 2].copy_from_slice(&(n_handlers as u16).to_be_bytes());
 
-        // --- max_stack. With code only at entry, before instructions and in a catch-all (the
-        // cpu-times probes), a bound needs no data flow: no instruction of valid code starts
-        // above the declared max_stack, so code inserted before one reaches at most that plus
-        // its own depth (JaCoCo's ProbeInserter bounds its probes so, by max_stack + 3). Code
-        // after an instruction or on an edge needs the depth there: data flow over the
-        // original code.
-        let simple = self.after.is_empty() && self.trampolines.is_empty();
+        // --- max_stack. With code only at entry, before or after instructions and in a
+        // catch-all (the cpu-times probes, a constructor's entry after its super() call), a
+        // bound needs no data flow: valid code never has more than the declared max_stack on
+        // its stack, before or after any instruction, so code inserted there reaches at most
+        // that plus its own depth (JaCoCo's ProbeInserter bounds its probes so, by
+        // max_stack + 3). Code on an edge (coverage's trampolines) takes the depth there from
+        // data flow over the original code: the bound would grow every covered method's
+        // max_stack by a counter's depth.
+        let simple = self.trampolines.is_empty();
         let mut max_stack = self.code.max_stack as u32;
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
@@ -1234,7 +1380,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             bump(1 + h.max_depth() as u32);
         }
         if simple {
-            let deepest = self.before.iter().map(|(_, s)| s.max_depth()).max();
+            let deepest = (self.before.iter().chain(&self.after))
+                .map(|(_, s)| s.max_depth())
+                .max();
             if let Some(d) = deepest.filter(|&d| d > 0) {
                 bump(self.code.max_stack as u32 + d as u32);
             }
@@ -1314,8 +1462,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 });
             }
             let extra = handler_frame.as_slice();
-            // new locals (e.g. a probe's token, set in the prologue): in every frame
-            let init = if self.new_locals.is_empty() {
+            // new locals (e.g. a probe's token, set in the prologue): in every frame; the
+            // method's implicit first frame is read only by the table's frames
+            let init = if self.new_locals.is_empty() || smt.is_none() {
                 Vec::new()
             } else {
                 self.initial_locals(cp)?
