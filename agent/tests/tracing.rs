@@ -684,3 +684,66 @@ fn trace_at_the_edges() {
     let pid = &traces[0]["t-".len()..traces[0].len() - ".jsonl".len()];
     assert!(pid.parse::<u32>().is_ok(), "{traces:?}");
 }
+
+const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
+/// JDK 17, and JDK 25 when installed.
+fn jdks() -> Vec<PathBuf> {
+    let mut v = vec![common::jdk17()];
+    if Path::new(JDK25).join("bin/java").exists() {
+        v.push(PathBuf::from(JDK25));
+    } else {
+        eprintln!("no JDK 25 at {JDK25}: JDK 17 only");
+    }
+    v
+}
+
+/// test-classes/trace/EarlyJdk.java: java.util.HashMap traced whole with its arguments and
+/// results. The JVM calls HashMap's int methods while it starts, before VMInit; the injected
+/// code boxed their ints there (Integer.valueOf, whose cache cannot be initialized before the
+/// VM is) and the JVM died: "Error occurred during initialization of VM". Nothing of an event
+/// runs before the runtime is on; the program's calls are traced with their values.
+#[test]
+fn jdk_methods_run_before_vminit_are_traced_after_it() {
+    let dir = compile(&["EarlyJdk.java"], "EarlyJdk");
+    let rules = repo().join("test-classes/trace/trace-early.toml");
+    for jdk in jdks() {
+        let ev = dir.join("events.jsonl");
+        let prof = dir.join("prof.txt");
+        let o = Command::new(jdk.join("bin/java"))
+            .arg(format!(
+                "-agentpath:{}=rules={},tracefile={},file={}",
+                agent_lib().display(),
+                rules.display(),
+                ev.display(),
+                prof.display()
+            ))
+            .arg("-cp")
+            .arg(&dir)
+            .arg("EarlyJdk")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{}: {stderr}", jdk.display());
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "7\n", "{stderr}");
+        let events = std::fs::read_to_string(&ev).unwrap();
+        let sizes: Vec<&str> = events
+            .lines()
+            .filter(|l| field(l, "rule", "\"sizes\"") && field(l, "args", "[1000]"))
+            .collect();
+        // entry and exit of the program's one call with 1000
+        assert_eq!(sizes.len(), 2, "{}: {sizes:#?}", jdk.display());
+        assert!(
+            sizes.iter().any(|l| field(l, "ret", "1024")),
+            "{}: {sizes:#?}",
+            jdk.display()
+        );
+        assert!(
+            events
+                .lines()
+                .any(|l| field(l, "method", "\"put\"") && l.contains("\"args\":[\"k\",7]")),
+            "{}: no put(\"k\", 7) event",
+            jdk.display()
+        );
+    }
+}

@@ -326,8 +326,102 @@ public final class Trace {
         }
     }
 
+    /**
+     * The arguments' array of an event, or null while recording is off (before VMInit, after
+     * exit): the injected code fills it through {@code arg}, which does nothing with null.
+     */
     public static Object[] newArgs(int n) {
-        return new Object[n];
+        if (!on) {
+            return null;
+        }
+        try {
+            return new Object[n];
+        } catch (Throwable x) {
+            return null; // no memory or stack left: the event has no arguments
+        }
+    }
+
+    // one arg per type of value: the primitive is boxed here, only when there is an array
+    public static void arg(Object[] a, int i, Object v) {
+        if (a != null) {
+            a[i] = v;
+        }
+    }
+
+    public static void arg(Object[] a, int i, int v) {
+        if (a != null) {
+            try {
+                a[i] = Integer.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, long v) {
+        if (a != null) {
+            try {
+                a[i] = Long.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, float v) {
+        if (a != null) {
+            try {
+                a[i] = Float.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, double v) {
+        if (a != null) {
+            try {
+                a[i] = Double.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, boolean v) {
+        if (a != null) {
+            a[i] = v ? Boolean.TRUE : Boolean.FALSE;
+        }
+    }
+
+    public static void arg(Object[] a, int i, byte v) {
+        if (a != null) {
+            try {
+                a[i] = Byte.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, char v) {
+        if (a != null) {
+            try {
+                a[i] = Character.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, short v) {
+        if (a != null) {
+            try {
+                a[i] = Short.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
     }
 
     /** Method entry of a timed or traced rule: pushes a frame; returns it (null: not recording). */
@@ -367,13 +461,121 @@ public final class Trace {
         return s.sample == 1 || ++st[id * W + SAMPLE] % s.sample == 0;
     }
 
-    /** Normal exit: ret is the boxed return value (null if not captured or void). */
+    /** Normal exit: ret is the return value (null if not captured or void). */
     public static void exit(Object ret, Object frame, int id, Object[] args) {
         long now = System.nanoTime();
         if (frame == null) {
             return;
         }
         end((T) frame, now, id, 1, args, ret, null);
+    }
+
+    // the primitive return values, boxed here only for a frame that records
+
+    public static void exit(int ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Integer.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(long ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Long.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(float ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Float.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(double ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Double.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(boolean ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        end((T) frame, now, id, 1, args, ret ? Boolean.TRUE : Boolean.FALSE, null);
+    }
+
+    public static void exit(byte ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Byte.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(char ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Character.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(short ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Short.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
     }
 
     /** Exceptional exit (the catch-all handler; the exception is re-thrown after). */
