@@ -828,3 +828,77 @@ fn probes_at_stack_overflow_break_nothing() {
         assert_eq!(lines, written, "{report}");
     }
 }
+
+/// test-classes/trace/TraceLive.java: five traced calls, then the program waits. The events are
+/// in the trace file while it runs (the writer flushed only at exit: after seconds the file
+/// was empty, and a SIGKILL lost every event), and SIGQUIT appends the summary so far to the
+/// report (it wrote neither).
+#[test]
+fn trace_file_is_written_while_the_program_runs() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = compile(&["TraceLive.java"], "TraceLive");
+    let ev = dir.join("events.jsonl");
+    let prof = dir.join("prof.txt");
+    let rules = repo().join("test-classes/trace/trace-live.toml");
+    let mut child = Command::new(jdk_tool("java"))
+        .arg(format!(
+            "-agentpath:{}=rules={},tracefile={},file={}",
+            agent_lib().display(),
+            rules.display(),
+            ev.display(),
+            prof.display()
+        ))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("TraceLive")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ticked\n");
+    // within a second (the writer flushes at least every ~100 ms while events are pending)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let count = || {
+        std::fs::read_to_string(&ev)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| field(l, "rule", "\"tick\""))
+            .count()
+    };
+    while count() < 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        count(),
+        5,
+        "the events are not in the file while the program runs"
+    );
+    // SIGQUIT: the summary so far
+    let pid = child.id().to_string();
+    let k = Command::new("kill").args(["-QUIT", &pid]).status().unwrap();
+    assert!(k.success());
+    let report = || std::fs::read_to_string(&prof).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !report().contains("trace events: ") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let r = report();
+    assert_eq!(summary_count(&r, "tick"), Some(5), "{r}");
+    assert!(r.contains("trace events: 5 written to "), "{r}");
+    // the program goes on, and its exit appends the final summary
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"x").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = report();
+    assert_eq!(r.matches("TRACE SUMMARY").count(), 2, "{r}");
+    let last = &r[r.rfind("TRACE SUMMARY").unwrap()..];
+    assert_eq!(summary_count(last, "tick"), Some(6), "{r}");
+    assert!(last.contains("trace events: 6 written to "), "{r}");
+    assert_eq!(count(), 6);
+}

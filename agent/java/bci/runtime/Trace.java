@@ -9,7 +9,8 @@ package bci.runtime;
  * java.lang, so the runtime cannot call itself through a traced method) and holds a per-thread
  * busy flag while it formats an event (toString() or a JSON value never re-enters it).
  * Events are JSON lines handed to a bounded buffer; a writer thread writes them, so a traced
- * thread never waits on I/O. A full buffer drops the event and counts it.
+ * thread never waits on I/O, and flushes the file within {@link #FLUSH_NS} of an event. A full
+ * buffer drops the event and counts it.
  *
  * Probes run wherever the program runs, also with no stack left (a recursion to
  * StackOverflowError) and before VMInit (JDK methods): nothing of an event runs before
@@ -55,6 +56,8 @@ public final class Trace {
     static boolean testHold;
     static int qhead, qlen;
     static long dropped, written;
+    /** The writer flushes the trace file this long after it wrote an event, at the latest. */
+    static final long FLUSH_NS = 100_000_000L;
     /**
      * Set by the agent ({@code tracemax=}): the most bytes written to the trace file, 0 = no
      * limit. Past it events are counted ({@link #overLimit} and each thread's {@code over}),
@@ -181,12 +184,23 @@ public final class Trace {
                 t.busy = true; // nothing this thread runs is traced
             }
             String[] batch = new String[1024];
+            // written since the last flush, and when that was: the file gets what was written
+            // at most FLUSH_NS later (tail -f follows it; a SIGKILL loses at most that), and
+            // an idle program costs no flush
+            boolean dirty = false;
+            long flushed = System.nanoTime();
             while (true) {
-                int n = 0;
                 synchronized (Q) {
                     while (qlen == 0 && !stopping) {
+                        long ms = 100;
+                        if (dirty) {
+                            ms = (FLUSH_NS - (System.nanoTime() - flushed)) / 1_000_000L;
+                            if (ms <= 0) {
+                                break;
+                            }
+                        }
                         try {
-                            Q.wait(100);
+                            Q.wait(ms);
                         } catch (InterruptedException e) {
                             return;
                         }
@@ -194,14 +208,59 @@ public final class Trace {
                     if (qlen == 0 && stopping) {
                         return;
                     }
-                    while (qlen > 0 && n < batch.length) {
-                        batch[n++] = queue[qhead];
-                        queue[qhead] = null;
-                        qhead = (qhead + 1) % queue.length;
-                        qlen--;
-                    }
                 }
-                write(batch, n);
+                if (drain(batch) > 0) {
+                    dirty = true;
+                }
+                if (dirty && System.nanoTime() - flushed >= FLUSH_NS) {
+                    flush();
+                    dirty = false;
+                    flushed = System.nanoTime();
+                }
+            }
+        }
+    }
+
+    /**
+     * Takes up to batch.length events from the buffer and writes them; returns how many. One
+     * thread at a time (the class lock, taken before Q), so that the file has the events in
+     * the buffer's order whoever writes them (the writer, a SIGQUIT dump, finish).
+     */
+    static int drain(String[] batch) {
+        synchronized (Trace.class) {
+            int n = 0;
+            synchronized (Q) {
+                while (qlen > 0 && n < batch.length) {
+                    batch[n++] = queue[qhead];
+                    queue[qhead] = null;
+                    qhead = (qhead + 1) % queue.length;
+                    qlen--;
+                }
+            }
+            write(batch, n);
+            return n;
+        }
+    }
+
+    /** Writes what the buffer holds now (not what is added meanwhile) and flushes the file. */
+    static void drainAll() {
+        String[] batch = new String[1024];
+        int rounds = queue.length / batch.length + 1;
+        while (rounds-- > 0 && drain(batch) > 0) {
+        }
+        flush();
+    }
+
+    static void flush() {
+        synchronized (Trace.class) {
+            if (out != null) {
+                try {
+                    out.flush();
+                } catch (java.io.IOException e) {
+                    out = null;
+                    System.err.println("bciagent: trace file " + outPath + ": " + e
+                            + "; events are no longer written");
+                }
             }
         }
     }
@@ -977,26 +1036,16 @@ public final class Trace {
             Q.notifyAll();
         }
         // the rest of the buffer, on this thread
-        String[] rest;
-        synchronized (Q) {
-            rest = new String[qlen];
-            for (int i = 0; i < rest.length; i++) {
-                rest[i] = queue[qhead];
-                queue[qhead] = null;
-                qhead = (qhead + 1) % queue.length;
-            }
-            qlen = 0;
-        }
-        write(rest, rest.length);
-        synchronized (Trace.class) {
-            if (out != null) {
-                try {
-                    out.flush();
-                } catch (java.io.IOException e) {
-                    System.err.println("bciagent: trace file " + outPath + ": " + e);
-                }
-            }
-        }
+        drainAll();
+        return summary();
+    }
+
+    /**
+     * SIGQUIT (the agent's DataDumpRequest): writes the buffered events, flushes the trace
+     * file and returns the summary so far; recording goes on.
+     */
+    public static String dump() {
+        drainAll();
         return summary();
     }
 
