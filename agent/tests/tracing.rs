@@ -902,3 +902,23 @@ fn trace_file_is_written_while_the_program_runs() {
     assert!(last.contains("trace events: 6 written to "), "{r}");
     assert_eq!(count(), 6);
 }
+
+/// include=/exclude= filter the cpu=times profile (and coverage), not tracing rules: a class
+/// excluded from the profile is still traced as its rules say.
+#[test]
+fn include_exclude_do_not_apply_to_tracing_rules() {
+    let r = traced(
+        "TraceBasics",
+        "trace-basics.toml",
+        ",cpu=times,exclude=TraceBasics",
+    );
+    assert_eq!(r.events.len(), 20, "{:#?}", r.events);
+    assert_eq!(summary_count(&r.report, "add"), Some(7), "{}", r.report);
+    assert!(r.report.contains("METHODS BEGIN"), "{}", r.report);
+    assert_eq!(
+        methods_count(&r.report, "TraceBasics.add(II)I"),
+        None,
+        "{}",
+        r.report
+    );
+}
