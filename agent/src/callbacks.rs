@@ -1121,8 +1121,15 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     // tracing rules alone: the file holds their summary, not an empty profile
     let profiles = a.engine.profiles() || a.engine.trace_rules().is_empty();
     let mut summary = None;
-    if at_exit && !a.engine.trace_rules().is_empty() {
-        match crate::trace::finish(jni) {
+    if !a.engine.trace_rules().is_empty() {
+        // at exit the last events and the final summary; on SIGQUIT the trace file flushed
+        // and the summary so far (recording goes on)
+        let s = if at_exit {
+            crate::trace::finish(jni)
+        } else {
+            crate::trace::dump(jni)
+        };
+        match s {
             // a collapsed profile stays one stack per line: its summary goes to stderr
             Ok(s) if a.opts.format == options::Format::Collapsed => eprint!("{s}"),
             Ok(s) => summary = Some(s),

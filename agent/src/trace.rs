@@ -83,8 +83,18 @@ pub fn start(
 
 /// Stops recording, writes the buffered events and returns the summary table.
 pub fn finish(jni: &Jni) -> Result<String, String> {
+    summary(jni, "finish")
+}
+
+/// SIGQUIT: writes the buffered events (the trace file flushed) and returns the summary so far;
+/// recording goes on.
+pub fn dump(jni: &Jni) -> Result<String, String> {
+    summary(jni, "dump")
+}
+
+fn summary(jni: &Jni, method: &str) -> Result<String, String> {
     let cls = jni.find_class(CLASS)?;
-    let s = jni.call_static_object(cls, "finish", "()Ljava/lang/String;")?;
+    let s = jni.call_static_object(cls, method, "()Ljava/lang/String;")?;
     let text = jni.string(s).unwrap_or_default();
     jni.delete_local_ref(s);
     Ok(text)

@@ -684,3 +684,241 @@ fn trace_at_the_edges() {
     let pid = &traces[0]["t-".len()..traces[0].len() - ".jsonl".len()];
     assert!(pid.parse::<u32>().is_ok(), "{traces:?}");
 }
+
+const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
+/// JDK 17, and JDK 25 when installed.
+fn jdks() -> Vec<PathBuf> {
+    let mut v = vec![common::jdk17()];
+    if Path::new(JDK25).join("bin/java").exists() {
+        v.push(PathBuf::from(JDK25));
+    } else {
+        eprintln!("no JDK 25 at {JDK25}: JDK 17 only");
+    }
+    v
+}
+
+/// test-classes/trace/EarlyJdk.java: java.util.HashMap traced whole with its arguments and
+/// results. The JVM calls HashMap's int methods while it starts, before VMInit; the injected
+/// code boxed their ints there (Integer.valueOf, whose cache cannot be initialized before the
+/// VM is) and the JVM died: "Error occurred during initialization of VM". Nothing of an event
+/// runs before the runtime is on; the program's calls are traced with their values.
+#[test]
+fn jdk_methods_run_before_vminit_are_traced_after_it() {
+    let dir = compile(&["EarlyJdk.java"], "EarlyJdk");
+    let rules = repo().join("test-classes/trace/trace-early.toml");
+    for jdk in jdks() {
+        let ev = dir.join("events.jsonl");
+        let prof = dir.join("prof.txt");
+        let o = Command::new(jdk.join("bin/java"))
+            .arg(format!(
+                "-agentpath:{}=rules={},tracefile={},file={}",
+                agent_lib().display(),
+                rules.display(),
+                ev.display(),
+                prof.display()
+            ))
+            .arg("-cp")
+            .arg(&dir)
+            .arg("EarlyJdk")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{}: {stderr}", jdk.display());
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "7\n", "{stderr}");
+        let events = std::fs::read_to_string(&ev).unwrap();
+        let sizes: Vec<&str> = events
+            .lines()
+            .filter(|l| field(l, "rule", "\"sizes\"") && field(l, "args", "[1000]"))
+            .collect();
+        // entry and exit of the program's one call with 1000
+        assert_eq!(sizes.len(), 2, "{}: {sizes:#?}", jdk.display());
+        assert!(
+            sizes.iter().any(|l| field(l, "ret", "1024")),
+            "{}: {sizes:#?}",
+            jdk.display()
+        );
+        assert!(
+            events
+                .lines()
+                .any(|l| field(l, "method", "\"put\"") && l.contains("\"args\":[\"k\",7]")),
+            "{}: no put(\"k\", 7) event",
+            jdk.display()
+        );
+    }
+}
+
+/// The "trace events:" line's numbers: written, dropped, not written past tracemax=, could
+/// not be made.
+fn event_accounting(report: &str) -> (u64, u64, u64, u64) {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("trace events: "))
+        .unwrap_or_else(|| panic!("no trace events line: {report}"));
+    let before = |what: &str| -> u64 {
+        line.find(what)
+            .map(|i| {
+                line[..i]
+                    .rsplit([' ', ':'])
+                    .find(|w| !w.is_empty())
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .unwrap_or(0)
+    };
+    (
+        before(" written to "),
+        before(" dropped (buffer full)"),
+        before(" not written (the file reached"),
+        before(" could not be made"),
+    )
+}
+
+/// test-classes/trace/TraceOverflow.java: probes at the exceptional exits of recursions to
+/// StackOverflowError (a count rule, and a trace rule three times). The count rule's first hit
+/// came in the deepest frame and initialized java.lang.Long there (parsing the site's info):
+/// out of stack, Long stayed unusable, and the program died of NoClassDefFoundError (and the
+/// summary was lost: String.format needs Long). Now the runtime uses nothing it did not set
+/// up at start and no failure of a probe reaches the program; every traced exit counted is
+/// accounted for: written + dropped + past tracemax + could not be made = the count (5 of
+/// 14,418 were in none of them).
+#[test]
+fn probes_at_stack_overflow_break_nothing() {
+    let dir = compile(&["TraceOverflow.java"], "TraceOverflow");
+    let rules = repo().join("test-classes/trace/trace-overflow.toml");
+    for jdk in jdks() {
+        let ev = dir.join("events.jsonl");
+        let prof = dir.join("prof.txt");
+        let o = Command::new(jdk.join("bin/java"))
+            .arg(format!(
+                "-agentpath:{}=rules={},tracefile={},file={}",
+                agent_lib().display(),
+                rules.display(),
+                ev.display(),
+                prof.display()
+            ))
+            .arg("-cp")
+            .arg(&dir)
+            .arg("TraceOverflow")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}: {stdout}\n{stderr}", jdk.display());
+        assert_eq!(
+            stdout, "count overflow\ntrace overflow\ntrace overflow\ntrace overflow\nafter: 42 7\n",
+            "{stderr}"
+        );
+        assert!(!stderr.contains("finish threw"), "{stderr}");
+        let report = std::fs::read_to_string(&prof).unwrap();
+        assert!(
+            summary_count(&report, "count-exc").is_some_and(|n| n > 1000),
+            "{report}"
+        );
+        let traced = summary_count(&report, "trace-exc").unwrap();
+        let (written, dropped, over, failed) = event_accounting(&report);
+        assert_eq!(
+            written + dropped + over + failed,
+            traced,
+            "{}: {report}",
+            jdk.display()
+        );
+        let lines = std::fs::read_to_string(&ev).unwrap().lines().count() as u64;
+        assert_eq!(lines, written, "{report}");
+    }
+}
+
+/// test-classes/trace/TraceLive.java: five traced calls, then the program waits. The events are
+/// in the trace file while it runs (the writer flushed only at exit: after seconds the file
+/// was empty, and a SIGKILL lost every event), and SIGQUIT appends the summary so far to the
+/// report (it wrote neither).
+#[test]
+fn trace_file_is_written_while_the_program_runs() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = compile(&["TraceLive.java"], "TraceLive");
+    let ev = dir.join("events.jsonl");
+    let prof = dir.join("prof.txt");
+    let rules = repo().join("test-classes/trace/trace-live.toml");
+    let mut child = Command::new(jdk_tool("java"))
+        .arg(format!(
+            "-agentpath:{}=rules={},tracefile={},file={}",
+            agent_lib().display(),
+            rules.display(),
+            ev.display(),
+            prof.display()
+        ))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("TraceLive")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ticked\n");
+    // within a second (the writer flushes at least every ~100 ms while events are pending)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let count = || {
+        std::fs::read_to_string(&ev)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| field(l, "rule", "\"tick\""))
+            .count()
+    };
+    while count() < 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        count(),
+        5,
+        "the events are not in the file while the program runs"
+    );
+    // SIGQUIT: the summary so far
+    let pid = child.id().to_string();
+    let k = Command::new("kill").args(["-QUIT", &pid]).status().unwrap();
+    assert!(k.success());
+    let report = || std::fs::read_to_string(&prof).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !report().contains("trace events: ") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let r = report();
+    assert_eq!(summary_count(&r, "tick"), Some(5), "{r}");
+    assert!(r.contains("trace events: 5 written to "), "{r}");
+    // the program goes on, and its exit appends the final summary
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"x").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = report();
+    assert_eq!(r.matches("TRACE SUMMARY").count(), 2, "{r}");
+    let last = &r[r.rfind("TRACE SUMMARY").unwrap()..];
+    assert_eq!(summary_count(last, "tick"), Some(6), "{r}");
+    assert!(last.contains("trace events: 6 written to "), "{r}");
+    assert_eq!(count(), 6);
+}
+
+/// include=/exclude= filter the cpu=times profile (and coverage), not tracing rules: a class
+/// excluded from the profile is still traced as its rules say.
+#[test]
+fn include_exclude_do_not_apply_to_tracing_rules() {
+    let r = traced(
+        "TraceBasics",
+        "trace-basics.toml",
+        ",cpu=times,exclude=TraceBasics",
+    );
+    assert_eq!(r.events.len(), 20, "{:#?}", r.events);
+    assert_eq!(summary_count(&r.report, "add"), Some(7), "{}", r.report);
+    assert!(r.report.contains("METHODS BEGIN"), "{}", r.report);
+    assert_eq!(
+        methods_count(&r.report, "TraceBasics.add(II)I"),
+        None,
+        "{}",
+        r.report
+    );
+}

@@ -1103,7 +1103,11 @@ pub fn instrument(
     Ok((Some(out), left))
 }
 
-/// Pushes the method's arguments as a new Object[] (primitives boxed).
+/// Pushes the method's arguments as a new Object[], or null while the runtime is off: the
+/// runtime's `newArgs` makes the array only when it records, and its `arg` overloads (one per
+/// primitive type, one for references) box and store each value only into an array. The JVM
+/// runs JDK methods before VMInit, when boxing cannot work yet (Integer.valueOf's cache needs
+/// the VM's saved properties): nothing of an event runs in the injected code itself.
 fn push_args(
     s: &mut Snippet,
     cp: &mut bci::CpBuilder<'_>,
@@ -1118,10 +1122,13 @@ fn push_args(
     for (i, p) in params.params.iter().enumerate() {
         s.op(bci::opcodes::op::DUP)?;
         s.int(cp, i as i32)?;
-        let kind = load_kind(p);
-        s.load(kind, slot)?;
-        boxed(s, cp, p)?;
-        s.op(bci::opcodes::op::AASTORE)?;
+        s.load(load_kind(p), slot)?;
+        s.invokestatic(
+            cp,
+            RUNTIME,
+            "arg",
+            &format!("([Ljava/lang/Object;I{})V", value_type(p)),
+        )?;
         slot += bci::desc::slots(p) as u16;
     }
     Ok(())
@@ -1137,21 +1144,20 @@ fn load_kind(d: &str) -> char {
     }
 }
 
-/// Boxes the primitive on top of the stack (references stay).
-fn boxed(s: &mut Snippet, cp: &mut bci::CpBuilder<'_>, d: &str) -> bci::Result<()> {
-    let (class, prim) = match d.as_bytes().first() {
-        Some(b'I') => ("java/lang/Integer", "I"),
-        Some(b'J') => ("java/lang/Long", "J"),
-        Some(b'F') => ("java/lang/Float", "F"),
-        Some(b'D') => ("java/lang/Double", "D"),
-        Some(b'Z') => ("java/lang/Boolean", "Z"),
-        Some(b'B') => ("java/lang/Byte", "B"),
-        Some(b'C') => ("java/lang/Character", "C"),
-        Some(b'S') => ("java/lang/Short", "S"),
-        _ => return Ok(()),
-    };
-    s.invokestatic(cp, class, "valueOf", &format!("({prim})L{class};"))?;
-    Ok(())
+/// The parameter type of the runtime's `arg`/`exit` overload for a value of descriptor `d`:
+/// the primitive itself (the runtime boxes it when it records), Object for references.
+fn value_type(d: &str) -> &'static str {
+    match d.as_bytes().first() {
+        Some(b'I') => "I",
+        Some(b'J') => "J",
+        Some(b'F') => "F",
+        Some(b'D') => "D",
+        Some(b'Z') => "Z",
+        Some(b'B') => "B",
+        Some(b'C') => "C",
+        Some(b'S') => "S",
+        _ => "Ljava/lang/Object;",
+    }
 }
 
 /// Pushes a null Object[] (the runtime's constant; snippets have no aconst_null).
@@ -1247,13 +1253,19 @@ fn trace_method(
                     // normal exit
                     let mut x = Snippet::new();
                     let capture_ret = r.trace && r.ret && ret_desc != "V";
-                    if capture_ret {
+                    // the value as it is (the runtime's exit overload for its type boxes it
+                    // only for a frame that records)
+                    let exit_desc = if capture_ret {
                         let wide = matches!(ret_desc.as_str(), "J" | "D");
                         x.dup_top(wide);
-                        boxed(&mut x, cp, &ret_desc)?;
+                        format!(
+                            "({}Ljava/lang/Object;I[Ljava/lang/Object;)V",
+                            value_type(&ret_desc)
+                        )
                     } else {
                         null_obj(&mut x, cp)?;
-                    }
+                        "(Ljava/lang/Object;Ljava/lang/Object;I[Ljava/lang/Object;)V".to_string()
+                    };
                     // (value on the stack,) the frame, the site, the arguments: the runtime's
                     // exit or thrown event
                     let end_call = |s: &mut Snippet,
@@ -1267,12 +1279,7 @@ fn trace_method(
                         s.invokestatic(cp, RUNTIME, event, desc)?;
                         Ok(())
                     };
-                    end_call(
-                        &mut x,
-                        cp,
-                        "exit",
-                        "(Ljava/lang/Object;Ljava/lang/Object;I[Ljava/lang/Object;)V",
-                    )?;
+                    end_call(&mut x, cp, "exit", &exit_desc)?;
                     exits.push(x);
                     let mut h = Snippet::new();
                     h.dup_top(false);

@@ -9,7 +9,16 @@ package bci.runtime;
  * java.lang, so the runtime cannot call itself through a traced method) and holds a per-thread
  * busy flag while it formats an event (toString() or a JSON value never re-enters it).
  * Events are JSON lines handed to a bounded buffer; a writer thread writes them, so a traced
- * thread never waits on I/O. A full buffer drops the event and counts it.
+ * thread never waits on I/O, and flushes the file within {@link #FLUSH_NS} of an event. A full
+ * buffer drops the event and counts it.
+ *
+ * Probes run wherever the program runs, also with no stack left (a recursion to
+ * StackOverflowError) and before VMInit (JDK methods): nothing of an event runs before
+ * {@link #start} switches recording on (the arguments are boxed here, not in the injected
+ * code), every class the probes use is initialized in start (a class whose initializer fails
+ * for lack of stack stays unusable for the whole JVM), and no Throwable of the runtime's
+ * reaches the program: what fails after a call was counted is counted as an event that could
+ * not be made ({@link T#failed}).
  *
  * Each site (one rule at one method or location) passes a constant info string, parsed once:
  * rule, class, method, descriptor, location, mask, min_duration ns, sample, stack, max_string.
@@ -47,8 +56,8 @@ public final class Trace {
     static boolean testHold;
     static int qhead, qlen;
     static long dropped, written;
-    /** Events that could not be made (the thread was out of stack or memory), under Q. */
-    static long failed;
+    /** The writer flushes the trace file this long after it wrote an event, at the latest. */
+    static final long FLUSH_NS = 100_000_000L;
     /**
      * Set by the agent ({@code tracemax=}): the most bytes written to the trace file, 0 = no
      * limit. Past it events are counted ({@link #overLimit} and each thread's {@code over}),
@@ -83,6 +92,11 @@ public final class Trace {
         boolean busy;
         /** Events of this thread not formatted past tracemax= (added to overLimit in the summary). */
         long over;
+        /**
+         * Events of this thread that could not be made after their call was counted (no stack
+         * or memory left): no lock, so that counting it cannot fail.
+         */
+        long failed;
         long[] st = new long[0];
         long[] slowDur = new long[0];
         String[] slowDesc = new String[0];
@@ -149,6 +163,7 @@ public final class Trace {
         // the JVM, the program's own included, threw NoClassDefFoundError. Done here, with
         // stack to spare, it cannot fail later.
         new Throwable().getStackTrace();
+        warm();
         if (path != null && !testHold) {
             Thread w = new Writer();
             w.setDaemon(true);
@@ -169,12 +184,23 @@ public final class Trace {
                 t.busy = true; // nothing this thread runs is traced
             }
             String[] batch = new String[1024];
+            // written since the last flush, and when that was: the file gets what was written
+            // at most FLUSH_NS later (tail -f follows it; a SIGKILL loses at most that), and
+            // an idle program costs no flush
+            boolean dirty = false;
+            long flushed = System.nanoTime();
             while (true) {
-                int n = 0;
                 synchronized (Q) {
                     while (qlen == 0 && !stopping) {
+                        long ms = 100;
+                        if (dirty) {
+                            ms = (FLUSH_NS - (System.nanoTime() - flushed)) / 1_000_000L;
+                            if (ms <= 0) {
+                                break;
+                            }
+                        }
                         try {
-                            Q.wait(100);
+                            Q.wait(ms);
                         } catch (InterruptedException e) {
                             return;
                         }
@@ -182,14 +208,59 @@ public final class Trace {
                     if (qlen == 0 && stopping) {
                         return;
                     }
-                    while (qlen > 0 && n < batch.length) {
-                        batch[n++] = queue[qhead];
-                        queue[qhead] = null;
-                        qhead = (qhead + 1) % queue.length;
-                        qlen--;
-                    }
                 }
-                write(batch, n);
+                if (drain(batch) > 0) {
+                    dirty = true;
+                }
+                if (dirty && System.nanoTime() - flushed >= FLUSH_NS) {
+                    flush();
+                    dirty = false;
+                    flushed = System.nanoTime();
+                }
+            }
+        }
+    }
+
+    /**
+     * Takes up to batch.length events from the buffer and writes them; returns how many. One
+     * thread at a time (the class lock, taken before Q), so that the file has the events in
+     * the buffer's order whoever writes them (the writer, a SIGQUIT dump, finish).
+     */
+    static int drain(String[] batch) {
+        synchronized (Trace.class) {
+            int n = 0;
+            synchronized (Q) {
+                while (qlen > 0 && n < batch.length) {
+                    batch[n++] = queue[qhead];
+                    queue[qhead] = null;
+                    qhead = (qhead + 1) % queue.length;
+                    qlen--;
+                }
+            }
+            write(batch, n);
+            return n;
+        }
+    }
+
+    /** Writes what the buffer holds now (not what is added meanwhile) and flushes the file. */
+    static void drainAll() {
+        String[] batch = new String[1024];
+        int rounds = queue.length / batch.length + 1;
+        while (rounds-- > 0 && drain(batch) > 0) {
+        }
+        flush();
+    }
+
+    static void flush() {
+        synchronized (Trace.class) {
+            if (out != null) {
+                try {
+                    out.flush();
+                } catch (java.io.IOException e) {
+                    out = null;
+                    System.err.println("bciagent: trace file " + outPath + ": " + e
+                            + "; events are no longer written");
+                }
             }
         }
     }
@@ -228,6 +299,17 @@ public final class Trace {
             } catch (java.io.IOException e) {
                 out = null;
                 System.err.println("bciagent: trace file " + outPath + ": " + e + "; events are no longer written");
+                // the batch's events not written are lost like those of a full buffer
+                int lost = 0;
+                for (int k = 0; k < n; k++) {
+                    if (batch[k] != null) {
+                        batch[k] = null;
+                        lost++;
+                    }
+                }
+                synchronized (Q) {
+                    dropped += lost;
+                }
             }
         }
     }
@@ -266,7 +348,8 @@ public final class Trace {
         t = l.get();
         if (t == null) {
             t = new T(Thread.currentThread());
-            l.set(t);
+            // registered first: if set() fails (no stack left), a later call makes another
+            // state, and the summary adds up both
             synchronized (SITES) {
                 if (nthreads == threads.length) {
                     T[] a = new T[threads.length * 2];
@@ -275,6 +358,7 @@ public final class Trace {
                 }
                 threads[nthreads++] = t;
             }
+            l.set(t);
         }
         last = t;
         return t;
@@ -302,32 +386,132 @@ public final class Trace {
             if (s != null) {
                 return s;
             }
-            s = new Site();
-            String[] f = new String[10];
-            int from = 0;
-            for (int i = 0; i < 10; i++) {
-                int tab = info.indexOf('\t', from);
-                int end = tab < 0 ? info.length() : tab;
-                f[i] = info.substring(from, end);
-                from = end + 1;
-            }
-            s.rule = f[0];
-            s.cls = f[1];
-            s.method = f[2];
-            s.desc = f[3];
-            s.loc = f[4];
-            s.mask = Integer.parseInt(f[5]);
-            s.minNs = Long.parseLong(f[6]);
-            s.sample = Math.max(1, Integer.parseInt(f[7]));
-            s.stack = Integer.parseInt(f[8]);
-            s.maxStr = Integer.parseInt(f[9]);
+            s = parse(info);
             sites[id] = s;
             return s;
         }
     }
 
+    /** A site's info string (rewriter/src/trace.rs `info`): tab-separated fields. */
+    static Site parse(String info) {
+        Site s = new Site();
+        String[] f = new String[10];
+        int from = 0;
+        for (int i = 0; i < 10; i++) {
+            int tab = info.indexOf('\t', from);
+            int end = tab < 0 ? info.length() : tab;
+            f[i] = info.substring(from, end);
+            from = end + 1;
+        }
+        s.rule = f[0];
+        s.cls = f[1];
+        s.method = f[2];
+        s.desc = f[3];
+        s.loc = f[4];
+        s.mask = Integer.parseInt(f[5]);
+        s.minNs = Long.parseLong(f[6]);
+        s.sample = Math.max(1, Integer.parseInt(f[7]));
+        s.stack = Integer.parseInt(f[8]);
+        s.maxStr = Integer.parseInt(f[9]);
+        return s;
+    }
+
+    /**
+     * The arguments' array of an event, or null while recording is off (before VMInit, after
+     * exit): the injected code fills it through {@code arg}, which does nothing with null.
+     */
     public static Object[] newArgs(int n) {
-        return new Object[n];
+        if (!on) {
+            return null;
+        }
+        try {
+            return new Object[n];
+        } catch (Throwable x) {
+            return null; // no memory or stack left: the event has no arguments
+        }
+    }
+
+    // one arg per type of value: the primitive is boxed here, only when there is an array
+    public static void arg(Object[] a, int i, Object v) {
+        if (a != null) {
+            a[i] = v;
+        }
+    }
+
+    public static void arg(Object[] a, int i, int v) {
+        if (a != null) {
+            try {
+                a[i] = Integer.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, long v) {
+        if (a != null) {
+            try {
+                a[i] = Long.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, float v) {
+        if (a != null) {
+            try {
+                a[i] = Float.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, double v) {
+        if (a != null) {
+            try {
+                a[i] = Double.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, boolean v) {
+        if (a != null) {
+            a[i] = v ? Boolean.TRUE : Boolean.FALSE;
+        }
+    }
+
+    public static void arg(Object[] a, int i, byte v) {
+        if (a != null) {
+            try {
+                a[i] = Byte.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, char v) {
+        if (a != null) {
+            try {
+                a[i] = Character.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    public static void arg(Object[] a, int i, short v) {
+        if (a != null) {
+            try {
+                a[i] = Short.valueOf(v);
+            } catch (Throwable x) {
+                // left null
+            }
+        }
     }
 
     /** Method entry of a timed or traced rule: pushes a frame; returns it (null: not recording). */
@@ -335,45 +519,169 @@ public final class Trace {
         if (!on) {
             return null;
         }
-        T t = cur();
-        if (t == null || t.busy) {
+        T t = null;
+        int d = -1;
+        try {
+            t = cur();
+            if (t == null || t.busy) {
+                return null;
+            }
+            Site s = site(id, info);
+            d = t.depth;
+            if (d == t.start.length) {
+                long[] a = new long[d * 2];
+                System.arraycopy(t.start, 0, a, 0, d);
+                long[] c = new long[d * 2];
+                System.arraycopy(t.child, 0, c, 0, d);
+                t.start = a;
+                t.child = c;
+            }
+            t.child[d] = 0;
+            t.depth = d + 1;
+            if ((s.mask & M_ENTRY) != 0) {
+                long[] st = t.st(id);
+                st[id * W + CNT]++;
+                if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT) && out != null) {
+                    try {
+                        if (sampled(st, id, s)) {
+                            event(t, s, 0, System.nanoTime(), -1, args, null, null, false);
+                        }
+                    } catch (Throwable x) {
+                        t.failed++;
+                    }
+                }
+            }
+            t.start[d] = System.nanoTime();
+            return t;
+        } catch (Throwable x) {
+            // no stack or memory left: this call is not timed (its frame, if pushed, is taken
+            // back, and its exit finds no frame)
+            if (t != null && d >= 0 && t.depth == d + 1) {
+                t.depth = d;
+            }
             return null;
         }
-        Site s = site(id, info);
-        int d = t.depth;
-        if (d == t.start.length) {
-            long[] a = new long[d * 2];
-            System.arraycopy(t.start, 0, a, 0, d);
-            t.start = a;
-            long[] c = new long[d * 2];
-            System.arraycopy(t.child, 0, c, 0, d);
-            t.child = c;
-        }
-        t.child[d] = 0;
-        t.depth = d + 1;
-        if ((s.mask & M_ENTRY) != 0) {
-            long[] st = t.st(id);
-            st[id * W + CNT]++;
-            if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT)
-                    && sampled(st, id, s)) {
-                event(t, s, 0, System.nanoTime(), -1, args, null, null, false);
-            }
-        }
-        t.start[d] = System.nanoTime();
-        return t;
     }
 
     static boolean sampled(long[] st, int id, Site s) {
         return s.sample == 1 || ++st[id * W + SAMPLE] % s.sample == 0;
     }
 
-    /** Normal exit: ret is the boxed return value (null if not captured or void). */
+    /** Normal exit: ret is the return value (null if not captured or void). */
     public static void exit(Object ret, Object frame, int id, Object[] args) {
         long now = System.nanoTime();
         if (frame == null) {
             return;
         }
         end((T) frame, now, id, 1, args, ret, null);
+    }
+
+    // the primitive return values, boxed here only for a frame that records
+
+    public static void exit(int ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Integer.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(long ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Long.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(float ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Float.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(double ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Double.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(boolean ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        end((T) frame, now, id, 1, args, ret ? Boolean.TRUE : Boolean.FALSE, null);
+    }
+
+    public static void exit(byte ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Byte.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(char ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Character.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
+    }
+
+    public static void exit(short ret, Object frame, int id, Object[] args) {
+        long now = System.nanoTime();
+        if (frame == null) {
+            return;
+        }
+        Object v = null;
+        try {
+            v = Short.valueOf(ret);
+        } catch (Throwable x) {
+            // no memory left: the event says null
+        }
+        end((T) frame, now, id, 1, args, v, null);
     }
 
     /** Exceptional exit (the catch-all handler; the exception is re-thrown after). */
@@ -385,43 +693,61 @@ public final class Trace {
         end((T) frame, now, id, 2, args, null, e);
     }
 
+    /**
+     * Ends the top frame. Never throws: a failure before the call is counted leaves it
+     * uncounted; after, its event is counted as not made.
+     */
     static void end(T t, long now, int id, int where, Object[] args, Object ret, Throwable e) {
         int d = t.depth - 1;
         if (d < 0) {
             return;
         }
         t.depth = d;
-        long dur = now - t.start[d];
-        long self = dur - t.child[d];
-        Site s = sites[id];
-        if (d > 0) {
-            // a second rule's frame of the same invocation (M_SAME) is no callee of the frame
-            // below: only its callees' time is
-            t.child[d - 1] += (s.mask & M_SAME) != 0 ? t.child[d] : dur;
-        }
-        int bit = where == 1 ? M_EXIT : M_EXCEPTION;
-        if ((s.mask & bit) == 0) {
-            return;
-        }
-        long[] st = t.st(id);
-        int b = id * W;
-        if ((s.mask & M_ENTRY) == 0) {
-            st[b + CNT]++;
-        }
-        st[b + TIMED]++;
-        st[b + TOTAL] += dur;
-        st[b + SELF] += self;
-        if (dur < st[b + MIN]) {
-            st[b + MIN] = dur;
-        }
-        if (dur > st[b + MAX]) {
-            st[b + MAX] = dur;
-        }
-        if (dur > st[b + SLOWMIN]) {
-            slowest(t, s, id, dur, args);
-        }
-        if ((s.mask & M_TRACE) != 0 && dur >= s.minNs && sampled(st, id, s)) {
-            event(t, s, where, now, dur, args, ret, e, true);
+        try {
+            long dur = now - t.start[d];
+            long self = dur - t.child[d];
+            Site s = sites[id];
+            if (d > 0) {
+                // a second rule's frame of the same invocation (M_SAME) is no callee of the
+                // frame below: only its callees' time is
+                t.child[d - 1] += (s.mask & M_SAME) != 0 ? t.child[d] : dur;
+            }
+            int bit = where == 1 ? M_EXIT : M_EXCEPTION;
+            if ((s.mask & bit) == 0) {
+                return;
+            }
+            long[] st = t.st(id);
+            int b = id * W;
+            if ((s.mask & M_ENTRY) == 0) {
+                st[b + CNT]++;
+            }
+            st[b + TIMED]++;
+            st[b + TOTAL] += dur;
+            st[b + SELF] += self;
+            if (dur < st[b + MIN]) {
+                st[b + MIN] = dur;
+            }
+            if (dur > st[b + MAX]) {
+                st[b + MAX] = dur;
+            }
+            if (dur > st[b + SLOWMIN]) {
+                try {
+                    slowest(t, s, id, dur, args);
+                } catch (Throwable x) {
+                    // no stack or memory left: not among the slowest calls
+                }
+            }
+            if ((s.mask & M_TRACE) != 0 && dur >= s.minNs && out != null) {
+                try {
+                    if (sampled(st, id, s)) {
+                        event(t, s, where, now, dur, args, ret, e, true);
+                    }
+                } catch (Throwable x) {
+                    t.failed++;
+                }
+            }
+        } catch (Throwable x) {
+            // no stack or memory left before the call was counted: not counted
         }
     }
 
@@ -463,15 +789,28 @@ public final class Trace {
         if (!on) {
             return;
         }
-        T t = cur();
-        if (t == null || t.busy) {
-            return;
+        T t;
+        Site s;
+        long[] st;
+        try {
+            t = cur();
+            if (t == null || t.busy) {
+                return;
+            }
+            s = site(id, info);
+            st = t.st(id);
+        } catch (Throwable x) {
+            return; // no stack or memory left: not counted
         }
-        Site s = site(id, info);
-        long[] st = t.st(id);
         st[id * W + CNT]++;
-        if ((s.mask & M_TRACE) != 0 && sampled(st, id, s)) {
-            event(t, s, where, System.nanoTime(), -1, args, null, null, false);
+        if ((s.mask & M_TRACE) != 0 && out != null) {
+            try {
+                if (sampled(st, id, s)) {
+                    event(t, s, where, System.nanoTime(), -1, args, null, null, false);
+                }
+            } catch (Throwable x) {
+                t.failed++;
+            }
         }
     }
 
@@ -488,94 +827,98 @@ public final class Trace {
         }
         t.busy = true;
         try {
-            StringBuilder sb = new StringBuilder(160);
-            if (text) {
-                // ts_ns [thread] rule event class.method desc (location)
-                sb.append(ts).append(" [").append(oneLine(t.thread.getName())).append("] ").append(s.rule)
-                        .append(' ').append(WHERE[where]).append(' ').append(s.cls).append('.')
-                        .append(s.method).append(s.desc);
-                if (where >= 3) {
-                    sb.append(" (").append(s.loc).append(')');
-                }
-            } else {
-                sb.append("{\"ts_ns\":").append(ts);
-                sb.append(",\"thread\":");
-                str(sb, t.thread.getName(), 1 << 16);
-                sb.append(",\"rule\":");
-                str(sb, s.rule, 1 << 16);
-                sb.append(",\"event\":\"").append(WHERE[where]).append('"');
-                sb.append(",\"class\":");
-                str(sb, s.cls, 1 << 16);
-                sb.append(",\"method\":");
-                str(sb, s.method, 1 << 16);
-                sb.append(",\"desc\":");
-                str(sb, s.desc, 1 << 16);
-                if (where >= 3) {
-                    sb.append(",\"location\":");
-                    str(sb, s.loc, 1 << 16);
-                }
-            }
-            if (dur >= 0) {
-                key(sb, "dur_ns").append(dur);
-            }
-            if (args != null && (s.mask & M_ARGS) != 0) {
-                key(sb, "args");
-                appendArgs(sb, args, s);
-            }
-            if (where == 1 && (s.mask & M_RET) != 0 && (s.mask & M_VOID) == 0) {
-                key(sb, "ret");
-                value(sb, ret, s);
-            }
-            if (where == 2 && (s.mask & M_EXC) != 0 && e != null) {
-                key(sb, "exception");
-                String x = e.getClass().getName();
-                if ((s.mask & M_TOSTRING) != 0) {
-                    try {
-                        String m = e.getMessage();
-                        if (m != null) {
-                            x = x + ": " + m;
-                        }
-                    } catch (Throwable ignored) {
-                        // a failing getMessage() leaves the class name
-                    }
-                }
-                str(sb, x, s.maxStr);
-            }
-            if (s.stack > 0) {
-                key(sb, "stack").append('[');
-                StackTraceElement[] st = new Throwable().getStackTrace();
-                int n = 0;
-                for (StackTraceElement f : st) {
-                    String c = f.getClassName();
-                    if (c.startsWith("java.lang.BciTrace")) {
-                        continue;
-                    }
-                    if (n == s.stack) {
-                        break;
-                    }
-                    if (n > 0) {
-                        sb.append(',');
-                    }
-                    str(sb, c + "." + f.getMethodName() + ":" + f.getLineNumber(), 1 << 16);
-                    n++;
-                }
-                sb.append(']');
-            }
-            sb.append(text ? "\n" : "}\n");
-            emit(sb.toString());
+            emit(format(t, s, where, ts, dur, args, ret, e, text));
         } catch (Throwable x) {
             // no stack or memory left to make the event (a toString that throws is caught
             // where it is called): not a full buffer
-            synchronized (Q) {
-                failed++;
-            }
+            t.failed++;
         } finally {
             t.busy = false;
         }
     }
 
+    /** The event's line (JSON, or text when {@code text}). */
+    static String format(T t, Site s, int where, long ts, long dur, Object[] args, Object ret,
+            Throwable e, boolean text) {
+        StringBuilder sb = new StringBuilder(160);
+        if (text) {
+            // ts_ns [thread] rule event class.method desc (location)
+            sb.append(ts).append(" [").append(oneLine(t.thread.getName())).append("] ").append(s.rule)
+                    .append(' ').append(WHERE[where]).append(' ').append(s.cls).append('.')
+                    .append(s.method).append(s.desc);
+            if (where >= 3) {
+                sb.append(" (").append(s.loc).append(')');
+            }
+        } else {
+            sb.append("{\"ts_ns\":").append(ts);
+            sb.append(",\"thread\":");
+            str(sb, t.thread.getName(), 1 << 16);
+            sb.append(",\"rule\":");
+            str(sb, s.rule, 1 << 16);
+            sb.append(",\"event\":\"").append(WHERE[where]).append('"');
+            sb.append(",\"class\":");
+            str(sb, s.cls, 1 << 16);
+            sb.append(",\"method\":");
+            str(sb, s.method, 1 << 16);
+            sb.append(",\"desc\":");
+            str(sb, s.desc, 1 << 16);
+            if (where >= 3) {
+                sb.append(",\"location\":");
+                str(sb, s.loc, 1 << 16);
+            }
+        }
+        if (dur >= 0) {
+            key(sb, "dur_ns", text).append(dur);
+        }
+        if (args != null && (s.mask & M_ARGS) != 0) {
+            key(sb, "args", text);
+            appendArgs(sb, args, s);
+        }
+        if (where == 1 && (s.mask & M_RET) != 0 && (s.mask & M_VOID) == 0) {
+            key(sb, "ret", text);
+            value(sb, ret, s);
+        }
+        if (where == 2 && (s.mask & M_EXC) != 0 && e != null) {
+            key(sb, "exception", text);
+            String x = e.getClass().getName();
+            if ((s.mask & M_TOSTRING) != 0) {
+                try {
+                    String m = e.getMessage();
+                    if (m != null) {
+                        x = x + ": " + m;
+                    }
+                } catch (Throwable ignored) {
+                    // a failing getMessage() leaves the class name
+                }
+            }
+            str(sb, x, s.maxStr);
+        }
+        if (s.stack > 0) {
+            key(sb, "stack", text).append('[');
+            StackTraceElement[] st = new Throwable().getStackTrace();
+            int n = 0;
+            for (StackTraceElement f : st) {
+                String c = f.getClassName();
+                if (c.startsWith("java.lang.BciTrace")) {
+                    continue;
+                }
+                if (n == s.stack) {
+                    break;
+                }
+                if (n > 0) {
+                    sb.append(',');
+                }
+                str(sb, c + "." + f.getMethodName() + ":" + f.getLineNumber(), 1 << 16);
+                n++;
+            }
+            sb.append(']');
+        }
+        sb.append(text ? "\n" : "}\n");
+        return sb.toString();
+    }
+
     /** The next field: `,"name":` (JSON lines) or ` name=` (text). */
-    static StringBuilder key(StringBuilder sb, String name) {
+    static StringBuilder key(StringBuilder sb, String name, boolean text) {
         if (text) {
             return sb.append(' ').append(name).append('=');
         }
@@ -693,27 +1036,62 @@ public final class Trace {
             Q.notifyAll();
         }
         // the rest of the buffer, on this thread
-        String[] rest;
-        synchronized (Q) {
-            rest = new String[qlen];
-            for (int i = 0; i < rest.length; i++) {
-                rest[i] = queue[qhead];
-                queue[qhead] = null;
-                qhead = (qhead + 1) % queue.length;
-            }
-            qlen = 0;
-        }
-        write(rest, rest.length);
-        synchronized (Trace.class) {
-            if (out != null) {
-                try {
-                    out.flush();
-                } catch (java.io.IOException e) {
-                    System.err.println("bciagent: trace file " + outPath + ": " + e);
-                }
-            }
-        }
+        drainAll();
         return summary();
+    }
+
+    /**
+     * SIGQUIT (the agent's DataDumpRequest): writes the buffered events, flushes the trace
+     * file and returns the summary so far; recording goes on.
+     */
+    public static String dump() {
+        drainAll();
+        return summary();
+    }
+
+    /**
+     * Runs, once at start with stack to spare, what the probes run, so that every class they
+     * use is initialized: a class initializer that fails for lack of stack (a probe in the
+     * deepest frame of a recursion to StackOverflowError) leaves its class unusable for the
+     * rest of the run, the program's uses of it included (java.lang.Long was). Writes nothing.
+     */
+    static void warm() {
+        Site s = parse("r\tC\tm\t(I)V\tline 1\t" + (M_TRACE | M_ARGS | M_RET | M_EXC | M_TOSTRING)
+                + "\t0\t1\t1\t4");
+        T t = new T(Thread.currentThread());
+        t.st(0);
+        ThreadLocal<T> l = new ThreadLocal<T>();
+        l.set(t);
+        l.get();
+        l.remove();
+        Object[] a = new Object[18];
+        arg(a, 0, 1);
+        arg(a, 1, 1000);
+        arg(a, 2, 1L);
+        arg(a, 3, 1000L);
+        arg(a, 4, 1.5f);
+        arg(a, 5, 1.5);
+        arg(a, 6, true);
+        arg(a, 7, (byte) 1);
+        arg(a, 8, 'c');
+        arg(a, 9, (char) 1000);
+        arg(a, 10, (short) 1);
+        arg(a, 11, (short) 1000);
+        arg(a, 12, "a\"\\\n\r\t\u0001\u00e9\u20ac");
+        arg(a, 13, Thread.State.NEW);
+        arg(a, 14, Double.NaN);
+        arg(a, 15, Float.NEGATIVE_INFINITY);
+        arg(a, 16, new Object());
+        arg(a, 17, new int[0]);
+        Throwable e = new IllegalStateException("m");
+        for (int k = 0; k < 2; k++) {
+            format(t, s, 3, 1, -1, a, null, null, k == 0);
+            format(t, s, 1, 1, 1, a, Long.valueOf(1), null, k == 0);
+            format(t, s, 2, 1, 1, a, null, e, k == 0);
+            s.mask &= ~M_TOSTRING;
+        }
+        oneLine("a\nb");
+        slowest(t, s, 0, 1, a);
     }
 
     static String summary() {
@@ -795,14 +1173,14 @@ public final class Trace {
                 slowS[best] = null;
             }
         }
-        long d, w, x, f;
+        long d, w, x, f = 0;
         synchronized (Q) {
             d = dropped;
             x = overLimit;
-            f = failed;
         }
         for (int k = 0; k < nt; k++) {
             x += ts[k].over;
+            f += ts[k].failed;
         }
         synchronized (Trace.class) {
             w = written;
