@@ -164,6 +164,10 @@ mod data_file {
         written_tests: HashMap<String, HashMap<(String, u64), Vec<u64>>>,
         /// Whether this JVM's session is in the file already.
         in_file: bool,
+        /// `<path>.<pid>` once the file was found not to be coverage data: this and every
+        /// later dump write the whole run there (what this JVM had added to the file went
+        /// with it), so that one run's data is in one file, whole.
+        fallback: Option<String>,
     }
 
     impl CovFile {
@@ -174,6 +178,7 @@ mod data_file {
                 written: HashMap::new(),
                 written_tests: HashMap::new(),
                 in_file: false,
+                fallback: None,
             }
         }
 
@@ -219,9 +224,13 @@ mod data_file {
 
         /// Adds this run's counts since the last dump to the file, under a lock on
         /// `<path>.lck` (the lock the runtime jar's writer takes too: JVMs sharing the file add
-        /// up). A file that is not coverage data is left alone and the data goes to
-        /// `<path>.<pid>`. Returns where the data went.
+        /// up). A file that is not coverage data is left alone and the whole run goes to
+        /// `<path>.<pid>`, now and at every later dump. Returns where the data went.
         pub fn dump(&mut self, run: &CovData, dump_ms: i64) -> Result<String, String> {
+            self.session.dump_ms = dump_ms;
+            if let Some(f) = &self.fallback {
+                return self.write_whole_run(run, f.clone());
+            }
             let mut delta = CovData::default();
             for ((name, hash), v) in &run.classes {
                 let d: Vec<u64> = match self.written.get(&(name.clone(), *hash)) {
@@ -248,7 +257,6 @@ mod data_file {
                     let _ = delta.add_test_class(test, name, *hash, &d);
                 }
             }
-            self.session.dump_ms = dump_ms;
             let lck = format!("{}.lck", self.path);
             let lock = std::fs::OpenOptions::new()
                 .create(true)
@@ -257,7 +265,15 @@ mod data_file {
                 .open(&lck)
                 .map_err(|e| format!("{lck}: {e}"))?;
             crate::sys::lock_whole_file(&lock).map_err(|e| format!("{lck}: lock: {e}"))?;
-            let at = self.merge_into_file(&delta)?;
+            let at = match self.merge_into_file(&delta)? {
+                Some(at) => at,
+                None => {
+                    drop(lock);
+                    let f = format!("{}.{}", self.path, std::process::id());
+                    self.fallback = Some(f.clone());
+                    return self.write_whole_run(run, f);
+                }
+            };
             drop(lock);
             for (k, v) in &run.classes {
                 self.written.insert(k.clone(), v.clone());
@@ -272,9 +288,35 @@ mod data_file {
             Ok(at)
         }
 
-        fn merge_into_file(&self, delta: &CovData) -> Result<String, String> {
+        /// `<path>.<pid>`: this run's data as a whole and its session (written, not added to:
+        /// the file holds this JVM's data only).
+        fn write_whole_run(&self, run: &CovData, target: String) -> Result<String, String> {
+            let mut data = run.clone();
+            data.sessions = vec![self.session.clone()];
+            Self::replace(&data, &target)?;
+            Ok(target)
+        }
+
+        /// Writes `data` to `target` through a temporary file renamed over it.
+        fn replace(data: &CovData, target: &str) -> Result<(), String> {
+            let tmp = format!("{target}.tmp{}", std::process::id());
+            let write = || -> std::io::Result<()> {
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(&data.to_bytes())?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, target)
+            };
+            write().map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("{target}: {e}")
+            })
+        }
+
+        /// Adds the counts to the file; `None` if it is not coverage data (left as it is, and
+        /// said once).
+        fn merge_into_file(&self, delta: &CovData) -> Result<Option<String>, String> {
             let mut data = CovData::default();
-            let mut target = self.path.clone();
+            let target = self.path.clone();
             let mut bytes = Vec::new();
             let existing = match std::fs::File::open(&self.path) {
                 Ok(mut f) => f
@@ -288,11 +330,14 @@ mod data_file {
                 match CovData::parse(&bytes) {
                     Ok(d) => data = d,
                     Err(e) => {
-                        target = format!("{}.{}", self.path, std::process::id());
                         crate::callbacks::log(&format!(
-                            "{}: {e}; left as it is, coverage data written to {target}",
-                            self.path
+                            "{}: {e}; left as it is, coverage data written to {}.{} (this \
+                             run's, whole, at every dump)",
+                            self.path,
+                            self.path,
+                            std::process::id()
                         ));
+                        return Ok(None);
                     }
                 }
             }
@@ -312,18 +357,8 @@ mod data_file {
                 Some(s) if self.in_file => *s = self.session.clone(),
                 _ => data.sessions.push(self.session.clone()),
             }
-            let tmp = format!("{target}.tmp{}", std::process::id());
-            let write = || -> std::io::Result<()> {
-                let mut f = std::fs::File::create(&tmp)?;
-                f.write_all(&data.to_bytes())?;
-                f.sync_all()?;
-                std::fs::rename(&tmp, &target)
-            };
-            write().map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                format!("{target}: {e}")
-            })?;
-            Ok(target)
+            Self::replace(&data, &target)?;
+            Ok(Some(target))
         }
     }
 }
@@ -419,6 +454,54 @@ mod tests {
         let at = g.dump(&CovFile::run_data(&classes, &counts), 4).unwrap();
         assert_eq!(at, format!("{p}.{}", std::process::id()));
         assert_eq!(std::fs::read(&p).unwrap(), b"not coverage");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A covfile that is not coverage data (replaced between two dumps, or never one): the
+    /// JVM's data goes to `<covfile>.<pid>`, whole (what it had in covfile went with it), and
+    /// every later dump replaces that file with the whole run so far. One run's data is then
+    /// in one file: never split over two (which `bci merge` would refuse as one session
+    /// given twice), and no dump's counts are lost.
+    #[cfg(feature = "rewriter")]
+    #[test]
+    fn a_fallback_file_holds_the_whole_run() {
+        use bci_rewriter::coverage::data::{CovData, Session};
+        let d = std::env::temp_dir().join(format!("bciagent-cov-fb-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        let p = d.join("x.cov").display().to_string();
+        let fallback = format!("{p}.{}", std::process::id());
+        let _ = std::fs::remove_file(&p);
+        let _ = std::fs::remove_file(&fallback);
+        let classes = vec![
+            None,
+            Some(ClassRec {
+                name: "A".into(),
+                hash: 1,
+                counters: 2,
+            }),
+        ];
+        let run = |a: u64, b: u64| CovFile::run_data(&classes, &HashMap::from([(1, vec![a, b])]));
+        let session = Session {
+            id: "one".into(),
+            ..Default::default()
+        };
+        let mut f = CovFile::new(&p, session);
+        assert_eq!(f.dump(&run(3, 4), 1).unwrap(), p);
+        std::fs::write(&p, b"not coverage").unwrap();
+        let read = |path: &str| CovData::parse(&std::fs::read(path).unwrap()).unwrap();
+        for (k, (a, b)) in [(5, 4), (9, 6)].into_iter().enumerate() {
+            assert_eq!(f.dump(&run(a, b), 2 + k as i64).unwrap(), fallback);
+            let got = read(&fallback);
+            assert_eq!(got.counts("A", 1).unwrap(), &[a, b], "dump {k}");
+            assert_eq!(got.sessions.len(), 1);
+            assert_eq!(got.sessions[0].dump_ms, 2 + k as i64);
+        }
+        assert_eq!(std::fs::read(&p).unwrap(), b"not coverage");
+        // covfile usable again: the run stays in its one file
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(f.dump(&run(10, 6), 4).unwrap(), fallback);
+        assert_eq!(read(&fallback).counts("A", 1).unwrap(), &[10, 6]);
+        assert!(!std::path::Path::new(&p).exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 }

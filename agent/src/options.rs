@@ -290,6 +290,8 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     let mut o = Options::default();
     let mut depth_given = false;
     let mut cpu_given = false;
+    // traceformat=, tracemax= as given (in order)
+    let mut trace_opts: Vec<&str> = Vec::new();
     let s = s.unwrap_or("");
     for part in s.split(',') {
         let part = part.trim();
@@ -352,8 +354,14 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "compilehuge" => o.compile_huge = yes_no(name, &need(value)?)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
-            "tracemax" => o.trace_max = size(name, &need(value)?)?,
+            "tracemax" => {
+                o.trace_max = size(name, &need(value)?)?;
+                trace_opts.retain(|n| *n != "tracemax");
+                trace_opts.push("tracemax");
+            }
             "traceformat" => {
+                trace_opts.retain(|n| *n != "traceformat");
+                trace_opts.push("traceformat");
                 let v = need(value)?;
                 o.trace_text = match v.as_str() {
                     "json" => false,
@@ -420,6 +428,23 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
                 )))
             }
         }
+    }
+    // options of the trace file without one would do nothing (tracefile= itself needs a
+    // tracing rule: refused at start by the rules' engine)
+    if o.tracefile.is_none() && !trace_opts.is_empty() {
+        return Err(OptionError(if trace_opts.len() == 1 {
+            format!(
+                "{}= steers the trace file: give tracefile= (with rules= holding a rule that \
+                 says trace = true) or leave it out",
+                trace_opts[0]
+            )
+        } else {
+            format!(
+                "{}= and {}= steer the trace file: give tracefile= (with rules= holding a rule \
+                 that says trace = true) or leave them out",
+                trace_opts[0], trace_opts[1]
+            )
+        }));
     }
     // coverage=y alone records coverage only; cpu=times or a rules file add the profile
     o.cpu = !o.coverage || cpu_given || o.rules.is_some();
@@ -566,12 +591,13 @@ mod tests {
             e,
             "bad value for option traceformat: 'xml' (valid: json, text)"
         );
-        assert!(parse(Some("traceformat=text")).unwrap().trace_text);
+        let traced = |o: &str| parse(Some(&format!("tracefile=t.jsonl,{o}"))).unwrap();
+        assert!(traced("traceformat=text").trace_text);
         assert_eq!(parse(None).unwrap().trace_max, 1 << 30);
-        assert_eq!(parse(Some("tracemax=300")).unwrap().trace_max, 300);
-        assert_eq!(parse(Some("tracemax=64k")).unwrap().trace_max, 64 << 10);
-        assert_eq!(parse(Some("tracemax=2M")).unwrap().trace_max, 2 << 20);
-        assert_eq!(parse(Some("tracemax=0")).unwrap().trace_max, 0);
+        assert_eq!(traced("tracemax=300").trace_max, 300);
+        assert_eq!(traced("tracemax=64k").trace_max, 64 << 10);
+        assert_eq!(traced("tracemax=2M").trace_max, 2 << 20);
+        assert_eq!(traced("tracemax=0").trace_max, 0);
         for bad in [
             "tracemax=",
             "tracemax=k",
@@ -588,6 +614,34 @@ mod tests {
         }
         assert!(parse(Some("tracefile=")).is_err());
         assert!(parse(Some("depth=65")).is_err());
+    }
+
+    #[test]
+    fn trace_file_options_without_a_trace_file_are_refused() {
+        // they steer what tracefile= gets; without it no event is written (summary only)
+        let how = "give tracefile= (with rules= holding a rule that says trace = true)";
+        for (opts, want) in [
+            (
+                "traceformat=text",
+                format!("traceformat= steers the trace file: {how} or leave it out"),
+            ),
+            (
+                "rules=r.toml,tracemax=1k",
+                format!("tracemax= steers the trace file: {how} or leave it out"),
+            ),
+            (
+                "traceformat=json,tracemax=0",
+                format!("traceformat= and tracemax= steer the trace file: {how} or leave them out"),
+            ),
+        ] {
+            assert_eq!(parse(Some(opts)).unwrap_err().0, want, "{opts}");
+        }
+        let o = parse(Some(
+            "rules=r.toml,tracefile=t.jsonl,traceformat=text,tracemax=1k",
+        ))
+        .unwrap();
+        assert!(o.trace_text);
+        assert_eq!(o.trace_max, 1 << 10);
     }
 
     #[test]

@@ -77,12 +77,83 @@ pub fn read(path: &Path) -> Result<CovData, String> {
     CovData::parse(&b).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The inputs each session came from, so that one run's data given twice (the same file
+/// twice, a merged file next to one of its parts: a `*.cov` glob that picks up an earlier
+/// `bci merge` output) is refused naming both files, before its counts are added twice.
+#[derive(Default)]
+pub struct Sessions {
+    by_id: std::collections::HashMap<String, PathBuf>,
+    /// The inputs so far (data without sessions given twice is refused too).
+    paths: Vec<PathBuf>,
+}
+
+impl Sessions {
+    /// Takes the sessions of `d`, read from `path`: an error if an earlier input holds one of
+    /// them; a note (returned) if `d` lists one twice itself (its counts are doubled already:
+    /// a merge of a file with itself by an older bci).
+    pub fn add(&mut self, path: &Path, d: &CovData) -> Result<Option<String>, String> {
+        let shared = d.sessions.iter().find_map(|s| {
+            self.by_id
+                .get(&s.id)
+                .map(|first| (first.as_path(), Some(s.id.as_str())))
+        });
+        let same_file = || {
+            self.paths
+                .iter()
+                .find(|p| p.as_path() == path || crate::offline::same_path(p, path))
+                .map(|first| (first.as_path(), None))
+        };
+        if let Some((first, id)) = shared.or_else(same_file) {
+            return Err(if first == path {
+                format!(
+                    "{} is given twice: its counts would be added twice",
+                    path.display()
+                )
+            } else if crate::offline::same_path(first, path) {
+                format!(
+                    "{} and {} are one file: its counts would be added twice",
+                    first.display(),
+                    path.display()
+                )
+            } else {
+                format!(
+                    "{} and {} both hold session {}: that run's counts would be added \
+                         twice; give each run's data once (not a merged file next to a file \
+                         merged into it)",
+                    first.display(),
+                    path.display(),
+                    id.unwrap_or_default()
+                )
+            });
+        }
+        for s in &d.sessions {
+            self.by_id.insert(s.id.clone(), path.to_path_buf());
+        }
+        self.paths.push(path.to_path_buf());
+        let twice = d.repeated_sessions();
+        Ok((!twice.is_empty()).then(|| {
+            format!(
+                "bci: {}: session {} {} in it twice: that run's counts are likely counted \
+                 twice (a merge of data with itself); remake it from the files it was merged \
+                 from",
+                path.display(),
+                twice.join(", "),
+                if twice.len() == 1 { "is" } else { "are" }
+            )
+        }))
+    }
+}
+
 /// `bci merge`: sums the inputs into `output`.
 pub fn merge(inputs: &[PathBuf], output: &Path, ignore_stale: bool) -> Result<String, String> {
     let mut all = CovData::default();
     let mut notes = String::new();
+    let mut sessions = Sessions::default();
     for p in inputs {
         let d = read(p)?;
+        if let Some(note) = sessions.add(p, &d)? {
+            let _ = writeln!(notes, "{note}");
+        }
         let skipped = all
             .merge(&d, ignore_stale)
             .map_err(|e| format!("{}: {e}", p.display()))?;

@@ -74,10 +74,11 @@ enum Cmd {
     Report {
         /// Coverage data files (bci.cov; counts add up), or one bci.data followed by report
         /// options in the agent's syntax: thread=y, format=hprof|collapsed|methods, cutoff=,
-        /// lineno=n.
+        /// lineno=n (the options marked "Coverage" apply to coverage data only).
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
-        /// cpu=times: write the report here instead of stdout.
+        /// Write the report (cpu=times) or the console summary (coverage) here instead of
+        /// stdout.
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Coverage: a directory or jar of the original classes that ran; one path per flag,
@@ -174,6 +175,103 @@ impl ProbeRegistry for Registry {
         self.map.push(line);
         id
     }
+}
+
+/// The options of a coverage report (`bci report bci.cov …`) given in `a`, as written on the
+/// command line.
+fn coverage_options_given(a: &report::Args<'_>) -> Vec<&'static str> {
+    [
+        ("--classes", !a.classes.is_empty()),
+        ("--sources", !a.sources.is_empty()),
+        ("--include", !a.include.is_empty()),
+        ("--exclude", !a.exclude.is_empty()),
+        ("--title", a.title.is_some()),
+        ("--xml", a.xml.is_some()),
+        ("--cobertura", a.cobertura.is_some()),
+        ("--lcov", a.lcov.is_some()),
+        ("--csv", a.csv.is_some()),
+        ("--html", a.html.is_some()),
+        ("--per-test", a.per_test),
+    ]
+    .into_iter()
+    .filter(|(_, given)| *given)
+    .map(|(o, _)| o)
+    .collect()
+}
+
+/// `bci report`: coverage data (bci.cov: `a`) or one cpu=times data file (bci.data) and its
+/// options; each kind's options refused for the other, saying what applies.
+fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<String, String> {
+    let first = &inputs[0];
+    if std::fs::metadata(first).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        // neither kind of data: say what it is rather than which header it lacks
+        return Err(format!(
+            "{}: empty file: no data was written to it (the run ended before its data was \
+             written, or it was never a data file)",
+            first.display()
+        ));
+    }
+    let coverage_opts = coverage_options_given(a);
+    let profile = offline::is_profile_data(first);
+    if !profile
+        && (coverage::is_coverage_file(first)
+            || !coverage_opts.is_empty()
+            || coverage::class_path_kind(first).is_some())
+    {
+        for p in inputs {
+            let s = p.display().to_string();
+            if !p.exists() && s.contains('=') {
+                return Err(format!(
+                    "{s}: options in the agent's syntax apply to cpu=times data (bci.data) \
+                     only; a coverage report takes --classes, --sources, --include, \
+                     --exclude, --title, --xml, --cobertura, --lcov, --csv, --html, \
+                     --per-test, -o"
+                ));
+            }
+            if offline::is_profile_data(p) {
+                return Err(format!(
+                    "{s}: cpu=times data, not coverage data: report it on its own (bci report \
+                     {s})"
+                ));
+            }
+        }
+        return report::run(a);
+    }
+    if profile && !coverage_opts.is_empty() {
+        return Err(format!(
+            "{}: cpu=times data: {} {} to coverage data (bci.cov) only; {}",
+            first.display(),
+            coverage_opts.join(", "),
+            if coverage_opts.len() == 1 {
+                "applies"
+            } else {
+                "apply"
+            },
+            offline::REPORT_USAGE
+        ));
+    }
+    // a data file after the first (its options argument names no file)
+    if let Some(p) = inputs[1..].iter().find(|p| p.is_file()) {
+        return Err(format!(
+            "{}: a second data file: bci report renders one cpu=times data file (profiles \
+             are not merged; report each on its own); {}",
+            p.display(),
+            offline::REPORT_USAGE
+        ));
+    }
+    if inputs.len() > 2 {
+        return Err(format!(
+            "{}: a cpu=times report takes one data file and one argument of options, not {}; \
+             {}",
+            first.display(),
+            inputs.len() - 1,
+            offline::REPORT_USAGE
+        ));
+    }
+    let options = inputs
+        .get(1)
+        .map_or(String::new(), |o| o.display().to_string());
+    offline::report(first, &options)
 }
 
 /// Refuses a glob that would silently match nothing; the message names option and pattern.
@@ -386,18 +484,9 @@ fn main() -> ExitCode {
             csv,
             html,
             per_test,
-        } => match if std::fs::metadata(&inputs[0]).is_ok_and(|m| m.is_file() && m.len() == 0) {
-            // neither kind of data: say what it is rather than which header it lacks
-            Err(format!(
-                "{}: empty file: no data was written to it (the run ended before its data was \
-                 written, or it was never a data file)",
-                inputs[0].display()
-            ))
-        } else if coverage::is_coverage_file(&inputs[0])
-            || !classes.is_empty()
-            || coverage::class_path_kind(&inputs[0]).is_some()
-        {
-            report::run(&report::Args {
+        } => match report_cmd(
+            &inputs,
+            &report::Args {
                 data: &inputs,
                 classes: &classes,
                 sources: &sources,
@@ -410,19 +499,8 @@ fn main() -> ExitCode {
                 csv: csv.as_deref(),
                 html: html.as_deref(),
                 per_test,
-            })
-        } else if inputs.len() > 2 {
-            Err(format!(
-                "{}: not a coverage data file; a cpu=times report takes one data file and one \
-                 options argument",
-                inputs[0].display()
-            ))
-        } else {
-            let options = inputs
-                .get(1)
-                .map_or(String::new(), |o| o.display().to_string());
-            offline::report(&inputs[0], &options)
-        } {
+            },
+        ) {
             Ok(text) => {
                 let res = match &output {
                     Some(p) => std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display())),

@@ -245,27 +245,50 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
     ))
 }
 
+/// The agent's options a cpu=times report takes (the rest steer the run).
+const REPORT_OPTIONS: &[&str] = &["thread", "format", "cutoff", "lineno"];
+
+/// What a cpu=times report takes, for its error messages.
+pub const REPORT_USAGE: &str = "a cpu=times report takes -o FILE and one argument of options in \
+     the agent's syntax: thread=y|n, format=hprof|collapsed|methods, cutoff=N, lineno=y|n \
+     (e.g. thread=y,format=methods)";
+
+/// Whether a file starts like the data file the runtime jar writes (`bci-data` and a tab).
+pub fn is_profile_data(path: &Path) -> bool {
+    let mut head = [0u8; 9];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"bci-data\t")
+}
+
 /// Renders a data file as the agent would (HPROF text by default); `options` in the agent's
-/// syntax (`thread=y,format=methods,cutoff=0.01,lineno=n`). Options that only steer recording
-/// (clock, depth: they come from the data file) are refused. `thread=` defaults to how the data
+/// syntax (`thread=y,format=methods,cutoff=0.01,lineno=n`). The agent's other options steer
+/// the run (clock, depth: they come from the data file; covfile, verbose …: they do nothing
+/// here) and are refused, as are unknown ones, saying what the report takes. `thread=` defaults to how the data
 /// was recorded (`-Dbci.thread=`); `thread=n` merges per-thread data; `thread=y` on data
 /// recorded without it is refused (its threads are one row: there is nothing to split).
 pub fn report(data: &Path, options: &str) -> Result<String, String> {
-    let mut o = bciagent::options::parse(Some(options)).map_err(|e| format!("{e}"))?;
-    let given = |k: &str| {
+    let names = || {
         options
             .split(',')
-            .any(|p| p.trim().split('=').next() == Some(k))
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split('=').next().unwrap_or(p))
     };
-    for k in [
-        "clock", "depth", "interval", "rules", "include", "exclude", "file", "doe",
-    ] {
-        if given(k) {
-            return Err(format!(
-                "option {k}= is set when the program runs, not in the report"
-            ));
+    for k in names() {
+        if REPORT_OPTIONS.contains(&k) {
+            continue;
         }
+        return Err(if k == "help" {
+            format!("help: the report's options are these; {REPORT_USAGE}")
+        } else if bciagent::options::OPTION_NAMES.split(", ").any(|n| n == k) {
+            format!("option {k}= is set when the program runs, not in the report; {REPORT_USAGE}")
+        } else {
+            format!("unknown report option '{k}'; {REPORT_USAGE}")
+        });
     }
+    let given = |k: &str| names().any(|n| n == k);
+    let mut o = bciagent::options::parse(Some(options)).map_err(|e| format!("{e}"))?;
     let (snap, rec) = read_data(data)?;
     if !given("thread") {
         o.thread = rec.per_thread;

@@ -362,16 +362,19 @@ fn coverage_counts_match_the_sources_exactly() {
     assert!(!text.to_lowercase().contains("warning"), "{text}");
     assert!(html.join("index.html").exists());
 
-    // bci merge of the same run twice doubles every count; bci report reads the merged data
-    // against the original classes and writes the LCOV.
+    // bci merge of two runs with the same counts (one file given twice is refused) doubles
+    // every count; bci report reads the merged data against the original classes and writes
+    // the LCOV.
     let bci = env!("CARGO_BIN_EXE_bci");
     let run = work.join("run.cov");
     std::fs::write(&run, data.to_bytes()).unwrap();
+    let again = work.join("run-again.cov");
+    std::fs::write(&again, data.to_bytes()).unwrap();
     let merged = work.join("merged.cov");
     let st = Command::new(bci)
         .args(["merge"])
         .arg(&run)
-        .arg(&run)
+        .arg(&again)
         .arg("-o")
         .arg(&merged)
         .status()

@@ -634,6 +634,151 @@ fn report_rejects_bad_data_files_with_their_line() {
     );
 }
 
+/// `bci report` of cpu=times data takes `-o` and the report options in the agent's syntax
+/// (thread=, format=, cutoff=, lineno=); the coverage report's options, a second data file,
+/// and options that steer the run are refused with what applies (they were ignored: the HPROF
+/// text printed, exit 0, no file written), and so are the agent-syntax options next to
+/// coverage data.
+#[test]
+fn report_takes_only_the_options_of_its_kind_of_data() {
+    let out = fresh("report-options");
+    let data = out.join("bci.data");
+    std::fs::write(
+        &data,
+        "bci-data\t1\nclock\twall\nthread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n",
+    )
+    .unwrap();
+    let applies = "a cpu=times report takes -o FILE and one argument of options in the \
+                   agent's syntax: thread=y|n, format=hprof|collapsed|methods, cutoff=N, \
+                   lineno=y|n (e.g. thread=y,format=methods)";
+    let (x, l, c, cob, h) = (
+        out.join("x.xml"),
+        out.join("l.info"),
+        out.join("c.csv"),
+        out.join("cob.xml"),
+        out.join("h"),
+    );
+    let all: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+        &"report",
+        &data,
+        &"--xml",
+        &x,
+        &"--lcov",
+        &l,
+        &"--csv",
+        &c,
+        &"--cobertura",
+        &cob,
+        &"--html",
+        &h,
+        &"--per-test",
+        &"--title",
+        &"T",
+    ];
+    let o = bci(&all);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: cpu=times data: --title, --xml, --cobertura, --lcov, --csv, --html, \
+             --per-test apply to coverage data (bci.cov) only; {applies}\n",
+            data.display()
+        )
+    );
+    assert_eq!(text(&o.stdout), "");
+    for f in [&x, &l, &c, &cob, &h] {
+        assert!(!f.exists(), "{}", f.display());
+    }
+    let classes = out.join("classes");
+    std::fs::create_dir_all(&classes).unwrap();
+    for (opt, v) in [
+        ("--classes", classes.to_str().unwrap()),
+        ("--sources", "src"),
+        ("--include", "a.*"),
+        ("--exclude", "a.*"),
+    ] {
+        let o = bci(&[&"report", &data, &opt, &v]);
+        assert_eq!(o.status.code(), Some(2), "{opt}");
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "bci: {}: cpu=times data: {opt} applies to coverage data (bci.cov) only; \
+                 {applies}\n",
+                data.display()
+            )
+        );
+    }
+    // two profiles
+    let o = bci(&[&"report", &data, &data]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: a second data file: bci report renders one cpu=times data file \
+             (profiles are not merged; report each on its own); {applies}\n",
+            data.display()
+        )
+    );
+    // options that steer the run, and unknown ones
+    for (opts, want) in [
+        (
+            "covfile=x",
+            "option covfile= is set when the program runs, not in the report",
+        ),
+        (
+            "coverage=y",
+            "option coverage= is set when the program runs, not in the report",
+        ),
+        (
+            "verbose=y",
+            "option verbose= is set when the program runs, not in the report",
+        ),
+        (
+            "thread=n,tracemax=1k",
+            "option tracemax= is set when the program runs, not in the report",
+        ),
+        ("help", "help: the report's options are these"),
+        ("thred=y", "unknown report option 'thred'"),
+    ] {
+        let o = bci(&[&"report", &data, &opts]);
+        assert_eq!(o.status.code(), Some(2), "{opts}");
+        assert_eq!(
+            text(&o.stderr),
+            format!("bci: {want}; {applies}\n"),
+            "{opts}"
+        );
+    }
+    let o = bci(&[
+        &"report",
+        &data,
+        &"thread=n,format=methods,cutoff=0,lineno=n",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // the other way round: the agent's options next to coverage data
+    let cov = out.join("a.cov");
+    std::fs::write(&cov, b"BCICOV\0\n\0\x01\0\0\0\0\0\0\0\0").unwrap();
+    let o = bci(&[&"report", &cov, &"thread=y", &"--classes", &classes]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert_eq!(
+        text(&o.stderr),
+        "bci: thread=y: options in the agent's syntax apply to cpu=times data (bci.data) only; \
+         a coverage report takes --classes, --sources, --include, --exclude, --title, --xml, \
+         --cobertura, --lcov, --csv, --html, --per-test, -o\n"
+    );
+    let o = bci(&[&"report", &cov, &data, &"--classes", &classes]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: cpu=times data, not coverage data: report it on its own (bci report {})\n",
+            data.display(),
+            data.display()
+        )
+    );
+    let o = bci(&[&"report", &cov, &"--classes", &classes]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
 /// Every program of test-classes/ instrumented offline and run with the runtime jar (no agent,
 /// -Xverify:all): each `// expect: Class.method count=N` in its source (the counts the agent
 /// test checks) equals the count in `bci report`.

@@ -428,8 +428,13 @@ fn line_of(r: &Run, needle: &str) -> u32 {
 #[test]
 fn cobertura_lcov_csv_and_console_from_two_data_files() {
     let r = setup("formats", &["CovBasics"]);
+    // the same counts as from another JVM (one run's data given twice is refused)
     let copy = r.work.join("copy.cov");
-    std::fs::copy(&r.data, &copy).unwrap();
+    let mut other = CovData::parse(&std::fs::read(&r.data).unwrap()).unwrap();
+    for s in &mut other.sessions {
+        s.id.push_str("-other");
+    }
+    std::fs::write(&copy, other.to_bytes()).unwrap();
     let (cob, info, csv) = (
         r.work.join("out/cobertura.xml"),
         r.work.join("out/cov.info"),
@@ -1182,6 +1187,107 @@ fn a_class_path_given_as_data_is_named_as_one() {
     assert!(
         out.contains("\n0 classes analysed, 0 with data; 0 sessions in"),
         "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// One run's data given twice (the same file twice, or a merged file next to one of its parts,
+/// e.g. a `*.cov` glob that picks up an earlier `bci merge` output) would count that run twice:
+/// `bci merge` and `bci report` refuse it, naming both files and the session, and write
+/// nothing. Data of distinct runs merges as before.
+#[test]
+fn one_runs_data_given_twice_is_refused() {
+    use bci_rewriter::coverage::data::Session;
+    let work = common::workspace().join(format!(
+        "target/test-out/reports-session-twice-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("classes")).unwrap();
+    let classes = work.join("classes");
+    let run = |id: &str, count: u64| {
+        let mut d = CovData::default();
+        d.sessions.push(Session {
+            id: id.into(),
+            start_ms: 1,
+            dump_ms: 2,
+            jvm: "17".into(),
+            command: "java Main".into(),
+        });
+        d.add_class("a/B", 7, &[count, 0]).unwrap();
+        d
+    };
+    let (a, b) = (work.join("a.cov"), work.join("b.cov"));
+    std::fs::write(&a, run("host-10-1", 4001).to_bytes()).unwrap();
+    std::fs::write(&b, run("host-11-1", 5).to_bytes()).unwrap();
+    // distinct runs: counts add up, two sessions
+    let all = work.join("all.cov");
+    let (code, out, err) = run_bci(&[os("merge"), os(&a), os(&b), os("-o"), os(&all)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let d = CovData::parse(&std::fs::read(&all).unwrap()).unwrap();
+    assert_eq!(d.counts("a/B", 7).unwrap(), &[4006, 0]);
+    assert_eq!(d.sessions.len(), 2);
+    let out_file = work.join("twice.cov");
+    for (inputs, first, second) in [
+        (vec![&a, &a], &a, &a),
+        (vec![&all, &a], &all, &a),
+        (vec![&b, &all], &b, &all),
+    ] {
+        let session = if first == &b {
+            "host-11-1"
+        } else {
+            "host-10-1"
+        };
+        let want = if first == second {
+            format!(
+                "bci: {} is given twice: its counts would be added twice\n",
+                first.display()
+            )
+        } else {
+            format!(
+                "bci: {} and {} both hold session {session}: that run's counts would be \
+                 added twice; give each run's data once (not a merged file next to a file \
+                 merged into it)\n",
+                first.display(),
+                second.display()
+            )
+        };
+        let mut m = vec![os("merge")];
+        m.extend(inputs.iter().map(os));
+        m.extend([os("-o"), os(&out_file)]);
+        let (code, out, err) = run_bci(&m);
+        assert_eq!(
+            (code, err.as_str()),
+            (Some(2), want.as_str()),
+            "{m:?}: {out}"
+        );
+        assert!(!out_file.exists(), "{m:?}");
+        let mut r = vec![os("report")];
+        r.extend(inputs.iter().map(os));
+        r.extend([os("--classes"), os(&classes)]);
+        let (code, out, err) = run_bci(&r);
+        assert_eq!(
+            (code, err.as_str()),
+            (Some(2), want.as_str()),
+            "{r:?}: {out}"
+        );
+    }
+    // a file that holds one session twice (an older bci's merge of a file with itself): its
+    // counts are doubled already; read, with a warning naming it
+    let mut doubled = run("host-10-1", 4001);
+    doubled.merge(&run("host-12-1", 4001), false).unwrap();
+    doubled.sessions[1].id = "host-10-1".into();
+    let twice = work.join("old-twice.cov");
+    std::fs::write(&twice, doubled.to_bytes()).unwrap();
+    let (code, out, err) = run_bci(&[os("report"), os(&twice), os("--classes"), os(&classes)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: {}: session host-10-1 is in it twice: that run's counts are likely counted \
+             twice (a merge of data with itself); remake it from the files it was merged from\n",
+            twice.display()
+        )
     );
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -218,6 +218,7 @@ impl Report {
         // files (indexes into a.data) each (class, hash) came from, to name stale data by file.
         let mut data = CovData::default();
         let mut from: BTreeMap<(String, u64), Vec<usize>> = BTreeMap::new();
+        let mut sessions = crate::coverage::Sessions::default();
         for (i, p) in a.data.iter().enumerate() {
             if let Some(what) = crate::coverage::class_path_kind(p) {
                 return Err(format!(
@@ -227,6 +228,9 @@ impl Report {
                 ));
             }
             let d = crate::coverage::read(p)?;
+            if let Some(note) = sessions.add(p, &d)? {
+                progress.line(&note);
+            }
             data.add_all(&d)
                 .map_err(|e| format!("{}: {e}", p.display()))?;
             for key in d.classes.keys() {

@@ -256,9 +256,48 @@ impl CovData {
         )
     }
 
+    /// The first session of `other` that this data holds already: the same run's data given
+    /// twice (a file twice, or a merged file and one of its parts). A session id names one
+    /// JVM (host, pid and start time), and a JVM's data is in one file: its repeated dumps
+    /// update its session in place, and one that falls back to `<covfile>.<pid>` writes its
+    /// whole run there.
+    pub fn shared_session<'a>(&self, other: &'a CovData) -> Option<&'a Session> {
+        other
+            .sessions
+            .iter()
+            .find(|s| self.sessions.iter().any(|t| t.id == s.id))
+    }
+
+    /// Session ids listed more than once in this data (once each): written by a merge of data
+    /// with itself (older bci versions allowed it), whose counts are then doubled.
+    pub fn repeated_sessions(&self) -> Vec<&str> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut twice = Vec::new();
+        for s in &self.sessions {
+            if !seen.insert(s.id.as_str()) && !twice.contains(&s.id.as_str()) {
+                twice.push(s.id.as_str());
+            }
+        }
+        twice
+    }
+
+    /// Refuses data holding a session this data holds already (its counts would be added
+    /// twice).
+    fn check_sessions(&self, other: &CovData) -> Result<(), DataError> {
+        match self.shared_session(other) {
+            Some(s) => Err(DataError(format!(
+                "session {}: in the data already (that run's counts would be added twice)",
+                s.id
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Adds another data set's classes and per-test counts as they are (no stale check: the
-    /// same class under two hashes stays apart, as two keys).
+    /// same class under two hashes stays apart, as two keys). A session of `other` already
+    /// here is an error (nothing is added).
     pub fn add_all(&mut self, other: &CovData) -> Result<(), DataError> {
+        self.check_sessions(other)?;
         for ((name, hash), v) in &other.classes {
             self.add_class(name, *hash, v)?;
         }
@@ -273,8 +312,10 @@ impl CovData {
 
     /// Adds another data set: sessions appended, counts summed (saturating). A class present
     /// under two hashes is stale: an error naming it, or with `ignore_stale` the incoming
-    /// class is skipped and named in the returned list.
+    /// class is skipped and named in the returned list. A session of `other` already here is
+    /// an error (nothing is added).
     pub fn merge(&mut self, other: &CovData, ignore_stale: bool) -> Result<Vec<String>, DataError> {
+        self.check_sessions(other)?;
         let mut skipped = Vec::new();
         for ((name, hash), v) in &other.classes {
             let stale = self
@@ -343,10 +384,47 @@ mod tests {
         let b = d.to_bytes();
         assert_eq!(CovData::parse(&b).unwrap(), d);
         let mut m = d.clone();
-        m.merge(&d, false).unwrap();
+        m.merge(&another_run(&d), false).unwrap();
         assert_eq!(m.counts("a/B", 7).unwrap(), &[2, 4, 6]);
         assert_eq!(m.counts("a/C", 9).unwrap(), &[u64::MAX]);
         assert_eq!(m.sessions.len(), 2);
+    }
+
+    /// The same counts from another JVM (another session).
+    fn another_run(d: &CovData) -> CovData {
+        let mut o = d.clone();
+        for s in &mut o.sessions {
+            s.id.push_str("-other");
+        }
+        o
+    }
+
+    #[test]
+    fn one_runs_data_twice_is_refused_and_adds_nothing() {
+        let d = sample();
+        for add in [
+            |m: &mut CovData, o: &CovData| m.merge(o, false).map(|_| ()),
+            |m: &mut CovData, o: &CovData| m.add_all(o),
+        ] {
+            let mut m = d.clone();
+            let e = add(&mut m, &d).unwrap_err();
+            assert_eq!(
+                e.0,
+                "session host-1: in the data already (that run's counts would be added twice)"
+            );
+            assert_eq!(m, d);
+            // a merged file and one of its parts
+            add(&mut m, &another_run(&d)).unwrap();
+            let before = m.clone();
+            assert!(add(&mut m, &another_run(&d)).is_err());
+            assert_eq!(m, before);
+            assert_eq!(m.shared_session(&d).unwrap().id, "host-1");
+            assert!(m.repeated_sessions().is_empty());
+        }
+        let mut twice = sample();
+        twice.sessions.push(twice.sessions[0].clone());
+        twice.sessions.push(twice.sessions[0].clone());
+        assert_eq!(twice.repeated_sessions(), ["host-1"]);
     }
 
     #[test]
@@ -368,7 +446,7 @@ mod tests {
             vec![0, 2, 0]
         );
         let mut m = back.clone();
-        m.merge(&back, false).unwrap();
+        m.merge(&another_run(&back), false).unwrap();
         assert_eq!(
             m.tests["a.BTest#one()"][&("a/B".to_string(), 7)],
             vec![2, 0, 0]
