@@ -1,5 +1,5 @@
 //! The one place that calls the rewriter (crate `bci_rewriter`), so its API shows up in one file.
-//! Built without the `rewriter` feature, a stub leaves every class unchanged.
+//! Built without the `rewriter` feature, a stub refuses to start (it could instrument nothing).
 
 use crate::options::Options;
 use crate::registry::Registry;
@@ -393,11 +393,15 @@ mod imp {
     pub struct Engine;
 
     impl Engine {
-        pub fn new(o: &Options) -> Result<Engine, String> {
-            if let Some(path) = &o.rules {
-                std::fs::read_to_string(path).map_err(|e| format!("rules={path}: {e}"))?;
-            }
-            Ok(Engine)
+        /// A library built without its rewriter can instrument nothing: it says so at start
+        /// instead of running the program with every option accepted and nothing recorded.
+        pub fn new(_o: &Options) -> Result<Engine, String> {
+            Err(
+                "this libbciagent.so was built without its rewriter (cargo feature \"rewriter\", \
+                 on by default) and can instrument nothing; build it with \
+                 `cargo build --release -p bci-agent`"
+                    .to_string(),
+            )
         }
         pub fn selects(&self, _internal_name: &str) -> bool {
             false
