@@ -525,14 +525,13 @@ pub fn encode_mutf8(s: &str) -> Cow<'_, [u8]> {
 }
 
 /// Append-only constant-pool builder. Original indices stay valid; new entries are
-/// de-duplicated against each other and, except Utf8 entries, against the original pool
-/// (indexed lazily, per tag, on the first addition). [`CpBuilder::class`] finds Class entries
-/// of the original pool by name; the member references a rewriter adds name their classes
-/// with appended entries. A Utf8 entry is appended even when the original pool has an equal one:
-/// indexing every Utf8 entry of the pool (about half of them) took 5 % of the cpu-times
-/// rewrite, and what the rewriters add is a few names (their runtime's, `StackMapTable`, a
-/// descriptor or two: tens of bytes a class). Entries that refer to an appended entry (a
-/// Class of a new name) are new too.
+/// de-duplicated against the original pool (indexed lazily, per tag, on the first addition)
+/// and against each other. [`CpBuilder::class`] first looks through a list of the pool's
+/// Class entries, which is cheaper than indexing its Utf8 entries (tens of entries against
+/// hundreds). The constants of a rewriter's own runtime calls ([`CpBuilder::runtime_methodref`],
+/// the catch-all's Throwable) are looked up among the appended entries only: an
+/// uninstrumented class does not have the runtime's names, and indexing every Utf8 entry of
+/// the pool to find the one descriptor it might share took 5 % of the cpu-times rewrite.
 pub struct CpBuilder<'a> {
     cp: &'a ConstantPool<'a>,
     count: u32,
@@ -728,21 +727,20 @@ impl<'a> CpBuilder<'a> {
 
     /// The index of an existing entry with this tag and payload: the first such original
     /// entry, else the appended one.
-    fn find(&mut self, t: u8, payload: &[u8]) -> Option<u16> {
+    fn find(&mut self, t: u8, payload: &[u8], appended_only: bool) -> Option<u16> {
         // An entry that refers to an appended entry cannot be an original one: only the
         // appended entries need a look (the tag's original entries are not indexed for it).
         let refs_new = |at: usize| be16(payload, at) >= self.cp.count();
-        let new_only = match t {
-            tag::CLASS | tag::STRING | tag::METHOD_TYPE | tag::MODULE | tag::PACKAGE => {
-                payload.len() == 2 && refs_new(0)
-            }
-            tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF | tag::NAME_AND_TYPE => {
-                payload.len() == 4 && (refs_new(0) || refs_new(2))
-            }
-            // not looked up in the original pool (see `CpBuilder`)
-            tag::UTF8 => true,
-            _ => false,
-        };
+        let new_only = appended_only
+            || match t {
+                tag::CLASS | tag::STRING | tag::METHOD_TYPE | tag::MODULE | tag::PACKAGE => {
+                    payload.len() == 2 && refs_new(0)
+                }
+                tag::FIELDREF | tag::METHODREF | tag::INTERFACE_METHODREF | tag::NAME_AND_TYPE => {
+                    payload.len() == 4 && (refs_new(0) || refs_new(2))
+                }
+                _ => false,
+            };
         let mut ix = match self.index.take() {
             // Rebuild when appended entries have filled the table (keeps chains short).
             Some(ix) if ix.heads.len() >= self.count as usize => ix,
@@ -754,8 +752,10 @@ impl<'a> CpBuilder<'a> {
         let h = raw_hash(t, payload);
         let mut i = ix.heads[ix.slot(h)];
         let mut found = None;
+        // (original entries may be in the chain when their tag was indexed for another look)
+        let first = if appended_only { self.cp.count() } else { 0 };
         while i != 0 {
-            if self.raw_of(i) == Some((t, payload)) {
+            if i >= first && self.raw_of(i) == Some((t, payload)) {
                 found = Some(i);
                 break;
             }
@@ -766,7 +766,12 @@ impl<'a> CpBuilder<'a> {
     }
 
     fn add_raw(&mut self, t: u8, payload: &[u8]) -> Result<u16> {
-        if let Some(i) = self.find(t, payload) {
+        self.add_raw_in(t, payload, false)
+    }
+
+    /// [`CpBuilder::add_raw`]; `appended_only`: de-duplicated among the appended entries only.
+    fn add_raw_in(&mut self, t: u8, payload: &[u8], appended_only: bool) -> Result<u16> {
+        if let Some(i) = self.find(t, payload, appended_only) {
             return Ok(i);
         }
         let slots = if t == tag::LONG || t == tag::DOUBLE {
@@ -876,24 +881,41 @@ impl<'a> CpBuilder<'a> {
         self.throwable = Some(i);
         Ok(i)
     }
+    /// The original pool's Utf8 `StackMapTable`, named by a method's table: used for the
+    /// methods that get their first frames.
+    pub(crate) fn note_stack_map_table_name(&mut self, i: u16) {
+        self.stack_map_table.get_or_insert(i);
+    }
     /// The Utf8 constant `StackMapTable` (memoized: methods that get their first frames need it).
     pub fn stack_map_table_name(&mut self) -> Result<u16> {
         if let Some(i) = self.stack_map_table {
             return Ok(i);
         }
-        let i = self.utf8("StackMapTable")?;
+        // not seen in a method of the class (`note_stack_map_table_name`): most likely not
+        // in its pool either
+        let i = self.appended_utf8("StackMapTable")?;
         self.stack_map_table = Some(i);
         Ok(i)
     }
-    /// A Class entry appended for `internal_name` (once), without a look at the original
-    /// pool: for the references a rewriter adds (its runtime's methods, the catch-all's
-    /// Throwable), which the original pool mostly does not have, where listing the pool's
-    /// Class entries took 3 % of the cpu-times rewrite.
+    /// A Class entry for `internal_name` looked up among the appended entries only (see
+    /// [`CpBuilder`]).
     fn appended_class(&mut self, internal_name: &str) -> Result<u16> {
-        self.with_utf8_payload(internal_name, |cb, p| {
-            let n = cb.add_raw(tag::UTF8, p)?;
-            cb.ref1(tag::CLASS, n)
-        })
+        let n = self.appended_utf8(internal_name)?;
+        self.ref1(tag::CLASS, n)
+    }
+    /// A Utf8 entry looked up among the appended entries only (see [`CpBuilder`]).
+    fn appended_utf8(&mut self, s: &str) -> Result<u16> {
+        self.with_utf8_payload(s, |cb, p| cb.add_raw_in(tag::UTF8, p, true))
+    }
+    /// A Methodref for a call into a rewriter's own runtime: its constants are looked up
+    /// among the appended entries only (see [`CpBuilder`]); a descriptor the class already
+    /// has may so be there twice.
+    pub fn runtime_methodref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16> {
+        let c = self.appended_class(class)?;
+        let n = self.appended_utf8(name)?;
+        let d = self.appended_utf8(desc)?;
+        let nt = self.ref2(tag::NAME_AND_TYPE, n, d)?;
+        self.ref2(tag::METHODREF, c, nt)
     }
     /// The Class entry of `internal_name`: the original pool's first, else appended.
     pub fn class(&mut self, internal_name: &str) -> Result<u16> {
@@ -921,17 +943,17 @@ impl<'a> CpBuilder<'a> {
         self.ref2(tag::NAME_AND_TYPE, n, d)
     }
     pub fn methodref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16> {
-        let c = self.appended_class(class)?;
+        let c = self.class(class)?;
         let nt = self.name_and_type(name, desc)?;
         self.ref2(tag::METHODREF, c, nt)
     }
     pub fn interface_methodref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16> {
-        let c = self.appended_class(class)?;
+        let c = self.class(class)?;
         let nt = self.name_and_type(name, desc)?;
         self.ref2(tag::INTERFACE_METHODREF, c, nt)
     }
     pub fn fieldref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16> {
-        let c = self.appended_class(class)?;
+        let c = self.class(class)?;
         let nt = self.name_and_type(name, desc)?;
         self.ref2(tag::FIELDREF, c, nt)
     }
@@ -988,9 +1010,8 @@ mod tests {
         );
     }
 
-    /// Fixed-size constants and Class entries (by name) are found in the original pool (the
-    /// first of equal ones); Utf8 entries, and references to them, are appended once and then
-    /// found among the appended.
+    /// Constants are found in the original pool (the first of equal ones) or appended once;
+    /// a runtime call's constants are looked up among the appended ones only.
     #[test]
     fn builder_dedupes_appended_entries_and_original_numbers() {
         let b = pool_bytes(&[
@@ -1006,19 +1027,21 @@ mod tests {
         assert_eq!(cb.integer(7).unwrap(), 3);
         assert_eq!(cb.add_raw(tag::FLOAT, &[0x3F, 0x80, 0, 0]).unwrap(), 5);
         assert!(cb.is_unchanged());
-        // a Class is found by name; its Utf8 is not
         assert_eq!(cb.class("p/A").unwrap(), 2);
+        assert_eq!(cb.utf8("p/A").unwrap(), 1);
         assert!(cb.is_unchanged());
         let n = cp.count();
-        assert_eq!(cb.utf8("p/A").unwrap(), n);
-        assert_eq!(cb.utf8("p/A").unwrap(), n);
-        assert_eq!(cb.class("q/B").unwrap(), n + 2); // Utf8 at n + 1
-        assert_eq!(cb.class("q/B").unwrap(), n + 2);
-        let m = cb.methodref("p/A", "f", "()V").unwrap();
+        assert_eq!(cb.class("q/B").unwrap(), n + 1); // Utf8 at n
+        assert_eq!(cb.class("q/B").unwrap(), n + 1);
+        let m = cb.methodref("p/A", "f", "()V").unwrap(); // Utf8 f, ()V, NameAndType
+        assert_eq!(m, n + 5);
         assert_eq!(cb.methodref("p/A", "f", "()V").unwrap(), m);
-        assert_eq!(cb.integer(8).unwrap(), m + 1);
-        assert_eq!(cb.integer(8).unwrap(), m + 1);
-        assert_eq!(cb.count(), m + 2);
+        // a runtime call: its own entries, even for a name the pool has
+        let r = cb.runtime_methodref("p/A", "f", "()V").unwrap();
+        assert_eq!(r, m + 3); // Utf8 p/A, Class; f, ()V and their NameAndType are appended
+        assert_eq!(cb.runtime_methodref("p/A", "f", "()V").unwrap(), r);
+        assert_eq!(cb.integer(8).unwrap(), r + 1);
+        assert_eq!(cb.count(), r + 2);
     }
 
     #[test]

@@ -110,7 +110,8 @@ impl<'r> Calls<'r> {
         if self.cache[which].is_none() {
             let (name, desc) = SIG[which];
             let mut s = Snippet::new();
-            s.invokestatic(cp, self.runtime, name, desc)?;
+            let m = cp.runtime_methodref(self.runtime, name, desc)?;
+            s.invokestatic_ref(m, desc)?;
             self.cache[which] = Some(s);
         }
         Ok(self.cache[which].as_ref().unwrap_or_else(|| unreachable!()))
