@@ -529,7 +529,8 @@ pub fn encode_mutf8(s: &str) -> Cow<'_, [u8]> {
 /// and against each other. [`CpBuilder::class`] first looks through a list of the pool's
 /// Class entries, which is cheaper than indexing its Utf8 entries (tens of entries against
 /// hundreds). The constants of a rewriter's own runtime calls ([`CpBuilder::runtime_methodref`],
-/// the catch-all's Throwable) are looked up among the appended entries only: an
+/// the catch-all's Throwable) are looked up among the appended entries only (and
+/// `StackMapTable` by one pass over the pool): an
 /// uninstrumented class does not have the runtime's names, and indexing every Utf8 entry of
 /// the pool to find the one descriptor it might share took 5 % of the cpu-times rewrite.
 pub struct CpBuilder<'a> {
@@ -881,19 +882,29 @@ impl<'a> CpBuilder<'a> {
         self.throwable = Some(i);
         Ok(i)
     }
-    /// The original pool's Utf8 `StackMapTable`, named by a method's table: used for the
-    /// methods that get their first frames.
-    pub(crate) fn note_stack_map_table_name(&mut self, i: u16) {
-        self.stack_map_table.get_or_insert(i);
+    /// The first original Utf8 entry holding the (plain ASCII) text `text`, by a pass over
+    /// the pool's entries.
+    fn original_utf8_scan(&self, text: &[u8]) -> Option<u16> {
+        let b = self.cp.bytes;
+        (1..self.cp.offsets.len()).find_map(|i| {
+            let off = self.cp.offsets[i] as usize;
+            let hit = off != 0
+                && b[off] == tag::UTF8
+                && be16(b, off + 1) as usize == text.len()
+                && b.get(off + 3..off + 3 + text.len()) == Some(text);
+            hit.then_some(i as u16)
+        })
     }
     /// The Utf8 constant `StackMapTable` (memoized: methods that get their first frames need it).
     pub fn stack_map_table_name(&mut self) -> Result<u16> {
         if let Some(i) = self.stack_map_table {
             return Ok(i);
         }
-        // not seen in a method of the class (`note_stack_map_table_name`): most likely not
-        // in its pool either
-        let i = self.appended_utf8("StackMapTable")?;
+        // one pass over the pool for this one name rather than indexing its Utf8 entries
+        let i = match self.original_utf8_scan(b"StackMapTable") {
+            Some(i) => i,
+            None => self.appended_utf8("StackMapTable")?,
+        };
         self.stack_map_table = Some(i);
         Ok(i)
     }

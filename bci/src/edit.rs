@@ -1433,9 +1433,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
         // --- frames
         let smt = self.smt();
-        if let Some(a) = &smt {
-            cp.note_stack_map_table_name(a.name_index);
-        }
         let widened_cond: Vec<usize> = lay
             .ev
             .iter()
