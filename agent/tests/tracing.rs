@@ -922,3 +922,61 @@ fn include_exclude_do_not_apply_to_tracing_rules() {
         r.report
     );
 }
+
+/// A line rule's `location` names the pc in the original class file (what `bci rules
+/// explain` shows), also when coverage instrumented the class first: in the agent
+/// (`coverage=y`) or offline (`bci instrument --coverage`). It named the instrumented pc.
+#[test]
+fn line_location_names_the_original_pc() {
+    use bci_rewriter::coverage::{instrument, ClassId, Options};
+    use bci_rewriter::flow::Split;
+    let toml = repo().join("test-classes/trace/trace-line.toml");
+    let rules =
+        bci_rewriter::Rules::parse(&std::fs::read_to_string(&toml).unwrap(), "t.toml").unwrap();
+    let dir = compile(&["TraceBasics.java"], "line-location-classes");
+    let bytes = std::fs::read(dir.join("TraceBasics.class")).unwrap();
+    let sites = bci_rewriter::trace::explain(&bytes, rules.trace_rules()).unwrap();
+    let want: Vec<&str> = sites.iter().map(|s| s.location.as_str()).collect();
+    assert_eq!(want.len(), 1, "{sites:#?}");
+    assert!(want[0].starts_with("line 55 (pc "), "{want:?}");
+    // offline coverage first, then explain on its output
+    let (out, _) = instrument(
+        &bytes,
+        &Options {
+            runtime: "bci/runtime/Cov",
+            split: Split::AfterCalls,
+            class_id: ClassId::Registered {
+                module_reads: false,
+            },
+        },
+    )
+    .unwrap();
+    let bci_rewriter::Outcome::Rewritten(covered) = out else {
+        panic!("coverage left TraceBasics unchanged")
+    };
+    let after = bci_rewriter::trace::explain(&covered, rules.trace_rules()).unwrap();
+    let got: Vec<&str> = after.iter().map(|s| s.location.as_str()).collect();
+    assert_eq!(got, want);
+    // the agent: coverage=y then the rules
+    for extra in ["", ",coverage=y,include=TraceBasics"] {
+        let cov = common::tmp("trace", "line-location").join("run.cov");
+        let r = traced(
+            "TraceBasics",
+            "trace-line.toml",
+            &format!("{extra},covfile={}", cov.display()),
+        );
+        let locs: Vec<&String> = r
+            .events
+            .iter()
+            .filter(|e| field(e, "rule", "\"line\""))
+            .collect();
+        assert!(!locs.is_empty(), "{extra}: {:#?}", r.events);
+        for e in locs {
+            assert!(
+                e.contains(&format!("\"location\":\"{}\"", want[0])),
+                "{extra}: {e} (want {})",
+                want[0]
+            );
+        }
+    }
+}
