@@ -1050,7 +1050,11 @@ fn runtime_jar_covfile_failing_partway_adds_nothing_from_it() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("left as it is"), "{err}");
-    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the bad file was changed");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the bad file was changed"
+    );
     let fallback: Vec<PathBuf> = std::fs::read_dir(&work)
         .unwrap()
         .map(|e| e.unwrap().path())
