@@ -1061,3 +1061,23 @@ fn virtual_threads_are_told_apart_by_their_id() {
         assert_eq!(ids.len(), 2000, "text={text}");
     }
 }
+
+/// Tracing rules alone start no "bciagent sampler" thread (nothing reads its samples; it
+/// woke every 1 ms for the whole run); with cpu=times (clock=sample) it runs. The program
+/// lists its threads as Java and as the OS see them (test-classes/trace/TraceThreads.java).
+#[test]
+fn sampler_only_when_a_profile_reads_it() {
+    // Java does not list JVMTI agent threads: the OS's names (cut to 15 bytes) as well
+    let sampler = |r: &Run| {
+        r.stdout
+            .lines()
+            .any(|l| l == "thread: bciagent sampler" || l == "native: bciagent sample")
+    };
+    let r = traced("TraceThreads", "trace-threads.toml", "");
+    assert!(r.stdout.contains("sum 55"), "{}", r.stdout);
+    assert_eq!(r.events.len(), 10, "{:#?}", r.events);
+    assert!(!sampler(&r), "{}", r.stdout);
+    let r = traced("TraceThreads", "trace-threads.toml", ",cpu=times");
+    assert_eq!(r.events.len(), 10, "{:#?}", r.events);
+    assert!(sampler(&r), "{}", r.stdout);
+}
