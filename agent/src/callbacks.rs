@@ -453,7 +453,9 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
             ));
             jni.take_exception(true);
         }
-        if a.opts.clock == options::Clock::Sample {
+        // only a profile reads the samples: tracing rules alone start no sampler (it woke
+        // every interval= ms for the whole run)
+        if a.opts.clock == options::Clock::Sample && a.engine.profiles() {
             let started = jni
                 .new_thread("bciagent sampler")
                 .and_then(|t| a.jvmti.run_agent_thread(t, sampler_thread));

@@ -489,14 +489,14 @@ fn text_format() {
     );
     let with = |needle: &str| r.events.iter().filter(|l| l.contains(needle)).count();
     assert_eq!(
-        with("[main] add exit TraceBasics.add(II)I dur_ns="),
+        with("[main #1] add exit TraceBasics.add(II)I dur_ns="),
         7,
         "{:#?}",
         r.events
     );
     assert_eq!(with(" args=[40,2] ret=42"), 1, "{:#?}", r.events);
     assert_eq!(
-        with("[main] boom exception TraceBasics.boom(Z)Ljava/lang/Object; dur_ns="),
+        with("[main #1] boom exception TraceBasics.boom(Z)Ljava/lang/Object; dur_ns="),
         1
     );
     assert_eq!(
@@ -505,7 +505,7 @@ fn text_format() {
     );
     assert_eq!(
         with(
-            "[main] call call TraceBasics.loop(I)I (call TraceBasics.add(II)I at line 57) args=[4]"
+            "[main #1] call call TraceBasics.loop(I)I (call TraceBasics.add(II)I at line 57) args=[4]"
         ),
         1,
         "{:#?}",
@@ -651,7 +651,7 @@ fn trace_at_the_edges() {
     assert_eq!(
         t.events
             .iter()
-            .filter(|l| l.contains(" [two lines] apply exit TraceDeep.apply("))
+            .filter(|l| l.contains(" [two lines #") && l.contains("] apply exit TraceDeep.apply("))
             .count(),
         1,
         "{:#?}",
@@ -921,4 +921,163 @@ fn include_exclude_do_not_apply_to_tracing_rules() {
         "{}",
         r.report
     );
+}
+
+/// A line rule's `location` names the pc in the original class file (what `bci rules
+/// explain` shows), also when coverage instrumented the class first: in the agent
+/// (`coverage=y`) or offline (`bci instrument --coverage`). It named the instrumented pc.
+#[test]
+fn line_location_names_the_original_pc() {
+    use bci_rewriter::coverage::{instrument, ClassId, Options};
+    use bci_rewriter::flow::Split;
+    let toml = repo().join("test-classes/trace/trace-line.toml");
+    let rules =
+        bci_rewriter::Rules::parse(&std::fs::read_to_string(&toml).unwrap(), "t.toml").unwrap();
+    let dir = compile(&["TraceBasics.java"], "line-location-classes");
+    let bytes = std::fs::read(dir.join("TraceBasics.class")).unwrap();
+    let sites = bci_rewriter::trace::explain(&bytes, rules.trace_rules()).unwrap();
+    let want: Vec<&str> = sites.iter().map(|s| s.location.as_str()).collect();
+    assert_eq!(want.len(), 1, "{sites:#?}");
+    assert!(want[0].starts_with("line 55 (pc "), "{want:?}");
+    // offline coverage first, then explain on its output
+    let (out, _) = instrument(
+        &bytes,
+        &Options {
+            runtime: "bci/runtime/Cov",
+            split: Split::AfterCalls,
+            class_id: ClassId::Registered {
+                module_reads: false,
+            },
+        },
+    )
+    .unwrap();
+    let bci_rewriter::Outcome::Rewritten(covered) = out else {
+        panic!("coverage left TraceBasics unchanged")
+    };
+    let after = bci_rewriter::trace::explain(&covered, rules.trace_rules()).unwrap();
+    let got: Vec<&str> = after.iter().map(|s| s.location.as_str()).collect();
+    assert_eq!(got, want);
+    // the agent: coverage=y then the rules
+    for extra in ["", ",coverage=y,include=TraceBasics"] {
+        let cov = common::tmp("trace", "line-location").join("run.cov");
+        let r = traced(
+            "TraceBasics",
+            "trace-line.toml",
+            &format!("{extra},covfile={}", cov.display()),
+        );
+        let locs: Vec<&String> = r
+            .events
+            .iter()
+            .filter(|e| field(e, "rule", "\"line\""))
+            .collect();
+        assert!(!locs.is_empty(), "{extra}: {:#?}", r.events);
+        for e in locs {
+            assert!(
+                e.contains(&format!("\"location\":\"{}\"", want[0])),
+                "{extra}: {e} (want {})",
+                want[0]
+            );
+        }
+    }
+}
+
+/// JDK 25 (only when /usr/lib/jvm/temurin-25-jdk-amd64 exists): virtual threads have empty
+/// names; every event carries the thread's id (`tid` in JSON, `[name #tid]` in text), so
+/// 2,000 virtual threads each calling once give 2,000 distinct ids. They could not be told
+/// apart (`"thread":""` and no id).
+#[test]
+fn virtual_threads_are_told_apart_by_their_id() {
+    let jdk = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
+    if !jdk.join("bin/java").exists() {
+        eprintln!("skipped: no JDK 25");
+        return;
+    }
+    let dir = common::tmp("trace", "virtual-tid");
+    let src = dir.join("src/VTid.java");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+    std::fs::write(
+        &src,
+        "import java.util.*;\nimport java.util.concurrent.*;\npublic class VTid {\n\
+         static int work(int i) { return i * 2; }\n\
+         public static void main(String[] a) throws Exception {\n\
+         long sum = 0;\n\
+         try (var ex = Executors.newVirtualThreadPerTaskExecutor()) {\n\
+         List<Future<Integer>> fs = new ArrayList<>();\n\
+         for (int i = 0; i < 2000; i++) { final int k = i; fs.add(ex.submit(() -> work(k))); }\n\
+         for (var f : fs) sum += f.get();\n}\n\
+         System.out.println(\"sum \" + sum);\n}\n}\n",
+    )
+    .unwrap();
+    let classes = dir.join("classes");
+    let o = Command::new(jdk.join("bin/javac"))
+        .arg("-d")
+        .arg(&classes)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rules = dir.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"work\"\nclass = \"VTid\"\nmethod = \"work\"\ntrace = true\n",
+    )
+    .unwrap();
+    for text in [false, true] {
+        let ev = dir.join(if text { "t.txt" } else { "t.jsonl" });
+        let o = Command::new(jdk.join("bin/java"))
+            .arg(format!(
+                "-agentpath:{}=rules={},tracefile={},file={}{}",
+                agent_lib().display(),
+                rules.display(),
+                ev.display(),
+                dir.join("prof.txt").display(),
+                if text { ",traceformat=text" } else { "" }
+            ))
+            .arg("-cp")
+            .arg(&classes)
+            .arg("VTid")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let events = std::fs::read_to_string(&ev).unwrap();
+        let lines: Vec<&str> = events.lines().collect();
+        assert_eq!(lines.len(), 2000, "{events}");
+        let mut ids = std::collections::HashSet::new();
+        for l in &lines {
+            let id: u64 = if text {
+                // ts_ns [ #tid] work exit ...: a virtual thread's empty name
+                let rest = l.split_once(" [ #").unwrap_or_else(|| panic!("{l}")).1;
+                rest.split(']').next().unwrap().parse().unwrap()
+            } else {
+                assert!(field(l, "thread", "\"\""), "{l}");
+                l.split("\"tid\":")
+                    .nth(1)
+                    .and_then(|s| s.split(',').next())
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| panic!("no tid in {l}"))
+            };
+            ids.insert(id);
+        }
+        assert_eq!(ids.len(), 2000, "text={text}");
+    }
+}
+
+/// Tracing rules alone start no "bciagent sampler" thread (nothing reads its samples; it
+/// woke every 1 ms for the whole run); with cpu=times (clock=sample) it runs. The program
+/// lists its threads as Java and as the OS see them (test-classes/trace/TraceThreads.java).
+#[test]
+fn sampler_only_when_a_profile_reads_it() {
+    // Java does not list JVMTI agent threads: the OS's names (cut to 15 bytes) as well
+    let sampler = |r: &Run| {
+        r.stdout
+            .lines()
+            .any(|l| l == "thread: bciagent sampler" || l == "native: bciagent sample")
+    };
+    let r = traced("TraceThreads", "trace-threads.toml", "");
+    assert!(r.stdout.contains("sum 55"), "{}", r.stdout);
+    assert_eq!(r.events.len(), 10, "{:#?}", r.events);
+    assert!(!sampler(&r), "{}", r.stdout);
+    let r = traced("TraceThreads", "trace-threads.toml", ",cpu=times");
+    assert_eq!(r.events.len(), 10, "{:#?}", r.events);
+    assert!(sampler(&r), "{}", r.stdout);
 }

@@ -1017,3 +1017,59 @@ fn methods_past_the_jit_size_limit_are_named() {
     );
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// The runtime jar's writer and a covfile that fails to parse partway (a valid start, a
+/// truncated end): the file is left as it is and this JVM's data goes to `<covfile>.<pid>`
+/// with this run's counts only. The counts read before the failure were added in as well (so
+/// another run's partial counts went out under this JVM's session).
+#[test]
+fn runtime_jar_covfile_failing_partway_adds_nothing_from_it() {
+    let (work, _, inst, rt) = covered_offline("partial", "test-classes/coverage");
+    // a clean run: this run's counts alone
+    let clean = work.join("clean.cov");
+    let o = run_cov_basics(&inst, &rt, &clean, false);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let one = CovData::parse(&std::fs::read(&clean).unwrap()).unwrap();
+    let (key, v) = one
+        .classes
+        .iter()
+        .find(|(k, _)| k.0 == "CovBasics")
+        .expect("CovBasics in the clean run");
+    // the bad file: CovBasics (parses) with large counts, then a class cut short
+    let mut bad = CovData {
+        sessions: one.sessions.clone(),
+        ..Default::default()
+    };
+    bad.add_class(&key.0, key.1, &vec![1000; v.len()]).unwrap();
+    bad.add_class("ZzzLast", 1, &[5, 5, 5, 5]).unwrap();
+    let mut bytes = bad.to_bytes();
+    bytes.truncate(bytes.len() - 12);
+    let path = work.join("bad.cov");
+    std::fs::write(&path, &bytes).unwrap();
+    let o = run_cov_basics(&inst, &rt, &path, false);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("left as it is"), "{err}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the bad file was changed"
+    );
+    let fallback: Vec<PathBuf> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .strip_prefix("bad.cov.")
+                .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    assert_eq!(fallback.len(), 1, "{fallback:?}");
+    let got = CovData::parse(&std::fs::read(&fallback[0]).unwrap()).unwrap();
+    assert_eq!(got.sessions.len(), 1);
+    assert_eq!(got.classes.get(key), Some(v), "{:?}", got.classes);
+    assert!(!got.classes.keys().any(|k| k.0 == "ZzzLast"));
+    let _ = std::fs::remove_dir_all(&work);
+}

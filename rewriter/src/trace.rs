@@ -828,7 +828,7 @@ pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>
                 .map(|e| e.1)
                 .min()
                 .zip(table.iter().map(|e| e.1).max());
-            let mut locs: Vec<String> = locations(&cf, &code, &r.location)?
+            let mut locs: Vec<String> = locations(&cf, (&name, &desc), &code, &r.location)?
                 .into_iter()
                 .map(|(_, l)| l)
                 .collect();
@@ -860,6 +860,7 @@ fn traceable(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
 /// for method locations one entry with index usize::MAX.
 fn locations(
     cf: &ClassFile<'_>,
+    method: (&str, &str),
     code: &bci::CodeAttr<'_>,
     loc: &Location,
 ) -> bci::Result<Vec<(usize, String)>> {
@@ -883,6 +884,19 @@ fn locations(
         }
         Location::Line(n) => {
             let lines = line_table(cf, code);
+            // a class coverage instrumented first (in the agent or offline) keeps its original
+            // line table: the label names the original class file's pc, matched by rank
+            let orig: Option<Vec<u16>> = crate::coverage::original_lines(cf, method.0, method.1)
+                .map(|t| {
+                    let mut v: Vec<u16> = t
+                        .iter()
+                        .filter(|(_, l)| *l as u32 == *n)
+                        .map(|(pc, _)| *pc)
+                        .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                });
             let insns = code.decode_all()?;
             let mut out = Vec::new();
             let mut pcs: Vec<u16> = lines
@@ -892,9 +906,11 @@ fn locations(
                 .collect();
             pcs.sort_unstable();
             pcs.dedup();
-            for pc in pcs {
+            let orig = orig.filter(|o| o.len() == pcs.len());
+            for (j, pc) in pcs.into_iter().enumerate() {
                 if let Some(k) = insns.iter().position(|i| i.pc as usize == pc as usize) {
-                    out.push((k, format!("line {n} (pc {pc})")));
+                    let shown = orig.as_ref().map_or(pc, |o| o[j]);
+                    out.push((k, format!("line {n} (pc {shown})")));
                 }
             }
             Ok(out)
@@ -1332,7 +1348,7 @@ fn trace_method(
                     Location::Call { after: true, .. } => (W_AFTER_CALL, true),
                     _ => (W_CALL, false),
                 };
-                for (ik, label) in locations(cf, &code, loc)? {
+                for (ik, label) in locations(cf, (name, desc), &code, loc)? {
                     let site = next_site();
                     let info = info(r, class, name, desc, &label);
                     let mut s = Snippet::new();

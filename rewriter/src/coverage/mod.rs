@@ -422,6 +422,10 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     if matches!(opts.class_id, ClassId::Constant(_)) && cov.methods.is_empty() {
         return Ok((Outcome::Unchanged, cov));
     }
+    let lines = original_lines_data(&cf, &mut w.cp, &cov.methods)?;
+    if !lines.is_empty() {
+        w.add_attribute(ORIGINAL_LINES_ATTR, &lines)?;
+    }
     if let Some(p) = &prologue {
         if p.has_clinit && !done_clinit {
             // a <clinit> without counters (its plan failed) still runs the prologue
@@ -445,6 +449,82 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         w.add_attribute(crate::offline::MARKER_ATTR, &data)?;
     }
     Ok((Outcome::Rewritten(w.finish()?), cov))
+}
+
+/// Class attribute coverage adds: the original LineNumberTable of each method it gave counters,
+/// so a later pass (tracing, in the agent or on an offline-instrumented class) can name a
+/// line's pc in the original class file rather than in the instrumented code. Layout: u2
+/// method count, then per method u2 name index, u2 descriptor index, u2 entry count and that
+/// many (u2 start_pc, u2 line_number). Entries are those of the original code, in the order of
+/// its tables; the instrumented code keeps one entry per original entry, in the same order
+/// of pc.
+pub const ORIGINAL_LINES_ATTR: &str = "BciOriginalLines";
+
+fn original_lines_data(
+    cf: &ClassFile<'_>,
+    cp: &mut bci::CpBuilder<'_>,
+    methods: &[MethodCoverage],
+) -> Result<Vec<u8>> {
+    let mut n = 0u16;
+    let mut body = Vec::new();
+    for m in methods {
+        let mem = &cf.methods[m.index];
+        let Some((_, a)) = cf.find_attr(&mem.attributes, "Code") else {
+            continue;
+        };
+        let code = bci::CodeAttr::parse(cf, a)?;
+        let mut entries = Vec::new();
+        for a in &code.attributes {
+            if cf.attr_name(a) == "LineNumberTable" {
+                if let Ok(t) = bci::attrs::LineNumbers::parse(a.data, a.offset) {
+                    entries.extend(t.entries);
+                }
+            }
+        }
+        if entries.is_empty() || entries.len() > u16::MAX as usize || n == u16::MAX {
+            continue;
+        }
+        body.extend_from_slice(&cp.utf8(&m.name)?.to_be_bytes());
+        body.extend_from_slice(&cp.utf8(&m.desc)?.to_be_bytes());
+        body.extend_from_slice(&(entries.len() as u16).to_be_bytes());
+        for (pc, line) in entries {
+            body.extend_from_slice(&pc.to_be_bytes());
+            body.extend_from_slice(&line.to_be_bytes());
+        }
+        n += 1;
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut out = n.to_be_bytes().to_vec();
+    out.extend(body);
+    Ok(out)
+}
+
+/// The original line table of method `name``desc` that [`ORIGINAL_LINES_ATTR`] records, if the
+/// class has one for it.
+pub fn original_lines(cf: &ClassFile<'_>, name: &str, desc: &str) -> Option<Vec<(u16, u16)>> {
+    let a = cf
+        .attributes
+        .iter()
+        .find(|a| cf.attr_name(a) == ORIGINAL_LINES_ATTR)?;
+    let d = a.data;
+    let u16_at = |i: usize| Some(u16::from_be_bytes([*d.get(i)?, *d.get(i + 1)?]));
+    let n = u16_at(0)?;
+    let mut at = 2;
+    for _ in 0..n {
+        let mn = cf.cp.utf8(u16_at(at)?).ok()?;
+        let md = cf.cp.utf8(u16_at(at + 2)?).ok()?;
+        let k = u16_at(at + 4)? as usize;
+        at += 6;
+        if mn == name && md == desc {
+            return (0..k)
+                .map(|j| Some((u16_at(at + 4 * j)?, u16_at(at + 4 * j + 2)?)))
+                .collect();
+        }
+        at += 4 * k;
+    }
+    None
 }
 
 /// `<clinit>` (method `k` of the class `w` writes) with the prologue `p` alone, no counters.

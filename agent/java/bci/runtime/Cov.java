@@ -221,22 +221,30 @@ public final class Cov {
                         writeStr(o, readStr(in));
                         sessions.add(b.toByteArray());
                     }
+                    // the file's counts are read on their own and added only once all of it
+                    // parsed and agrees with this run: a file that fails partway adds nothing
+                    Map<String, long[]> fileCounts = new HashMap<>();
+                    ArrayList<String> fileOrder = new ArrayList<>();
+                    java.util.TreeMap<String, Map<String, long[]>> fileTests = new java.util.TreeMap<>();
                     int nc = in.readInt();
                     for (int i = 0; i < nc; i++) {
                         String name = readStr(in);
                         long hash = in.readLong();
                         int n = in.readInt();
+                        if (n < 0) {
+                            throw new IOException("bad counter count " + n);
+                        }
                         long[] v = new long[n];
                         for (int k = 0; k < n; k++) {
                             v[k] = in.readLong();
                         }
-                        addKey(counts, order, name + '\0' + hash, v);
+                        addKey(fileCounts, fileOrder, name + '\0' + hash, v);
                     }
                     if (version == 2) {
                         int nt = in.readInt();
                         for (int t = 0; t < nt; t++) {
                             String test = readStr(in);
-                            Map<String, long[]> tc = tests.computeIfAbsent(test, x -> new HashMap<>());
+                            Map<String, long[]> tc = fileTests.computeIfAbsent(test, x -> new HashMap<>());
                             int k = in.readInt();
                             for (int i = 0; i < k; i++) {
                                 String name = readStr(in);
@@ -249,6 +257,28 @@ public final class Cov {
                             }
                         }
                     }
+                    // every class of the file has this run's number of counters...
+                    for (String key : fileOrder) {
+                        sameLength(counts, key, fileCounts.get(key));
+                    }
+                    for (Map.Entry<String, Map<String, long[]>> e : fileTests.entrySet()) {
+                        Map<String, long[]> tc = tests.get(e.getKey());
+                        if (tc != null) {
+                            for (Map.Entry<String, long[]> c : e.getValue().entrySet()) {
+                                sameLength(tc, c.getKey(), c.getValue());
+                            }
+                        }
+                    }
+                    // ...so adding cannot fail halfway
+                    for (String key : fileOrder) {
+                        addKey(counts, order, key, fileCounts.get(key));
+                    }
+                    for (Map.Entry<String, Map<String, long[]>> e : fileTests.entrySet()) {
+                        Map<String, long[]> tc = tests.computeIfAbsent(e.getKey(), x -> new HashMap<>());
+                        for (Map.Entry<String, long[]> c : e.getValue().entrySet()) {
+                            addKey(tc, new ArrayList<>(), c.getKey(), c.getValue());
+                        }
+                    }
                 } catch (IOException e) {
                     String other = path + "." + ProcessHandle.current().pid();
                     System.err.println("bci: " + path + ": " + e.getMessage() + "; left as it is, data written to " + other);
@@ -258,6 +288,15 @@ public final class Cov {
             }
             writeFile(f, sessions, counts, order, tests);
             return path;
+        }
+    }
+
+    /** Throws if {@code counts} has {@code key} with another number of counters than {@code v}. */
+    private static void sameLength(Map<String, long[]> counts, String key, long[] v) throws IOException {
+        long[] prev = counts.get(key);
+        if (prev != null && prev.length != v.length) {
+            throw new IOException("class " + key.substring(0, key.indexOf('\0')) + ": " + v.length
+                    + " counters in the file, " + prev.length + " in this run");
         }
     }
 

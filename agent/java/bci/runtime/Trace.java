@@ -86,6 +86,8 @@ public final class Trace {
 
     static final class T {
         final Thread thread;
+        /** The thread's id (Thread.getId(), threadId() since 19): virtual threads have no name. */
+        final long tid;
         long[] start = new long[32];
         long[] child = new long[32];
         int depth;
@@ -101,8 +103,10 @@ public final class Trace {
         long[] slowDur = new long[0];
         String[] slowDesc = new String[0];
 
+        @SuppressWarnings("deprecation")
         T(Thread t) {
             thread = t;
+            tid = t.getId();
         }
 
         long[] st(int id) {
@@ -842,8 +846,9 @@ public final class Trace {
             Throwable e, boolean text) {
         StringBuilder sb = new StringBuilder(160);
         if (text) {
-            // ts_ns [thread] rule event class.method desc (location)
-            sb.append(ts).append(" [").append(oneLine(t.thread.getName())).append("] ").append(s.rule)
+            // ts_ns [thread #tid] rule event class.method desc (location)
+            sb.append(ts).append(" [").append(oneLine(t.thread.getName())).append(" #").append(t.tid)
+                    .append("] ").append(s.rule)
                     .append(' ').append(WHERE[where]).append(' ').append(s.cls).append('.')
                     .append(s.method).append(s.desc);
             if (where >= 3) {
@@ -853,6 +858,7 @@ public final class Trace {
             sb.append("{\"ts_ns\":").append(ts);
             sb.append(",\"thread\":");
             str(sb, t.thread.getName(), 1 << 16);
+            sb.append(",\"tid\":").append(t.tid);
             sb.append(",\"rule\":");
             str(sb, s.rule, 1 << 16);
             sb.append(",\"event\":\"").append(WHERE[where]).append('"');
