@@ -687,6 +687,27 @@ fn trace_at_the_edges() {
 
 const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
+/// Runs `main` (compiled in `dir`) on `jdk` with the tracing rules `rules`: its output, the
+/// trace file and the report file (in `dir`).
+fn traced_on(jdk: &Path, dir: &Path, rules: &Path, main: &str) -> (Output, PathBuf, PathBuf) {
+    let ev = dir.join("events.jsonl");
+    let prof = dir.join("prof.txt");
+    let o = Command::new(jdk.join("bin/java"))
+        .arg(format!(
+            "-agentpath:{}=rules={},tracefile={},file={}",
+            agent_lib().display(),
+            rules.display(),
+            ev.display(),
+            prof.display()
+        ))
+        .arg("-cp")
+        .arg(dir)
+        .arg(main)
+        .output()
+        .unwrap();
+    (o, ev, prof)
+}
+
 /// JDK 17, and JDK 25 when installed.
 fn jdks() -> Vec<PathBuf> {
     let mut v = vec![common::jdk17()];
@@ -708,21 +729,7 @@ fn jdk_methods_run_before_vminit_are_traced_after_it() {
     let dir = compile(&["EarlyJdk.java"], "EarlyJdk");
     let rules = repo().join("test-classes/trace/trace-early.toml");
     for jdk in jdks() {
-        let ev = dir.join("events.jsonl");
-        let prof = dir.join("prof.txt");
-        let o = Command::new(jdk.join("bin/java"))
-            .arg(format!(
-                "-agentpath:{}=rules={},tracefile={},file={}",
-                agent_lib().display(),
-                rules.display(),
-                ev.display(),
-                prof.display()
-            ))
-            .arg("-cp")
-            .arg(&dir)
-            .arg("EarlyJdk")
-            .output()
-            .unwrap();
+        let (o, ev, prof) = traced_on(&jdk, &dir, &rules, "EarlyJdk");
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{}: {stderr}", jdk.display());
         assert_eq!(String::from_utf8_lossy(&o.stdout), "7\n", "{stderr}");
@@ -788,21 +795,7 @@ fn probes_at_stack_overflow_break_nothing() {
     let dir = compile(&["TraceOverflow.java"], "TraceOverflow");
     let rules = repo().join("test-classes/trace/trace-overflow.toml");
     for jdk in jdks() {
-        let ev = dir.join("events.jsonl");
-        let prof = dir.join("prof.txt");
-        let o = Command::new(jdk.join("bin/java"))
-            .arg(format!(
-                "-agentpath:{}=rules={},tracefile={},file={}",
-                agent_lib().display(),
-                rules.display(),
-                ev.display(),
-                prof.display()
-            ))
-            .arg("-cp")
-            .arg(&dir)
-            .arg("TraceOverflow")
-            .output()
-            .unwrap();
+        let (o, ev, prof) = traced_on(&jdk, &dir, &rules, "TraceOverflow");
         let stderr = String::from_utf8_lossy(&o.stderr);
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{}: {stdout}\n{stderr}", jdk.display());
