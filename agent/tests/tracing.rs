@@ -687,25 +687,29 @@ fn trace_at_the_edges() {
 
 const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
-/// Runs `main` (compiled in `dir`) on `jdk` with the tracing rules `rules`: its output, the
-/// trace file and the report file (in `dir`).
-fn traced_on(jdk: &Path, dir: &Path, rules: &Path, main: &str) -> (Output, PathBuf, PathBuf) {
+/// The command that runs `main` (compiled in `dir`) with `java` and the tracing rules
+/// `rules`, and its trace file and report file (in `dir`).
+fn traced_cmd(java: &Path, dir: &Path, rules: &Path, main: &str) -> (Command, PathBuf, PathBuf) {
     let ev = dir.join("events.jsonl");
     let prof = dir.join("prof.txt");
-    let o = Command::new(jdk.join("bin/java"))
-        .arg(format!(
-            "-agentpath:{}=rules={},tracefile={},file={}",
-            agent_lib().display(),
-            rules.display(),
-            ev.display(),
-            prof.display()
-        ))
-        .arg("-cp")
-        .arg(dir)
-        .arg(main)
-        .output()
-        .unwrap();
-    (o, ev, prof)
+    let mut c = Command::new(java);
+    c.arg(format!(
+        "-agentpath:{}=rules={},tracefile={},file={}",
+        agent_lib().display(),
+        rules.display(),
+        ev.display(),
+        prof.display()
+    ))
+    .arg("-cp")
+    .arg(dir)
+    .arg(main);
+    (c, ev, prof)
+}
+
+/// [`traced_cmd`] run to its end on `jdk`: its output, the trace file and the report file.
+fn traced_on(jdk: &Path, dir: &Path, rules: &Path, main: &str) -> (Output, PathBuf, PathBuf) {
+    let (mut c, ev, prof) = traced_cmd(&jdk.join("bin/java"), dir, rules, main);
+    (c.output().unwrap(), ev, prof)
 }
 
 /// JDK 17, and JDK 25 when installed.
@@ -729,7 +733,7 @@ fn jdk_methods_run_before_vminit_are_traced_after_it() {
     let dir = compile(&["EarlyJdk.java"], "EarlyJdk");
     let rules = repo().join("test-classes/trace/trace-early.toml");
     for jdk in jdks() {
-        let (o, ev, prof) = traced_on(&jdk, &dir, &rules, "EarlyJdk");
+        let (o, ev, _) = traced_on(&jdk, &dir, &rules, "EarlyJdk");
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{}: {stderr}", jdk.display());
         assert_eq!(String::from_utf8_lossy(&o.stdout), "7\n", "{stderr}");
@@ -830,20 +834,9 @@ fn probes_at_stack_overflow_break_nothing() {
 fn trace_file_is_written_while_the_program_runs() {
     use std::io::{BufRead, BufReader, Write};
     let dir = compile(&["TraceLive.java"], "TraceLive");
-    let ev = dir.join("events.jsonl");
-    let prof = dir.join("prof.txt");
     let rules = repo().join("test-classes/trace/trace-live.toml");
-    let mut child = Command::new(jdk_tool("java"))
-        .arg(format!(
-            "-agentpath:{}=rules={},tracefile={},file={}",
-            agent_lib().display(),
-            rules.display(),
-            ev.display(),
-            prof.display()
-        ))
-        .arg("-cp")
-        .arg(&dir)
-        .arg("TraceLive")
+    let (mut cmd, ev, prof) = traced_cmd(&jdk_tool("java"), &dir, &rules, "TraceLive");
+    let mut child = cmd
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -40,6 +40,17 @@ impl Drop for Run {
     }
 }
 
+/// An empty directory target/test-out/reports-{tag}-{pid} with a `classes` directory in it.
+fn fresh_work(tag: &str) -> PathBuf {
+    let work = common::workspace().join(format!(
+        "target/test-out/reports-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("classes")).unwrap();
+    work
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -1116,12 +1127,7 @@ fn multi_release_jar_reports_the_entry_that_ran() {
 /// wherever it stands (also first, also after --classes), instead of "bad magic".
 #[test]
 fn a_class_path_given_as_data_is_named_as_one() {
-    let work = common::workspace().join(format!(
-        "target/test-out/reports-classpath-as-data-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(work.join("classes")).unwrap();
+    let work = fresh_work("classpath-as-data");
     let data = work.join("a.cov");
     std::fs::write(&data, CovData::default().to_bytes()).unwrap();
     let jar = work.join("lib.jar");
@@ -1198,12 +1204,7 @@ fn a_class_path_given_as_data_is_named_as_one() {
 #[test]
 fn one_runs_data_given_twice_is_refused() {
     use bci_rewriter::coverage::data::Session;
-    let work = common::workspace().join(format!(
-        "target/test-out/reports-session-twice-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(work.join("classes")).unwrap();
+    let work = fresh_work("session-twice");
     let classes = work.join("classes");
     let run = |id: &str, count: u64| {
         let mut d = CovData::default();
