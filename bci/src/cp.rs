@@ -123,7 +123,11 @@ pub struct ConstantPool<'a> {
     /// Byte range of all entries (after the count) in the class bytes.
     pub start: usize,
     pub end: usize,
+    /// The first Utf8 entry `StackMapTable`, noted while parsing (0: none).
+    smt_name: u16,
 }
+
+const SMT: &[u8] = b"StackMapTable";
 
 impl<'a> ConstantPool<'a> {
     /// Parses the pool starting at `r` (positioned on constant_pool_count).
@@ -138,6 +142,7 @@ impl<'a> ConstantPool<'a> {
         }
         let start = r.abs();
         let mut offsets = vec![0u32; count];
+        let mut smt_name = 0u16;
         let mut i = 1;
         while i < count {
             let at = r.abs();
@@ -155,6 +160,10 @@ impl<'a> ConstantPool<'a> {
                     1
                 };
                 if len != 0 && len <= rest.len() && min_major(t) <= major && i + slots <= count {
+                    if len == 3 + SMT.len() && t == tag::UTF8 && smt_name == 0 && rest[3..len] == *SMT
+                    {
+                        smt_name = i as u16;
+                    }
                     offsets[i] = at as u32;
                     r.skip(len)?;
                     i += slots;
@@ -174,8 +183,12 @@ impl<'a> ConstantPool<'a> {
             match t {
                 tag::UTF8 => {
                     let n = r.u16()? as usize;
-                    r.skip(n)
+                    let text = r
+                        .bytes(n)
                         .map_err(|e| e.context(format!("constant #{i} (Utf8)")))?;
+                    if smt_name == 0 && text == SMT {
+                        smt_name = i as u16;
+                    }
                 }
                 _ => match fixed_len(t) {
                     Some(n) => r.skip(n).map_err(|e| e.context(format!("constant #{i}")))?,
@@ -202,6 +215,7 @@ impl<'a> ConstantPool<'a> {
             offsets,
             start,
             end: r.abs(),
+            smt_name,
         };
         cp.check_refs()?;
         Ok(cp)
@@ -504,6 +518,10 @@ pub fn decode_mutf8(b: &[u8]) -> Cow<'_, str> {
 
 /// Encodes text as modified UTF-8.
 pub fn encode_mutf8(s: &str) -> Cow<'_, [u8]> {
+    // ASCII without NUL (nearly every name): one pass over the bytes
+    if s.bytes().all(|b| b.wrapping_sub(1) < 0x7F) {
+        return Cow::Borrowed(s.as_bytes());
+    }
     if !s.bytes().any(|b| b == 0) && s.chars().all(|c| (c as u32) < 0x10000) {
         return Cow::Borrowed(s.as_bytes());
     }
@@ -551,6 +569,10 @@ pub struct CpBuilder<'a> {
     /// by the methods of the class (see `MethodEditor::finish`); 0 = not computed.
     pub(crate) ref_effects: Vec<u32>,
 }
+
+/// Up to this many appended entries, a look among them only ([`CpBuilder::scan_appended`])
+/// goes through each instead of the hash index.
+const SCAN_APPENDED: usize = 48;
 
 /// The de-duplication index: a chained hash table of constant indices keyed by a cheap hash
 /// of (tag, payload) that reads at most 16 payload bytes, so building it is one pass over the
@@ -742,6 +764,9 @@ impl<'a> CpBuilder<'a> {
                 }
                 _ => false,
             };
+        if new_only && self.appended_at.len() <= SCAN_APPENDED {
+            return self.scan_appended(t, payload);
+        }
         let mut ix = match self.index.take() {
             // Rebuild when appended entries have filled the table (keeps chains short).
             Some(ix) if ix.heads.len() >= self.count as usize => ix,
@@ -764,6 +789,18 @@ impl<'a> CpBuilder<'a> {
         }
         self.index = Some(ix);
         found
+    }
+
+    /// The first appended entry with this tag and payload, by a look at each: a rewrite
+    /// appends tens of entries, and the hash index would first be sized for the whole pool.
+    fn scan_appended(&self, t: u8, payload: &[u8]) -> Option<u16> {
+        let base = self.cp.count();
+        let a = &self.appended;
+        self.appended_at.iter().enumerate().find_map(|(k, &p)| {
+            let p = p as usize;
+            let hit = a.get(p) == Some(&t) && a.get(p + 1..p + 1 + payload.len()) == Some(payload);
+            hit.then_some(base + k as u16)
+        })
     }
 
     fn add_raw(&mut self, t: u8, payload: &[u8]) -> Result<u16> {
@@ -882,28 +919,15 @@ impl<'a> CpBuilder<'a> {
         self.throwable = Some(i);
         Ok(i)
     }
-    /// The first original Utf8 entry holding the (plain ASCII) text `text`, by a pass over
-    /// the pool's entries.
-    fn original_utf8_scan(&self, text: &[u8]) -> Option<u16> {
-        let b = self.cp.bytes;
-        (1..self.cp.offsets.len()).find_map(|i| {
-            let off = self.cp.offsets[i] as usize;
-            let hit = off != 0
-                && b[off] == tag::UTF8
-                && be16(b, off + 1) as usize == text.len()
-                && b.get(off + 3..off + 3 + text.len()) == Some(text);
-            hit.then_some(i as u16)
-        })
-    }
     /// The Utf8 constant `StackMapTable` (memoized: methods that get their first frames need it).
     pub fn stack_map_table_name(&mut self) -> Result<u16> {
         if let Some(i) = self.stack_map_table {
             return Ok(i);
         }
-        // one pass over the pool for this one name rather than indexing its Utf8 entries
-        let i = match self.original_utf8_scan(b"StackMapTable") {
-            Some(i) => i,
-            None => self.appended_utf8("StackMapTable")?,
+        // noted by the pool's parse, rather than looked up by indexing its Utf8 entries
+        let i = match self.cp.smt_name {
+            0 => self.appended_utf8("StackMapTable")?,
+            i => i,
         };
         self.stack_map_table = Some(i);
         Ok(i)

@@ -1289,23 +1289,21 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         holes.sort_unstable();
         holes.dedup();
-        // [s, e) without the holes, in order
-        let pieces = |s: u32, e: u32| -> Vec<(u32, u32)> {
-            let mut v = Vec::new();
+        // [s, e) without the holes, in order, each piece given to `f`
+        let pieces = |s: u32, e: u32, f: &mut dyn FnMut(u32, u32)| {
             let mut at = s;
             for &(hs, he) in &holes {
                 if he <= at || hs >= e {
                     continue;
                 }
                 if hs > at {
-                    v.push((at, hs));
+                    f(at, hs);
                 }
                 at = at.max(he);
             }
             if at < e {
-                v.push((at, e));
+                f(at, e);
             }
-            v
         };
         let mut n_handlers = 0usize;
         for h in &self.code.handlers {
@@ -1314,23 +1312,28 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 map(h.end as u32, At::Before)?,
             );
             let handler = map(h.handler as u32, At::Before)?;
-            for (s, e) in pieces(start, end) {
+            pieces(start, end, &mut |s, e| {
                 row(&mut out, [s, e, handler, h.catch_type as u32]);
                 n_handlers += 1;
-            }
+            });
         }
         // The catch-all covers the code that runs after the entry probe: all of it, or in a
         // constructor every run of code where `this` is initialized, each starting after a
         // super()/this() call (no handler may cover code where `this` is uninitialized).
         let mut ranges: Vec<(u32, u32)> = Vec::new();
+        let mut range = |s: u32, e: u32| {
+            if s < e {
+                pieces(s, e, &mut |s, e| ranges.push((s, e)));
+            }
+        };
         match self.ctor()? {
-            None => ranges.push((lay.before_pos(0), end_pos)),
+            None => range(lay.before_pos(0), end_pos),
             Some(c) => {
                 let mut start = None;
                 for k in 0..n {
                     if c.state[k] != THIS_INIT {
                         if let Some(s) = start.take() {
-                            ranges.push((s, lay.before_pos(k)));
+                            range(s, lay.before_pos(k));
                         }
                     } else if start.is_none() {
                         start = Some(lay.before_pos(k));
@@ -1340,15 +1343,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     }
                 }
                 if let Some(s) = start {
-                    ranges.push((s, end_pos));
+                    range(s, end_pos);
                 }
             }
         }
-        let ranges: Vec<(u32, u32)> = ranges
-            .into_iter()
-            .filter(|&(s, e)| s < e)
-            .flat_map(|(s, e)| pieces(s, e))
-            .collect();
         let add_catch_all = self.catch_all.is_some() && !ranges.is_empty();
         if add_catch_all {
             for &(s, e) in &ranges {
