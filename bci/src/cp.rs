@@ -825,6 +825,11 @@ impl<'a> CpBuilder<'a> {
         }
         let i = self.count as u16;
         self.count += slots;
+        if self.appended_at.is_empty() {
+            // a rewrite appends tens of entries: one allocation each instead of a doubling series
+            self.appended_at.reserve(32);
+            self.appended.reserve(512);
+        }
         self.appended_at.push(self.appended.len() as u32);
         if slots == 2 {
             self.appended_at.push(u32::MAX);
@@ -885,7 +890,8 @@ impl<'a> CpBuilder<'a> {
             b.get(o + 1..o + 3 + be16(b, o + 1) as usize)
         };
         let list = self.classes.get_or_insert_with(|| {
-            let mut v = Vec::new();
+            // (about one entry in eight is a Class entry)
+            let mut v = Vec::with_capacity(cp.offsets.len() / 6);
             for (i, &off) in cp.offsets.iter().enumerate().skip(1) {
                 let off = off as usize;
                 if off != 0 && b[off] == tag::CLASS {

@@ -53,6 +53,7 @@ struct Scratch {
     events: Vec<Event>,
     frame_bytes: Vec<u8>,
     types: Vec<VType>,
+    new_locals: Vec<(u16, VType)>,
 }
 
 thread_local! {
@@ -324,6 +325,7 @@ impl Drop for MethodEditor<'_, '_> {
         give(std::mem::take(&mut self.specials), |s| &mut s.specials);
         give(std::mem::take(&mut self.returns), |s| &mut s.returns);
         give(std::mem::take(&mut self.before), |s| &mut s.before);
+        give(std::mem::take(&mut self.new_locals), |s| &mut s.new_locals);
     }
 }
 
@@ -393,7 +395,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             after: Vec::new(),
             catch_all: None,
             trampolines: Vec::new(),
-            new_locals: Vec::new(),
+            new_locals: take(|s| &mut s.new_locals),
             next_local,
             force_wide_jumps: false,
             ctor: std::cell::OnceCell::new(),
@@ -1320,10 +1322,14 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // The catch-all covers the code that runs after the entry probe: all of it, or in a
         // constructor every run of code where `this` is initialized, each starting after a
         // super()/this() call (no handler may cover code where `this` is uninitialized).
-        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        let with_catch_all = self.catch_all.is_some();
+        let mut catch_rows = 0usize;
         let mut range = |s: u32, e: u32| {
-            if s < e {
-                pieces(s, e, &mut |s, e| ranges.push((s, e)));
+            if with_catch_all && s < e {
+                pieces(s, e, &mut |s, e| {
+                    row(&mut out, [s, e, handler_pos, 0]);
+                    catch_rows += 1;
+                });
             }
         };
         match self.ctor()? {
@@ -1347,13 +1353,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
             }
         }
-        let add_catch_all = self.catch_all.is_some() && !ranges.is_empty();
-        if add_catch_all {
-            for &(s, e) in &ranges {
-                row(&mut out, [s, e, handler_pos, 0]);
-                n_handlers += 1;
-            }
-        }
+        let add_catch_all = catch_rows > 0;
+        n_handlers += catch_rows;
         if n_handlers > 0xFFFF {
             return Err(Error::new(
                 ErrorKind::TooLarge,

@@ -330,9 +330,9 @@ pub fn instrument_methods(
     let runtime = rules.runtime_class();
     let mut w = ClassWriter::new(&cf);
     // methods that get probes, in order: with runtime ids, the index is the method's id
-    let mut chosen: Vec<(usize, rules::ProbeSet)> = Vec::new();
+    let mut chosen: Vec<(usize, rules::ProbeSet)> = Vec::with_capacity(cf.methods.len());
     // their names and descriptors, decoded once
-    let mut chosen_names = Vec::new();
+    let mut chosen_names = Vec::with_capacity(cf.methods.len());
     for (k, m) in cf.methods.iter().enumerate() {
         if !selected {
             break;
@@ -571,8 +571,11 @@ fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
     let (class, name, desc) = (r.class, r.name, r.desc);
     // Names compare as text (as decoded); raw bytes decide unless one is not plain ASCII.
     let text = bci::cp::decode_mutf8;
-    let same = |idx: u16, s: &[u8]| match cf.cp.utf8_bytes(idx) {
-        Ok(b) if b.is_ascii() && s.is_ascii() => b == s,
+    // (equal bytes are equal text; unequal plain ASCII is unequal text)
+    let (name_ascii, desc_ascii) = (name.is_ascii(), desc.is_ascii());
+    let same = |idx: u16, s: &[u8], s_ascii: bool| match cf.cp.utf8_bytes(idx) {
+        Ok(b) if b == s => true,
+        Ok(b) if s_ascii && b.is_ascii() => false,
         _ => cf.cp.utf8(idx).unwrap_or_default() == text(s),
     };
     let this_class = cf
@@ -588,7 +591,7 @@ fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
         && cf
             .fields
             .iter()
-            .any(|f| same(f.name_index, name) && same(f.descriptor_index, desc))
+            .any(|f| same(f.name_index, name, name_ascii) && same(f.descriptor_index, desc, desc_ascii))
 }
 
 /// Inserts the probes of one method and returns its new Code attribute body.
