@@ -75,25 +75,68 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
         if found.is_empty() {
             // the classes are known: a line or call that exists in no matched method
             let (line, col) = r.location_pos;
-            let what = match &r.location {
-                Location::Line(n) => format!("line {n} is in no method it matches"),
-                Location::Call { .. } => "no method it matches makes that call".to_string(),
+            let (what, near) = match &r.location {
+                Location::Line(n) => (format!("line {n} is in no method it matches"), Some(*n)),
+                Location::Call { .. } => ("no method it matches makes that call".to_string(), None),
                 Location::Method { .. } => continue,
             };
-            let spans: Vec<String> = mine
-                .iter()
-                .map(|s| match s.lines {
-                    Some((a, b)) => format!("{}.{}{} lines {a}-{b}", s.class, s.method, s.desc),
-                    None => format!("{}.{}{} (no line numbers)", s.class, s.method, s.desc),
-                })
-                .collect();
             errors.push(format!(
                 "{}:{line}:{col}: rule {:?}: {what} ({})",
                 path.display(),
                 r.name,
-                spans.join(", ")
+                candidates(&mine, near)
             ));
         }
     }
     Ok((out, errors))
+}
+
+/// At most this many methods are named in an error about a `line` or `call` no matched method
+/// has (a rule matching every method of a big class named them all, on one line).
+const CANDIDATES: usize = 5;
+
+/// The matched methods an error about a missing `line` (`near`) or `call` names, with their
+/// source lines: for a line the nearest first; at most [`CANDIDATES`], and how many more.
+fn candidates(mine: &[&Site], near: Option<u32>) -> String {
+    let mut v: Vec<&Site> = mine.to_vec();
+    if let Some(n) = near {
+        // the method's side of the line (around it: the line has no code; after; before; no
+        // line numbers) and how many lines away it is
+        let place = |s: &Site| match s.lines {
+            Some((_, b)) if n > u32::from(b) => (2, n - u32::from(b)),
+            Some((a, _)) if n < u32::from(a) => (1, u32::from(a) - n),
+            Some(_) => (0, 0),
+            None => (3, 0),
+        };
+        v.sort_by_key(|s| place(s));
+        // the nearest on each side first, then the next nearest on each side, ...
+        let mut ranked: Vec<(bool, usize, u32, &Site)> = Vec::with_capacity(v.len());
+        for s in v {
+            let (side, dist) = place(s);
+            let rank = match ranked.last() {
+                Some(&(_, r, _, p)) if place(p).0 == side => r + 1,
+                _ => 0,
+            };
+            ranked.push((side == 3, rank, dist, s));
+        }
+        ranked.sort_by_key(|&(none, rank, dist, _)| (none, rank, dist));
+        v = ranked.into_iter().map(|r| r.3).collect();
+    }
+    let spans: Vec<String> = v
+        .iter()
+        .take(CANDIDATES)
+        .map(|s| match s.lines {
+            Some((a, b)) => format!("{}.{}{} lines {a}-{b}", s.class, s.method, s.desc),
+            None => format!("{}.{}{} (no line numbers)", s.class, s.method, s.desc),
+        })
+        .collect();
+    if v.len() <= CANDIDATES {
+        return spans.join(", ");
+    }
+    format!(
+        "{}{}, and {} more methods it matches",
+        if near.is_some() { "nearest: " } else { "" },
+        spans.join(", "),
+        v.len() - CANDIDATES
+    )
 }

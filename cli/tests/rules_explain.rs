@@ -198,3 +198,77 @@ fn static_initializers_and_constructor_calls_are_explained_as_the_agent_does() {
     );
     assert!(err.contains("method = \"<init>\""), "{err}");
 }
+
+/// Compiles `src` (file `name`, e.g. `a/Main.java`) with -g into a fresh work directory.
+fn compile(work_name: &str, name: &str, src: &str) -> PathBuf {
+    let d = work(work_name);
+    let f = d.join("src").join(name);
+    std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+    std::fs::write(&f, src).unwrap();
+    let classes = d.join("classes");
+    let o = Command::new(javac())
+        .arg("-g")
+        .arg("-d")
+        .arg(&classes)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    classes
+}
+
+/// A `line` that no method of a big class has: the error names the rule's position, says the
+/// line was not found, and lists only the few methods nearest to it with their lines and how
+/// many more there are (it listed all 41 methods on one line).
+#[test]
+fn a_line_in_no_method_lists_the_nearest_methods_only() {
+    // Many.m0 .. m39, one per line from line 2, with 20 blank lines after m19
+    let mut src = String::from("public class Many {\n");
+    let mut line_of = Vec::new();
+    for i in 0..40 {
+        line_of.push(src.lines().count() + 1);
+        src.push_str(&format!(
+            "    static int m{i}(int x) {{ return x + {i}; }}\n"
+        ));
+        if i == 19 {
+            src.push_str(&"\n".repeat(20));
+        }
+    }
+    src.push_str("}\n");
+    let cp = compile("many", "Many.java", &src);
+    let gap = line_of[20] - 3; // 3 lines before m20, 18 after m19
+    let rules = cp.parent().unwrap().join("r.toml");
+    std::fs::write(
+        &rules,
+        format!("[[rule]]\nname = \"gap\"\nclass = \"Many\"\nline = {gap}\ncount = true\n"),
+    )
+    .unwrap();
+    let o = explain(&rules, &cp);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let first = err.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with(&format!(
+            "{}:4:8: rule \"gap\": line {gap} is in no method it matches",
+            rules.display()
+        )),
+        "{err}"
+    );
+    // the candidates, nearest first: m20 just after the line, then m19 before it
+    let listed: Vec<&str> = err.matches("Many.").collect();
+    assert!(
+        (2..=5).contains(&listed.len()),
+        "a handful of methods: {err}"
+    );
+    let m19 = format!("Many.m19(I)I lines {0}-{0}", line_of[19]);
+    let m20 = format!("Many.m20(I)I lines {0}-{0}", line_of[20]);
+    assert!(err.contains(&m19) && err.contains(&m20), "{err}");
+    assert!(err.find(&m20) < err.find(&m19), "nearest first: {err}");
+    assert!(!err.contains("Many.m0(I)I"), "a far method: {err}");
+    // 40 methods and the constructor matched; the rest are counted
+    assert!(
+        err.contains(&format!("and {} more", 41 - listed.len())),
+        "{err}"
+    );
+    assert!(err.len() < 400, "{} bytes: {err}", err.len());
+}
