@@ -20,12 +20,19 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
     let tr = rules.trace_rules();
     let mut sites: Vec<Site> = Vec::new();
     let mut classes = 0usize;
+    // every class's dotted name, for the hint to a class pattern that matches none
+    let mut names: Vec<String> = Vec::new();
     for entry in classpath {
         for (name, bytes) in crate::io::read_all(entry)? {
             if !name.ends_with(".class") || name.ends_with("module-info.class") {
                 continue;
             }
             classes += 1;
+            let base = match crate::io::release_of(&name) {
+                Some(n) => &name[format!("META-INF/versions/{n}/").len()..],
+                None => &name[..],
+            };
+            names.push(base.trim_end_matches(".class").replace('/', "."));
             match trace::explain(&bytes, tr) {
                 Ok(s) => sites.extend(s),
                 Err(e) => {
@@ -48,7 +55,18 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
         let mine: Vec<&Site> = sites.iter().filter(|s| s.rule == k).collect();
         out.push_str(&format!("rule {:?} ({}):", r.name, r.describe()));
         if mine.is_empty() {
-            out.push_str(" matches nothing\n");
+            out.push_str(" matches nothing");
+            // a nested class written as in the source (a.Main.Inner for a.Main$Inner)
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            if !names.iter().any(|n| r.name_matches(n)) {
+                if let Some(h) = r.nested_class_hint(&names) {
+                    out.push_str(&format!(
+                        ": class = {h:?} would match (a nested class is named Outer$Inner, \
+                         not Outer.Inner)"
+                    ));
+                }
+            }
+            out.push('\n');
             continue;
         }
         let found: Vec<&&Site> = mine.iter().filter(|s| !s.location.is_empty()).collect();

@@ -272,3 +272,70 @@ fn a_line_in_no_method_lists_the_nearest_methods_only() {
     );
     assert!(err.len() < 400, "{} bytes: {err}", err.len());
 }
+
+/// A class pattern written with the source's `.` before a nested class (`a.Main.Inner`)
+/// matches nothing: explain says so and names the pattern with `$` that matches (it said only
+/// "matches nothing").
+#[test]
+fn a_nested_class_written_with_a_dot_gets_the_dollar_name_suggested() {
+    let cp = compile(
+        "nested",
+        "a/Main.java",
+        "package a;\npublic class Main {\n    static class Inner {\n        int f() { return 1; }\n\
+         \x20       static class Deep { int g() { return 2; } }\n    }\n}\n",
+    );
+    let rules = cp.parent().unwrap().join("r.toml");
+    let mut toml = String::new();
+    for (name, class) in [
+        ("inner", "a.Main.Inner"),
+        ("deep", "a.Main.Inner.Deep"),
+        ("glob", "a.Main.*"),
+        ("none", "a.Main.Nope"),
+    ] {
+        toml.push_str(&format!(
+            "[[rule]]\nname = \"{name}\"\nclass = \"{class}\"\ncount = true\n\n"
+        ));
+    }
+    std::fs::write(&rules, toml).unwrap();
+    let o = explain(&rules, &cp);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = |rule: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("rule \"{rule}\"")))
+            .unwrap_or_else(|| panic!("{rule} in {out}"))
+            .to_string()
+    };
+    for (rule, want) in [
+        ("inner", "a.Main$Inner"),
+        ("deep", "a.Main$Inner$Deep"),
+        ("glob", "a.Main$*"),
+    ] {
+        let l = line(rule);
+        assert!(l.contains("matches nothing"), "{l}");
+        assert!(l.contains(&format!("class = \"{want}\"")), "{rule}: {l}");
+    }
+    // a pattern that matches nothing with `$` either gets no suggestion
+    assert!(line("none").ends_with("matches nothing"), "{out}");
+    // the suggestions are right: they match the nested classes
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"inner\"\nclass = \"a.Main$Inner\"\ncount = true\n\n\
+         [[rule]]\nname = \"deep\"\nclass = \"a.Main$Inner$Deep\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = explain(&rules, &cp);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("  a.Main$Inner.f()I  entry/exit/exception\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  a.Main$Inner$Deep.g()I  entry/exit/exception\n"),
+        "{out}"
+    );
+}
