@@ -339,3 +339,69 @@ fn a_nested_class_written_with_a_dot_gets_the_dollar_name_suggested() {
         "{out}"
     );
 }
+
+/// A multi-release jar holds a class twice (base and `META-INF/versions/11/`): explain labels
+/// each entry with its version (it listed the same method twice, unlabelled).
+#[test]
+fn multi_release_entries_are_labelled_with_their_version() {
+    let classes = compile(
+        "multi-release",
+        "a/Main.java",
+        "package a;\npublic class Main {\n    static int f() { return 1; }\n}\n",
+    );
+    let d = classes.parent().unwrap();
+    let v11 = d.join("v11");
+    let o = Command::new(javac())
+        .args(["-g", "--release", "11", "-d"])
+        .arg(&v11)
+        .arg(d.join("src/a/Main.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let jar = d.join("mr.jar");
+    let o = Command::new(javac().with_file_name("jar"))
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg(".")
+        .args(["--release", "11", "-C"])
+        .arg(&v11)
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rules = d.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"f\"\nclass = \"a.Main\"\nmethod = \"f\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = explain(&rules, &jar);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("rule \"f\" (count): 2 method(s), 2 location(s)\n"),
+        "{out}"
+    );
+    let listed: Vec<&str> = out.lines().filter(|l| l.contains("a.Main.f()I")).collect();
+    assert_eq!(listed.len(), 2, "{out}");
+    assert_eq!(
+        listed
+            .iter()
+            .filter(|l| l.contains("(META-INF/versions/11)"))
+            .count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        listed.iter().filter(|l| l.contains("(base)")).count(),
+        1,
+        "{out}"
+    );
+}
