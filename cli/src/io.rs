@@ -18,6 +18,20 @@ fn named(p: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
     move |e| format!("{}: {e}", p.display())
 }
 
+/// Creates the missing parent directories of an output file.
+pub fn create_parent(p: &Path) -> Result<(), String> {
+    match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => std::fs::create_dir_all(d).map_err(|e| {
+            if d.is_file() {
+                format!("{}: a file, not a directory", d.display())
+            } else {
+                named(d)(&e)
+            }
+        }),
+        None => Ok(()),
+    }
+}
+
 /// What [`transform`] did beyond replacing classes.
 #[derive(Default, Debug)]
 pub struct Report {
@@ -265,6 +279,7 @@ pub fn transform(
     let signed = new.iter().any(Option::is_some) && files.iter().any(|(n, _)| is_signature_file(n));
     let err = named(output);
     let mut z = if is_archive(output) {
+        create_parent(output)?;
         let file = std::fs::File::create(output).map_err(|e| err(&e))?;
         Some(zip::ZipWriter::new(file))
     } else {
@@ -366,6 +381,7 @@ fn jar_to_jar(
     let signed = new.iter().any(Option::is_some) && names.iter().any(|n| is_signature_file(n));
     let mut report = Report::default();
     let oerr = named(output);
+    create_parent(output)?;
     let out = std::fs::File::create(output).map_err(|e| oerr(&e))?;
     let mut w = zip::ZipWriter::new(std::io::BufWriter::new(out));
     for (i, name) in names.iter().enumerate() {
