@@ -383,7 +383,26 @@ fn jar_to_jar(
     let oerr = named(output);
     create_parent(output)?;
     let out = std::fs::File::create(output).map_err(|e| oerr(&e))?;
-    let mut w = zip::ZipWriter::new(std::io::BufWriter::new(out));
+    let mut out = std::io::BufWriter::new(out);
+    // what precedes the first entry (a self-executing jar's launch script) is kept as it is;
+    // the entries' offsets count from the start of the file
+    let mut first = z.offset();
+    for (i, name) in names.iter().enumerate() {
+        let e = z.by_index_raw(i).map_err(|e| entry_err(name, &e))?;
+        first = if i == 0 {
+            e.header_start()
+        } else {
+            first.min(e.header_start())
+        };
+    }
+    if first > 0 {
+        let mut prefix = Vec::new();
+        std::fs::File::open(input)
+            .and_then(|f| f.take(first).read_to_end(&mut prefix))
+            .map_err(|e| ierr(&e))?;
+        out.write_all(&prefix).map_err(|e| oerr(&e))?;
+    }
+    let mut w = zip::ZipWriter::new(out);
     for (i, name) in names.iter().enumerate() {
         if signed && is_signature_file(name) {
             report.removed_signature.push(name.clone());
@@ -422,6 +441,23 @@ fn jar_to_jar(
         w.set_raw_comment(z.comment().into());
     }
     w.finish().map_err(|e| oerr(&e))?;
+    // executable (a self-executing jar) when the input is
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let x = std::fs::metadata(input)
+            .map_err(|e| ierr(&e))?
+            .permissions()
+            .mode()
+            & 0o111;
+        if x != 0 {
+            let mut p = std::fs::metadata(output)
+                .map_err(|e| oerr(&e))?
+                .permissions();
+            p.set_mode(p.mode() | x);
+            std::fs::set_permissions(output, p).map_err(|e| oerr(&e))?;
+        }
+    }
     Ok(report)
 }
 
