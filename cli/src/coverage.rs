@@ -165,6 +165,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path, ignore_stale: bool) -> Result<St
             );
         }
     }
+    crate::io::create_parent(output)?;
     std::fs::write(output, all.to_bytes()).map_err(|e| format!("{}: {e}", output.display()))?;
     let _ = writeln!(
         notes,

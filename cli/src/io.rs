@@ -18,6 +18,20 @@ fn named(p: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
     move |e| format!("{}: {e}", p.display())
 }
 
+/// Creates the missing parent directories of an output file.
+pub fn create_parent(p: &Path) -> Result<(), String> {
+    match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => std::fs::create_dir_all(d).map_err(|e| {
+            if d.is_file() {
+                format!("{}: a file, not a directory", d.display())
+            } else {
+                named(d)(&e)
+            }
+        }),
+        None => Ok(()),
+    }
+}
+
 /// What [`transform`] did beyond replacing classes.
 #[derive(Default, Debug)]
 pub struct Report {
@@ -265,6 +279,7 @@ pub fn transform(
     let signed = new.iter().any(Option::is_some) && files.iter().any(|(n, _)| is_signature_file(n));
     let err = named(output);
     let mut z = if is_archive(output) {
+        create_parent(output)?;
         let file = std::fs::File::create(output).map_err(|e| err(&e))?;
         Some(zip::ZipWriter::new(file))
     } else {
@@ -366,8 +381,28 @@ fn jar_to_jar(
     let signed = new.iter().any(Option::is_some) && names.iter().any(|n| is_signature_file(n));
     let mut report = Report::default();
     let oerr = named(output);
+    create_parent(output)?;
     let out = std::fs::File::create(output).map_err(|e| oerr(&e))?;
-    let mut w = zip::ZipWriter::new(std::io::BufWriter::new(out));
+    let mut out = std::io::BufWriter::new(out);
+    // what precedes the first entry (a self-executing jar's launch script) is kept as it is;
+    // the entries' offsets count from the start of the file
+    let mut first = z.offset();
+    for (i, name) in names.iter().enumerate() {
+        let e = z.by_index_raw(i).map_err(|e| entry_err(name, &e))?;
+        first = if i == 0 {
+            e.header_start()
+        } else {
+            first.min(e.header_start())
+        };
+    }
+    if first > 0 {
+        let mut prefix = Vec::new();
+        std::fs::File::open(input)
+            .and_then(|f| f.take(first).read_to_end(&mut prefix))
+            .map_err(|e| ierr(&e))?;
+        out.write_all(&prefix).map_err(|e| oerr(&e))?;
+    }
+    let mut w = zip::ZipWriter::new(out);
     for (i, name) in names.iter().enumerate() {
         if signed && is_signature_file(name) {
             report.removed_signature.push(name.clone());
@@ -406,6 +441,23 @@ fn jar_to_jar(
         w.set_raw_comment(z.comment().into());
     }
     w.finish().map_err(|e| oerr(&e))?;
+    // executable (a self-executing jar) when the input is
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let x = std::fs::metadata(input)
+            .map_err(|e| ierr(&e))?
+            .permissions()
+            .mode()
+            & 0o111;
+        if x != 0 {
+            let mut p = std::fs::metadata(output)
+                .map_err(|e| oerr(&e))?
+                .permissions();
+            p.set_mode(p.mode() | x);
+            std::fs::set_permissions(output, p).map_err(|e| oerr(&e))?;
+        }
+    }
     Ok(report)
 }
 

@@ -402,8 +402,11 @@ fn main() -> ExitCode {
             if let Some(m) = map {
                 let mut s = reg.map.join("\n");
                 s.push('\n');
-                if let Err(e) = std::fs::write(&m, s) {
-                    eprintln!("bci: {}: {e}", m.display());
+                let res = io::create_parent(&m).and_then(|()| {
+                    std::fs::write(&m, s).map_err(|e| format!("{}: {e}", m.display()))
+                });
+                if let Err(e) = res {
+                    eprintln!("bci: {e}");
                     return ExitCode::from(2);
                 }
             }
@@ -503,7 +506,9 @@ fn main() -> ExitCode {
         ) {
             Ok(text) => {
                 let res = match &output {
-                    Some(p) => std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display())),
+                    Some(p) => io::create_parent(p).and_then(|()| {
+                        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+                    }),
                     None => {
                         use std::io::Write;
                         std::io::stdout()

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 /// `Automatic-Module-Name: bci.runtime` (usable on the class path and the module path).
 pub fn runtime_jar(out: &Path) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", out.display());
+    crate::io::create_parent(out)?;
     let file = std::fs::File::create(out).map_err(|e| err(&e))?;
     let mut z = zip::ZipWriter::new(file);
     let opts = zip::write::SimpleFileOptions::default()

@@ -3,6 +3,7 @@
 
 use bci_rewriter::trace::{self, Location, Site};
 use bci_rewriter::Rules;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// Parses `path` as the agent does (the same parser and the same runtime-class check).
@@ -18,16 +19,30 @@ pub fn load(path: &Path) -> Result<Rules, String> {
 pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String>), String> {
     let rules = load(path)?;
     let tr = rules.trace_rules();
-    let mut sites: Vec<Site> = Vec::new();
+    // each site with the release N of its class's `META-INF/versions/N/` entry
+    let mut sites: Vec<(Site, Option<u32>)> = Vec::new();
     let mut classes = 0usize;
+    // every class's dotted name, for the hint to a class pattern that matches none
+    let mut names: Vec<String> = Vec::new();
+    // classes a multi-release jar has in `META-INF/versions/N/` too: their base entry is labelled
+    let mut versioned: HashSet<String> = HashSet::new();
     for entry in classpath {
         for (name, bytes) in crate::io::read_all(entry)? {
             if !name.ends_with(".class") || name.ends_with("module-info.class") {
                 continue;
             }
             classes += 1;
+            let release = crate::io::release_of(&name);
+            let base = match release {
+                Some(n) => &name[format!("META-INF/versions/{n}/").len()..],
+                None => &name[..],
+            };
+            names.push(base.trim_end_matches(".class").replace('/', "."));
+            if release.is_some() {
+                versioned.extend(names.last().cloned());
+            }
             match trace::explain(&bytes, tr) {
-                Ok(s) => sites.extend(s),
+                Ok(s) => sites.extend(s.into_iter().map(|s| (s, release))),
                 Err(e) => {
                     return Err(format!("{}: {name}: {e}", entry.display()));
                 }
@@ -45,55 +60,115 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
         out.push_str("(probe rules, with `probes`, are applied as they are and not explained)\n");
     }
     for (k, r) in tr.iter().enumerate() {
-        let mine: Vec<&Site> = sites.iter().filter(|s| s.rule == k).collect();
+        // each site with its method named, and labelled with its entry in a multi-release jar
+        let mine: Vec<(&Site, String)> = sites
+            .iter()
+            .filter(|(s, _)| s.rule == k)
+            .map(|(s, release)| {
+                let label = match release {
+                    Some(n) => format!(" (META-INF/versions/{n})"),
+                    None if versioned.contains(&s.class) => " (base)".to_string(),
+                    None => String::new(),
+                };
+                (s, format!("{}.{}{}{label}", s.class, s.method, s.desc))
+            })
+            .collect();
         out.push_str(&format!("rule {:?} ({}):", r.name, r.describe()));
         if mine.is_empty() {
-            out.push_str(" matches nothing\n");
+            out.push_str(" matches nothing");
+            // a nested class written as in the source (a.Main.Inner for a.Main$Inner)
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            if !names.iter().any(|n| r.name_matches(n)) {
+                if let Some(h) = r.nested_class_hint(&names) {
+                    out.push_str(&format!(
+                        ": class = {h:?} would match (a nested class is named Outer$Inner, \
+                         not Outer.Inner)"
+                    ));
+                }
+            }
+            out.push('\n');
             continue;
         }
-        let found: Vec<&&Site> = mine.iter().filter(|s| !s.location.is_empty()).collect();
+        let found = mine.iter().filter(|(s, _)| !s.location.is_empty()).count();
         let methods = {
-            let mut m: Vec<(&str, &str, &str)> = mine
-                .iter()
-                .map(|s| (s.class.as_str(), s.method.as_str(), s.desc.as_str()))
-                .collect();
+            let mut m: Vec<&str> = mine.iter().map(|(_, who)| who.as_str()).collect();
             m.dedup();
             m.len()
         };
-        out.push_str(&format!(
-            " {methods} method(s), {} location(s)\n",
-            found.len()
-        ));
-        for s in &mine {
+        out.push_str(&format!(" {methods} method(s), {found} location(s)\n"));
+        for (s, who) in &mine {
             let loc = if s.location.is_empty() {
                 "(no such location)".to_string()
             } else {
                 s.location.clone()
             };
-            out.push_str(&format!("  {}.{}{}  {loc}\n", s.class, s.method, s.desc));
+            out.push_str(&format!("  {who}  {loc}\n"));
         }
-        if found.is_empty() {
+        if found == 0 {
             // the classes are known: a line or call that exists in no matched method
             let (line, col) = r.location_pos;
-            let what = match &r.location {
-                Location::Line(n) => format!("line {n} is in no method it matches"),
-                Location::Call { .. } => "no method it matches makes that call".to_string(),
+            let (what, near) = match &r.location {
+                Location::Line(n) => (format!("line {n} is in no method it matches"), Some(*n)),
+                Location::Call { .. } => ("no method it matches makes that call".to_string(), None),
                 Location::Method { .. } => continue,
             };
-            let spans: Vec<String> = mine
-                .iter()
-                .map(|s| match s.lines {
-                    Some((a, b)) => format!("{}.{}{} lines {a}-{b}", s.class, s.method, s.desc),
-                    None => format!("{}.{}{} (no line numbers)", s.class, s.method, s.desc),
-                })
-                .collect();
             errors.push(format!(
                 "{}:{line}:{col}: rule {:?}: {what} ({})",
                 path.display(),
                 r.name,
-                spans.join(", ")
+                candidates(&mine, near)
             ));
         }
     }
     Ok((out, errors))
+}
+
+/// At most this many methods are named in an error about a `line` or `call` no matched method
+/// has (a rule matching every method of a big class named them all, on one line).
+const CANDIDATES: usize = 5;
+
+/// The matched methods an error about a missing `line` (`near`) or `call` names, with their
+/// source lines: for a line the nearest first; at most [`CANDIDATES`], and how many more.
+fn candidates<'a>(mine: &'a [(&'a Site, String)], near: Option<u32>) -> String {
+    let mut v: Vec<&(&Site, String)> = mine.iter().collect();
+    if let Some(n) = near {
+        // the method's side of the line (around it: the line has no code; after; before; no
+        // line numbers) and how many lines away it is
+        let place = |(s, _): &(&Site, String)| match s.lines {
+            Some((_, b)) if n > u32::from(b) => (2, n - u32::from(b)),
+            Some((a, _)) if n < u32::from(a) => (1, u32::from(a) - n),
+            Some(_) => (0, 0),
+            None => (3, 0),
+        };
+        v.sort_by_key(|s| place(s));
+        // the nearest on each side first, then the next nearest on each side, ...
+        let mut ranked: Vec<(bool, usize, u32, &(&Site, String))> = Vec::with_capacity(v.len());
+        for s in v {
+            let (side, dist) = place(s);
+            let rank = match ranked.last() {
+                Some(&(_, r, _, p)) if place(p).0 == side => r + 1,
+                _ => 0,
+            };
+            ranked.push((side == 3, rank, dist, s));
+        }
+        ranked.sort_by_key(|&(none, rank, dist, _)| (none, rank, dist));
+        v = ranked.into_iter().map(|r| r.3).collect();
+    }
+    let spans: Vec<String> = v
+        .iter()
+        .take(CANDIDATES)
+        .map(|(s, who)| match s.lines {
+            Some((a, b)) => format!("{who} lines {a}-{b}"),
+            None => format!("{who} (no line numbers)"),
+        })
+        .collect();
+    if v.len() <= CANDIDATES {
+        return spans.join(", ");
+    }
+    format!(
+        "{}{}, and {} more methods it matches",
+        if near.is_some() { "nearest: " } else { "" },
+        spans.join(", "),
+        v.len() - CANDIDATES
+    )
 }

@@ -345,3 +345,72 @@ fn nested_jars_are_copied_and_named() {
         .unwrap();
     assert_eq!(nested.4, std::fs::read(&inner).unwrap());
 }
+
+/// A self-executing jar (a launch script before the zip, as Spring Boot's executable jars:
+/// `cat launch.sh app.jar > exec.jar`): the output starts with the same script, byte for byte,
+/// its zip offsets are valid (`unzip -l` without a warning, `java -jar`), and it stays
+/// executable and runs as `./out.jar` (the script was dropped).
+#[test]
+fn self_executing_jar_keeps_its_launch_script_and_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = fresh("exec");
+    let (classes, probe) = compile(&dir);
+    let jar = dir.join("app.jar");
+    // the probe inside the jar: `java -jar` takes no class path
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .args(["--main-class", "p.Hello", "-C"])
+        .arg(&classes)
+        .arg(".")
+        .arg("-C")
+        .arg(&probe)
+        .arg("."));
+    let java = common::java_home().join("bin/java");
+    let script = format!(
+        "#!/bin/sh\n# a launch script, as Spring Boot's\nexec '{}' -jar \"$0\" \"$@\"\nexit 1\n",
+        java.display()
+    );
+    let exec = dir.join("exec.jar");
+    let mut bytes = script.as_bytes().to_vec();
+    bytes.extend(std::fs::read(&jar).unwrap());
+    std::fs::write(&exec, &bytes).unwrap();
+    std::fs::set_permissions(&exec, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = run(&mut Command::new(&exec));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "hello 42");
+
+    let out = dir.join("exec-instrumented.jar");
+    instrument(&exec, &out, &["--exclude", "CountProbe"]);
+    let got = std::fs::read(&out).unwrap();
+    assert!(
+        got.starts_with(script.as_bytes()),
+        "the launch script first: {:?}",
+        String::from_utf8_lossy(&got[..script.len().min(got.len())])
+    );
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+    assert_eq!(mode & 0o111, 0o111, "executable: {mode:o}");
+    let o = run(Command::new("unzip").arg("-l").arg(&out));
+    let listing = String::from_utf8_lossy(&o.stdout);
+    assert!(listing.contains("p/Hello.class"), "{listing}");
+    let warned = format!("{listing}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!warned.contains("extra bytes"), "{warned}");
+    for o in [
+        run(Command::new(&java).arg("-jar").arg(&out)),
+        run(&mut Command::new(&out)),
+    ] {
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "hello 42");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("probes: enter=2 exit=2"),
+            "instrumented: {err}"
+        );
+    }
+    // offsets counted from the start of the file (as Spring Boot writes them, and bci): the
+    // script is kept too
+    let again = dir.join("again.jar");
+    instrument(&out, &again, &["--exclude", "CountProbe"]);
+    assert!(std::fs::read(&again)
+        .unwrap()
+        .starts_with(script.as_bytes()));
+}

@@ -136,18 +136,62 @@ fn instrument_missing_input_and_unwritable_output_name_their_paths() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("/nonexist/in.jar"), "{}", text(&o));
     std::fs::write(d.join("A.txt"), "x").unwrap();
-    let o = bci(&["instrument", d.to_str().unwrap(), "/nonexist/dir/o.jar"]);
+    // missing directories are created (instrument_output_gets_its_missing_directories): a
+    // path under a file cannot be written
+    let file = d.join("A.txt");
+    let o = bci(&[
+        "instrument",
+        d.to_str().unwrap(),
+        file.join("o.jar").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("/nonexist/dir/o.jar"), "{}", text(&o));
+    assert!(text(&o).contains(file.to_str().unwrap()), "{}", text(&o));
     let o = bci(&[
         "instrument",
         "--map",
-        "/nonexist/dir/map.tsv",
+        file.join("map.tsv").to_str().unwrap(),
         d.to_str().unwrap(),
         work("io-out").to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("/nonexist/dir/map.tsv"), "{}", text(&o));
+    assert!(text(&o).contains(file.to_str().unwrap()), "{}", text(&o));
+}
+
+/// `bci instrument` creates the missing directories of its output jar and of `--map` (as of
+/// an output directory; it failed: No such file or directory), and so does `bci
+/// runtime-jar`.
+#[test]
+fn instrument_output_gets_its_missing_directories() {
+    let d = work("out-dirs");
+    let classes = some_classes(&d);
+    let (jar, map, dir) = (
+        d.join("new/jar/o.jar"),
+        d.join("new/map/probes.tsv"),
+        d.join("new/dir/out"),
+    );
+    let o = bci(&[
+        "instrument",
+        classes.to_str().unwrap(),
+        jar.to_str().unwrap(),
+        "--map",
+        map.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let z = zip::ZipArchive::new(std::fs::File::open(&jar).unwrap()).unwrap();
+    assert!(z.file_names().any(|n| n == "Main.class"), "{jar:?}");
+    let rows = std::fs::read_to_string(&map).unwrap();
+    assert!(rows.lines().any(|l| l.contains("\tMain\tmain\t")), "{rows}");
+    let o = bci(&[
+        "instrument",
+        classes.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(dir.join("Main.class").is_file());
+    let rt = d.join("new/runtime/bci-runtime.jar");
+    let o = bci(&["runtime-jar", rt.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(rt.is_file());
 }
 
 /// Classes to work on: the test fixtures compiled into `dir`.

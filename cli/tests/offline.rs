@@ -1228,3 +1228,22 @@ fn odd_directory_entries_are_skipped_not_fatal() {
     assert!(inst.join("Suids.class").exists() && inst.join("Alias.class").exists());
     assert!(!inst.join("dangling.class").exists() && !inst.join("pipe").exists());
 }
+
+/// `bci report bci.data -o DIR/FILE` creates the missing directories, as every output of a
+/// coverage report does (it failed: No such file or directory).
+#[test]
+fn report_output_gets_its_missing_directories() {
+    let out = fresh("report-output-dirs");
+    let data = out.join("bci.data");
+    std::fs::write(
+        &data,
+        "bci-data\t1\nclock\twall\nthread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n",
+    )
+    .unwrap();
+    let o = bci(&[&"report", &data]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let file = out.join("new/deeper/java.hprof.txt");
+    let o2 = bci(&[&"report", &data, &"-o", &file]);
+    assert!(o2.status.success(), "{}", text(&o2.stderr));
+    assert_eq!(std::fs::read(&file).unwrap(), o.stdout);
+}

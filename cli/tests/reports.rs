@@ -1674,3 +1674,53 @@ fn per_test(agent: bool) {
     assert!(!text(&o).to_lowercase().contains("warning"), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Every output path of `bci report` and `bci merge` gets its missing parent directories, as
+/// `--xml` and `--html` always did (`-o` of report and of merge failed: No such file or
+/// directory).
+#[test]
+fn report_and_merge_outputs_get_their_missing_directories() {
+    let r = setup("out-dirs", &["CovBasics"]);
+    let new = r.work.join("new");
+    assert!(!new.exists());
+    let console = bci(&[os("report"), os(&r.data), os("--classes"), os(&r.orig)]);
+    let files: Vec<(&str, PathBuf)> = [
+        ("-o", "summary.txt"),
+        ("--xml", "jacoco.xml"),
+        ("--cobertura", "cobertura.xml"),
+        ("--lcov", "coverage.info"),
+        ("--csv", "coverage.csv"),
+        ("--html", "html"),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (opt, f))| (*opt, new.join(format!("report{i}/deeper")).join(f)))
+    .collect();
+    let mut args = vec![os("report"), os(&r.data), os("--classes"), os(&r.orig)];
+    for (opt, f) in &files {
+        args.extend([os(*opt), os(f)]);
+    }
+    let (report_code, _, report_err) = run_bci(&args);
+    let merged = new.join("merged/deeper/all.cov");
+    let (merge_code, _, merge_err) = run_bci(&[os("merge"), os(&r.data), os("-o"), os(&merged)]);
+    assert_eq!(
+        (report_code, merge_code),
+        (Some(0), Some(0)),
+        "report: {report_err}\nmerge: {merge_err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&files[0].1).unwrap(),
+        String::from_utf8_lossy(&console.stdout),
+        "-o holds the console summary"
+    );
+    for (opt, f) in &files[1..5] {
+        let t = std::fs::read_to_string(f).unwrap_or_default();
+        assert!(t.contains("CovBasics"), "{opt} {}: {t}", f.display());
+    }
+    assert!(files[5].1.join("index.html").is_file());
+    // merging one data file gives its data
+    assert_eq!(
+        CovData::parse(&std::fs::read(&merged).unwrap()).unwrap(),
+        CovData::parse(&std::fs::read(&r.data).unwrap()).unwrap()
+    );
+}

@@ -198,3 +198,210 @@ fn static_initializers_and_constructor_calls_are_explained_as_the_agent_does() {
     );
     assert!(err.contains("method = \"<init>\""), "{err}");
 }
+
+/// Compiles `src` (file `name`, e.g. `a/Main.java`) with -g into a fresh work directory.
+fn compile(work_name: &str, name: &str, src: &str) -> PathBuf {
+    let d = work(work_name);
+    let f = d.join("src").join(name);
+    std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+    std::fs::write(&f, src).unwrap();
+    let classes = d.join("classes");
+    let o = Command::new(javac())
+        .arg("-g")
+        .arg("-d")
+        .arg(&classes)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    classes
+}
+
+/// A `line` that no method of a big class has: the error names the rule's position, says the
+/// line was not found, and lists only the few methods nearest to it with their lines and how
+/// many more there are (it listed all 41 methods on one line).
+#[test]
+fn a_line_in_no_method_lists_the_nearest_methods_only() {
+    // Many.m0 .. m39, one per line from line 2, with 20 blank lines after m19
+    let mut src = String::from("public class Many {\n");
+    let mut line_of = Vec::new();
+    for i in 0..40 {
+        line_of.push(src.lines().count() + 1);
+        src.push_str(&format!(
+            "    static int m{i}(int x) {{ return x + {i}; }}\n"
+        ));
+        if i == 19 {
+            src.push_str(&"\n".repeat(20));
+        }
+    }
+    src.push_str("}\n");
+    let cp = compile("many", "Many.java", &src);
+    let gap = line_of[20] - 3; // 3 lines before m20, 18 after m19
+    let rules = cp.parent().unwrap().join("r.toml");
+    std::fs::write(
+        &rules,
+        format!("[[rule]]\nname = \"gap\"\nclass = \"Many\"\nline = {gap}\ncount = true\n"),
+    )
+    .unwrap();
+    let o = explain(&rules, &cp);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let first = err.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with(&format!(
+            "{}:4:8: rule \"gap\": line {gap} is in no method it matches",
+            rules.display()
+        )),
+        "{err}"
+    );
+    // the candidates, nearest first: m20 just after the line, then m19 before it
+    let listed: Vec<&str> = err.matches("Many.").collect();
+    assert!(
+        (2..=5).contains(&listed.len()),
+        "a handful of methods: {err}"
+    );
+    let m19 = format!("Many.m19(I)I lines {0}-{0}", line_of[19]);
+    let m20 = format!("Many.m20(I)I lines {0}-{0}", line_of[20]);
+    assert!(err.contains(&m19) && err.contains(&m20), "{err}");
+    assert!(err.find(&m20) < err.find(&m19), "nearest first: {err}");
+    assert!(!err.contains("Many.m0(I)I"), "a far method: {err}");
+    // 40 methods and the constructor matched; the rest are counted
+    assert!(
+        err.contains(&format!("and {} more", 41 - listed.len())),
+        "{err}"
+    );
+    assert!(err.len() < 400, "{} bytes: {err}", err.len());
+}
+
+/// A class pattern written with the source's `.` before a nested class (`a.Main.Inner`)
+/// matches nothing: explain says so and names the pattern with `$` that matches (it said only
+/// "matches nothing").
+#[test]
+fn a_nested_class_written_with_a_dot_gets_the_dollar_name_suggested() {
+    let cp = compile(
+        "nested",
+        "a/Main.java",
+        "package a;\npublic class Main {\n    static class Inner {\n        int f() { return 1; }\n\
+         \x20       static class Deep { int g() { return 2; } }\n    }\n}\n",
+    );
+    let rules = cp.parent().unwrap().join("r.toml");
+    let mut toml = String::new();
+    for (name, class) in [
+        ("inner", "a.Main.Inner"),
+        ("deep", "a.Main.Inner.Deep"),
+        ("glob", "a.Main.*"),
+        ("none", "a.Main.Nope"),
+    ] {
+        toml.push_str(&format!(
+            "[[rule]]\nname = \"{name}\"\nclass = \"{class}\"\ncount = true\n\n"
+        ));
+    }
+    std::fs::write(&rules, toml).unwrap();
+    let o = explain(&rules, &cp);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = |rule: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("rule \"{rule}\"")))
+            .unwrap_or_else(|| panic!("{rule} in {out}"))
+            .to_string()
+    };
+    for (rule, want) in [
+        ("inner", "a.Main$Inner"),
+        ("deep", "a.Main$Inner$Deep"),
+        ("glob", "a.Main$*"),
+    ] {
+        let l = line(rule);
+        assert!(l.contains("matches nothing"), "{l}");
+        assert!(l.contains(&format!("class = \"{want}\"")), "{rule}: {l}");
+    }
+    // a pattern that matches nothing with `$` either gets no suggestion
+    assert!(line("none").ends_with("matches nothing"), "{out}");
+    // the suggestions are right: they match the nested classes
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"inner\"\nclass = \"a.Main$Inner\"\ncount = true\n\n\
+         [[rule]]\nname = \"deep\"\nclass = \"a.Main$Inner$Deep\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = explain(&rules, &cp);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("  a.Main$Inner.f()I  entry/exit/exception\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  a.Main$Inner$Deep.g()I  entry/exit/exception\n"),
+        "{out}"
+    );
+}
+
+/// A multi-release jar holds a class twice (base and `META-INF/versions/11/`): explain labels
+/// each entry with its version (it listed the same method twice, unlabelled).
+#[test]
+fn multi_release_entries_are_labelled_with_their_version() {
+    let classes = compile(
+        "multi-release",
+        "a/Main.java",
+        "package a;\npublic class Main {\n    static int f() { return 1; }\n}\n",
+    );
+    let d = classes.parent().unwrap();
+    let v11 = d.join("v11");
+    let o = Command::new(javac())
+        .args(["-g", "--release", "11", "-d"])
+        .arg(&v11)
+        .arg(d.join("src/a/Main.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let jar = d.join("mr.jar");
+    let o = Command::new(javac().with_file_name("jar"))
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg(".")
+        .args(["--release", "11", "-C"])
+        .arg(&v11)
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rules = d.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"f\"\nclass = \"a.Main\"\nmethod = \"f\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = explain(&rules, &jar);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("rule \"f\" (count): 2 method(s), 2 location(s)\n"),
+        "{out}"
+    );
+    let listed: Vec<&str> = out.lines().filter(|l| l.contains("a.Main.f()I")).collect();
+    assert_eq!(listed.len(), 2, "{out}");
+    assert_eq!(
+        listed
+            .iter()
+            .filter(|l| l.contains("(META-INF/versions/11)"))
+            .count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        listed.iter().filter(|l| l.contains("(base)")).count(),
+        1,
+        "{out}"
+    );
+}

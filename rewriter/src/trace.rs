@@ -602,6 +602,25 @@ impl TraceRule {
         self.class.matches(dotted) && !self.exclude_class.iter().any(|p| p.matches(dotted))
     }
 
+    /// For a rule whose class pattern matches none of `names` (dotted): the pattern with its
+    /// last one, two, ... `.` made `$` that matches one of them, fewest first (a nested class
+    /// is `a.Main.Inner` in the source, `a.Main$Inner` in its class file). None for a regular
+    /// expression, or when no such pattern matches.
+    pub fn nested_class_hint(&self, names: &[&str]) -> Option<String> {
+        let Pattern::Glob(p) = &self.class else {
+            return None;
+        };
+        let dots: Vec<usize> = (0..p.len()).filter(|&i| p[i] == b'.').collect();
+        (1..=dots.len()).find_map(|k| {
+            let mut q = p.clone();
+            dots[dots.len() - k..].iter().for_each(|&i| q[i] = b'$');
+            names
+                .iter()
+                .any(|n| glob(&q, n.as_bytes()) && !self.exclude_class.iter().any(|x| x.matches(n)))
+                .then(|| String::from_utf8_lossy(&q).into_owned())
+        })
+    }
+
     /// Class-level match: name, exclusions, annotations, declared supertypes.
     pub fn class_matches(&self, c: &ClassView) -> bool {
         self.name_matches(&c.name)

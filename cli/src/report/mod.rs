@@ -509,9 +509,7 @@ impl Report {
 }
 
 fn write_file(p: &Path, text: &str) -> Result<(), String> {
-    if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-    }
+    crate::io::create_parent(p)?;
     std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
