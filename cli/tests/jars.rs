@@ -414,3 +414,39 @@ fn self_executing_jar_keeps_its_launch_script_and_mode() {
         .unwrap()
         .starts_with(script.as_bytes()));
 }
+
+/// A jar written to a full disk fails with the path and the OS error, not exit 0 with a
+/// truncated jar (a small jar's bytes all sit in the output buffer until the zip writer's
+/// finish flushes it).
+#[test]
+fn jar_output_on_a_full_disk_fails() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let dir = fresh("full");
+    let (classes, _) = compile(&dir);
+    let jar = dir.join("app.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg("."));
+    let out = dir.join("out.jar");
+    std::os::unix::fs::symlink("/dev/full", &out).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .arg("instrument")
+        .arg(&jar)
+        .arg(&out)
+        .args(["--runtime", "CountProbe"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "exit 0 on a full disk: {err}");
+    assert!(
+        err.contains("out.jar") && err.contains("No space left on device"),
+        "{err}"
+    );
+}
