@@ -5,8 +5,8 @@
 //! The shapes are javac's (8 to 21); each filter matches a fixed instruction pattern and
 //! leaves code it does not recognise alone.
 //!
-//! * string switch: the `hashCode()` lookupswitch and the `equals` chain up to the second
-//!   switch (whose cases are the source's).
+//! * string switch: the `hashCode()` lookupswitch or tableswitch and the `equals` chain up to
+//!   the second switch (whose cases are the source's).
 //! * try-with-resources (javac 11+): the `close()` on the normal path and the generated
 //!   handler (`close`, `addSuppressed`, rethrow).
 //! * `finally`: every copy at an exit of the protected regions is merged with the catch-any
@@ -192,9 +192,10 @@ fn synchronized(m: &Method<'_, '_>, marks: &mut Marks) {
     }
 }
 
-/// javac's string switch: `s.hashCode()`, a lookupswitch on it whose cases compare with
-/// `equals` and store the case's index, then a second switch on that index (the default of
-/// the first). The first switch and the `equals` chain are ignored.
+/// javac's string switch: `s.hashCode()`, a lookupswitch (or, for close hash codes, a
+/// tableswitch whose gaps go to its default) on it whose cases compare with `equals` and store
+/// the case's index, then a second switch on that index (the default of the first). The first
+/// switch and the `equals` chain are ignored.
 fn string_switch(m: &Method<'_, '_>, marks: &mut Marks) {
     for k in 1..m.insns.len() {
         let Some(dflt) = m.switch_default(k) else {
@@ -209,7 +210,14 @@ fn string_switch(m: &Method<'_, '_>, marks: &mut Marks) {
         ) {
             continue;
         }
-        if dflt <= k || !m.switch_targets(k).iter().all(|&t| t > k && t < dflt) {
+        // Every case starts an `equals` test before the second switch; a tableswitch's gaps
+        // (hash codes no case has) jump to the default like a failed test. At least one case
+        // is a test (javac makes no hash switch for a switch with no cases).
+        let targets = m.switch_targets(k);
+        if dflt <= k
+            || !targets.iter().all(|&t| t > k && t <= dflt)
+            || !targets.iter().any(|&t| t < dflt)
+        {
             continue;
         }
         // Between the switches: loads, string constants, equals, the index stores and jumps.
