@@ -16,6 +16,8 @@
 //! * exhaustive switch expressions: the generated default throwing
 //!   `IncompatibleClassChangeError` (javac < 21) or `MatchException` (21+).
 //! * `synchronized` blocks: the handler that releases the monitor and rethrows.
+//! * record patterns (javac 21+): the handler of `Throwable` around the record accessor calls
+//!   that throws `MatchException`.
 
 use bci::code::{Handler, Insn};
 use bci::opcodes::op;
@@ -161,7 +163,51 @@ pub(crate) fn run(m: &Method<'_, '_>) -> Marks {
     assert(m, &mut marks);
     exhaustive_switch(m, &mut marks);
     synchronized(m, &mut marks);
+    record_pattern(m, &mut marks);
     marks
+}
+
+/// A record pattern's handler (javac 21+): javac calls the record's accessors inside a handler
+/// of `Throwable` shaped `astore c; new MatchException; dup; aload c; invokevirtual
+/// Throwable.toString()String; aload c; invokespecial MatchException.<init>(String, Throwable);
+/// athrow`, ignored (also when it ran: an accessor threw).
+fn record_pattern(m: &Method<'_, '_>, marks: &mut Marks) {
+    for h in m.handlers {
+        if h.catch_type == 0
+            || m.cf.cp.class_name(h.catch_type).ok().as_deref() != Some("java/lang/Throwable")
+        {
+            continue;
+        }
+        let Some(k) = m.index_of(h.handler as i64) else {
+            continue;
+        };
+        let Some(c) = m.astore(k) else {
+            continue;
+        };
+        if m.op(k + 1) == Some(op::NEW)
+            && m.class_operand(k + 1).as_deref() == Some("java/lang/MatchException")
+            && m.op(k + 2) == Some(op::DUP)
+            && m.aload(k + 3) == Some(c)
+            && m.is_member(
+                k + 4,
+                op::INVOKEVIRTUAL,
+                "java/lang/Throwable",
+                "toString",
+                "()Ljava/lang/String;",
+            )
+            && m.aload(k + 5) == Some(c)
+            && m.is_member(
+                k + 6,
+                op::INVOKESPECIAL,
+                "java/lang/MatchException",
+                "<init>",
+                "(Ljava/lang/String;Ljava/lang/Throwable;)V",
+            )
+            && m.op(k + 7) == Some(op::ATHROW)
+        {
+            marks.ignore(k, k + 7);
+        }
+    }
 }
 
 /// A `synchronized` block's handler that releases the monitor and rethrows: javac's
