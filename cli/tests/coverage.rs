@@ -444,6 +444,20 @@ fn coverage_counts_match_with_jdk25_javac_when_installed() {
     let _ = std::fs::remove_dir_all(&run.work);
 }
 
+/// Record patterns (test-classes/coverage-jdk21, javac 21+), compiled and run by JDK 25 when
+/// installed: the handler javac wraps around a pattern's accessor calls (catch Throwable, throw
+/// MatchException) is no code of the source, also when an accessor throws.
+#[test]
+fn record_patterns_with_jdk25_javac_when_installed() {
+    let Some(jh) = common::jdk25_home() else {
+        eprintln!("SKIPPED: no JDK 25 at /usr/lib/jvm/temurin-25-jdk-amd64");
+        return;
+    };
+    let run = run_programs_in(&jh, "patterns", "test-classes/coverage-jdk21");
+    check_sources(&run.analyzed, &run.sources, 1);
+    let _ = std::fs::remove_dir_all(&run.work);
+}
+
 const JACOCO_CORE: &str = "/usr/share/java/org.jacoco.core.jar";
 const JACOCO_AGENT: &str = "/usr/share/java/org.jacoco.agent.jar";
 

@@ -2,7 +2,9 @@
  * Coverage expectations (format: CovBasics). @every-line: every line with code carries one.
  * Switches on strings (the hashCode dispatch and equals chain are not branches of the source)
  * and enums (the $SwitchMap$ class is compiler-generated; an exhaustive switch expression's
- * generated default is no branch).
+ * generated default is no branch). Close hash codes make javac dispatch on them with a
+ * tableswitch whose gaps jump to the default ("+" "-" "*" "/": 42..47 without 44 and 46;
+ * "a" "c" "e": 97..101 without 98 and 100): no branches of the source either.
  */
 public class CovSwitch { // hits=0
     enum Color { // hits=1
@@ -24,6 +26,30 @@ public class CovSwitch { // hits=0
             default:
                 return 0; // hits=2
         }
+    }
+
+    static int op(String s) {
+        switch (s) { // hits=7 br=4/5
+            case "+":
+                return 1; // hits=2
+            case "-":
+                return 2; // hits=1
+            case "*":
+                return 3; // hits=1
+            case "/":
+                return 4; // hits=0
+            default:
+                return 0; // hits=3
+        }
+    }
+
+    static String letter(String s) {
+        return switch (s) { // hits=5 br=3/4
+            case "a" -> "A"; // hits=2
+            case "c" -> "C"; // hits=0
+            case "e" -> "E"; // hits=1
+            default -> "-"; // hits=2
+        };
     }
 
     static int colorStatement(Color c) {
@@ -50,6 +76,13 @@ public class CovSwitch { // hits=0
     public static void main(String[] args) {
         for (String s : new String[] {"Aa", "BB", "x", "Aa", "Ab", "zzz"}) { // hits=1 br=2/2
             text(s); // hits=6
+        }
+        // "," (44) and "." (46) hash to the gaps, "%" (37) below the table
+        for (String s : new String[] {"+", "+", "-", "*", ",", ".", "%"}) { // hits=1 br=2/2
+            op(s); // hits=7
+        }
+        for (String s : new String[] {"a", "e", "a", "b", "zz"}) { // hits=1 br=2/2
+            letter(s); // hits=5
         }
         colorStatement(Color.RED); // hits=1
         colorStatement(Color.RED); // hits=1

@@ -5,8 +5,8 @@
 //! The shapes are javac's (8 to 21); each filter matches a fixed instruction pattern and
 //! leaves code it does not recognise alone.
 //!
-//! * string switch: the `hashCode()` lookupswitch and the `equals` chain up to the second
-//!   switch (whose cases are the source's).
+//! * string switch: the `hashCode()` lookupswitch or tableswitch and the `equals` chain up to
+//!   the second switch (whose cases are the source's).
 //! * try-with-resources (javac 11+): the `close()` on the normal path and the generated
 //!   handler (`close`, `addSuppressed`, rethrow).
 //! * `finally`: every copy at an exit of the protected regions is merged with the catch-any
@@ -16,6 +16,8 @@
 //! * exhaustive switch expressions: the generated default throwing
 //!   `IncompatibleClassChangeError` (javac < 21) or `MatchException` (21+).
 //! * `synchronized` blocks: the handler that releases the monitor and rethrows.
+//! * record patterns (javac 21+): the handler of `Throwable` around the record accessor calls
+//!   that throws `MatchException`.
 
 use bci::code::{Handler, Insn};
 use bci::opcodes::op;
@@ -161,7 +163,51 @@ pub(crate) fn run(m: &Method<'_, '_>) -> Marks {
     assert(m, &mut marks);
     exhaustive_switch(m, &mut marks);
     synchronized(m, &mut marks);
+    record_pattern(m, &mut marks);
     marks
+}
+
+/// A record pattern's handler (javac 21+): javac calls the record's accessors inside a handler
+/// of `Throwable` shaped `astore c; new MatchException; dup; aload c; invokevirtual
+/// Throwable.toString()String; aload c; invokespecial MatchException.<init>(String, Throwable);
+/// athrow`, ignored (also when it ran: an accessor threw).
+fn record_pattern(m: &Method<'_, '_>, marks: &mut Marks) {
+    for h in m.handlers {
+        if h.catch_type == 0
+            || m.cf.cp.class_name(h.catch_type).ok().as_deref() != Some("java/lang/Throwable")
+        {
+            continue;
+        }
+        let Some(k) = m.index_of(h.handler as i64) else {
+            continue;
+        };
+        let Some(c) = m.astore(k) else {
+            continue;
+        };
+        if m.op(k + 1) == Some(op::NEW)
+            && m.class_operand(k + 1).as_deref() == Some("java/lang/MatchException")
+            && m.op(k + 2) == Some(op::DUP)
+            && m.aload(k + 3) == Some(c)
+            && m.is_member(
+                k + 4,
+                op::INVOKEVIRTUAL,
+                "java/lang/Throwable",
+                "toString",
+                "()Ljava/lang/String;",
+            )
+            && m.aload(k + 5) == Some(c)
+            && m.is_member(
+                k + 6,
+                op::INVOKESPECIAL,
+                "java/lang/MatchException",
+                "<init>",
+                "(Ljava/lang/String;Ljava/lang/Throwable;)V",
+            )
+            && m.op(k + 7) == Some(op::ATHROW)
+        {
+            marks.ignore(k, k + 7);
+        }
+    }
 }
 
 /// A `synchronized` block's handler that releases the monitor and rethrows: javac's
@@ -192,9 +238,10 @@ fn synchronized(m: &Method<'_, '_>, marks: &mut Marks) {
     }
 }
 
-/// javac's string switch: `s.hashCode()`, a lookupswitch on it whose cases compare with
-/// `equals` and store the case's index, then a second switch on that index (the default of
-/// the first). The first switch and the `equals` chain are ignored.
+/// javac's string switch: `s.hashCode()`, a lookupswitch (or, for close hash codes, a
+/// tableswitch whose gaps go to its default) on it whose cases compare with `equals` and store
+/// the case's index, then a second switch on that index (the default of the first). The first
+/// switch and the `equals` chain are ignored.
 fn string_switch(m: &Method<'_, '_>, marks: &mut Marks) {
     for k in 1..m.insns.len() {
         let Some(dflt) = m.switch_default(k) else {
@@ -209,7 +256,14 @@ fn string_switch(m: &Method<'_, '_>, marks: &mut Marks) {
         ) {
             continue;
         }
-        if dflt <= k || !m.switch_targets(k).iter().all(|&t| t > k && t < dflt) {
+        // Every case starts an `equals` test before the second switch; a tableswitch's gaps
+        // (hash codes no case has) jump to the default like a failed test. At least one case
+        // is a test (javac makes no hash switch for a switch with no cases).
+        let targets = m.switch_targets(k);
+        if dflt <= k
+            || !targets.iter().all(|&t| t > k && t <= dflt)
+            || !targets.iter().any(|&t| t < dflt)
+        {
             continue;
         }
         // Between the switches: loads, string constants, equals, the index stores and jumps.
