@@ -1067,3 +1067,28 @@ fn sampler_only_when_a_profile_reads_it() {
     assert_eq!(r.events.len(), 10, "{:#?}", r.events);
     assert!(sampler(&r), "{}", r.stdout);
 }
+
+/// test-classes/trace/TraceExcName.java: max_string cuts the message of an exception event
+/// (with tostring) and string values, never the exception's class name. Before, the class
+/// name and message were cut together: `exception="java.lang...."` with max_string = 10, even
+/// with tostring off.
+#[test]
+fn exception_class_names_are_never_cut() {
+    let r = traced("TraceExcName", "trace-exc-name.toml", "");
+    assert_eq!(
+        r.stdout,
+        "caught IllegalArgumentException\ncaught AVeryLongNamedFailure\ncaught AVeryLongNamedFailure\n",
+        "{}",
+        r.stderr
+    );
+    let n = check_expects("TraceExcName.java", &r);
+    assert_eq!(n, 8, "expect lines");
+    // text format: the same value
+    let t = traced("TraceExcName", "trace-exc-name.toml", ",traceformat=text");
+    assert!(
+        t.events.iter().any(|l| l.contains(" plain exception ")
+            && l.ends_with(" exception=\"java.lang.IllegalArgumentException\"")),
+        "{:#?}",
+        t.events
+    );
+}

@@ -886,18 +886,22 @@ public final class Trace {
         }
         if (where == 2 && (s.mask & M_EXC) != 0 && e != null) {
             key(sb, "exception", text);
-            String x = e.getClass().getName();
+            String m = null;
             if ((s.mask & M_TOSTRING) != 0) {
                 try {
-                    String m = e.getMessage();
-                    if (m != null) {
-                        x = x + ": " + m;
-                    }
+                    m = e.getMessage();
                 } catch (Throwable ignored) {
                     // a failing getMessage() leaves the class name
                 }
             }
-            str(sb, x, s.maxStr);
+            // the class name whole, only the message cut to max_string
+            sb.append('"');
+            chars(sb, e.getClass().getName(), 1 << 16);
+            if (m != null) {
+                sb.append(": ");
+                chars(sb, m, s.maxStr);
+            }
+            sb.append('"');
         }
         if (s.stack > 0) {
             key(sb, "stack", text).append('[');
@@ -1000,6 +1004,12 @@ public final class Trace {
     /** A JSON string of at most max characters ("..." appended when cut). */
     static void str(StringBuilder sb, String v, int max) {
         sb.append('"');
+        chars(sb, v, max);
+        sb.append('"');
+    }
+
+    /** The inside of a JSON string: v escaped, cut to max characters ("..." appended when cut). */
+    static void chars(StringBuilder sb, String v, int max) {
         int n = Math.min(v.length(), max);
         for (int i = 0; i < n; i++) {
             char c = v.charAt(i);
@@ -1031,7 +1041,6 @@ public final class Trace {
         if (v.length() > max) {
             sb.append("...");
         }
-        sb.append('"');
     }
 
     /** At VM exit: writes the remaining events and returns the per-rule summary table. */
