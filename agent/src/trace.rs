@@ -19,6 +19,13 @@ const CLASSES: &[(&str, &[u8])] = &[
         include_bytes!(concat!(env!("OUT_DIR"), "/java/java/lang/BciTrace$T.class")),
     ),
     (
+        "java/lang/BciTrace$Frame",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/java/java/lang/BciTrace$Frame.class"
+        )),
+    ),
+    (
         "java/lang/BciTrace$Writer",
         include_bytes!(concat!(
             env!("OUT_DIR"),

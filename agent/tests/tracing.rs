@@ -1067,3 +1067,135 @@ fn sampler_only_when_a_profile_reads_it() {
     assert_eq!(r.events.len(), 10, "{:#?}", r.events);
     assert!(sampler(&r), "{}", r.stdout);
 }
+
+/// test-classes/trace/TraceExcName.java: max_string cuts the message of an exception event
+/// (with tostring) and string values, never the exception's class name. Before, the class
+/// name and message were cut together: `exception="java.lang...."` with max_string = 10, even
+/// with tostring off.
+#[test]
+fn exception_class_names_are_never_cut() {
+    let r = traced("TraceExcName", "trace-exc-name.toml", "");
+    assert_eq!(
+        r.stdout,
+        "caught IllegalArgumentException\ncaught AVeryLongNamedFailure\ncaught AVeryLongNamedFailure\n",
+        "{}",
+        r.stderr
+    );
+    let n = check_expects("TraceExcName.java", &r);
+    assert_eq!(n, 8, "expect lines");
+    // text format: the same value
+    let t = traced("TraceExcName", "trace-exc-name.toml", ",traceformat=text");
+    assert!(
+        t.events.iter().any(|l| l.contains(" plain exception ")
+            && l.ends_with(" exception=\"java.lang.IllegalArgumentException\"")),
+        "{:#?}",
+        t.events
+    );
+}
+
+/// The summary row of `rule`: count, total, self, min, avg, max (microseconds).
+fn summary_row(report: &str, rule: &str) -> Vec<f64> {
+    let s = &report[report.find("TRACE SUMMARY").unwrap()..];
+    let row = s
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(rule))
+        .unwrap_or_else(|| panic!("no row {rule}: {s}"));
+    let v: Vec<f64> = row
+        .split_whitespace()
+        .skip(1)
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(v.len(), 6, "{row}");
+    v
+}
+
+/// test-classes/trace/TraceRecur.java: a recursive method's total time counts its outermost
+/// calls on each thread only (as the cpu=times METHODS table does); the count stays every
+/// call. Before, the total added every nested call's time again: fib(10) showed a total of
+/// 12,715 µs for an outermost call of 2,988 µs.
+#[test]
+fn recursion_counts_outermost_calls_in_the_total() {
+    let r = traced("TraceRecur", "trace-recur.toml", "");
+    assert_eq!(r.stdout, "fib 55 55 55\ntop 50\n", "{}", r.stderr);
+    let summary = &r.report[r.report.find("TRACE SUMMARY").unwrap()..];
+    // fib(10) three times (two threads at once, then main again): 3 × 177 calls
+    let fib = summary_row(&r.report, "fib");
+    assert_eq!(fib[0], 531.0, "{summary}");
+    // the three outermost calls' durations, from their exit events
+    let outer: Vec<u64> = r
+        .events
+        .iter()
+        .filter(|e| field(e, "rule", "\"fib\"") && field(e, "event", "\"exit\""))
+        .filter(|e| field(e, "args", "[10]"))
+        .map(|e| {
+            e.split("\"dur_ns\":")
+                .nth(1)
+                .and_then(|s| s.split(',').next())
+                .and_then(|s| s.parse().ok())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(outer.len(), 3, "{:#?}", r.events);
+    let sum = outer.iter().sum::<u64>() as f64 / 1e3;
+    assert!(
+        (fib[1] - sum).abs() <= 0.1,
+        "total {} != the outermost calls' {sum} µs ({outer:?}):\n{summary}",
+        fib[1]
+    );
+    let (total, self_, min, avg, max) = (fib[1], fib[2], fib[3], fib[4], fib[5]);
+    assert!(self_ <= total, "{summary}");
+    assert!(min <= avg && avg <= max && max <= total, "{summary}");
+    // the second rule on fib (timed only) likewise: three outermost calls, each at most max
+    let ft = summary_row(&r.report, "fibtime");
+    assert_eq!(ft[0], 531.0, "{summary}");
+    assert!(ft[1] <= 3.0 * ft[5] && ft[1] >= ft[5], "{summary}");
+    assert!(ft[2] <= ft[1], "{summary}");
+    // down: only normal exits are timed; the outermost call threw, so the total is its
+    // outermost timed call, down(49), the slowest (and the enclosing one) of the 50
+    let down = summary_row(&r.report, "down");
+    assert_eq!(down[0], 50.0, "{summary}");
+    assert_eq!(
+        down[1], down[5],
+        "total is not the outermost timed call:\n{summary}"
+    );
+    assert!(down[2] <= down[1], "{summary}");
+}
+
+/// test-classes/trace/TraceRecurDeep.java: a timed method recurses to StackOverflowError three
+/// times, then runs twice (30 ms each) with stack to spare. The deepest frames' exits find no
+/// stack for the probe, so the runtime's frames of some calls never end: the exits after them
+/// ended the wrong frames (the total read 248,539,142 µs for outermost calls of 106,347 µs),
+/// and with recursion counted once a frame left behind would stand for an enclosing call for
+/// the rest of the run (the total stayed 0). Each exit now ends its own frame and those left
+/// above it.
+#[test]
+fn recursion_after_stack_overflow_is_timed() {
+    let r = traced("TraceRecurDeep", "trace-recur-deep.toml", "");
+    let summary = &r.report[r.report.find("TRACE SUMMARY").unwrap()..];
+    let last = r.stdout.lines().last().unwrap_or("");
+    let nums: Vec<u64> = last
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        r.stdout
+            .starts_with("overflow\noverflow\noverflow\ndown 3\ndown 3\nouter_ns ")
+            && nums.len() == 2,
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let (outer_us, calls) = (nums[0] as f64 / 1e3, nums[1] as f64);
+    let row = summary_row(&r.report, "down");
+    let (count, total, self_, min, avg, max) = (row[0], row[1], row[2], row[3], row[4], row[5]);
+    // the calls after the overflows, 30 ms each, are in the total; nothing outside the
+    // outermost calls as the program timed them is
+    assert!(
+        total >= 60_000.0 && total <= outer_us,
+        "total {total} µs, outermost calls {outer_us} µs:\n{summary}"
+    );
+    assert!(count >= 8.0 && count <= calls, "{calls} calls:\n{summary}");
+    assert!(self_ <= total, "{summary}");
+    assert!(min <= avg && avg <= max && max <= total, "{summary}");
+    assert!(max >= 30_000.0, "{summary}");
+}

@@ -32,9 +32,14 @@ public final class Trace {
             M_ENTRY_EVENT = 2048, M_SAME = 4096;
     static final String[] WHERE = {"entry", "exit", "exception", "line", "call", "after-call"};
 
-    /** Per-site stats slots in T.st. */
-    static final int W = 8, CNT = 0, TIMED = 1, TOTAL = 2, SELF = 3, MIN = 4, MAX = 5, SAMPLE = 6,
-            SLOWMIN = 7;
+    /**
+     * Per-site stats slots in T.st. TOTAL: the time of the site's outermost timed calls (a call
+     * inside another call of the same site on the same thread adds nothing: its time is in the
+     * enclosing call's), SUM: every timed call's (for the average), TOP: the site's innermost
+     * frame on the thread's stack (depth + 1, 0 = none).
+     */
+    static final int W = 10, CNT = 0, TIMED = 1, TOTAL = 2, SELF = 3, MIN = 4, MAX = 5, SAMPLE = 6,
+            SLOWMIN = 7, SUM = 8, TOP = 9;
     static final int SLOWEST = 3;
 
     /** null constants for the inserted code (a snippet cannot use aconst_null). */
@@ -88,8 +93,8 @@ public final class Trace {
         final Thread thread;
         /** The thread's id (Thread.getId(), threadId() since 19): virtual threads have no name. */
         final long tid;
-        long[] start = new long[32];
-        long[] child = new long[32];
+        /** The call stack: frames[0 .. depth - 1] (each made once per depth, then reused). */
+        Frame[] frames = new Frame[32];
         int depth;
         boolean busy;
         /** Events of this thread not formatted past tracemax= (added to overLimit in the summary). */
@@ -126,6 +131,33 @@ public final class Trace {
                 slowDesc = s;
             }
             return st;
+        }
+    }
+
+    /**
+     * A frame of a thread's call stack, what enter returns and the exits pass back: an exit
+     * ends its own frame, and first the frames above it, callees' whose exit never ran (in a
+     * recursion to StackOverflowError the deepest frames' exits may find no stack to call the
+     * runtime), so that a lost exit does not make every later exit end the wrong frame.
+     */
+    static final class Frame {
+        final T t;
+        /** Its depth: t.frames[d] is this frame. */
+        final int d;
+        /** Its site, and the enclosing frame of the same site (its depth + 1, 0 = none). */
+        int id, up;
+        /** When it started, and its timed callees' time. */
+        long start, child;
+        /**
+         * The time of the outermost timed calls of its site inside it: what it adds to the
+         * total in their place when it is not timed itself (a rule at exit only, a call that
+         * threw).
+         */
+        long acc;
+
+        Frame(T t, int d) {
+            this.t = t;
+            this.d = d;
         }
     }
 
@@ -518,7 +550,7 @@ public final class Trace {
         }
     }
 
-    /** Method entry of a timed or traced rule: pushes a frame; returns it (null: not recording). */
+    /** Method entry of a timed or traced rule: pushes a frame; returns its token (null: not recording). */
     public static Object enter(int id, String info, Object[] args) {
         if (!on) {
             return null;
@@ -531,19 +563,27 @@ public final class Trace {
                 return null;
             }
             Site s = site(id, info);
+            // sized before the frame is pushed: end reads the site's slots
+            long[] st = t.st(id);
             d = t.depth;
-            if (d == t.start.length) {
-                long[] a = new long[d * 2];
-                System.arraycopy(t.start, 0, a, 0, d);
-                long[] c = new long[d * 2];
-                System.arraycopy(t.child, 0, c, 0, d);
-                t.start = a;
-                t.child = c;
+            Frame[] fs = t.frames;
+            if (d == fs.length) {
+                Frame[] a = new Frame[d * 2];
+                System.arraycopy(fs, 0, a, 0, d);
+                t.frames = fs = a;
             }
-            t.child[d] = 0;
+            Frame f = fs[d];
+            if (f == null) {
+                f = new Frame(t, d);
+                fs[d] = f;
+            }
+            f.id = id;
+            f.child = 0;
+            f.acc = 0;
+            int up = (int) st[id * W + TOP];
+            f.up = up <= d ? up : 0;
             t.depth = d + 1;
             if ((s.mask & M_ENTRY) != 0) {
-                long[] st = t.st(id);
                 st[id * W + CNT]++;
                 if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT) && out != null) {
                     try {
@@ -555,11 +595,13 @@ public final class Trace {
                     }
                 }
             }
-            t.start[d] = System.nanoTime();
-            return t;
+            f.start = System.nanoTime();
+            // last: a frame taken back (below) was never the site's innermost
+            t.st[id * W + TOP] = d + 1;
+            return f;
         } catch (Throwable x) {
             // no stack or memory left: this call is not timed (its frame, if pushed, is taken
-            // back, and its exit finds no frame)
+            // back; its exit gets null and does nothing)
             if (t != null && d >= 0 && t.depth == d + 1) {
                 t.depth = d;
             }
@@ -577,7 +619,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        end((T) frame, now, id, 1, args, ret, null);
+        end((Frame) frame, now, id, 1, args, ret, null);
     }
 
     // the primitive return values, boxed here only for a frame that records
@@ -593,7 +635,7 @@ public final class Trace {
         } catch (Throwable x) {
             // no memory left: the event says null
         }
-        end((T) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     public static void exit(long ret, Object frame, int id, Object[] args) {
@@ -607,7 +649,7 @@ public final class Trace {
         } catch (Throwable x) {
             // no memory left: the event says null
         }
-        end((T) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     public static void exit(float ret, Object frame, int id, Object[] args) {
@@ -621,7 +663,7 @@ public final class Trace {
         } catch (Throwable x) {
             // no memory left: the event says null
         }
-        end((T) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     public static void exit(double ret, Object frame, int id, Object[] args) {
@@ -635,7 +677,7 @@ public final class Trace {
         } catch (Throwable x) {
             // no memory left: the event says null
         }
-        end((T) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     public static void exit(boolean ret, Object frame, int id, Object[] args) {
@@ -643,7 +685,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        end((T) frame, now, id, 1, args, ret ? Boolean.TRUE : Boolean.FALSE, null);
+        end((Frame) frame, now, id, 1, args, ret ? Boolean.TRUE : Boolean.FALSE, null);
     }
 
     public static void exit(byte ret, Object frame, int id, Object[] args) {
@@ -657,7 +699,7 @@ public final class Trace {
         } catch (Throwable x) {
             // no memory left: the event says null
         }
-        end((T) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     public static void exit(char ret, Object frame, int id, Object[] args) {
@@ -671,7 +713,7 @@ public final class Trace {
         } catch (Throwable x) {
             // no memory left: the event says null
         }
-        end((T) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     public static void exit(short ret, Object frame, int id, Object[] args) {
@@ -685,7 +727,7 @@ public final class Trace {
         } catch (Throwable x) {
             // no memory left: the event says null
         }
-        end((T) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     /** Exceptional exit (the catch-all handler; the exception is re-thrown after). */
@@ -694,39 +736,72 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        end((T) frame, now, id, 2, args, null, e);
+        end((Frame) frame, now, id, 2, args, null, e);
     }
 
     /**
      * Ends the top frame. Never throws: a failure before the call is counted leaves it
      * uncounted; after, its event is counted as not made.
      */
-    static void end(T t, long now, int id, int where, Object[] args, Object ret, Throwable e) {
-        int d = t.depth - 1;
-        if (d < 0) {
-            return;
+    static void end(Frame f, long now, int id, int where, Object[] args, Object ret, Throwable e) {
+        T t = f.t;
+        int d = f.d;
+        if (t.depth <= d) {
+            return; // ended already (as lost, by an exit of a frame below it)
+        }
+        try {
+            // frames above this one lost their exit: ended now, not timed (no calls in this
+            // loop: it cannot run out of stack halfway)
+            Frame[] fs = t.frames;
+            for (int k = t.depth - 1; k > d; k--) {
+                t.depth = k;
+                Frame l = fs[k];
+                t.st[l.id * W + TOP] = l.up;
+                if (l.up > 0) {
+                    fs[l.up - 1].acc += l.acc;
+                } else {
+                    t.st[l.id * W + TOTAL] += l.acc;
+                }
+                fs[k - 1].child += (sites[l.id].mask & M_SAME) != 0 ? l.child : now - l.start;
+            }
+        } catch (Throwable x) {
+            return; // (no failure expected) this frame is ended as lost by its caller's exit
         }
         t.depth = d;
         try {
-            long dur = now - t.start[d];
-            long self = dur - t.child[d];
+            // first (no call before it can fail): the site's innermost frame is the one that
+            // enclosed this one (st was sized by enter)
+            long[] st = t.st;
+            int b = id * W;
+            int up = f.up;
+            st[b + TOP] = up;
+            long dur = now - f.start;
+            long self = dur - f.child;
             Site s = sites[id];
+            Frame[] fs = t.frames;
             if (d > 0) {
                 // a second rule's frame of the same invocation (M_SAME) is no callee of the
                 // frame below: only its callees' time is
-                t.child[d - 1] += (s.mask & M_SAME) != 0 ? t.child[d] : dur;
+                fs[d - 1].child += (s.mask & M_SAME) != 0 ? f.child : dur;
             }
             int bit = where == 1 ? M_EXIT : M_EXCEPTION;
-            if ((s.mask & bit) == 0) {
+            boolean timed = (s.mask & bit) != 0;
+            // the total counts the outermost timed calls of the site: this one when it is
+            // timed, else those inside it
+            long outer = timed ? dur : f.acc;
+            if (up > 0) {
+                fs[up - 1].acc += outer;
+            } else {
+                st[b + TOTAL] += outer;
+            }
+            if (!timed) {
                 return;
             }
-            long[] st = t.st(id);
-            int b = id * W;
             if ((s.mask & M_ENTRY) == 0) {
                 st[b + CNT]++;
             }
             st[b + TIMED]++;
-            st[b + TOTAL] += dur;
+            st[b + SUM] += dur;
             st[b + SELF] += self;
             if (dur < st[b + MIN]) {
                 st[b + MIN] = dur;
@@ -886,18 +961,22 @@ public final class Trace {
         }
         if (where == 2 && (s.mask & M_EXC) != 0 && e != null) {
             key(sb, "exception", text);
-            String x = e.getClass().getName();
+            String m = null;
             if ((s.mask & M_TOSTRING) != 0) {
                 try {
-                    String m = e.getMessage();
-                    if (m != null) {
-                        x = x + ": " + m;
-                    }
+                    m = e.getMessage();
                 } catch (Throwable ignored) {
                     // a failing getMessage() leaves the class name
                 }
             }
-            str(sb, x, s.maxStr);
+            // the class name whole, only the message cut to max_string
+            sb.append('"');
+            chars(sb, e.getClass().getName(), 1 << 16);
+            if (m != null) {
+                sb.append(": ");
+                chars(sb, m, s.maxStr);
+            }
+            sb.append('"');
         }
         if (s.stack > 0) {
             key(sb, "stack", text).append('[');
@@ -1000,6 +1079,12 @@ public final class Trace {
     /** A JSON string of at most max characters ("..." appended when cut). */
     static void str(StringBuilder sb, String v, int max) {
         sb.append('"');
+        chars(sb, v, max);
+        sb.append('"');
+    }
+
+    /** The inside of a JSON string: v escaped, cut to max characters ("..." appended when cut). */
+    static void chars(StringBuilder sb, String v, int max) {
         int n = Math.min(v.length(), max);
         for (int i = 0; i < n; i++) {
             char c = v.charAt(i);
@@ -1031,7 +1116,6 @@ public final class Trace {
         if (v.length() > max) {
             sb.append("...");
         }
-        sb.append('"');
     }
 
     /** At VM exit: writes the remaining events and returns the per-rule summary table. */
@@ -1066,6 +1150,7 @@ public final class Trace {
                 + "\t0\t1\t1\t4");
         T t = new T(Thread.currentThread());
         t.st(0);
+        new Frame(t, 0);
         ThreadLocal<T> l = new ThreadLocal<T>();
         l.set(t);
         l.get();
@@ -1102,7 +1187,7 @@ public final class Trace {
 
     static String summary() {
         StringBuilder sb = new StringBuilder();
-        sb.append("TRACE SUMMARY (times in microseconds; self = total minus traced callees)\n");
+        sb.append("TRACE SUMMARY (times in microseconds; total counts a recursion once; self = total minus traced callees)\n");
         sb.append(String.format("%-24s %12s %12s %12s %10s %10s %10s%n", "rule", "count",
                 "total", "self", "min", "avg", "max"));
         T[] ts;
@@ -1114,7 +1199,7 @@ public final class Trace {
             ss = sites;
         }
         for (String rule : ruleNames) {
-            long cnt = 0, timed = 0, total = 0, self = 0, min = Long.MAX_VALUE, max = 0;
+            long cnt = 0, timed = 0, total = 0, sum = 0, self = 0, min = Long.MAX_VALUE, max = 0;
             int nsites = 0;
             long[] slowD = new long[5];
             String[] slowS = new String[5];
@@ -1134,6 +1219,7 @@ public final class Trace {
                     cnt += st[b + CNT];
                     timed += st[b + TIMED];
                     total += st[b + TOTAL];
+                    sum += st[b + SUM];
                     self += st[b + SELF];
                     min = Math.min(min, st[b + MIN]);
                     max = Math.max(max, st[b + MAX]);
@@ -1164,7 +1250,7 @@ public final class Trace {
                 continue;
             }
             sb.append(String.format("%-24s %12d %12.1f %12.1f %10.1f %10.1f %10.1f%n", rule, cnt,
-                    total / 1e3, self / 1e3, min / 1e3, total / 1e3 / timed, max / 1e3));
+                    total / 1e3, self / 1e3, min / 1e3, sum / 1e3 / timed, max / 1e3));
             for (int r = 0; r < slowD.length; r++) {
                 int best = -1;
                 for (int j = 0; j < slowD.length; j++) {
