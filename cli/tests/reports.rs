@@ -1293,6 +1293,181 @@ fn one_runs_data_given_twice_is_refused() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// An output of `bci report` that is one of its inputs (a data file, a `--classes` jar), or
+/// the path of another output, is refused before anything is written, naming both: the path
+/// as given, through `./`, `sub/..` (of a directory not there yet) and a symbolic link alike
+/// (`--xml DATA` silently overwrote the data; `--lcov r.out --xml r.out` kept one of the two
+/// reports). `bci merge a.cov b.cov -o a.cov` reads every input before it writes and stays
+/// allowed.
+#[test]
+fn report_outputs_that_are_an_input_or_another_output_are_refused() {
+    use bci_rewriter::coverage::data::Session;
+    let work = fresh_work("out-is-in");
+    let data = |id: &str, count: u64| {
+        let mut d = CovData::default();
+        d.sessions.push(Session {
+            id: id.into(),
+            start_ms: 1,
+            dump_ms: 2,
+            jvm: "17".into(),
+            command: "java Main".into(),
+        });
+        d.add_class("a/B", 7, &[count, 0]).unwrap();
+        d
+    };
+    let (a, b) = (work.join("a.cov"), work.join("b.cov"));
+    std::fs::write(&a, data("host-10-1", 4).to_bytes()).unwrap();
+    std::fs::write(&b, data("host-11-1", 5).to_bytes()).unwrap();
+    let a_bytes = std::fs::read(&a).unwrap();
+    let jar = work.join("app.jar");
+    zip_jar(&jar, false, &[]);
+    let jar_bytes = std::fs::read(&jar).unwrap();
+    std::os::unix::fs::symlink(&a, work.join("link.xml")).unwrap();
+    // run in `work`, paths relative to it
+    let run = |args: &[&str]| {
+        let o = Command::new(BCI)
+            .current_dir(&work)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let is_input = |opt: &str, out: &str, what: &str, input: &str| {
+        format!(
+            "bci: {opt} {out} is the {what} {input}: the report would overwrite it; write it \
+             elsewhere\n"
+        )
+    };
+    let one_file = |o1: &str, p1: &str, o2: &str, p2: &str| {
+        format!(
+            "bci: {o1} {p1} and {o2} {p2} are one file: one report would overwrite the other; \
+             give each its own path\n"
+        )
+    };
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["a.cov", "--classes", "classes", "--xml", "a.cov"],
+            is_input("--xml", "a.cov", "data file", "a.cov"),
+        ),
+        (
+            vec![
+                "b.cov",
+                "a.cov",
+                "--classes",
+                "classes",
+                "--lcov",
+                "./a.cov",
+            ],
+            is_input("--lcov", "./a.cov", "data file", "a.cov"),
+        ),
+        (
+            vec!["a.cov", "--classes", "classes", "--cobertura", "link.xml"],
+            is_input("--cobertura", "link.xml", "data file", "a.cov"),
+        ),
+        (
+            vec!["a.cov", "--classes", "classes", "-o", "classes/../a.cov"],
+            is_input("-o", "classes/../a.cov", "data file", "a.cov"),
+        ),
+        (
+            vec!["a.cov", "--classes", "app.jar", "--csv", "app.jar"],
+            is_input("--csv", "app.jar", "--classes path", "app.jar"),
+        ),
+        (
+            vec!["a.cov", "--classes", "classes", "--html", "classes"],
+            is_input("--html", "classes", "--classes path", "classes"),
+        ),
+        (
+            vec![
+                "a.cov",
+                "--classes",
+                "classes",
+                "--lcov",
+                "r.out",
+                "--xml",
+                "r.out",
+            ],
+            one_file("--xml", "r.out", "--lcov", "r.out"),
+        ),
+        (
+            vec![
+                "a.cov",
+                "--classes",
+                "classes",
+                "--csv",
+                "new/r.csv",
+                "-o",
+                "new/./x/../r.csv",
+            ],
+            one_file("--csv", "new/r.csv", "-o", "new/./x/../r.csv"),
+        ),
+    ];
+    for (args, want) in &cases {
+        let mut full = vec!["report"];
+        full.extend(args);
+        let (code, out, err) = run(&full);
+        assert_eq!(
+            (code, err.as_str()),
+            (Some(2), want.as_str()),
+            "{full:?}: {out}"
+        );
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            a_bytes,
+            "{full:?}: a.cov changed"
+        );
+        assert_eq!(
+            std::fs::read(&jar).unwrap(),
+            jar_bytes,
+            "{full:?}: app.jar changed"
+        );
+        for f in ["r.out", "new"] {
+            assert!(!work.join(f).exists(), "{full:?}: {f} written");
+        }
+    }
+    // cpu=times data: -o onto the data file is refused the same way
+    let prof = work.join("bci.data");
+    let prof_text =
+        "bci-data\t1\nclock\twall\nthread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n";
+    std::fs::write(&prof, prof_text).unwrap();
+    let (code, out, err) = run(&["report", "bci.data", "thread=n", "-o", "./bci.data"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            is_input("-o", "./bci.data", "data file", "bci.data").as_str()
+        ),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&prof).unwrap(), prof_text);
+    // distinct paths still work
+    let (code, out, err) = run(&[
+        "report",
+        "a.cov",
+        "--classes",
+        "classes",
+        "--xml",
+        "r.xml",
+        "--lcov",
+        "r.info",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(work.join("r.xml").is_file() && work.join("r.info").is_file());
+    // merge into one of its inputs: every input is read before the output is written
+    let (code, out, err) = run(&["merge", "a.cov", "b.cov", "-o", "a.cov"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let merged = CovData::parse(&std::fs::read(&a).unwrap()).unwrap();
+    assert_eq!(merged.counts("a/B", 7).unwrap(), &[9, 0]);
+    let (code, out, err) = run(&["merge", "b.cov", "-o", "./b.cov"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let again = CovData::parse(&std::fs::read(&b).unwrap()).unwrap();
+    assert_eq!(again, data("host-11-1", 5));
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Headless Chromium (Debian chromium) on a `file://` address: `--dump-dom` (the page after
 /// its scripts ran) or, with `shot`, a screenshot into that file.
 fn chromium(work: &Path, url: &str, shot: Option<&Path>) -> Option<String> {
