@@ -1850,6 +1850,128 @@ fn per_test(agent: bool) {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// An LCOV tracefile merged as genhtml and `lcov -a` merge its `TN:` sections: per source file
+/// (`SF:`), each line's `DA` count and each branch outcome's `BRDA` count (`-` is 0) summed over
+/// the sections.
+#[derive(Debug, Default, PartialEq)]
+struct LcovTotals {
+    /// SF -> line -> hits.
+    lines: BTreeMap<String, BTreeMap<u32, u64>>,
+    /// SF -> (line, block, branch) -> taken.
+    branches: BTreeMap<String, BTreeMap<(u32, u32, u32), u64>>,
+}
+
+impl LcovTotals {
+    fn parse(text: &str) -> LcovTotals {
+        let mut t = LcovTotals::default();
+        let mut sf = String::new();
+        for l in text.lines() {
+            if let Some(f) = l.strip_prefix("SF:") {
+                sf = f.to_string();
+                t.lines.entry(sf.clone()).or_default();
+                t.branches.entry(sf.clone()).or_default();
+            } else if let Some(d) = l.strip_prefix("DA:") {
+                let (line, hits) = d.split_once(',').unwrap();
+                *t.lines
+                    .get_mut(&sf)
+                    .unwrap()
+                    .entry(line.parse().unwrap())
+                    .or_default() += hits.parse::<u64>().unwrap();
+            } else if let Some(b) = l.strip_prefix("BRDA:") {
+                let f: Vec<&str> = b.split(',').collect();
+                let key = (
+                    f[0].parse().unwrap(),
+                    f[1].parse().unwrap(),
+                    f[2].parse().unwrap(),
+                );
+                *t.branches.get_mut(&sf).unwrap().entry(key).or_default() +=
+                    f[3].parse::<u64>().unwrap_or(0);
+            }
+        }
+        t
+    }
+
+    /// (LF, LH, BRF, BRH) over every file.
+    fn sums(&self) -> [usize; 4] {
+        fn all<K>(m: &BTreeMap<String, BTreeMap<K, u64>>) -> (usize, usize) {
+            m.values().fold((0, 0), |(n, hit), f| {
+                (n + f.len(), hit + f.values().filter(|&&c| c > 0).count())
+            })
+        }
+        let (lf, lh) = all(&self.lines);
+        let (brf, brh) = all(&self.branches);
+        [lf, lh, brf, brh]
+    }
+}
+
+/// `--per-test` LCOV: the TN: sections (one per test and `outside_tests`) add up to the whole
+/// run, classes that never ran included (with zero counts, in `outside_tests`): the same SF
+/// files, line and branch counts as the LCOV without `--per-test` (a class with no data was
+/// left out, so genhtml showed untested files as absent and the coverage as higher).
+#[test]
+fn per_test_lcov_keeps_the_classes_that_never_ran() {
+    use bci_rewriter::coverage::data::Session;
+    let r = setup("pertest-unrun", &["CovBasics"]);
+    // CovFlow is compiled next to CovBasics and never runs
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&r.orig)
+        .arg(r.src_dir.join("CovFlow.java"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac CovFlow");
+    // Per-test data: the run's counts once inside a test and once outside any (two sessions).
+    let run = CovData::parse(&std::fs::read(&r.data).unwrap()).unwrap();
+    let mut d = CovData::default();
+    d.add_all(&run).unwrap();
+    let mut second = run.clone();
+    second.sessions = vec![Session {
+        id: "host-2-2".into(),
+        ..run.sessions[0].clone()
+    }];
+    d.add_all(&second).unwrap();
+    for ((name, hash), counts) in &run.classes {
+        d.add_test_class("CovTest#t()", name, *hash, counts)
+            .unwrap();
+    }
+    let data = r.work.join("pertest.cov");
+    std::fs::write(&data, d.to_bytes()).unwrap();
+    let (whole, per_test) = (r.work.join("whole.info"), r.work.join("pertest.info"));
+    let report = |extra: &[&std::ffi::OsStr]| {
+        let mut args = vec![
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&r.orig),
+            os("--sources"),
+            os(&r.src_dir),
+        ];
+        args.extend(extra);
+        bci(&args);
+    };
+    report(&[os("--lcov"), os(&whole)]);
+    report(&[os("--per-test"), os("--lcov"), os(&per_test)]);
+    let whole = LcovTotals::parse(&std::fs::read_to_string(&whole).unwrap());
+    let per_test_text = std::fs::read_to_string(&per_test).unwrap();
+    let merged = LcovTotals::parse(&per_test_text);
+    let flow = r.src_dir.join("CovFlow.java").display().to_string();
+    assert!(
+        whole.lines.get(&flow).is_some_and(|l| !l.is_empty()),
+        "{whole:?}"
+    );
+    assert_eq!(
+        merged.lines.keys().collect::<Vec<_>>(),
+        whole.lines.keys().collect::<Vec<_>>(),
+        "SF files"
+    );
+    assert_eq!(merged.sums(), whole.sums(), "LF, LH, BRF, BRH");
+    assert_eq!(merged, whole, "per line and branch outcome");
+    // the class that never ran is in the section for code outside the tests
+    let outside = &per_test_text[per_test_text.find("TN:outside_tests").unwrap()..];
+    assert!(outside.contains(&format!("SF:{flow}\n")), "{per_test_text}");
+}
+
 /// Every output path of `bci report` and `bci merge` gets its missing parent directories, as
 /// `--xml` and `--html` always did (`-o` of report and of merge failed: No such file or
 /// directory).

@@ -379,7 +379,17 @@ impl Report {
                     continue;
                 }
             }
-            if let (Some(pt), Some(total)) = (per_test.as_mut(), counts) {
+            // Per test: a class with no data (never run) is in the section outside the tests,
+            // with zero counts, so that the sections add up to the whole report.
+            let per_test_total = match (per_test.as_mut(), counts) {
+                (Some(pt), None) => {
+                    pt.outside.extend(r.classes.last().cloned());
+                    None
+                }
+                (Some(pt), Some(total)) => Some((pt, total)),
+                (None, _) => None,
+            };
+            if let Some((pt, total)) = per_test_total {
                 let mut outside = total.to_vec();
                 for (t, classes) in data.tests.values().enumerate() {
                     let Some(tc) = classes.get(&(name.clone(), hash)) else {
