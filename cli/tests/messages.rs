@@ -306,3 +306,58 @@ fn a_damaged_jar_entry_is_named_by_instrument_and_verify() {
         text(&o)
     );
 }
+
+/// A class file the verifier cannot read (truncated, or text named `X.class`) is named by its
+/// path, and in a jar by the jar and the entry (it was `?: format error: ...`).
+#[test]
+fn verify_names_an_unreadable_class_file_by_its_path() {
+    let d = work("verify-unreadable");
+    let classes = some_classes(&d);
+    let main = std::fs::read(classes.join("Main.class")).unwrap();
+    std::fs::write(classes.join("Trunc.class"), &main[..20]).unwrap();
+    std::fs::create_dir_all(classes.join("sub")).unwrap();
+    std::fs::write(classes.join("sub/Notes.class"), "not a class\n").unwrap();
+    let o = bci(&["verify", "--no-jdk", classes.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "{}: format error: truncated class file",
+                classes.join("Trunc.class").display()
+            ),
+            format!(
+                "{}: format error: bad magic",
+                classes.join("sub/Notes.class").display()
+            ),
+        ],
+        "{}",
+        text(&o)
+    );
+    // in a jar: the jar and the entry
+    let jar = d.join("bad.jar");
+    {
+        use std::io::Write;
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&jar).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        z.start_file("Main.class", opts).unwrap();
+        z.write_all(&main).unwrap();
+        z.start_file("a/Trunc.class", opts).unwrap();
+        z.write_all(&main[..20]).unwrap();
+        z.finish().unwrap();
+    }
+    let o = bci(&["verify", "--no-jdk", jar.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!(
+            "{}: a/Trunc.class: format error: truncated class file\n",
+            jar.display()
+        ),
+        "{}",
+        text(&o)
+    );
+}

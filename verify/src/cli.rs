@@ -69,24 +69,36 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
             return 2;
         }
     };
+    // (name in its input, bytes, where it is: the file's path, or the jar's and the entry's)
     let mut classes = Vec::new();
     for i in &a.inputs {
         match ClassPath::read_all(i) {
-            Ok(v) => classes.extend(v),
+            Ok(v) => classes.extend(v.into_iter().map(|(name, b)| {
+                let at = if i.is_dir() {
+                    i.join(&name).display().to_string()
+                } else {
+                    format!("{}: {name}", i.display())
+                };
+                (name, b, at)
+            })),
             Err(e) => {
                 eprintln!("bci verify: {}: {e}", i.display());
                 return 2;
             }
         }
     }
-    for (_, b) in &classes {
+    for (_, b, _) in &classes {
         path.add_class_bytes(b);
     }
     let mut n_err = 0usize;
-    for (i, (file, b)) in classes.iter().enumerate() {
+    for (i, (file, b, at)) in classes.iter().enumerate() {
+        // a class that cannot be read has no name (`?`): named by where it is instead
         let mut lines: Vec<String> = verify_class(b, &path)
             .iter()
-            .map(|e| e.to_string())
+            .map(|e| match e.class.as_str() {
+                "?" => format!("{at}: {}", e.message),
+                _ => e.to_string(),
+            })
             .collect();
         if a.cross {
             for d in crate::crosscheck::cross_check(b) {
