@@ -361,3 +361,49 @@ fn verify_names_an_unreadable_class_file_by_its_path() {
         text(&o)
     );
 }
+
+/// `bci verify` of a single class file verifies it (it was read as a zip: `invalid Zip
+/// archive: Could not find EOCD`); a file that is none of directory, jar or class file says so.
+#[test]
+fn verify_takes_a_single_class_file() {
+    let d = work("verify-one-class");
+    let classes = some_classes(&d);
+    let main = classes.join("Main.class");
+    let o = bci(&["verify", "--no-jdk", main.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bci verify: 1 classes, 0 errors"),
+        "{}",
+        text(&o)
+    );
+    // its references are looked up in the class path given
+    let o = bci(&[
+        "verify",
+        "--no-jdk",
+        main.to_str().unwrap(),
+        "--classpath",
+        classes.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // a broken one: exit 1, named by its path
+    let trunc = d.join("Trunc.class");
+    std::fs::write(&trunc, &std::fs::read(&main).unwrap()[..20]).unwrap();
+    let o = bci(&["verify", "--no-jdk", trunc.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{}: format error: truncated class file\n", trunc.display())
+    );
+    // neither directory, jar nor class file
+    let notes = d.join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    let o = bci(&["verify", "--no-jdk", notes.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci verify: {}: not a directory, a .jar/.zip or a .class file\n",
+            notes.display()
+        )
+    );
+}

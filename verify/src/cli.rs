@@ -1,14 +1,14 @@
-//! `bci verify <dir|jar>... [--classpath a:b] [--no-jdk] [--cross]`: the arguments (clap, so
+//! `bci verify <dir|jar|class>... [--classpath a:b] [--no-jdk] [--cross]`: the arguments (clap, so
 //! `bci verify --help` lists them like every other subcommand) and the run.
-use crate::{hierarchy::ClassPath, verify_class};
+use crate::{hierarchy::is_class_file, hierarchy::ClassPath, verify_class};
 use clap::{Args, Parser};
 use std::path::PathBuf;
 
 /// Arguments of `bci verify`.
 #[derive(Args, Debug, Clone)]
 pub struct VerifyArgs {
-    /// Directories of classes or .jar/.zip files to verify.
-    #[arg(required = true, value_name = "DIR|JAR")]
+    /// Directories of classes, .jar/.zip files or class files to verify.
+    #[arg(required = true, value_name = "DIR|JAR|CLASS")]
     pub inputs: Vec<PathBuf>,
     /// Where classes referenced by the inputs are found: directories and jars separated by ':'
     /// (repeatable). The inputs themselves come first.
@@ -76,6 +76,8 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
             Ok(v) => classes.extend(v.into_iter().map(|(name, b)| {
                 let at = if i.is_dir() {
                     i.join(&name).display().to_string()
+                } else if is_class_file(i) {
+                    i.display().to_string()
                 } else {
                     format!("{}: {name}", i.display())
                 };
