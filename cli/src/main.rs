@@ -391,6 +391,15 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(2);
             }
+            if input.is_dir() && offline::is_below(&output, &input) {
+                eprintln!(
+                    "bci: {}: the output is inside the input {}: each run would take the last \
+                     one's output for input (and nest it one level deeper); write it elsewhere",
+                    output.display(),
+                    input.display()
+                );
+                return ExitCode::from(2);
+            }
             // the runtime jar's Probes: ids handed out at run time (bci/runtime/Offline)
             let runtime_ids = coverage || r.runtime_class() == "bci/runtime/Probes";
             // the runtime jar's Probes (and the agent's forwarder) take the agent's form:

@@ -96,6 +96,15 @@ pub fn same_path(input: &Path, output: &Path) -> bool {
     }
 }
 
+/// Whether `inner` is strictly below the directory `outer` (both resolved as [`same_path`]
+/// resolves them).
+pub fn is_below(inner: &Path, outer: &Path) -> bool {
+    match (resolved(inner), resolved(outer)) {
+        (Some(i), Some(o)) => i != o && i.starts_with(&o),
+        _ => false,
+    }
+}
+
 /// Whether the input is a modular jar or directory (a `module-info.class` at its root or under
 /// META-INF/versions/N/): its classes then need a read edge to the runtime's module.
 pub fn is_modular(input: &Path) -> bool {

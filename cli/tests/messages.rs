@@ -157,6 +157,79 @@ fn instrument_missing_input_and_unwritable_output_name_their_paths() {
     assert!(text(&o).contains(file.to_str().unwrap()), "{}", text(&o));
 }
 
+/// Every file below a directory, relative name -> bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// An output inside the input directory (a directory or a jar, also through `./` or a link)
+/// is refused before anything is written: each run read the last one's output as input and
+/// nested it one level deeper (out/classes/sub/sub/...). An input inside the output directory
+/// does not loop (the input is read, the output written beside it) and stays allowed.
+#[test]
+fn instrument_refuses_an_output_inside_its_input() {
+    let d = work("out-in-in");
+    let classes = some_classes(&d);
+    let before = tree(&classes);
+    std::os::unix::fs::symlink(&classes, d.join("link")).unwrap();
+    for out in [
+        classes.join("sub"),
+        classes.join("./sub/deeper"),
+        classes.join("app.jar"),
+        d.join("link/sub"),
+    ] {
+        let o = bci(&[
+            "instrument",
+            classes.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{out:?}: {}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "bci: {}: the output is inside the input {}: each run would take the last \
+                 one's output for input (and nest it one level deeper); write it elsewhere\n",
+                out.display(),
+                classes.display()
+            ),
+            "{out:?}"
+        );
+        assert_eq!(tree(&classes), before, "{out:?}: the input changed");
+    }
+    // the input inside the output: twice gives what once gave
+    let outer = d.join("outer");
+    let input = outer.join("classes");
+    std::fs::create_dir_all(&outer).unwrap();
+    std::fs::rename(&classes, &input).unwrap();
+    for _ in 0..2 {
+        let o = bci(&[
+            "instrument",
+            input.to_str().unwrap(),
+            outer.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let all = tree(&outer);
+        assert_eq!(all.len(), 2 * before.len(), "{:?}", all.keys());
+        for name in before.keys() {
+            assert_eq!(all[&Path::new("classes").join(name)], before[name]);
+            assert!(all.contains_key(name), "{name:?}");
+        }
+    }
+}
+
 /// `bci instrument` creates the missing directories of its output jar and of `--map` (as of
 /// an output directory; it failed: No such file or directory), and so does `bci
 /// runtime-jar`.
