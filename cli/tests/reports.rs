@@ -1972,6 +1972,82 @@ fn per_test_lcov_keeps_the_classes_that_never_ran() {
     assert!(outside.contains(&format!("SF:{flow}\n")), "{per_test_text}");
 }
 
+/// A `--sources` root that is not a directory is named once on stderr (only each HTML page
+/// said so, as "not found under the --sources roots"); the report is still made, and a root
+/// that exists next to it is used.
+#[test]
+fn a_missing_source_root_is_named_once_on_stderr() {
+    let r = setup("sources-missing", &["CovBasics"]);
+    let missing = r.work.join("no/such/src");
+    let file = r.work.join("bci-runtime.jar");
+    let (html, info, cob) = (
+        r.work.join("html"),
+        r.work.join("c.info"),
+        r.work.join("cob.xml"),
+    );
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&missing),
+        os("--sources"),
+        os(&r.src_dir),
+        os("--sources"),
+        os(&file),
+        os("--html"),
+        os(&html),
+        os("--lcov"),
+        os(&info),
+        os("--cobertura"),
+        os(&cob),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: warning: --sources {}: no such directory (no source is read from it)\n\
+             bci: warning: --sources {}: not a directory (no source is read from it)\n",
+            missing.display(),
+            file.display()
+        )
+    );
+    // the existing root is used: the source page has the text, LCOV names the file in it
+    let page = std::fs::read_to_string(html.join("default/CovBasics.java.html")).unwrap();
+    assert!(
+        !page.contains("not found under the --sources roots"),
+        "{page}"
+    );
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    assert!(
+        lcov.contains(&format!(
+            "SF:{}\n",
+            r.src_dir.join("CovBasics.java").display()
+        )),
+        "{lcov}"
+    );
+    // a missing root alone: the same one line, whatever the number of pages
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&missing),
+        os("--html"),
+        os(&html),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: warning: --sources {}: no such directory (no source is read from it)\n",
+            missing.display()
+        )
+    );
+}
+
 /// Every output path of `bci report` and `bci merge` gets its missing parent directories, as
 /// `--xml` and `--html` always did (`-o` of report and of merge failed: No such file or
 /// directory).

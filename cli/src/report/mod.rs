@@ -527,6 +527,20 @@ fn write_file(p: &Path, text: &str) -> Result<(), String> {
 pub fn run(a: &Args<'_>) -> Result<String, String> {
     let progress = Progress::new("classes");
     let r = Report::build(a, &progress)?;
+    // a source root that cannot be read: said once here, not only on each HTML page
+    for root in a.sources {
+        if !root.is_dir() {
+            progress.line(&format!(
+                "bci: warning: --sources {}: {} (no source is read from it)",
+                root.display(),
+                if root.exists() {
+                    "not a directory"
+                } else {
+                    "no such directory"
+                }
+            ));
+        }
+    }
     for s in &r.stale {
         progress.line(&s.line());
     }
