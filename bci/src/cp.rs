@@ -160,7 +160,10 @@ impl<'a> ConstantPool<'a> {
                     1
                 };
                 if len != 0 && len <= rest.len() && min_major(t) <= major && i + slots <= count {
-                    if len == 3 + SMT.len() && t == tag::UTF8 && smt_name == 0 && rest[3..len] == *SMT
+                    if len == 3 + SMT.len()
+                        && t == tag::UTF8
+                        && smt_name == 0
+                        && rest[3..len] == *SMT
                     {
                         smt_name = i as u16;
                     }

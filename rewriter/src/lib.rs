@@ -588,10 +588,9 @@ fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
         Err(_) => false,
     };
     same_class
-        && cf
-            .fields
-            .iter()
-            .any(|f| same(f.name_index, name, name_ascii) && same(f.descriptor_index, desc, desc_ascii))
+        && cf.fields.iter().any(|f| {
+            same(f.name_index, name, name_ascii) && same(f.descriptor_index, desc, desc_ascii)
+        })
 }
 
 /// Inserts the probes of one method and returns its new Code attribute body.
