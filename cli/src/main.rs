@@ -274,6 +274,57 @@ fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<String, String
     offline::report(first, &options)
 }
 
+/// Refuses, before anything is written, an output of `bci report` that is one of its inputs
+/// (a data file, a `--classes` jar or directory, a `--sources` root: it would be overwritten)
+/// or the path of another output (one report would overwrite the other), naming both. Paths
+/// are compared resolved (links, `./`, `..`), as `bci instrument` compares its input and
+/// output.
+fn check_report_paths(
+    inputs: &[PathBuf],
+    a: &report::Args<'_>,
+    output: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let ins: Vec<(&str, &PathBuf)> = inputs
+        .iter()
+        .map(|p| ("data file", p))
+        .chain(a.classes.iter().map(|p| ("--classes path", p)))
+        .chain(a.sources.iter().map(|p| ("--sources root", p)))
+        .filter(|(_, p)| p.exists())
+        .collect();
+    let outs: Vec<(&str, &std::path::Path)> = [
+        ("--xml", a.xml),
+        ("--cobertura", a.cobertura),
+        ("--lcov", a.lcov),
+        ("--csv", a.csv),
+        ("--html", a.html),
+        ("-o", output),
+    ]
+    .into_iter()
+    .filter_map(|(o, p)| Some((o, p?)))
+    .collect();
+    for (k, (opt, out)) in outs.iter().enumerate() {
+        if let Some((what, input)) = ins.iter().find(|(_, i)| offline::same_path(i, out)) {
+            return Err(format!(
+                "{opt} {} is the {what} {}: the report would overwrite it; write it elsewhere",
+                out.display(),
+                input.display()
+            ));
+        }
+        if let Some((first, path)) = outs[..k]
+            .iter()
+            .find(|(_, p)| p == out || offline::same_path(p, out))
+        {
+            return Err(format!(
+                "{first} {} and {opt} {} are one file: one report would overwrite the other; \
+                 give each its own path",
+                path.display(),
+                out.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a glob that would silently match nothing; the message names option and pattern.
 fn check_globs(option: &str, pats: &[String]) -> Result<(), String> {
     for p in pats {
@@ -337,6 +388,15 @@ fn main() -> ExitCode {
                 eprintln!(
                     "bci: {}: output is the input; write the instrumented copy elsewhere",
                     output.display()
+                );
+                return ExitCode::from(2);
+            }
+            if input.is_dir() && offline::is_below(&output, &input) {
+                eprintln!(
+                    "bci: {}: the output is inside the input {}: each run would take the last \
+                     one's output for input (and nest it one level deeper); write it elsewhere",
+                    output.display(),
+                    input.display()
                 );
                 return ExitCode::from(2);
             }
@@ -487,9 +547,8 @@ fn main() -> ExitCode {
             csv,
             html,
             per_test,
-        } => match report_cmd(
-            &inputs,
-            &report::Args {
+        } => {
+            let args = report::Args {
                 data: &inputs,
                 classes: &classes,
                 sources: &sources,
@@ -502,33 +561,36 @@ fn main() -> ExitCode {
                 csv: csv.as_deref(),
                 html: html.as_deref(),
                 per_test,
-            },
-        ) {
-            Ok(text) => {
-                let res = match &output {
-                    Some(p) => io::create_parent(p).and_then(|()| {
-                        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
-                    }),
-                    None => {
-                        use std::io::Write;
-                        std::io::stdout()
-                            .write_all(text.as_bytes())
-                            .map_err(|e| format!("stdout: {e}"))
-                    }
-                };
-                match res {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        eprintln!("bci: {e}");
-                        ExitCode::from(2)
+            };
+            match check_report_paths(&inputs, &args, output.as_deref())
+                .and_then(|()| report_cmd(&inputs, &args))
+            {
+                Ok(text) => {
+                    let res = match &output {
+                        Some(p) => io::create_parent(p).and_then(|()| {
+                            std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+                        }),
+                        None => {
+                            use std::io::Write;
+                            std::io::stdout()
+                                .write_all(text.as_bytes())
+                                .map_err(|e| format!("stdout: {e}"))
+                        }
+                    };
+                    match res {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(e) => {
+                            eprintln!("bci: {e}");
+                            ExitCode::from(2)
+                        }
                     }
                 }
+                Err(e) => {
+                    eprintln!("bci: {e}");
+                    ExitCode::from(2)
+                }
             }
-            Err(e) => {
-                eprintln!("bci: {e}");
-                ExitCode::from(2)
-            }
-        },
+        }
         Cmd::Verify(args) => {
             let p = progress::Progress::new("classes");
             let code = bci_verify::cli::execute(&args, &mut |lines, done, total| {

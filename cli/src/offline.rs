@@ -46,23 +46,61 @@ pub fn runtime_jar(out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The path a file would have once created: canonical parent joined with the file name.
+/// The path a file or directory names, resolved: symbolic links followed, `.` and `..`
+/// applied, made absolute; for a path not there yet, its longest existing ancestor resolved
+/// and the rest applied to it (what creating it would create: `new/./x/../r.csv` is
+/// `new/r.csv`). A link to nothing resolves to where its target would be.
 fn resolved(p: &Path) -> Option<PathBuf> {
-    if let Ok(c) = p.canonicalize() {
-        return Some(c);
-    }
-    let parent = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
-        _ => std::env::current_dir().ok()?,
+    let mut p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(p)
     };
-    Some(parent.join(p.file_name()?))
+    // a link to nothing (up to 40 of them in a row, as the kernel follows)
+    for _ in 0..40 {
+        if p.exists() || !p.is_symlink() {
+            break;
+        }
+        let target = std::fs::read_link(&p).ok()?;
+        p = match p.parent() {
+            Some(d) => d.join(target),
+            None => target,
+        };
+    }
+    let comps: Vec<std::path::Component<'_>> = p.components().collect();
+    for k in (0..=comps.len()).rev() {
+        let prefix: PathBuf = comps[..k].iter().collect();
+        let Ok(mut r) = prefix.canonicalize() else {
+            continue;
+        };
+        for c in &comps[k..] {
+            match c {
+                std::path::Component::ParentDir => {
+                    r.pop();
+                }
+                std::path::Component::Normal(n) => r.push(n),
+                _ => {}
+            }
+        }
+        return Some(r);
+    }
+    None
 }
 
 /// Whether `output` names the same file or directory as `input` (instrumenting in place would
-/// read what it is overwriting).
+/// read what it is overwriting), through links, `./` and `..` alike.
 pub fn same_path(input: &Path, output: &Path) -> bool {
     match (resolved(input), resolved(output)) {
         (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Whether `inner` is strictly below the directory `outer` (both resolved as [`same_path`]
+/// resolves them).
+pub fn is_below(inner: &Path, outer: &Path) -> bool {
+    match (resolved(inner), resolved(outer)) {
+        (Some(i), Some(o)) => i != o && i.starts_with(&o),
         _ => false,
     }
 }

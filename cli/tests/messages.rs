@@ -157,6 +157,79 @@ fn instrument_missing_input_and_unwritable_output_name_their_paths() {
     assert!(text(&o).contains(file.to_str().unwrap()), "{}", text(&o));
 }
 
+/// Every file below a directory, relative name -> bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// An output inside the input directory (a directory or a jar, also through `./` or a link)
+/// is refused before anything is written: each run read the last one's output as input and
+/// nested it one level deeper (out/classes/sub/sub/...). An input inside the output directory
+/// does not loop (the input is read, the output written beside it) and stays allowed.
+#[test]
+fn instrument_refuses_an_output_inside_its_input() {
+    let d = work("out-in-in");
+    let classes = some_classes(&d);
+    let before = tree(&classes);
+    std::os::unix::fs::symlink(&classes, d.join("link")).unwrap();
+    for out in [
+        classes.join("sub"),
+        classes.join("./sub/deeper"),
+        classes.join("app.jar"),
+        d.join("link/sub"),
+    ] {
+        let o = bci(&[
+            "instrument",
+            classes.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{out:?}: {}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "bci: {}: the output is inside the input {}: each run would take the last \
+                 one's output for input (and nest it one level deeper); write it elsewhere\n",
+                out.display(),
+                classes.display()
+            ),
+            "{out:?}"
+        );
+        assert_eq!(tree(&classes), before, "{out:?}: the input changed");
+    }
+    // the input inside the output: twice gives what once gave
+    let outer = d.join("outer");
+    let input = outer.join("classes");
+    std::fs::create_dir_all(&outer).unwrap();
+    std::fs::rename(&classes, &input).unwrap();
+    for _ in 0..2 {
+        let o = bci(&[
+            "instrument",
+            input.to_str().unwrap(),
+            outer.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let all = tree(&outer);
+        assert_eq!(all.len(), 2 * before.len(), "{:?}", all.keys());
+        for name in before.keys() {
+            assert_eq!(all[&Path::new("classes").join(name)], before[name]);
+            assert!(all.contains_key(name), "{name:?}");
+        }
+    }
+}
+
 /// `bci instrument` creates the missing directories of its output jar and of `--map` (as of
 /// an output directory; it failed: No such file or directory), and so does `bci
 /// runtime-jar`.
@@ -304,5 +377,106 @@ fn a_damaged_jar_entry_is_named_by_instrument_and_verify() {
         text(&o).contains(bad.to_str().unwrap()) && text(&o).contains("Subject.class: "),
         "{}",
         text(&o)
+    );
+}
+
+/// A class file the verifier cannot read (truncated, or text named `X.class`) is named by its
+/// path, and in a jar by the jar and the entry (it was `?: format error: ...`).
+#[test]
+fn verify_names_an_unreadable_class_file_by_its_path() {
+    let d = work("verify-unreadable");
+    let classes = some_classes(&d);
+    let main = std::fs::read(classes.join("Main.class")).unwrap();
+    std::fs::write(classes.join("Trunc.class"), &main[..20]).unwrap();
+    std::fs::create_dir_all(classes.join("sub")).unwrap();
+    std::fs::write(classes.join("sub/Notes.class"), "not a class\n").unwrap();
+    let o = bci(&["verify", "--no-jdk", classes.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "{}: format error: truncated class file",
+                classes.join("Trunc.class").display()
+            ),
+            format!(
+                "{}: format error: bad magic",
+                classes.join("sub/Notes.class").display()
+            ),
+        ],
+        "{}",
+        text(&o)
+    );
+    // in a jar: the jar and the entry
+    let jar = d.join("bad.jar");
+    {
+        use std::io::Write;
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&jar).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        z.start_file("Main.class", opts).unwrap();
+        z.write_all(&main).unwrap();
+        z.start_file("a/Trunc.class", opts).unwrap();
+        z.write_all(&main[..20]).unwrap();
+        z.finish().unwrap();
+    }
+    let o = bci(&["verify", "--no-jdk", jar.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!(
+            "{}: a/Trunc.class: format error: truncated class file\n",
+            jar.display()
+        ),
+        "{}",
+        text(&o)
+    );
+}
+
+/// `bci verify` of a single class file verifies it (it was read as a zip: `invalid Zip
+/// archive: Could not find EOCD`); a file that is none of directory, jar or class file says so.
+#[test]
+fn verify_takes_a_single_class_file() {
+    let d = work("verify-one-class");
+    let classes = some_classes(&d);
+    let main = classes.join("Main.class");
+    let o = bci(&["verify", "--no-jdk", main.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bci verify: 1 classes, 0 errors"),
+        "{}",
+        text(&o)
+    );
+    // its references are looked up in the class path given
+    let o = bci(&[
+        "verify",
+        "--no-jdk",
+        main.to_str().unwrap(),
+        "--classpath",
+        classes.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // a broken one: exit 1, named by its path
+    let trunc = d.join("Trunc.class");
+    std::fs::write(&trunc, &std::fs::read(&main).unwrap()[..20]).unwrap();
+    let o = bci(&["verify", "--no-jdk", trunc.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{}: format error: truncated class file\n", trunc.display())
+    );
+    // neither directory, jar nor class file
+    let notes = d.join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    let o = bci(&["verify", "--no-jdk", notes.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci verify: {}: not a directory, a .jar/.zip or a .class file\n",
+            notes.display()
+        )
     );
 }

@@ -1293,6 +1293,181 @@ fn one_runs_data_given_twice_is_refused() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// An output of `bci report` that is one of its inputs (a data file, a `--classes` jar), or
+/// the path of another output, is refused before anything is written, naming both: the path
+/// as given, through `./`, `sub/..` (of a directory not there yet) and a symbolic link alike
+/// (`--xml DATA` silently overwrote the data; `--lcov r.out --xml r.out` kept one of the two
+/// reports). `bci merge a.cov b.cov -o a.cov` reads every input before it writes and stays
+/// allowed.
+#[test]
+fn report_outputs_that_are_an_input_or_another_output_are_refused() {
+    use bci_rewriter::coverage::data::Session;
+    let work = fresh_work("out-is-in");
+    let data = |id: &str, count: u64| {
+        let mut d = CovData::default();
+        d.sessions.push(Session {
+            id: id.into(),
+            start_ms: 1,
+            dump_ms: 2,
+            jvm: "17".into(),
+            command: "java Main".into(),
+        });
+        d.add_class("a/B", 7, &[count, 0]).unwrap();
+        d
+    };
+    let (a, b) = (work.join("a.cov"), work.join("b.cov"));
+    std::fs::write(&a, data("host-10-1", 4).to_bytes()).unwrap();
+    std::fs::write(&b, data("host-11-1", 5).to_bytes()).unwrap();
+    let a_bytes = std::fs::read(&a).unwrap();
+    let jar = work.join("app.jar");
+    zip_jar(&jar, false, &[]);
+    let jar_bytes = std::fs::read(&jar).unwrap();
+    std::os::unix::fs::symlink(&a, work.join("link.xml")).unwrap();
+    // run in `work`, paths relative to it
+    let run = |args: &[&str]| {
+        let o = Command::new(BCI)
+            .current_dir(&work)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let is_input = |opt: &str, out: &str, what: &str, input: &str| {
+        format!(
+            "bci: {opt} {out} is the {what} {input}: the report would overwrite it; write it \
+             elsewhere\n"
+        )
+    };
+    let one_file = |o1: &str, p1: &str, o2: &str, p2: &str| {
+        format!(
+            "bci: {o1} {p1} and {o2} {p2} are one file: one report would overwrite the other; \
+             give each its own path\n"
+        )
+    };
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["a.cov", "--classes", "classes", "--xml", "a.cov"],
+            is_input("--xml", "a.cov", "data file", "a.cov"),
+        ),
+        (
+            vec![
+                "b.cov",
+                "a.cov",
+                "--classes",
+                "classes",
+                "--lcov",
+                "./a.cov",
+            ],
+            is_input("--lcov", "./a.cov", "data file", "a.cov"),
+        ),
+        (
+            vec!["a.cov", "--classes", "classes", "--cobertura", "link.xml"],
+            is_input("--cobertura", "link.xml", "data file", "a.cov"),
+        ),
+        (
+            vec!["a.cov", "--classes", "classes", "-o", "classes/../a.cov"],
+            is_input("-o", "classes/../a.cov", "data file", "a.cov"),
+        ),
+        (
+            vec!["a.cov", "--classes", "app.jar", "--csv", "app.jar"],
+            is_input("--csv", "app.jar", "--classes path", "app.jar"),
+        ),
+        (
+            vec!["a.cov", "--classes", "classes", "--html", "classes"],
+            is_input("--html", "classes", "--classes path", "classes"),
+        ),
+        (
+            vec![
+                "a.cov",
+                "--classes",
+                "classes",
+                "--lcov",
+                "r.out",
+                "--xml",
+                "r.out",
+            ],
+            one_file("--xml", "r.out", "--lcov", "r.out"),
+        ),
+        (
+            vec![
+                "a.cov",
+                "--classes",
+                "classes",
+                "--csv",
+                "new/r.csv",
+                "-o",
+                "new/./x/../r.csv",
+            ],
+            one_file("--csv", "new/r.csv", "-o", "new/./x/../r.csv"),
+        ),
+    ];
+    for (args, want) in &cases {
+        let mut full = vec!["report"];
+        full.extend(args);
+        let (code, out, err) = run(&full);
+        assert_eq!(
+            (code, err.as_str()),
+            (Some(2), want.as_str()),
+            "{full:?}: {out}"
+        );
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            a_bytes,
+            "{full:?}: a.cov changed"
+        );
+        assert_eq!(
+            std::fs::read(&jar).unwrap(),
+            jar_bytes,
+            "{full:?}: app.jar changed"
+        );
+        for f in ["r.out", "new"] {
+            assert!(!work.join(f).exists(), "{full:?}: {f} written");
+        }
+    }
+    // cpu=times data: -o onto the data file is refused the same way
+    let prof = work.join("bci.data");
+    let prof_text =
+        "bci-data\t1\nclock\twall\nthread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n";
+    std::fs::write(&prof, prof_text).unwrap();
+    let (code, out, err) = run(&["report", "bci.data", "thread=n", "-o", "./bci.data"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            is_input("-o", "./bci.data", "data file", "bci.data").as_str()
+        ),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&prof).unwrap(), prof_text);
+    // distinct paths still work
+    let (code, out, err) = run(&[
+        "report",
+        "a.cov",
+        "--classes",
+        "classes",
+        "--xml",
+        "r.xml",
+        "--lcov",
+        "r.info",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(work.join("r.xml").is_file() && work.join("r.info").is_file());
+    // merge into one of its inputs: every input is read before the output is written
+    let (code, out, err) = run(&["merge", "a.cov", "b.cov", "-o", "a.cov"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let merged = CovData::parse(&std::fs::read(&a).unwrap()).unwrap();
+    assert_eq!(merged.counts("a/B", 7).unwrap(), &[9, 0]);
+    let (code, out, err) = run(&["merge", "b.cov", "-o", "./b.cov"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let again = CovData::parse(&std::fs::read(&b).unwrap()).unwrap();
+    assert_eq!(again, data("host-11-1", 5));
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Headless Chromium (Debian chromium) on a `file://` address: `--dump-dom` (the page after
 /// its scripts ran) or, with `shot`, a screenshot into that file.
 fn chromium(work: &Path, url: &str, shot: Option<&Path>) -> Option<String> {
@@ -1673,6 +1848,204 @@ fn per_test(agent: bool) {
     assert!(o.status.success(), "{}", text(&o));
     assert!(!text(&o).to_lowercase().contains("warning"), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// An LCOV tracefile merged as genhtml and `lcov -a` merge its `TN:` sections: per source file
+/// (`SF:`), each line's `DA` count and each branch outcome's `BRDA` count (`-` is 0) summed over
+/// the sections.
+#[derive(Debug, Default, PartialEq)]
+struct LcovTotals {
+    /// SF -> line -> hits.
+    lines: BTreeMap<String, BTreeMap<u32, u64>>,
+    /// SF -> (line, block, branch) -> taken.
+    branches: BTreeMap<String, BTreeMap<(u32, u32, u32), u64>>,
+}
+
+impl LcovTotals {
+    fn parse(text: &str) -> LcovTotals {
+        let mut t = LcovTotals::default();
+        let mut sf = String::new();
+        for l in text.lines() {
+            if let Some(f) = l.strip_prefix("SF:") {
+                sf = f.to_string();
+                t.lines.entry(sf.clone()).or_default();
+                t.branches.entry(sf.clone()).or_default();
+            } else if let Some(d) = l.strip_prefix("DA:") {
+                let (line, hits) = d.split_once(',').unwrap();
+                *t.lines
+                    .get_mut(&sf)
+                    .unwrap()
+                    .entry(line.parse().unwrap())
+                    .or_default() += hits.parse::<u64>().unwrap();
+            } else if let Some(b) = l.strip_prefix("BRDA:") {
+                let f: Vec<&str> = b.split(',').collect();
+                let key = (
+                    f[0].parse().unwrap(),
+                    f[1].parse().unwrap(),
+                    f[2].parse().unwrap(),
+                );
+                *t.branches.get_mut(&sf).unwrap().entry(key).or_default() +=
+                    f[3].parse::<u64>().unwrap_or(0);
+            }
+        }
+        t
+    }
+
+    /// (LF, LH, BRF, BRH) over every file.
+    fn sums(&self) -> [usize; 4] {
+        fn all<K>(m: &BTreeMap<String, BTreeMap<K, u64>>) -> (usize, usize) {
+            m.values().fold((0, 0), |(n, hit), f| {
+                (n + f.len(), hit + f.values().filter(|&&c| c > 0).count())
+            })
+        }
+        let (lf, lh) = all(&self.lines);
+        let (brf, brh) = all(&self.branches);
+        [lf, lh, brf, brh]
+    }
+}
+
+/// `--per-test` LCOV: the TN: sections (one per test and `outside_tests`) add up to the whole
+/// run, classes that never ran included (with zero counts, in `outside_tests`): the same SF
+/// files, line and branch counts as the LCOV without `--per-test` (a class with no data was
+/// left out, so genhtml showed untested files as absent and the coverage as higher).
+#[test]
+fn per_test_lcov_keeps_the_classes_that_never_ran() {
+    use bci_rewriter::coverage::data::Session;
+    let r = setup("pertest-unrun", &["CovBasics"]);
+    // CovFlow is compiled next to CovBasics and never runs
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&r.orig)
+        .arg(r.src_dir.join("CovFlow.java"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac CovFlow");
+    // Per-test data: the run's counts once inside a test and once outside any (two sessions).
+    let run = CovData::parse(&std::fs::read(&r.data).unwrap()).unwrap();
+    let mut d = CovData::default();
+    d.add_all(&run).unwrap();
+    let mut second = run.clone();
+    second.sessions = vec![Session {
+        id: "host-2-2".into(),
+        ..run.sessions[0].clone()
+    }];
+    d.add_all(&second).unwrap();
+    for ((name, hash), counts) in &run.classes {
+        d.add_test_class("CovTest#t()", name, *hash, counts)
+            .unwrap();
+    }
+    let data = r.work.join("pertest.cov");
+    std::fs::write(&data, d.to_bytes()).unwrap();
+    let (whole, per_test) = (r.work.join("whole.info"), r.work.join("pertest.info"));
+    let report = |extra: &[&std::ffi::OsStr]| {
+        let mut args = vec![
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&r.orig),
+            os("--sources"),
+            os(&r.src_dir),
+        ];
+        args.extend(extra);
+        bci(&args);
+    };
+    report(&[os("--lcov"), os(&whole)]);
+    report(&[os("--per-test"), os("--lcov"), os(&per_test)]);
+    let whole = LcovTotals::parse(&std::fs::read_to_string(&whole).unwrap());
+    let per_test_text = std::fs::read_to_string(&per_test).unwrap();
+    let merged = LcovTotals::parse(&per_test_text);
+    let flow = r.src_dir.join("CovFlow.java").display().to_string();
+    assert!(
+        whole.lines.get(&flow).is_some_and(|l| !l.is_empty()),
+        "{whole:?}"
+    );
+    assert_eq!(
+        merged.lines.keys().collect::<Vec<_>>(),
+        whole.lines.keys().collect::<Vec<_>>(),
+        "SF files"
+    );
+    assert_eq!(merged.sums(), whole.sums(), "LF, LH, BRF, BRH");
+    assert_eq!(merged, whole, "per line and branch outcome");
+    // the class that never ran is in the section for code outside the tests
+    let outside = &per_test_text[per_test_text.find("TN:outside_tests").unwrap()..];
+    assert!(outside.contains(&format!("SF:{flow}\n")), "{per_test_text}");
+}
+
+/// A `--sources` root that is not a directory is named once on stderr (only each HTML page
+/// said so, as "not found under the --sources roots"); the report is still made, and a root
+/// that exists next to it is used.
+#[test]
+fn a_missing_source_root_is_named_once_on_stderr() {
+    let r = setup("sources-missing", &["CovBasics"]);
+    let missing = r.work.join("no/such/src");
+    let file = r.work.join("bci-runtime.jar");
+    let (html, info, cob) = (
+        r.work.join("html"),
+        r.work.join("c.info"),
+        r.work.join("cob.xml"),
+    );
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&missing),
+        os("--sources"),
+        os(&r.src_dir),
+        os("--sources"),
+        os(&file),
+        os("--html"),
+        os(&html),
+        os("--lcov"),
+        os(&info),
+        os("--cobertura"),
+        os(&cob),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: warning: --sources {}: no such directory (no source is read from it)\n\
+             bci: warning: --sources {}: not a directory (no source is read from it)\n",
+            missing.display(),
+            file.display()
+        )
+    );
+    // the existing root is used: the source page has the text, LCOV names the file in it
+    let page = std::fs::read_to_string(html.join("default/CovBasics.java.html")).unwrap();
+    assert!(
+        !page.contains("not found under the --sources roots"),
+        "{page}"
+    );
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    assert!(
+        lcov.contains(&format!(
+            "SF:{}\n",
+            r.src_dir.join("CovBasics.java").display()
+        )),
+        "{lcov}"
+    );
+    // a missing root alone: the same one line, whatever the number of pages
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&missing),
+        os("--html"),
+        os(&html),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: warning: --sources {}: no such directory (no source is read from it)\n",
+            missing.display()
+        )
+    );
 }
 
 /// Every output path of `bci report` and `bci merge` gets its missing parent directories, as

@@ -76,8 +76,39 @@ impl std::error::Error for RuleError {}
 #[serde(deny_unknown_fields)]
 struct FileToml {
     runtime: Option<RuntimeToml>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "rule_tables")]
     rule: Vec<toml::Spanned<RuleToml>>,
+}
+
+/// The `rule` key: an array of tables (`[[rule]]`). A single table (`[rule]`, or `rule = { … }`)
+/// is the likely slip; its error says how rules are written.
+fn rule_tables<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<toml::Spanned<RuleToml>>, D::Error> {
+    struct Tables;
+    impl<'de> serde::de::Visitor<'de> for Tables {
+        type Value = Vec<toml::Spanned<RuleToml>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("[[rule]] tables")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some(r) = seq.next_element()? {
+                v.push(r);
+            }
+            Ok(v)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(serde::de::Error::custom(
+                "`rule` is a single table here: rules are written as [[rule]] tables (two \
+                 brackets: each [[rule]] adds one rule)",
+            ))
+        }
+    }
+    d.deserialize_seq(Tables)
 }
 
 #[derive(Deserialize)]

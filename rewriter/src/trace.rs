@@ -213,18 +213,42 @@ pub(crate) fn first_trace_key(r: &RuleToml) -> Option<(&'static str, usize)> {
 
 /// `"1ms"`, `"250us"`, `"10ns"`, `"2s"` -> ns.
 pub fn parse_duration(s: &str) -> Option<i64> {
+    duration_ns(s).ok()
+}
+
+/// Why a duration was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum DurationError {
+    /// Not digits followed by ns, us, ms or s.
+    Malformed,
+    /// More nanoseconds than an i64 holds; the most there is, in the unit given.
+    TooLarge { max: i64, unit: &'static str },
+}
+
+/// [`parse_duration`], telling a malformed duration from one too large.
+pub(crate) fn duration_ns(s: &str) -> Result<i64, DurationError> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let split = s
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or(DurationError::Malformed)?;
     let (n, unit) = s.split_at(split);
-    let n: i64 = n.parse().ok()?;
-    let mul = match unit {
-        "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        _ => return None,
+    let (mul, unit) = match unit {
+        "ns" => (1, "ns"),
+        "us" => (1_000, "us"),
+        "ms" => (1_000_000, "ms"),
+        "s" => (1_000_000_000, "s"),
+        _ => return Err(DurationError::Malformed),
     };
-    n.checked_mul(mul)
+    if n.is_empty() {
+        return Err(DurationError::Malformed);
+    }
+    let too_large = || DurationError::TooLarge {
+        max: i64::MAX / mul,
+        unit,
+    };
+    // digits only: a number that does not parse is too large for an i64
+    let n: i64 = n.parse().map_err(|_| too_large())?;
+    n.checked_mul(mul).ok_or_else(too_large)
 }
 
 type ErrFn<'a> = &'a dyn Fn(usize, String) -> RuleError;
@@ -517,11 +541,16 @@ impl TraceRule {
         with_trace("tostring", &r.tostring)?;
         let min_ns = match &r.min_duration {
             Some(d) => {
-                let Some(ns) = parse_duration(d.get_ref()) else {
-                    return Err(err(
+                let ns = match duration_ns(d.get_ref()) {
+                    Ok(ns) => ns,
+                    Err(DurationError::Malformed) => return Err(err(
                         d.span().start,
                         format!("{who}: bad min_duration {:?}: expected a number with ns, us, ms or s (e.g. \"500us\")", d.get_ref()),
-                    ));
+                    )),
+                    Err(DurationError::TooLarge { max, unit }) => return Err(err(
+                        d.span().start,
+                        format!("{who}: min_duration {:?} is too large: at most {max}{unit} (2^63-1 ns, about 292 years)", d.get_ref()),
+                    )),
                 };
                 if !(time || trace) || !ends {
                     return Err(err(
@@ -1505,6 +1534,23 @@ mod tests {
         assert_eq!(parse_duration("1.5ms"), None);
         assert_eq!(parse_duration("ms"), None);
         assert_eq!(parse_duration("5m"), None);
+        assert_eq!(duration_ns("9223372036s"), Ok(9_223_372_036_000_000_000));
+        assert_eq!(
+            duration_ns("9223372037s"),
+            Err(DurationError::TooLarge {
+                max: 9_223_372_036,
+                unit: "s"
+            })
+        );
+        assert_eq!(duration_ns("9223372036854775807ns"), Ok(i64::MAX));
+        assert_eq!(
+            duration_ns("9223372036854775808ns"),
+            Err(DurationError::TooLarge {
+                max: i64::MAX,
+                unit: "ns"
+            })
+        );
+        assert_eq!(duration_ns("-5ms"), Err(DurationError::Malformed));
     }
 
     #[test]

@@ -162,6 +162,22 @@ const CASES: &[(&str, &str)] = &[
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nexclude_class = [\"a.[b\"]\n",
             "t.toml:5:18: rule \"r\": bad exclude_class pattern \"a.[b\": '[' is not allowed (globs use * ** ?; a regular expression is written /.../)",
         ),
+        (
+            "[rule]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\n",
+            "t.toml:1:1: `rule` is a single table here: rules are written as [[rule]] tables (two brackets: each [[rule]] adds one rule)",
+        ),
+        (
+            "# rules\n\nrule = { name = \"r\", class = \"com.acme.*\", trace = true }\n",
+            "t.toml:3:8: `rule` is a single table here: rules are written as [[rule]] tables (two brackets: each [[rule]] adds one rule)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nmin_duration = \"99999999999999s\"\n",
+            "t.toml:5:16: rule \"r\": min_duration \"99999999999999s\" is too large: at most 9223372036s (2^63-1 ns, about 292 years)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nmin_duration = \"99999999999999999999us\"\n",
+            "t.toml:5:16: rule \"r\": min_duration \"99999999999999999999us\" is too large: at most 9223372036854775us (2^63-1 ns, about 292 years)",
+        ),
 ];
 
 #[test]

@@ -1,14 +1,14 @@
-//! `bci verify <dir|jar>... [--classpath a:b] [--no-jdk] [--cross]`: the arguments (clap, so
+//! `bci verify <dir|jar|class>... [--classpath a:b] [--no-jdk] [--cross]`: the arguments (clap, so
 //! `bci verify --help` lists them like every other subcommand) and the run.
-use crate::{hierarchy::ClassPath, verify_class};
+use crate::{hierarchy::is_class_file, hierarchy::ClassPath, verify_class};
 use clap::{Args, Parser};
 use std::path::PathBuf;
 
 /// Arguments of `bci verify`.
 #[derive(Args, Debug, Clone)]
 pub struct VerifyArgs {
-    /// Directories of classes or .jar/.zip files to verify.
-    #[arg(required = true, value_name = "DIR|JAR")]
+    /// Directories of classes, .jar/.zip files or class files to verify.
+    #[arg(required = true, value_name = "DIR|JAR|CLASS")]
     pub inputs: Vec<PathBuf>,
     /// Where classes referenced by the inputs are found: directories and jars separated by ':'
     /// (repeatable). The inputs themselves come first.
@@ -69,24 +69,38 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
             return 2;
         }
     };
+    // (name in its input, bytes, where it is: the file's path, or the jar's and the entry's)
     let mut classes = Vec::new();
     for i in &a.inputs {
         match ClassPath::read_all(i) {
-            Ok(v) => classes.extend(v),
+            Ok(v) => classes.extend(v.into_iter().map(|(name, b)| {
+                let at = if i.is_dir() {
+                    i.join(&name).display().to_string()
+                } else if is_class_file(i) {
+                    i.display().to_string()
+                } else {
+                    format!("{}: {name}", i.display())
+                };
+                (name, b, at)
+            })),
             Err(e) => {
                 eprintln!("bci verify: {}: {e}", i.display());
                 return 2;
             }
         }
     }
-    for (_, b) in &classes {
+    for (_, b, _) in &classes {
         path.add_class_bytes(b);
     }
     let mut n_err = 0usize;
-    for (i, (file, b)) in classes.iter().enumerate() {
+    for (i, (file, b, at)) in classes.iter().enumerate() {
+        // a class that cannot be read has no name (`?`): named by where it is instead
         let mut lines: Vec<String> = verify_class(b, &path)
             .iter()
-            .map(|e| e.to_string())
+            .map(|e| match e.class.as_str() {
+                "?" => format!("{at}: {}", e.message),
+                _ => e.to_string(),
+            })
             .collect();
         if a.cross {
             for d in crate::crosscheck::cross_check(b) {

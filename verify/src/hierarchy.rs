@@ -24,6 +24,43 @@ enum Entry {
         Mutex<zip::ZipArchive<File>>,
         std::collections::HashSet<String>,
     ),
+    /// one class file given on its own: (its class name, if it can be read; its bytes)
+    Class(Option<String>, Vec<u8>),
+}
+
+/// Whether a path is a class file given on its own: a file named `*.class`, or one that starts
+/// with the class-file magic.
+pub fn is_class_file(p: &Path) -> bool {
+    if !p.is_file() {
+        return false;
+    }
+    if p.extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("class"))
+    {
+        return true;
+    }
+    let mut head = [0u8; 4];
+    File::open(p)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == [0xca, 0xfe, 0xba, 0xbe])
+}
+
+/// A file that is no zip by its first bytes nor by its name (`.jar`, `.zip`): the error for
+/// it, saying what a class path entry or input is; `None` for anything that may be a zip.
+fn not_a_zip(p: &Path) -> Option<io::Error> {
+    if p.extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("jar") || x.eq_ignore_ascii_case("zip"))
+    {
+        return None;
+    }
+    let mut head = [0u8; 2];
+    let n = File::open(p).and_then(|mut f| f.read(&mut head)).ok()?;
+    (head[..n] != *b"PK").then(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a directory, a .jar/.zip or a .class file",
+        )
+    })
 }
 
 /// A class path: dirs (plain or module layout `dir/<module>/pkg/C.class`), jars, and optionally the
@@ -241,7 +278,13 @@ impl ClassPath {
             } else {
                 Ok(Entry::Dir(e.to_path_buf()))
             }
+        } else if is_class_file(e) {
+            let b = std::fs::read(e)?;
+            Ok(Entry::Class(info_from_bytes(&b).map(|(n, _)| n), b))
         } else {
+            if let Some(err) = not_a_zip(e) {
+                return Err(err);
+            }
             let f = File::open(e)?;
             let z = zip::ZipArchive::new(f).map_err(io::Error::other)?;
             let names = z.file_names().map(|s| s.to_string()).collect();
@@ -275,6 +318,11 @@ impl ClassPath {
                         }
                     }
                 }
+                Entry::Class(n, b) => {
+                    if n.as_deref() == Some(name) {
+                        return Some(b.clone());
+                    }
+                }
                 Entry::Jar(z, names) => {
                     if names.contains(&rel) {
                         let mut z = z.lock().ok()?;
@@ -306,7 +354,9 @@ impl ClassPath {
         info
     }
 
-    /// Read the bytes of every class file under a dir or in a jar: (name, bytes).
+    /// Read the bytes of every class file under a dir or in a jar, or of a class file given on
+    /// its own: (name, bytes): the path relative to the dir, the entry's name in the jar, the
+    /// class file's name.
     pub fn read_all(path: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
         let mut out = Vec::new();
         if path.is_dir() {
@@ -315,7 +365,16 @@ impl ClassPath {
                     .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
                 out.push((rel, b));
             }
+        } else if is_class_file(path) {
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            out.push((name, std::fs::read(path)?));
         } else {
+            if let Some(err) = not_a_zip(path) {
+                return Err(err);
+            }
             let mut z = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;
             for i in 0..z.len() {
                 let mut f = z.by_index(i).map_err(io::Error::other)?;

@@ -201,7 +201,7 @@ pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyE
     errs
 }
 
-/// Verify every class file under a dir (plain or module layout) or in a jar. The hierarchy is
+/// Verify every class file under a dir (plain or module layout) or in a jar, or one class file. The hierarchy is
 /// `path` itself, then `classpath`, then (with `include_running_jdk`) the running JDK.
 /// Returns (number of classes, errors).
 pub fn verify_path(

@@ -379,7 +379,17 @@ impl Report {
                     continue;
                 }
             }
-            if let (Some(pt), Some(total)) = (per_test.as_mut(), counts) {
+            // Per test: a class with no data (never run) is in the section outside the tests,
+            // with zero counts, so that the sections add up to the whole report.
+            let per_test_total = match (per_test.as_mut(), counts) {
+                (Some(pt), None) => {
+                    pt.outside.extend(r.classes.last().cloned());
+                    None
+                }
+                (Some(pt), Some(total)) => Some((pt, total)),
+                (None, _) => None,
+            };
+            if let Some((pt, total)) = per_test_total {
                 let mut outside = total.to_vec();
                 for (t, classes) in data.tests.values().enumerate() {
                     let Some(tc) = classes.get(&(name.clone(), hash)) else {
@@ -517,6 +527,20 @@ fn write_file(p: &Path, text: &str) -> Result<(), String> {
 pub fn run(a: &Args<'_>) -> Result<String, String> {
     let progress = Progress::new("classes");
     let r = Report::build(a, &progress)?;
+    // a source root that cannot be read: said once here, not only on each HTML page
+    for root in a.sources {
+        if !root.is_dir() {
+            progress.line(&format!(
+                "bci: warning: --sources {}: {} (no source is read from it)",
+                root.display(),
+                if root.exists() {
+                    "not a directory"
+                } else {
+                    "no such directory"
+                }
+            ));
+        }
+    }
     for s in &r.stale {
         progress.line(&s.line());
     }
