@@ -31,6 +31,8 @@ pub struct Agent {
     /// ThreadLocal.
     late: bool,
     instrumented: AtomicUsize,
+    /// Classes `coverage=y` could not cover: instrumented offline without `--coverage`.
+    marked_uncovered: AtomicUsize,
     failed: AtomicUsize,
     /// Classes and methods left original after errors, for the report.
     left: Mutex<LeftOriginal>,
@@ -314,6 +316,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         thread_fields: AtomicBool::new(false),
         late,
         instrumented: AtomicUsize::new(0),
+        marked_uncovered: AtomicUsize::new(0),
         failed: AtomicUsize::new(0),
         left: Mutex::new(LeftOriginal::default()),
         hook_ns: AtomicU64::new(0),
@@ -901,6 +904,17 @@ unsafe extern "C" fn class_file_load_hook(
         }
         match result.map(|r| (r.bytes, r.cpu_fields, r.cov_field)) {
             Ok((None, _, _)) => {
+                if a.opts.coverage && crate::rewrite::is_marked_without_coverage(bytes) {
+                    // coverage counters are not put into classes instrumented already
+                    if a.marked_uncovered.fetch_add(1, Ordering::Relaxed) == 0 {
+                        log(&format!(
+                            "{name}: instrumented offline by `bci instrument` without --coverage: \
+                             it gets no coverage counters (nor does any other such class; \
+                             their number is given at exit). Run the original classes, or \
+                             instrument them with --coverage"
+                        ));
+                    }
+                }
                 if a.opts.verbose {
                     if crate::rewrite::is_marked(bytes) {
                         log(&format!(
@@ -1053,6 +1067,12 @@ fn cov_dump(a: &Agent, jni: &Jni) {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or(0);
+        let uncovered = a.marked_uncovered.load(Ordering::Relaxed);
+        if uncovered > 0 {
+            log(&format!(
+                "{uncovered} classes instrumented offline without --coverage have no coverage data"
+            ));
+        }
         match f.dump(&run, now) {
             Ok(at) => log(&format!(
                 "coverage data of {} classes written to {at}",

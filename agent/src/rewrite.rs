@@ -63,6 +63,20 @@ pub struct Rewritten {
     /// java.lang.Thread got [`COV_THREAD_FIELD`].
     pub cov_field: bool,
 }
+/// Whether the class carries the marker of `bci instrument` written without `--coverage`
+/// (cpu-times probes or rules only: no coverage counters).
+pub fn is_marked_without_coverage(bytes: &[u8]) -> bool {
+    #[cfg(feature = "rewriter")]
+    {
+        matches!(bci_rewriter::offline::marker(bytes), Ok(Some(m)) if !m.coverage)
+    }
+    #[cfg(not(feature = "rewriter"))]
+    {
+        let _ = bytes;
+        false
+    }
+}
+
 /// Whether the class carries the marker of `bci instrument` (the rewriter leaves it alone).
 pub fn is_marked(bytes: &[u8]) -> bool {
     #[cfg(feature = "rewriter")]

@@ -473,6 +473,66 @@ fn offline_classes_under_the_agent_count_once() {
     );
 }
 
+/// Classes instrumented offline for cpu=times (`bci instrument` without --coverage) cannot take
+/// coverage counters under `coverage=y`: the agent says so (once, and their number at exit)
+/// instead of writing a data file without them in silence.
+#[test]
+fn offline_cpu_times_classes_under_coverage_are_named() {
+    let dir = tmp("offline-cpu-agent");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    std::fs::create_dir_all(&inst).unwrap();
+    let rules = bci_rewriter::Rules::cpu_times();
+    let opts = bci_rewriter::Options {
+        marker: true,
+        runtime_ids: true,
+        leaf_probes: true,
+        frame_tokens: true,
+        ..Default::default()
+    };
+    let mut ids = bci_rewriter::SequentialIds(0);
+    let mut marked = 0;
+    for e in std::fs::read_dir(&classes).unwrap() {
+        let p = e.unwrap().path();
+        let bytes = std::fs::read(&p).unwrap();
+        let out = match bci_rewriter::instrument_with(&bytes, &rules, &mut ids, &opts).unwrap() {
+            Outcome::Rewritten(b) => {
+                marked += 1;
+                b
+            }
+            Outcome::Unchanged => bytes,
+        };
+        std::fs::write(inst.join(p.file_name().unwrap()), out).unwrap();
+    }
+    assert!(marked >= 2, "{marked} classes instrumented");
+    for (path, bytes) in bciagent::runtime_jar::CLASSES {
+        let f = rt.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+    let data = dir.join("cpu-marked.cov");
+    let o = ok(java(
+        &format!("{}:{}", inst.display(), rt.display()),
+        Some(&format!("coverage=y,covfile={}", data.display())),
+        "CovBasics",
+        &[],
+    )
+    .current_dir(&dir) // (the runtime jar writes its profile, bci.data, there)
+    .output()
+    .unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let first: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("without --coverage: it gets no coverage counters"))
+        .collect();
+    assert_eq!(first.len(), 1, "one line for the first such class:\n{err}");
+    // CovBasics runs alone (CovOwner, also instrumented, is not loaded)
+    assert!(
+        err.contains("1 classes instrumented offline without --coverage have no coverage data"),
+        "{err}"
+    );
+}
+
 /// A JVM with the runtime jar (offline-instrumented classes) and a JVM with the agent, at once,
 /// on one data file: both take the same lock (fcntl on `<file>.lck`), the counts add up.
 #[test]
