@@ -341,6 +341,21 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
     o.clock = rec.clock;
     o.depth = rec.depth;
     o.interval_ms = rec.interval_ms;
+    if o.format == bciagent::options::Format::Collapsed
+        && rec.depth < bciagent::options::MAX_DEPTH
+    {
+        // the agent records whole stacks for collapsed output; the runtime jar records what
+        // -Dbci.depth said, for whatever report comes later
+        eprintln!(
+            "bci: warning: {} holds call paths of the top {} frames (-Dbci.depth={} when it \
+             ran): each collapsed stack is cut there, so deeper ones start at a frame that is \
+             not the program's root; run with -Dbci.depth={} for whole stacks",
+            data.display(),
+            rec.depth,
+            rec.depth,
+            bciagent::options::MAX_DEPTH
+        );
+    }
     // the agent's wording, told as it happened without the agent
     Ok(report::render(&o, &snap)
         .replacen(

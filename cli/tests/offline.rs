@@ -1247,3 +1247,31 @@ fn report_output_gets_its_missing_directories() {
     assert!(o2.status.success(), "{}", text(&o2.stderr));
     assert_eq!(std::fs::read(&file).unwrap(), o.stdout);
 }
+
+/// The runtime jar records call paths of -Dbci.depth frames (4 by default, for HPROF's
+/// traces) whatever report comes later: a collapsed report of such data says that its stacks
+/// are cut (each deeper stack would otherwise look like a root of its own in a flame graph);
+/// data recorded with whole stacks renders without the warning.
+#[test]
+fn collapsed_report_of_cut_call_paths_says_so() {
+    let out = fresh("collapsed-depth");
+    let row = "thread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n";
+    let cut = out.join("cut.data");
+    std::fs::write(&cut, format!("bci-data\t1\nclock\twall\n{row}")).unwrap();
+    let whole = out.join("whole.data");
+    std::fs::write(&whole, format!("bci-data\t1\nclock\twall\ndepth\t64\n{row}")).unwrap();
+    let o = bci(&[&"report", &cut, &"format=collapsed"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("holds call paths of the top 4 frames")
+            && text(&o.stderr).contains("-Dbci.depth=64"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = bci(&[&"report", &whole, &"format=collapsed"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("warning"), "{}", text(&o.stderr));
+    // an HPROF report of 4-frame traces is what they are for: no warning
+    let o = bci(&[&"report", &cut]);
+    assert!(!text(&o.stderr).contains("warning"), "{}", text(&o.stderr));
+}
