@@ -52,7 +52,9 @@ enum Cmd {
         /// first column is only the method's order in this run.
         #[arg(long)]
         map: Option<PathBuf>,
-        /// Exit with status 1 if any class could not be instrumented.
+        /// Exit with status 1 if any class could not be instrumented (also one instrumented
+        /// already for the other use: cpu=times probes asked for, coverage counters found, or
+        /// the reverse).
         #[arg(long)]
         strict: bool,
         /// Coverage counters instead of cpu=times probes (every method, exact hit counts);
@@ -415,17 +417,38 @@ fn main() -> ExitCode {
                 ..Default::default()
             };
             let mut marked = 0usize;
+            // of which instrumented for the other use (cpu=times probes or coverage counters)
+            let mut other_kind = 0usize;
             let mut reg = Registry::default();
             let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);
             let progress = progress::Progress::new("classes");
             let res = io::transform(&input, &output, &progress, |name, bytes| {
                 classes += 1;
                 reg.release = io::release_of(name);
-                if let Ok(Some(_)) = bci_rewriter::offline::marker(bytes) {
+                if let Ok(Some(m)) = bci_rewriter::offline::marker(bytes) {
                     marked += 1;
-                    progress.line(&format!(
-                        "bci: {name}: already instrumented by bci; left as it is"
-                    ));
+                    if m.coverage == coverage {
+                        progress.line(&format!(
+                            "bci: {name}: already instrumented by bci; left as it is"
+                        ));
+                    } else {
+                        // it cannot take the other kind as well: what was asked for is missing
+                        other_kind += 1;
+                        progress.line(&format!(
+                            "bci: {name}: already instrumented by bci {}; left as it is, \
+                             without {}",
+                            if m.coverage {
+                                "with coverage counters"
+                            } else {
+                                "with probes (no coverage counters)"
+                            },
+                            if coverage {
+                                "coverage counters"
+                            } else {
+                                "cpu=times probes"
+                            }
+                        ));
+                    }
                     return None;
                 }
                 let result = if coverage {
@@ -491,7 +514,7 @@ fn main() -> ExitCode {
                     "bci: {marked} classes were instrumented already and were copied as they are"
                 );
             }
-            if strict && failed > 0 {
+            if strict && failed + other_kind > 0 {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

@@ -174,6 +174,26 @@ fn instrumenting_twice_leaves_the_output_equal_to_the_first() {
         assert_eq!(std::fs::metadata(&inp).unwrap().modified().unwrap(), before);
     }
     assert_eq!(files(&first), a);
+    // coverage asked of classes instrumented for cpu=times (and the reverse): they cannot take
+    // it, are copied as they are, named so, and --strict fails (what was asked is missing)
+    let cov = out.join("cov");
+    let o = bci(&[&"instrument", &"--coverage", &classes, &cov]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for (inp, extra) in [(&first, Some("--coverage")), (&cov, None)] {
+        let dest = out.join(format!("other-{}", extra.is_some()));
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
+        if let Some(x) = &extra {
+            args.push(x);
+        }
+        args.extend([inp as &dyn AsRef<std::ffi::OsStr>, &dest]);
+        let o = bci(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert_eq!(err.matches("left as it is, without").count(), a.len(), "{err}");
+        args.push(&"--strict");
+        let _ = std::fs::remove_dir_all(&dest);
+        assert_eq!(bci(&args).status.code(), Some(1), "--strict {extra:?}");
+    }
 }
 
 /// An offline-instrumented program run with the shipped runtime jar and no agent writes its
