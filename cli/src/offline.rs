@@ -341,8 +341,7 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
     o.clock = rec.clock;
     o.depth = rec.depth;
     o.interval_ms = rec.interval_ms;
-    if o.format == bciagent::options::Format::Collapsed
-        && rec.depth < bciagent::options::MAX_DEPTH
+    if o.format == bciagent::options::Format::Collapsed && rec.depth < bciagent::options::MAX_DEPTH
     {
         // the agent records whole stacks for collapsed output; the runtime jar records what
         // -Dbci.depth said, for whatever report comes later

@@ -189,7 +189,11 @@ fn instrumenting_twice_leaves_the_output_equal_to_the_first() {
         let o = bci(&args);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let err = text(&o.stderr);
-        assert_eq!(err.matches("left as it is, without").count(), a.len(), "{err}");
+        assert_eq!(
+            err.matches("left as it is, without").count(),
+            a.len(),
+            "{err}"
+        );
         args.push(&"--strict");
         let _ = std::fs::remove_dir_all(&dest);
         assert_eq!(bci(&args).status.code(), Some(1), "--strict {extra:?}");
@@ -1279,7 +1283,11 @@ fn collapsed_report_of_cut_call_paths_says_so() {
     let cut = out.join("cut.data");
     std::fs::write(&cut, format!("bci-data\t1\nclock\twall\n{row}")).unwrap();
     let whole = out.join("whole.data");
-    std::fs::write(&whole, format!("bci-data\t1\nclock\twall\ndepth\t64\n{row}")).unwrap();
+    std::fs::write(
+        &whole,
+        format!("bci-data\t1\nclock\twall\ndepth\t64\n{row}"),
+    )
+    .unwrap();
     let o = bci(&[&"report", &cut, &"format=collapsed"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
