@@ -1197,27 +1197,29 @@ fn a_class_path_given_as_data_is_named_as_one() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// The data of one run (session `id`) of a class `a/B` (hash 7) whose first counter is `count`.
+fn one_class_run(id: &str, count: u64) -> CovData {
+    let mut d = CovData::default();
+    d.sessions.push(bci_rewriter::coverage::data::Session {
+        id: id.into(),
+        start_ms: 1,
+        dump_ms: 2,
+        jvm: "17".into(),
+        command: "java Main".into(),
+    });
+    d.add_class("a/B", 7, &[count, 0]).unwrap();
+    d
+}
+
 /// One run's data given twice (the same file twice, or a merged file next to one of its parts,
 /// e.g. a `*.cov` glob that picks up an earlier `bci merge` output) would count that run twice:
 /// `bci merge` and `bci report` refuse it, naming both files and the session, and write
 /// nothing. Data of distinct runs merges as before.
 #[test]
 fn one_runs_data_given_twice_is_refused() {
-    use bci_rewriter::coverage::data::Session;
     let work = fresh_work("session-twice");
     let classes = work.join("classes");
-    let run = |id: &str, count: u64| {
-        let mut d = CovData::default();
-        d.sessions.push(Session {
-            id: id.into(),
-            start_ms: 1,
-            dump_ms: 2,
-            jvm: "17".into(),
-            command: "java Main".into(),
-        });
-        d.add_class("a/B", 7, &[count, 0]).unwrap();
-        d
-    };
+    let run = one_class_run;
     let (a, b) = (work.join("a.cov"), work.join("b.cov"));
     std::fs::write(&a, run("host-10-1", 4001).to_bytes()).unwrap();
     std::fs::write(&b, run("host-11-1", 5).to_bytes()).unwrap();
@@ -1301,20 +1303,8 @@ fn one_runs_data_given_twice_is_refused() {
 /// allowed.
 #[test]
 fn report_outputs_that_are_an_input_or_another_output_are_refused() {
-    use bci_rewriter::coverage::data::Session;
     let work = fresh_work("out-is-in");
-    let data = |id: &str, count: u64| {
-        let mut d = CovData::default();
-        d.sessions.push(Session {
-            id: id.into(),
-            start_ms: 1,
-            dump_ms: 2,
-            jvm: "17".into(),
-            command: "java Main".into(),
-        });
-        d.add_class("a/B", 7, &[count, 0]).unwrap();
-        d
-    };
+    let data = one_class_run;
     let (a, b) = (work.join("a.cov"), work.join("b.cov"));
     std::fs::write(&a, data("host-10-1", 4).to_bytes()).unwrap();
     std::fs::write(&b, data("host-11-1", 5).to_bytes()).unwrap();
