@@ -1251,7 +1251,7 @@ public class InFlight {
         let e = methods_total_ms(last, "InFlight.spin(").unwrap_or(0.0);
         let low = if clock == "wall" { 1900.0 } else { 1000.0 };
         assert!(
-            (low..3500.0).contains(&e),
+            (low..2700.0).contains(&e),
             "clock={clock}: spin's total at exit {e} ms: {last}"
         );
     }
