@@ -272,7 +272,8 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     if early || opts.coverage {
         caps.set_early_vmstart();
     }
-    if opts.cpu && opts.clock == options::Clock::Sample {
+    // clock=cpu: a dump reads other threads' CPU time (Probes.cpuNanosOf)
+    if opts.cpu && matches!(opts.clock, options::Clock::Sample | options::Clock::Cpu) {
         caps.set_thread_cpu_time();
     }
     if let Err(e) = jvmti.add_capabilities(&caps) {
@@ -614,6 +615,46 @@ unsafe extern "C" fn sampler_thread(
 /// `Probes.cpuNanos()`: the current thread's CPU time.
 unsafe extern "system" fn cpu_nanos(_env: *mut sys::JNIEnv, _cls: sys::jclass) -> sys::jlong {
     guard("cpuNanos", runtime::thread_cpu_ns).unwrap_or(0)
+}
+
+/// `Probes.cpuNanosOf(Thread)` (clock=cpu): CPU time of another live platform thread
+/// (JVMTI GetThreadCpuTime), -1 if it cannot be read. The dump charges that thread's open
+/// frames up to it.
+unsafe extern "system" fn cpu_nanos_of(
+    _env: *mut sys::JNIEnv,
+    _cls: sys::jclass,
+    thread: sys::jobject,
+) -> sys::jlong {
+    // SAFETY: the VM passes the arguments of a native as references valid for the call.
+    let t = unsafe { crate::jvm::JRef::from_native_arg(thread) };
+    guard("cpuNanosOf", || {
+        let Some(a) = AGENT.get() else { return -1 };
+        if t.is_null() {
+            return -1;
+        }
+        a.jvmti.thread_cpu_time(t).unwrap_or(-1)
+    })
+    .unwrap_or(-1)
+}
+
+/// The clock=cpu natives for RegisterNatives: `cpuNanos()`, `cpuNanosOf(Thread)`.
+pub fn cpu_natives() -> (*mut c_void, *mut c_void) {
+    (cpu_nanos as *mut c_void, cpu_nanos_of as *mut c_void)
+}
+
+/// `java.lang.BciProbes.cpuNanosOf(Thread)`, found by the VM under its JNI name (see
+/// [`Java_java_lang_BciProbes_cpuNanos`]).
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciProbes_cpuNanosOf(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+    thread: sys::jobject,
+) -> sys::jlong {
+    // SAFETY: same contract as cpu_nanos_of.
+    unsafe { cpu_nanos_of(env, cls, thread) }
 }
 
 /// `java.lang.BciProbes.cpuNanos()`, found by the VM under its JNI name in the agent library

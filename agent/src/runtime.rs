@@ -234,6 +234,8 @@ pub fn define(
         // native of a named module's class. The VM finds it by its JNI name in this library
         // instead (callbacks::Java_java_lang_BciProbes_cpuNanos), when start() first calls it.
         jni.register_native(cls, c"cpuNanos", c"()J", cpu_native)?;
+        let (_, of) = crate::callbacks::cpu_natives();
+        jni.register_native(cls, c"cpuNanosOf", c"(Ljava/lang/Thread;)J", of)?;
     }
     // the probes' locked sections take the lock through JNI (virtual threads wait pinned)
     if !early {

@@ -1177,3 +1177,157 @@ fn hook_cost_of_unselected_classes_is_reported() {
     assert!(r.contains("Fib.fib"), "{r}");
     assert!(!r.contains("java.lang.String."), "{r}");
 }
+
+/// total(ms) of the METHODS row whose method starts with `m` (e.g. `InFlight.spin(`).
+fn methods_total_ms(text: &str, m: &str) -> Option<f64> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.len() == 7 && w[6].starts_with(m))
+        .map(|w| w[5].parse().unwrap())
+}
+
+/// Timed clocks: a SIGQUIT snapshot charges the frames still on the stack up to the dump (as
+/// clock=sample does), without changing the thread's state: the exit dump charges the
+/// method's time once. (Before: the snapshot had no line for the spinning method at all.)
+#[test]
+fn timed_clocks_snapshot_charges_open_frames() {
+    let dir = tmp("inflight-quit");
+    std::fs::write(
+        dir.join("InFlight.java"),
+        r#"
+import java.nio.file.*;
+public class InFlight {
+    static long spin(String f) throws Exception {
+        long t0 = System.nanoTime(), x = 0;
+        while (System.nanoTime() - t0 < 1_200_000_000L) x++;
+        long pid = ProcessHandle.current().pid();
+        new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+        Path p = Path.of(f);
+        for (int i = 0; i < 200 && !(Files.exists(p) && Files.size(p) > 0); i++) Thread.sleep(50);
+        Thread.sleep(200);
+        while (System.nanoTime() - t0 < 2_000_000_000L) x++;
+        return x;
+    }
+    public static void main(String[] a) throws Exception {
+        System.out.println("spun " + (spin(System.getProperty("out")) > 0));
+    }
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("InFlight.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for clock in ["wall", "cpu"] {
+        let f = dir.join(format!("{clock}.txt"));
+        let o = java(
+            &dir,
+            "InFlight",
+            &format!("file={},format=methods,clock={clock}", f.display()),
+            &[&format!("-Dout={}", f.display())],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // methods: the exit dump is appended to the SIGQUIT one
+        let text = std::fs::read_to_string(&f).unwrap();
+        let parts: Vec<&str> = text.split("METHODS BEGIN").skip(1).collect();
+        assert_eq!(parts.len(), 2, "clock={clock}: two dumps: {text}");
+        let (snap, last) = (parts[0], parts[1]);
+        let s = methods_total_ms(snap, "InFlight.spin(").unwrap_or(0.0);
+        let m = methods_total_ms(snap, "InFlight.main(").unwrap_or(0.0);
+        assert!(
+            s >= 1000.0,
+            "clock={clock}: snapshot lacks spin's time so far: {snap}"
+        );
+        assert!(
+            m >= s,
+            "clock={clock}: main's total includes spin's: {snap}"
+        );
+        // the exit dump: spin's whole time, once (not its in-flight part a second time)
+        // (clock=cpu: less than the 2 s of wall time, spin waits for the dump in sleeps)
+        let e = methods_total_ms(last, "InFlight.spin(").unwrap_or(0.0);
+        let low = if clock == "wall" { 1900.0 } else { 1000.0 };
+        assert!(
+            (low..2700.0).contains(&e),
+            "clock={clock}: spin's total at exit {e} ms: {last}"
+        );
+    }
+    // the same with format=collapsed: the snapshot has spin's call path with its time so far
+    let f = dir.join("c.txt");
+    let o = java(
+        &dir,
+        "InFlight",
+        &format!("file={},format=collapsed,clock=wall", f.display()),
+        &[&format!("-Dout={}.1", f.display())],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let snap = std::fs::read_to_string(dir.join("c.txt.1")).unwrap();
+    let w: u64 = snap
+        .lines()
+        .find_map(|l| l.strip_prefix("InFlight.main;InFlight.spin "))
+        .unwrap_or_else(|| panic!("no spin line in the snapshot: {snap:?}"))
+        .parse()
+        .unwrap();
+    assert!(w >= 1_000_000, "{snap}");
+}
+
+/// Timed clocks: System.exit from deep frames charges the frames still open at the exit dump
+/// (HPROF charged a thread's open frames when it ended). Before: main and deep showed 0 ms.
+#[test]
+fn timed_clocks_exit_charges_open_frames() {
+    let dir = tmp("inflight-exit");
+    std::fs::write(
+        dir.join("DeepExit.java"),
+        r#"
+public class DeepExit {
+    static void spin(long ms) { long t0 = System.nanoTime(); while (System.nanoTime() - t0 < ms * 1_000_000L) {} }
+    static void deep(int d) { if (d == 0) { spin(300); System.exit(3); } deep(d - 1); }
+    public static void main(String[] a) { spin(300); deep(4); }
+}
+"#,
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("DeepExit.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for clock in ["wall", "cpu"] {
+        let f = dir.join(format!("{clock}.txt"));
+        let o = java(
+            &dir,
+            "DeepExit",
+            &format!("file={},format=methods,clock={clock}", f.display()),
+            &[],
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let t = std::fs::read_to_string(&f).unwrap();
+        let m = methods_total_ms(&t, "DeepExit.main(").unwrap_or(0.0);
+        let d = methods_total_ms(&t, "DeepExit.deep(").unwrap_or(0.0);
+        let sp = methods_total_ms(&t, "DeepExit.spin(").unwrap_or(0.0);
+        // main's total holds spin's (both calls), deep's at least a part of it
+        assert!(
+            sp > 100.0 && m >= sp - 0.01,
+            "clock={clock}: main {m} ms: {t}"
+        );
+        assert!(d > 0.0 && d <= m + 0.001, "clock={clock}: deep {d} ms: {t}");
+        if clock == "wall" {
+            // about the run's length (CPU time can be less on a busy machine)
+            assert!(
+                (550.0..3000.0).contains(&m),
+                "clock={clock}: main {m} ms: {t}"
+            );
+            assert!(d >= 250.0, "clock={clock}: deep {d} ms: {t}");
+        }
+    }
+}

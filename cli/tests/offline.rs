@@ -1303,3 +1303,56 @@ fn collapsed_report_of_cut_call_paths_says_so() {
     let o = bci(&[&"report", &cut]);
     assert!(!text(&o.stderr).contains("warning"), "{}", text(&o.stderr));
 }
+
+/// -Dbci.clock=wall: System.exit from deep frames charges the frames still open when the data
+/// is written (the shutdown hook's snapshot), as HPROF charged a thread's open frames. Before:
+/// main and deep showed 0.000 ms.
+#[test]
+fn system_exit_charges_open_frames_offline() {
+    let out = fresh("deep-exit");
+    let src = out.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("DeepExit.java"),
+        r#"
+public class DeepExit {
+    static void spin(long ms) { long t0 = System.nanoTime(); while (System.nanoTime() - t0 < ms * 1_000_000L) {} }
+    static void deep(int d) { if (d == 0) { spin(300); System.exit(3); } deep(d - 1); }
+    public static void main(String[] a) { spin(300); deep(4); }
+}
+"#,
+    )
+    .unwrap();
+    let classes = out.join("classes");
+    javac(&classes, &[src.join("DeepExit.java")]);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rt = runtime_jar(&out);
+    let data = out.join("wall.data");
+    let run = java(&[
+        &"-Dbci.clock=wall",
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"DeepExit",
+    ]);
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run.stderr));
+    let o = bci(&[&"report", &data, &"format=methods"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report = text(&o.stdout);
+    let total = |m: &str| -> f64 {
+        report
+            .lines()
+            .find(|l| l.ends_with(m))
+            .and_then(|l| l.split_whitespace().nth(5))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no row for {m}:\n{report}"))
+    };
+    let (m, d) = (
+        total("DeepExit.main([Ljava/lang/String;)V"),
+        total("DeepExit.deep(I)V"),
+    );
+    assert!((550.0..3000.0).contains(&m), "main {m} ms:\n{report}");
+    assert!(d >= 250.0 && d <= m, "deep {d} ms:\n{report}");
+}

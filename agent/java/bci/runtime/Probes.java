@@ -378,6 +378,37 @@ public final class Probes {
     static native long cpuNanos();
 
     /**
+     * clock=cpu: CPU time of live platform thread {@code t} (JVMTI GetThreadCpuTime), -1 if
+     * it cannot be read (a virtual thread, a thread that ended). For the dump: the open
+     * frames of another thread are charged up to its CPU time now.
+     */
+    static native long cpuNanosOf(Thread t);
+
+    /**
+     * The clock of thread {@code s} now (timed clocks), for charging its open frames in a
+     * dump; Long.MIN_VALUE if it cannot be read (then its open frames are not charged).
+     */
+    static long clockOf(T s) {
+        if (clock == 1) {
+            return System.nanoTime();
+        }
+        try {
+            Thread t = s.thread;
+            if (t == null || s.virt) {
+                return Long.MIN_VALUE;
+            }
+            if (t == Thread.currentThread()) {
+                return cpuNanos();
+            }
+            long v = cpuNanosOf(t);
+            return v < 0 ? Long.MIN_VALUE : v;
+        } catch (Throwable e) {
+            // the native is not bound (a runtime build without it): no in-flight time
+            return Long.MIN_VALUE;
+        }
+    }
+
+    /**
      * Set by the agent: {@link #lock0}/{@link #unlock0} take and leave this class's monitor
      * through JNI. The locked sections that probes reach (registration, a new call path, a
      * thread's queue, a failure) use them: a virtual thread waiting there stays on its carrier
@@ -1153,6 +1184,9 @@ public final class Probes {
                 A a = s.sink;
                 if (a != null) {
                     a.addThread(s, true);
+                    // frames still open (System.exit from deep frames: HotSpot sends the
+                    // exiting thread's ThreadEnd before VMDeath) are charged up to now
+                    a.addOpen(s);
                     a.threads++;
                     if (s.row >= 0) {
                         rowsBytes += a.bytes();
@@ -1283,6 +1317,7 @@ public final class Probes {
                     T s = lv[i];
                     if (s != null) {
                         sum.addThread(s, false);
+                        sum.addOpen(s);
                     }
                 }
                 names[n] = sum.name;
@@ -1309,6 +1344,7 @@ public final class Probes {
                         byRow[s.row] = s;
                     } else {
                         other.addThread(s, true);
+                        other.addOpen(s);
                         other.threads++;
                     }
                 }
@@ -1319,6 +1355,7 @@ public final class Probes {
                     A row = rows[r].copy(rows[r].name);
                     if (byRow[r] != null) {
                         row.addThread(byRow[r], true);
+                        row.addOpen(byRow[r]);
                     }
                     names[n] = row.name;
                     data[n++] = new Out(row, g);
@@ -1525,6 +1562,80 @@ public final class Probes {
             }
             misses += s.misses;
             slowEnters += s.slowEnters;
+        }
+
+        /**
+         * Timed clocks: charges the frames still on live thread {@code s}'s shadow stack (calls
+         * that have not returned yet) up to now, as HPROF charged a thread's open frames at a
+         * dump or when the thread ended: each frame's self time so far to its node, and the
+         * time so far of each method's outermost open frame to its total. Into this copy
+         * only: the thread's own state is not changed (its exits later charge their whole
+         * time, once). Reads the stack racily (each value whole, indices checked; a frame the
+         * owner pushes or pops meanwhile may be charged inexactly or skipped, never twice).
+         */
+        void addOpen(T s) {
+            if (!timed) {
+                return;
+            }
+            long now = clockOf(s);
+            if (now == Long.MIN_VALUE) {
+                return;
+            }
+            int g = gNodes;
+            int b = s.sp;
+            long[] fr = s.fr;
+            long[] ft = s.ft;
+            int n = fr.length < ft.length ? fr.length : ft.length;
+            if (b > n) {
+                b = n;
+            }
+            b &= ~1;
+            if (b <= 2) {
+                return;
+            }
+            int nf = (b - 2) >> 1;
+            int[] ids = new int[nf];
+            long[] els = new long[nf];
+            long child = 0;
+            for (int k = b - 2, i = nf - 1; k >= 2; k -= 2, i--) {
+                long f = fr[k];
+                long el = now - ft[k];
+                if (el < 0) {
+                    el = 0;
+                }
+                long self = el - ft[k + 1] - child;
+                int node = (int) f;
+                if (self > 0 && node > 0 && node < g) {
+                    add(node, 0, self);
+                }
+                ids[i] = (int) (f >>> 32);
+                els[i] = el;
+                child = el;
+            }
+            // totals: each method's outermost open frame (the bottom-most on the stack)
+            int m = 16;
+            while (m < 2 * nf) {
+                m <<= 1;
+            }
+            int[] seen = new int[m];
+            for (int i = 0; i < nf; i++) {
+                int id = ids[i];
+                if (id < 0) {
+                    continue;
+                }
+                int h = (id * 0x9E3779B1) & (m - 1);
+                while (seen[h] != 0 && seen[h] != id + 1) {
+                    h = (h + 1) & (m - 1);
+                }
+                if (seen[h] != 0) {
+                    continue; // an inner (recursive) frame: its time is in the outer one's
+                }
+                seen[h] = id + 1;
+                if (id >= total.length) {
+                    total = T.copy(total, id + 1 > 2 * total.length ? id + 1 : 2 * total.length);
+                }
+                total[id] += els[i];
+            }
         }
 
         private void addTimers(long[] tc, long[] tt) {
