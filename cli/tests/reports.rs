@@ -2087,3 +2087,48 @@ fn report_and_merge_outputs_get_their_missing_directories() {
         CovData::parse(&std::fs::read(&r.data).unwrap()).unwrap()
     );
 }
+
+/// `bci merge a.cov b.cov -o a.cov` replaces a.cov only once the merged data is written whole:
+/// a write that fails partway (here the file size limit of `ulimit -f`, as a full disk would)
+/// leaves the input as it was and no temporary file (before: a.cov was truncated at the limit).
+#[test]
+fn merge_into_an_input_that_cannot_be_written_whole_keeps_it() {
+    let work = fresh_work("merge-partial");
+    let data = |id: &str| {
+        let mut d = one_class_run(id, 1);
+        d.add_class("a/C", 9, &vec![3; 20_000]).unwrap();
+        d
+    };
+    let (a, b) = (work.join("a.cov"), work.join("b.cov"));
+    std::fs::write(&a, data("host-10-1").to_bytes()).unwrap();
+    std::fs::write(&b, data("host-11-1").to_bytes()).unwrap();
+    let before = std::fs::read(&a).unwrap();
+    assert!(before.len() > 32 << 10, "{} bytes", before.len());
+    // SIGXFSZ ignored: the write past the limit fails with EFBIG instead of killing bci
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 16; exec \"$0\" merge a.cov b.cov -o a.cov")
+        .arg(env!("CARGO_BIN_EXE_bci"))
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("a.cov"), "{err}");
+    assert!(std::fs::read(&a).unwrap() == before, "a.cov changed: {err}");
+    let left: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // without the limit the merge goes through, into the input
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .args(["merge", "a.cov", "b.cov", "-o", "a.cov"])
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let merged = CovData::parse(&std::fs::read(&a).unwrap()).unwrap();
+    assert_eq!(merged.sessions.len(), 2);
+}
