@@ -107,11 +107,34 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
         if found == 0 {
             // the classes are known: a line or call that exists in no matched method
             let (line, col) = r.location_pos;
-            let (what, near) = match &r.location {
+            let (mut what, near) = match &r.location {
                 Location::Line(n) => (format!("line {n} is in no method it matches"), Some(*n)),
                 Location::Call { .. } => ("no method it matches makes that call".to_string(), None),
                 Location::Method { .. } => continue,
             };
+            // an owner written by its simple name (StringBuilder.append)
+            let mut near_calls: Vec<&str> = mine
+                .iter()
+                .flat_map(|(s, _)| s.near_calls.iter().map(String::as_str))
+                .collect();
+            near_calls.sort_unstable();
+            near_calls.dedup();
+            if !near_calls.is_empty() {
+                let shown: Vec<String> = near_calls
+                    .iter()
+                    .take(3)
+                    .map(|c| format!("{c:?}"))
+                    .collect();
+                what.push_str(&format!(
+                    "; the owner is a whole class name: call = {} would match{}",
+                    shown.join(" or "),
+                    if near_calls.len() > 3 {
+                        " (and more)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
             errors.push(format!(
                 "{}:{line}:{col}: rule {:?}: {what} ({})",
                 path.display(),

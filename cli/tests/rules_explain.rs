@@ -405,3 +405,38 @@ fn multi_release_entries_are_labelled_with_their_version() {
         "{out}"
     );
 }
+
+/// A `call` owner written by its simple name (`StringBuilder.append`) matches no call: the
+/// error names the whole class names that would match (before: only "no method it matches
+/// makes that call"), and the name it suggests finds the call.
+#[test]
+fn a_call_owner_by_simple_name_gets_the_whole_name_suggested() {
+    let cp = compile(
+        "simple-owner",
+        "a/Calls.java",
+        "package a;\npublic class Calls {\n    String s(int x) {\n        \
+         return new StringBuilder().append(x).append('!').toString();\n    }\n}\n",
+    );
+    let rules = cp.parent().unwrap().join("r.toml");
+    let rule = |call: &str| {
+        format!("[[rule]]\nname = \"c\"\nclass = \"a.Calls\"\ncall = \"{call}\"\ncount = true\n")
+    };
+    std::fs::write(&rules, rule("StringBuilder.append")).unwrap();
+    let o = explain(&rules, &cp);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no method it matches makes that call")
+            && err.contains("call = \"java.lang.StringBuilder.append\" would match"),
+        "{err}"
+    );
+    std::fs::write(&rules, rule("java.lang.StringBuilder.append")).unwrap();
+    let o = explain(&rules, &cp);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("call java.lang.StringBuilder.append"), "{out}");
+}

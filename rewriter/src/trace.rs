@@ -838,6 +838,11 @@ pub struct Site {
     pub location: String,
     /// The method's first and last source lines (LineNumberTable), if it has them.
     pub lines: Option<(u16, u16)>,
+    /// For a `call` location with no such call here: the calls this method makes whose method
+    /// name matches and whose owner's simple name matches the rule's owner pattern, written
+    /// as the rule would need them (`java.lang.StringBuilder.append` for
+    /// `StringBuilder.append`: an owner pattern is a whole class name).
+    pub near_calls: Vec<String>,
 }
 
 /// Matched methods and locations of each rule in one class (no rewriting): `bci rules explain`.
@@ -880,8 +885,12 @@ pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>
                 .into_iter()
                 .map(|(_, l)| l)
                 .collect();
+            let mut near_calls = Vec::new();
             if locs.is_empty() {
                 locs.push(String::new());
+                if let Location::Call { owner, name, .. } = &r.location {
+                    near_calls = calls_by_simple_name(&cf, &code, owner, name)?;
+                }
             }
             for loc in locs {
                 out.push(Site {
@@ -891,10 +900,43 @@ pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>
                     desc: desc.to_string(),
                     location: loc,
                     lines,
+                    near_calls: near_calls.clone(),
                 });
             }
         }
     }
+    Ok(out)
+}
+
+/// The calls in `code` to a method matching `name` whose owner's simple name (after its last
+/// `.` or `$`) matches `owner`, as `owner.method` with the owner's whole dotted name, sorted,
+/// without repeats.
+fn calls_by_simple_name(
+    cf: &ClassFile<'_>,
+    code: &bci::CodeAttr<'_>,
+    owner: &Pattern,
+    name: &Pattern,
+) -> bci::Result<Vec<String>> {
+    use bci::opcodes::op;
+    let mut out = Vec::new();
+    for i in code.decode_all()? {
+        if !matches!(
+            i.opcode,
+            op::INVOKEVIRTUAL | op::INVOKESPECIAL | op::INVOKESTATIC | op::INVOKEINTERFACE
+        ) {
+            continue;
+        }
+        let Some(Ok(m)) = i.cp_index(code.code).map(|idx| cf.cp.member_ref(idx)) else {
+            continue;
+        };
+        let o = dotted(&m.class);
+        let simple = o.rsplit(['.', '$']).next().unwrap_or(&o);
+        if simple != o && m.name != "<init>" && name.matches(&m.name) && owner.matches(simple) {
+            out.push(format!("{o}.{}", m.name));
+        }
+    }
+    out.sort();
+    out.dedup();
     Ok(out)
 }
 
