@@ -943,19 +943,19 @@ unsafe extern "C" fn class_file_load_hook(
                 huge_methods(a, &r.huge);
             }
         }
+        if result.as_ref().is_ok_and(|r| r.marked_uncovered) {
+            // coverage counters are not put into classes instrumented already
+            if a.marked_uncovered.fetch_add(1, Ordering::Relaxed) == 0 {
+                log(&format!(
+                    "{name}: instrumented offline by `bci instrument` without --coverage: \
+                         it gets no coverage counters (nor does any other such class; \
+                         their number is given at exit). Run the original classes, or \
+                         instrument them with --coverage"
+                ));
+            }
+        }
         match result.map(|r| (r.bytes, r.cpu_fields, r.cov_field)) {
             Ok((None, _, _)) => {
-                if a.opts.coverage && crate::rewrite::is_marked_without_coverage(bytes) {
-                    // coverage counters are not put into classes instrumented already
-                    if a.marked_uncovered.fetch_add(1, Ordering::Relaxed) == 0 {
-                        log(&format!(
-                            "{name}: instrumented offline by `bci instrument` without --coverage: \
-                             it gets no coverage counters (nor does any other such class; \
-                             their number is given at exit). Run the original classes, or \
-                             instrument them with --coverage"
-                        ));
-                    }
-                }
                 if a.opts.verbose {
                     if crate::rewrite::is_marked(bytes) {
                         log(&format!(

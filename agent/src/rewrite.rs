@@ -55,6 +55,9 @@ pub struct Rewritten {
     pub left: Vec<String>,
     /// The class's coverage id, when it got coverage counters.
     pub cov_id: Option<i32>,
+    /// Coverage selected it, but `bci instrument` had instrumented it without `--coverage`:
+    /// it cannot take counters now.
+    pub marked_uncovered: bool,
     /// Methods the coverage counters grew past HotSpot's compile limit, one note each
     /// (`coverage::huge_note`).
     pub huge: Vec<String>,
@@ -63,20 +66,6 @@ pub struct Rewritten {
     /// java.lang.Thread got [`COV_THREAD_FIELD`].
     pub cov_field: bool,
 }
-/// Whether the class carries the marker of `bci instrument` written without `--coverage`
-/// (cpu-times probes or rules only: no coverage counters).
-pub fn is_marked_without_coverage(bytes: &[u8]) -> bool {
-    #[cfg(feature = "rewriter")]
-    {
-        matches!(bci_rewriter::offline::marker(bytes), Ok(Some(m)) if !m.coverage)
-    }
-    #[cfg(not(feature = "rewriter"))]
-    {
-        let _ = bytes;
-        false
-    }
-}
-
 /// Whether the class carries the marker of `bci instrument` (the rewriter leaves it alone).
 pub fn is_marked(bytes: &[u8]) -> bool {
     #[cfg(feature = "rewriter")]
@@ -350,7 +339,7 @@ mod imp {
                             .collect();
                         cur = Some(b);
                     }
-                    Ok((Outcome::Unchanged, _)) => {}
+                    Ok((Outcome::Unchanged, cc)) => r.marked_uncovered = cc.marked == Some(false),
                     Err(e) => r.left.push(format!("{name}: no coverage: {e}")),
                 }
             }

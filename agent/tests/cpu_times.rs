@@ -1288,17 +1288,13 @@ public class InFlight {
 #[test]
 fn timed_clocks_exit_charges_open_frames() {
     let dir = tmp("inflight-exit");
-    compile_source(
-        &dir,
-        "DeepExit",
-        r#"
-public class DeepExit {
-    static void spin(long ms) { long t0 = System.nanoTime(); while (System.nanoTime() - t0 < ms * 1_000_000L) {} }
-    static void deep(int d) { if (d == 0) { spin(300); System.exit(3); } deep(d - 1); }
-    public static void main(String[] a) { spin(300); deep(4); }
-}
-"#,
-    );
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&dir)
+        .arg(repo().join("test-classes/timed/DeepExit.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for clock in ["wall", "cpu"] {
         let f = dir.join(format!("{clock}.txt"));
         let o = java(

@@ -1310,21 +1310,11 @@ fn collapsed_report_of_cut_call_paths_says_so() {
 #[test]
 fn system_exit_charges_open_frames_offline() {
     let out = fresh("deep-exit");
-    let src = out.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(
-        src.join("DeepExit.java"),
-        r#"
-public class DeepExit {
-    static void spin(long ms) { long t0 = System.nanoTime(); while (System.nanoTime() - t0 < ms * 1_000_000L) {} }
-    static void deep(int d) { if (d == 0) { spin(300); System.exit(3); } deep(d - 1); }
-    public static void main(String[] a) { spin(300); deep(4); }
-}
-"#,
-    )
-    .unwrap();
     let classes = out.join("classes");
-    javac(&classes, &[src.join("DeepExit.java")]);
+    javac(
+        &classes,
+        &[common::workspace().join("test-classes/timed/DeepExit.java")],
+    );
     let inst = out.join("inst");
     let o = bci(&[&"instrument", &classes, &inst]);
     assert!(o.status.success(), "{}", text(&o.stderr));

@@ -139,6 +139,10 @@ pub struct ClassCoverage {
     /// Methods the counters grew past [`HUGE_METHOD_LIMIT`]: (name, descriptor, code bytes
     /// before, after).
     pub huge: Vec<(String, String, u32, u32)>,
+    /// The class carries the marker of `bci instrument` ([`crate::offline::MARKER_ATTR`]):
+    /// whether it was instrumented with coverage counters (`--coverage`) or not (probes only,
+    /// which cannot be covered now). Such a class is left [`Outcome::Unchanged`].
+    pub marked: Option<bool>,
 }
 
 /// HotSpot compiles no method with more bytes of code than this (`HugeMethodLimit`) while
@@ -211,6 +215,7 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
         methods: Vec::new(),
         skipped: Vec::new(),
         huge: Vec::new(),
+        marked: None,
     };
     for (k, m) in cf.methods.iter().enumerate() {
         let mname = cf.member_name(m).into_owned();
@@ -277,8 +282,9 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     if cf.access & ACC_MODULE != 0 || cov.methods.is_empty() {
         return Ok((Outcome::Unchanged, cov));
     }
-    if crate::offline::marker_of(&cf).is_some() {
+    if let Some(m) = crate::offline::marker_of(&cf) {
         // ours already: counting twice would double every count
+        cov.marked = Some(m.coverage);
         return Ok((Outcome::Unchanged, cov));
     }
     if cov.counters > MAX_COUNTERS {
