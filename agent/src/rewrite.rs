@@ -206,6 +206,10 @@ mod imp {
             opts.frame_tokens = (rules.runtime_class() == EARLY_RUNTIME_CLASS
                 || rules.runtime_class() == DEFAULT_RUNTIME_CLASS)
                 && std::env::var_os("BCIAGENT_NO_FRAME_TOKENS").is_none();
+            // virtual threads run with their carrier's cache (Probes.mounted; JDK 21+).
+            // BCIAGENT_NO_MOUNT_HOOK (benchmarks): each keeps a cache of its own.
+            opts.mount_hook = rules.runtime_class() == EARLY_RUNTIME_CLASS
+                && std::env::var_os("BCIAGENT_NO_MOUNT_HOOK").is_none();
             // a pattern that would silently match nothing stops the JVM at start, whatever
             // the mode (cpu=times, rules, coverage)
             for p in o.include.iter().chain(&o.exclude) {

@@ -572,6 +572,59 @@ fn virtual_threads_exact_with_both_clocks() {
     }
 }
 
+/// JDK 25: virtual threads use their carrier's call-path cache while mounted
+/// (`Probes.mounted`, called at the end of `VirtualThread.mount`): 10,000 short virtual threads
+/// miss the cache ~16 times each and move their queue under the runtime's lock ~3,000 times in
+/// all (with clock=sample), with exact counts and no mismatch under both clocks. Before, each started with a cold
+/// cache of its own: ~90 misses each and ~170,000 queues drained (seen with
+/// `BCIAGENT_NO_MOUNT_HOOK=1`, which this test also runs and expects to be slower in both).
+#[test]
+fn virtual_threads_share_their_carriers_cache() {
+    let Some(jdk) = jdk25() else { return };
+    let cp = compile(&jdk, "jdk21/VirtualThreads.java", "virtual-carrier-cache");
+    let n = 10000u64;
+    let stats = |opts: &str, env: &[(&str, &str)]| {
+        let (text, o) = run_jvm_env(
+            &jdk,
+            &cp,
+            &["-Xmx1g"],
+            "VirtualThreads",
+            &["10000"],
+            opts,
+            env,
+        );
+        check_expectations("jdk21/VirtualThreads.java", &text, 100000, n);
+        assert_no_mismatch(&text, opts);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let misses: u64 = err
+            .lines()
+            .find_map(|l| {
+                let l = l.strip_prefix("bciagent: ")?;
+                let i = l.find(" callee-cache misses")?;
+                l[..i].rsplit(' ').next()?.parse().ok()
+            })
+            .unwrap_or_else(|| panic!("no cache misses in the log:\n{err}"));
+        let drains = memory_number(&err, " queues drained under the lock");
+        (misses, drains)
+    };
+    for opts in ["verbose=y", "verbose=y,clock=wall"] {
+        let (misses, drains) = stats(opts, &[]);
+        assert!(misses < 40 * n, "({opts}) {misses} cache misses for {n} threads");
+        // (with a timed clock every frame also queues its time: drains follow the calls)
+        if !opts.contains("clock") {
+            assert!(drains < n, "({opts}) {drains} queues drained for {n} threads");
+        }
+        if opts == "verbose=y" {
+            let (own_misses, own_drains) = stats(opts, &[("BCIAGENT_NO_MOUNT_HOOK", "1")]);
+            assert!(
+                own_misses > misses && own_drains > drains,
+                "a cache of their own: {own_misses} misses, {own_drains} drains; \
+                 the carrier's: {misses}, {drains}"
+            );
+        }
+    }
+}
+
 /// JDK 25: a parked virtual thread's state is small (issue 9: 100,000 virtual threads within
 /// 1.5x of bare's heap): 2,000 virtual threads parked at exit, the runtime's own account of
 /// its live thread states (verbose=y) is under 600 bytes a thread (616 with a first shadow

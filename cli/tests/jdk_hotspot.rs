@@ -133,11 +133,13 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// The agent's form of the probes: pure leaves get leafEnter/leafExit, other methods keep
-/// enterT's token in a new local for exitT/unwindT (the plain form: the wide-jumps test).
+/// enterT's token in a new local for exitT/unwindT (the plain form: the wide-jumps test), and
+/// JDK 21+'s VirtualThread.mount calls the runtime's `mounted()`.
 fn agent_options() -> Options {
     Options {
         leaf_probes: true,
         frame_tokens: true,
+        mount_hook: true,
         ..Default::default()
     }
 }

@@ -196,6 +196,14 @@ const THREAD_SWITCHING: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The methods at whose end a virtual thread (JDK 21+) runs as itself on a carrier thread:
+/// `VirtualThread.mount`, and JDK 21-23's `switchToVirtualThread` (back from code run as the
+/// carrier). [`Options::mount_hook`] calls the runtime there.
+const MOUNTS: (&str, &[&str]) = (
+    "java/lang/VirtualThread",
+    &["mount", "switchToVirtualThread"],
+);
+
 /// Whether `class.name` is in [`THREAD_SWITCHING`].
 pub fn switches_threads(class: &str, name: &str) -> bool {
     THREAD_SWITCHING
@@ -262,6 +270,12 @@ pub struct Options {
     /// runtime's (classes of a modular jar; a no-op in an unnamed module). Needs class files of
     /// version 49 or later (`ldc` of a class).
     pub module_reads: bool,
+    /// `VirtualThread.mount` and `switchToVirtualThread` (JDK 21+) call the runtime's
+    /// `mounted()V` before they return, whether or not the rules select the class: the
+    /// current thread has just become the virtual thread on a carrier (the agent's runtime
+    /// then gives it the carrier's cache). They get no probes of their own
+    /// ([`switches_threads`]).
+    pub mount_hook: bool,
 }
 
 /// A field [`instrument_with`] adds to a class (no attributes).
@@ -315,7 +329,8 @@ pub fn instrument_methods(
         return Ok((Outcome::Unchanged, left));
     }
     let selected = rules.selects_class(&name);
-    if !selected && !opts.adds_fields_to(&name) {
+    let mounts = opts.mount_hook && name == MOUNTS.0;
+    if !selected && !opts.adds_fields_to(&name) && !mounts {
         return Ok((Outcome::Unchanged, left));
     }
     if let Some(m) = offline::marker_of(&cf) {
@@ -418,6 +433,13 @@ pub fn instrument_methods(
         text_is(m.name_index, "<clinit>") && text_is(m.descriptor_index, "()V")
     };
     for (k, m) in cf.methods.iter().enumerate() {
+        if mounts && position[k].is_none() && MOUNTS.1.contains(&&*cf.member_name(m)) {
+            let hook = mount_hook(&cf, k, &mut w.cp, runtime)
+                .map_err(|e| with_path(e, || cf.method_path(m)))?;
+            w.set_code(k, hook)?;
+            changed = true;
+            continue;
+        }
         let Some(index) = position[k] else {
             if let (Some(reg_s), true) = (register, register.is_some() && is_clinit(m)) {
                 // a <clinit> the rules leave alone still registers first
@@ -498,6 +520,22 @@ pub fn instrument_methods(
     w.finish()
         .map(|b| (Outcome::Rewritten(b), left))
         .map_err(|e| with_path(e, || name.to_string()))
+}
+
+/// Method `k` with `invokestatic <runtime>.mounted()V` before each return
+/// ([`Options::mount_hook`]).
+fn mount_hook(
+    cf: &ClassFile<'_>,
+    k: usize,
+    cp: &mut bci::CpBuilder<'_>,
+    runtime: &str,
+) -> bci::Result<Vec<u8>> {
+    let mut call = Snippet::new();
+    let m = cp.runtime_methodref(runtime, "mounted", "()V")?;
+    call.invokestatic_ref(m, "()V")?;
+    let mut ed = MethodEditor::new(cf, k)?;
+    ed.insert_before_returns(|_| Ok(call.clone()))?;
+    ed.finish(cp)
 }
 
 /// Whether an exception can leave the method through its own instructions. A method without

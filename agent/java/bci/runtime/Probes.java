@@ -698,6 +698,40 @@ public final class Probes {
         exitT(t);
     }
 
+    /**
+     * {@link #mounted} has run: VirtualThread's mount calls it, so a virtual thread may take
+     * its carrier's cache when it registers (without the call it would keep the cache of the
+     * carrier it registered on after moving to another one).
+     */
+    static boolean hooked;
+
+    /**
+     * A virtual thread was just mounted on a carrier: the rewriter calls this at the end of
+     * {@code VirtualThread.mount} (and JDK 21-23's {@code switchToVirtualThread}), after
+     * {@code Thread.currentThread()} became the virtual thread and before it runs anything
+     * else there. Its state takes the carrier's direct-mapped cache while it runs there (see
+     * {@link T#borrow}): a virtual thread lives for a few hundred calls, and with a cache of
+     * its own it started cold every time (a JDK 25 run of 10,000 virtual threads: 93 of
+     * its ~370 calls missed, and 17 times it moved its queue under the lock). A carrier runs
+     * one thread at a time and a probe cannot be unmounted halfway (nothing in it parks; the
+     * locked sections pin), so the cache still has one writer at a time. Not with
+     * {@code thread=y}: its entries' counts go to the carrier's sink.
+     */
+    public static void mounted() {
+        hooked = true;
+        if (!on || perThread) {
+            return;
+        }
+        try {
+            T s = cur();
+            if (s != null && s.virt) {
+                s.borrow(carrierState());
+            }
+        } catch (RuntimeException e) {
+            fail(e, BUG_PROBE);
+        }
+    }
+
     @DontInline
     static int enterT0(int id) {
         if (!on) {
@@ -1005,6 +1039,10 @@ public final class Probes {
             last = null;
         }
     }
+    /** The state of the current carrier thread (see {@link #mounted}): none in this build. */
+    static T carrierState() {
+        return null;
+    }
     // @thread-lookup fallback end
 
     /* @thread-lookup field begin
@@ -1036,6 +1074,13 @@ public final class Probes {
 
     static T registered(Thread t, int h) {
         return t.bci$t;
+    }
+
+    // The state of the platform thread running the current thread (JDK 21+: the carrier of a
+    // virtual thread; called only where virtual threads exist), null if it has none.
+    static T carrierState() {
+        T c = Thread.currentCarrierThread().bci$t;
+        return c == GONE ? null : c;
     }
     @thread-lookup field end */
 
@@ -1113,6 +1158,15 @@ public final class Probes {
                 maxLive = nLive;
             }
             s.virt = virt;
+            if (virt && !perThread && hooked) {
+                T c = carrierState();
+                if (c != null) {
+                    // no cache of its own while it borrows one (a pooled state's counts
+                    // are zero: reset)
+                    s.dm = T.NO_DM;
+                    s.borrow(c);
+                }
+            }
             s.slot = virt ? vlive.take(s) : live.take(s);
             s.row = perThread && rowsUsed < ROWS ? rowsUsed++ : -1;
             if (s.row >= 0) {
@@ -1193,7 +1247,7 @@ public final class Probes {
                     }
                 }
                 // its state serves a later thread (unless it grew large)
-                if (npool < pool.length && s.fr.length <= 2 * 64 && s.dm.length <= 4 * 256
+                if (npool < pool.length && s.fr.length <= 2 * 64 && s.ownDm().length <= 4 * 256
                         && s.q.length <= 64) {
                     s.reset();
                     pool[npool++] = s;
@@ -1534,7 +1588,8 @@ public final class Probes {
          */
         void addThread(T s, boolean mism) {
             int g = gNodes;
-            long[] dm = s.dm;
+            // its own cache only: a borrowed one is its carrier's, counted with the carrier
+            long[] dm = s.ownDm();
             for (int h = 0; h + 3 < dm.length; h += 4) {
                 int node = (int) dm[h + 1];
                 long c = dm[h + 2];
@@ -2009,10 +2064,6 @@ public final class Probes {
             this.name = name;
             if (gone) {
                 fr = new long[2];
-                dm = new long[4];
-            }
-            for (int k = 0; k < dm.length; k += 4) {
-                dm[k] = -1L;
             }
             fr[0] = -1L << 32; // root: no method, node 0
         }
@@ -2026,6 +2077,7 @@ public final class Probes {
          * instead of missing it, and moving counts to the sink, for its first hundred calls.
          */
         void reset() {
+            unborrow();
             thread = null;
             slot = -1;
             row = -1;
@@ -2037,6 +2089,7 @@ public final class Probes {
             misses = 0;
             slowEnters = 0;
             dmGrown = 0;
+            dmUses = 0;
             nq = 0;
             drains = 0;
             tmCount = NO_LONGS;
@@ -2047,7 +2100,7 @@ public final class Probes {
             fr[1] = 0;
             fr[0] = -1L << 32;
             long[] c = dm;
-            for (int k = 0; k < c.length; k += 4) {
+            for (int k = 0; c != NO_DM && k < c.length; k += 4) {
                 c[k + 2] = 0;
             }
         }
@@ -2068,7 +2121,13 @@ public final class Probes {
         // that make few calls stay small) and doubles, up to DM_MAX entries and twice the
         // nodes of the shared tree, while entries keep missing it. Only the owner thread
         // writes it; the dump and the fold read it.
-        long[] dm = new long[4 * 4];
+        long[] dm = NO_DM;
+        /**
+         * The cache of a state that has none yet (allocated at its first slow lookup; a
+         * virtual thread running on a carrier never needs one): one entry that never hits
+         * and is never written.
+         */
+        static final long[] NO_DM = {-1L, 0, 0, 0};
         /** Empty arrays shared by all states (thread memory: thousands of parked virtual threads). */
         static final long[] NO_LONGS = new long[0];
         static final int[] NO_INTS = new int[0];
@@ -2087,8 +2146,47 @@ public final class Probes {
         int[] mdKey = NO_INTS; // (allocated on first use: timed clocks only)
         long[] md = NO_LONGS;
         int mdUsed;
-        /** slowEnters when the direct-mapped cache last grew. */
+        /** Lookups of the slow path in {@link #dm} (counted on the cache's owner). */
+        long dmUses;
+        /** dmUses when the direct-mapped cache last grew. */
         long dmGrown;
+        /**
+         * A virtual thread running on a carrier: the carrier's state, whose cache {@link #dm}
+         * is now (see {@link Probes#mounted}); null: dm is its own. Only this thread and its
+         * carrier (the same OS thread, one at a time) write the cache; its counts belong to
+         * the carrier's state (folded and dumped with it, never with this one).
+         */
+        T lender;
+        /** While {@link #lender} is set: this state's own cache (its counts from before). */
+        long[] own;
+
+        /** Runs with carrier state {@code c}'s cache ({@code null}: its own). */
+        void borrow(T c) {
+            if (c == null || c == this || c.virt || c.lender != null) {
+                unborrow();
+                return;
+            }
+            if (lender == null) {
+                own = dm;
+            }
+            lender = c;
+            dm = c.dm;
+        }
+
+        /** Back to its own cache. */
+        void unborrow() {
+            if (lender != null) {
+                dm = own;
+                own = null;
+                lender = null;
+            }
+        }
+
+        /** Its own cache (not a borrowed one). */
+        long[] ownDm() {
+            long[] o = own;
+            return lender != null && o != null ? o : dm;
+        }
 
         void enter(int id) {
             slowEnters++;
@@ -2127,7 +2225,7 @@ public final class Probes {
 
         /** About the bytes it takes (arrays read racily; an estimate). */
         long bytes() {
-            return 160 + 8L * (fr.length + ft.length + dm.length + q.length + md.length)
+            return 160 + 8L * (fr.length + ft.length + ownDm().length + q.length + md.length)
                     + 4L * mdKey.length;
         }
 
@@ -2143,12 +2241,25 @@ public final class Probes {
          * direct-mapped cache of the fast paths, (re)filled from the shared tree.
          */
         private long cached(int ctx, int id) {
-            // grows while entries keep missing: after 16 slow entries per entry it has
-            if (slowEnters - dmGrown > 4L * dm.length && dm.length < 4 * DM_MAX
+            // grows while entries keep missing: after 16 slow entries per entry it has (the
+            // lookups of every thread that uses it: its owner's count)
+            if (dm == NO_DM) {
+                long[] k = new long[4 * 4];
+                for (int i = 0; i < k.length; i += 4) {
+                    k[i] = -1L;
+                }
+                dm = k;
+                if (lender != null) {
+                    lender.dm = k;
+                }
+            }
+            T o = lender != null ? lender : this;
+            long u = ++o.dmUses;
+            if (u - o.dmGrown > 4L * dm.length && dm.length < 4 * DM_MAX
                     && dm.length < 8L * gNodes) {
-                dmGrown = slowEnters;
+                o.dmGrown = u;
                 growDm();
-                grew();
+                o.grew();
             }
             long[] dm = this.dm;
             int h = slot(dm, ctx, id);
@@ -2322,6 +2433,9 @@ public final class Probes {
                 k[i] = -1L;
             }
             dm = k;
+            if (lender != null) {
+                lender.dm = k; // the carrier's cache, grown
+            }
         }
 
         /** Index in md of method {@code id}'s pair, added if new. */
