@@ -27,7 +27,7 @@ public class TraceBasics {
     }
 
     // expect: rule=slow events=1
-    // expect: rule=slow event=exit args=[30]
+    // expect: rule=slow event=exit args=[220]
     static void sleepy(int ms) throws InterruptedException {
         Thread.sleep(ms);
     }
@@ -78,7 +78,7 @@ public class TraceBasics {
         }
         boom(false);
         sleepy(0);
-        sleepy(30);
+        sleepy(220);
         for (int i = 0; i < 10; i++) {
             half(i);
         }
