@@ -340,6 +340,8 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     let mut o = Options::default();
     let mut depth_given = false;
     let mut cpu_given = false;
+    let mut file_given = false;
+    let mut covfile_given = false;
     // traceformat=, tracemax= as given (in order)
     let mut trace_opts: Vec<&str> = Vec::new();
     let s = s.unwrap_or("");
@@ -383,7 +385,10 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
                     }
                 };
             }
-            "file" => o.file = need(value)?,
+            "file" => {
+                file_given = true;
+                o.file = need(value)?;
+            }
             "cutoff" => {
                 let v = need(value)?;
                 o.cutoff = match v.parse::<f64>() {
@@ -400,7 +405,10 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "doe" => o.doe = yes_no(name, &need(value)?)?,
             "verbose" => o.verbose = yes_no(name, &need(value)?)?,
             "coverage" => o.coverage = yes_no(name, &need(value)?)?,
-            "covfile" => o.covfile = need(value)?,
+            "covfile" => {
+                covfile_given = true;
+                o.covfile = need(value)?;
+            }
             "compilehuge" => o.compile_huge = yes_no(name, &need(value)?)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
@@ -498,6 +506,23 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     }
     // coverage=y alone records coverage only; cpu=times or a rules file add the profile
     o.cpu = !o.coverage || cpu_given || o.rules.is_some();
+    // an output this run does not write would be silently ignored, as would traceformat=
+    // without tracefile= (above): refused, saying what it needs
+    if covfile_given && !o.coverage {
+        return Err(OptionError(
+            "covfile= names the coverage data file, which only coverage=y writes: give \
+             coverage=y or leave it out"
+                .into(),
+        ));
+    }
+    if file_given && !o.cpu {
+        return Err(OptionError(
+            "file= names the report of cpu=times (or of rules=), which coverage=y alone does \
+             not write (its data goes to covfile=): give cpu=times or rules= as well, or leave \
+             it out"
+                .into(),
+        ));
+    }
     o.cpu_given = cpu_given;
     o.check_outputs()?;
     if !depth_given && o.format == Format::Collapsed {
@@ -601,11 +626,9 @@ mod tests {
         let cwd = std::env::current_dir().unwrap();
         let abs = format!("coverage=y,covfile={}/c,tracefile=c", cwd.display());
         assert!(parse(Some(&abs)).is_err(), "{abs}");
-        // distinct files, and outputs the run does not write (no profile with coverage=y
-        // alone), are fine
+        // distinct files are fine
         for ok in [
             "cpu=times,coverage=y,covfile=x.cov,file=x.txt",
-            "coverage=y,covfile=x,file=x",
             "coverage=y,covfile=a/x,tracefile=b/x",
         ] {
             assert!(parse(Some(ok)).is_ok(), "{ok}");
@@ -767,6 +790,33 @@ mod tests {
             .0
             .contains("(valid: y, n)"));
         assert!(parse(Some("covfile=")).is_err());
+    }
+
+    #[test]
+    fn outputs_the_run_does_not_write_are_refused() {
+        // silently ignored before: covfile= without coverage=y, file= with coverage=y alone
+        let cov = "covfile= names the coverage data file, which only coverage=y writes: give \
+                   coverage=y or leave it out";
+        let prof = "file= names the report of cpu=times (or of rules=), which coverage=y alone \
+                    does not write (its data goes to covfile=): give cpu=times or rules= as \
+                    well, or leave it out";
+        for (opts, want) in [
+            ("covfile=a.cov", cov),
+            ("cpu=times,covfile=a.cov", cov),
+            ("rules=r.toml,covfile=a.cov,coverage=n", cov),
+            ("file=a,covfile=b,coverage=y", prof),
+            ("coverage=y,file=x.txt", prof),
+        ] {
+            assert_eq!(parse(Some(opts)).unwrap_err().0, want, "{opts}");
+        }
+        for ok in [
+            "coverage=y,covfile=b",
+            "cpu=times,coverage=y,covfile=b,file=a",
+            "rules=r.toml,coverage=y,covfile=b,file=a",
+            "file=a",
+        ] {
+            assert!(parse(Some(ok)).is_ok(), "{ok}");
+        }
     }
 
     #[test]

@@ -944,13 +944,10 @@ fn line_location_names_the_original_pc() {
     let got: Vec<&str> = after.iter().map(|s| s.location.as_str()).collect();
     assert_eq!(got, want);
     // the agent: coverage=y then the rules
-    for extra in ["", ",coverage=y,include=TraceBasics"] {
-        let cov = common::tmp("trace", "line-location").join("run.cov");
-        let r = traced(
-            "TraceBasics",
-            "trace-line.toml",
-            &format!("{extra},covfile={}", cov.display()),
-        );
+    let cov = common::tmp("trace", "line-location").join("run.cov");
+    let covered = format!(",coverage=y,include=TraceBasics,covfile={}", cov.display());
+    for extra in ["", covered.as_str()] {
+        let r = traced("TraceBasics", "trace-line.toml", extra);
         let locs: Vec<&String> = r
             .events
             .iter()
