@@ -1329,3 +1329,113 @@ fn timed_clocks_exit_charges_open_frames() {
         }
     }
 }
+
+/// What `bci instrument` does with its built-in rules (cli/src/main.rs): every class of `from`
+/// into `to`, method ids handed out at run time by bci/runtime/Offline; the runtime jar's
+/// classes (`bci runtime-jar`) into `rt`.
+fn instrument_offline(from: &Path, to: &Path, rt: &Path) {
+    use bci_rewriter::{instrument_with, Options, Outcome, Rules, SequentialIds};
+    std::fs::create_dir_all(to).unwrap();
+    let opts = Options {
+        marker: true,
+        runtime_ids: true,
+        leaf_probes: true,
+        frame_tokens: true,
+        ..Default::default()
+    };
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "class") {
+            let bytes = std::fs::read(&p).unwrap();
+            let out =
+                match instrument_with(&bytes, &Rules::cpu_times(), &mut SequentialIds(0), &opts)
+                    .unwrap()
+                {
+                    Outcome::Rewritten(b) => b,
+                    Outcome::Unchanged => bytes,
+                };
+            std::fs::write(to.join(p.file_name().unwrap()), out).unwrap();
+        }
+    }
+    for (path, bytes) in bciagent::runtime_jar::CLASSES {
+        let f = rt.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+}
+
+/// test-classes/timed/DeepExit.java instrumented offline in `dir`: (classes, runtime).
+fn deep_exit_offline(dir: &Path) -> (PathBuf, PathBuf) {
+    let classes = dir.join("classes");
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&classes)
+        .arg(repo().join("test-classes/timed/DeepExit.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    (inst, rt)
+}
+
+/// `java PROPS -cp inst:rt MAIN` without the agent: the runtime jar records.
+fn java_offline(inst: &Path, rt: &Path, props: &[&str], main: &str) -> Output {
+    Command::new(jdk_tool("java"))
+        .args(props)
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg(main)
+        .output()
+        .unwrap()
+}
+
+/// Offline `-Dbci.depth=` takes the agent's range, 1 to 64 (options::MAX_DEPTH): out of it
+/// the program stops at its first instrumented class (exit 2), as for every bad -Dbci.*
+/// value. Before: `-Dbci.depth=200` was accepted (call paths of 103 frames in the data).
+#[test]
+fn offline_depth_has_the_agents_range() {
+    let dir = tmp("offline-depth");
+    let (inst, rt) = deep_exit_offline(&dir);
+    for bad in ["0", "65", "200", "-1", "x"] {
+        let o = java_offline(
+            &inst,
+            &rt,
+            &[
+                &format!("-Dbci.depth={bad}"),
+                &format!("-Dbci.file={}", dir.join("bad.data").display()),
+            ],
+            "DeepExit",
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "depth={bad}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "bci: -Dbci.depth={bad}: expected a positive integer from 1 to {} (runtime options:",
+                bciagent::options::MAX_DEPTH
+            )),
+            "depth={bad}: {err}"
+        );
+        assert!(!dir.join("bad.data").exists(), "depth={bad}");
+    }
+    for good in ["1", "64"] {
+        let data = dir.join(format!("d{good}.data"));
+        let o = java_offline(
+            &inst,
+            &rt,
+            &[
+                &format!("-Dbci.depth={good}"),
+                &format!("-Dbci.file={}", data.display()),
+            ],
+            "DeepExit",
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let d = std::fs::read_to_string(&data).unwrap();
+        assert!(d.contains(&format!("\ndepth\t{good}\n")), "{d}");
+    }
+}

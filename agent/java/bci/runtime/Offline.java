@@ -19,8 +19,9 @@ import java.util.Locale;
  * switches {@link Probes} on and installs a shutdown hook that writes every thread's data and
  * the method table to {@code bci.data} (system property {@code bci.file}), which
  * {@code bci report} turns into the agent's HPROF text. System properties: {@code bci.depth}
- * (default 4) frames per call path; {@code bci.clock}: {@code sample} (default: probes read no
- * clock, a daemon thread reads every profiled thread's CPU time through ThreadMXBean every
+ * (default 4; 1 to 64, the agent's {@code depth=} range) frames per call path;
+ * {@code bci.clock}: {@code sample} (default: probes read no clock, a daemon thread reads
+ * every profiled thread's CPU time through ThreadMXBean every
  * {@code bci.interval} ms, default 1, and charges it to the thread's current call path; falls
  * back to wall when java.management is not there) or {@code wall} (System.nanoTime at every
  * entry and exit); {@code bci.thread}: {@code y} records the rows of each thread apart (the
@@ -131,7 +132,7 @@ public final class Offline {
         }
         standalone = true;
         file = System.getProperty("bci.file", "bci.data");
-        Probes.depth = positive("bci.depth", 4);
+        Probes.depth = inRange("bci.depth", 4, 1, MAX_DEPTH);
         interval = positive("bci.interval", 1);
         String want = System.getProperty("bci.clock", "sample");
         if (!want.equals("sample") && !want.equals("wall")) {
@@ -210,6 +211,27 @@ public final class Offline {
             f.delete();
         }
         return null;
+    }
+
+    /** The deepest call path recorded: the agent's {@code depth=} range (options::MAX_DEPTH). */
+    static final int MAX_DEPTH = 64;
+
+    /** {@code -Dprop=}, an integer from {@code min} to {@code max}; {@code dflt} if not given. */
+    private static int inRange(String prop, int dflt, int min, int max) {
+        String v = System.getProperty(prop);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            int n = Integer.parseInt(v.trim());
+            if (n >= min && n <= max) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        fail("-D" + prop + "=" + v + ": expected a positive integer from " + min + " to " + max);
+        return dflt;
     }
 
     private static int positive(String prop, int dflt) {
