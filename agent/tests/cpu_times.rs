@@ -1439,3 +1439,66 @@ fn offline_depth_has_the_agents_range() {
         assert!(d.contains(&format!("\ndepth\t{good}\n")), "{d}");
     }
 }
+
+/// Self time (ns) per method of an offline data file (`bci.data`), by `Class.method`: the
+/// `self` of every call-path node (`data` rows: nodes, then (prefix, method, count, self) per
+/// node) added up over the file's threads.
+fn offline_self_ns(data: &str) -> HashMap<String, u64> {
+    let mut names = HashMap::new();
+    let mut out = HashMap::new();
+    for l in data.lines() {
+        let w: Vec<&str> = l.split('\t').collect();
+        match w[0] {
+            "method" => {
+                names.insert(w[1].parse::<u64>().unwrap(), format!("{}.{}", w[2], w[3]));
+            }
+            "data" => {
+                let v: Vec<u64> = w[1..].iter().map(|x| x.parse().unwrap()).collect();
+                for n in v[1..1 + 4 * v[0] as usize].chunks(4).skip(1) {
+                    if let Some(m) = names.get(&n[1]) {
+                        *out.entry(m.clone()).or_insert(0) += n[3];
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Offline, -Dbci.clock=wall: the frames still open at System.exit (main, deep × 5) are
+/// charged up to the start of the runtime's dump, not to the end of its own work before the
+/// snapshot (the data file's header, its date through String.format, the method table):
+/// deep's self time is the few moments between System.exit and the shutdown hook, far below
+/// the 600 ms spin ran. Before: deep got 52-99 ms of self time it never spent (the agent with
+/// clock=wall: 0.08 ms).
+#[test]
+fn offline_exit_charges_open_frames_up_to_the_dump() {
+    let dir = tmp("offline-exit-charge");
+    let (inst, rt) = deep_exit_offline(&dir);
+    let data = dir.join("wall.data");
+    let o = java_offline(
+        &inst,
+        &rt,
+        &[
+            "-Dbci.clock=wall",
+            &format!("-Dbci.file={}", data.display()),
+        ],
+        "DeepExit",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let d = std::fs::read_to_string(&data).unwrap();
+    let s = offline_self_ns(&d);
+    let (deep, spin) = (s["DeepExit.deep"], s["DeepExit.spin"]);
+    eprintln!(
+        "deep {deep} ns, spin {spin} ns, main {}",
+        s["DeepExit.main"]
+    );
+    assert!(spin >= 600_000_000, "{s:?}");
+    assert!(deep < spin / 20, "deep's self time {deep} ns: {s:?}");
+}
