@@ -1502,3 +1502,67 @@ fn offline_exit_charges_open_frames_up_to_the_dump() {
     assert!(spin >= 600_000_000, "{s:?}");
     assert!(deep < spin / 20, "deep's self time {deep} ns: {s:?}");
 }
+
+/// Offline `-Dbci.file=` expands `%p` (the process id), `%t` (the start time, UTC,
+/// `YYYY-MM-DD_HH-MM-SS`) and `%%` as the agent's `file=` does (outfile::expand); another
+/// `%` sequence stops the program (exit 2) saying which. Before: a file literally named
+/// `p-%p.data`.
+#[test]
+fn offline_file_expands_pid_and_start_time() {
+    let dir = tmp("offline-file-pattern");
+    let (inst, rt) = deep_exit_offline(&dir);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let pattern = format!("{}/p-%p-%t-%%.data", out.display());
+    let secs = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let before = secs();
+    let child = Command::new(jdk_tool("java"))
+        .arg("-Dbci.clock=wall")
+        .arg(format!("-Dbci.file={pattern}"))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("DeepExit")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let after = secs();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let want: Vec<String> = (before.saturating_sub(1)..=after)
+        .map(|t| bciagent::outfile::expand(&pattern, pid, t).unwrap())
+        .collect();
+    assert!(
+        want.contains(&written[0]),
+        "{} is none of {want:?}",
+        written[0]
+    );
+    assert!(err.contains(&format!("written to {}", written[0])), "{err}");
+    let o = java_offline(
+        &inst,
+        &rt,
+        &[&format!("-Dbci.file={}/x-%q.data", out.display())],
+        "DeepExit",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "bci: -Dbci.file={}/x-%q.data: unknown '%q' (valid: %p = process id, %t = start \
+             time, %% = %) (runtime options:",
+            out.display()
+        )),
+        "{err}"
+    );
+}
