@@ -330,13 +330,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         cov_file: Mutex::new(crate::coverage::CovFile::new(
             &covfile,
             bci_rewriter::coverage::data::Session {
-                id: format!(
-                    "{}-{pid}-{start_ms}",
-                    std::env::var("HOSTNAME")
-                        .ok()
-                        .filter(|h| !h.is_empty())
-                        .unwrap_or_else(|| "host".into())
-                ),
+                id: format!("{}-{pid}-{start_ms}", crate::coverage::host_name()),
                 start_ms,
                 ..Default::default()
             },

@@ -572,6 +572,58 @@ fn agent_and_runtime_jar_share_one_file() {
     assert_eq!(class_counts(&d, "CovBasics").1, want.as_slice());
 }
 
+/// The session id is `<host>-<pid>-<start ms>` with the machine's host name
+/// (/proc/sys/kernel/hostname), from the agent and from the runtime jar's writer alike, whether
+/// or not the shell exported $HOSTNAME (bash does not). Before: both read $HOSTNAME only and
+/// wrote `host-<pid>-<ms>`.
+#[test]
+fn session_ids_name_the_real_host() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(!host.is_empty());
+    let dir = tmp("session-host");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let shared = dir.join("shared.cov");
+    let mut pids = Vec::new();
+    // (not exported, and exported with another name: the machine's name wins)
+    for env in [None, Some("not-the-host")] {
+        let mut offline = Command::new(jdk_tool("java"));
+        offline
+            .arg(format!("-Dbci.covfile={}", shared.display()))
+            .arg("-cp")
+            .arg(format!("{}:{}", inst.display(), rt.display()))
+            .arg("CovBasics");
+        let mut agent = java(
+            &classes.display().to_string(),
+            Some(&format!(
+                "coverage=y,include=CovBasics,covfile={}",
+                shared.display()
+            )),
+            "CovBasics",
+            &[],
+        );
+        for cmd in [&mut offline, &mut agent] {
+            match env {
+                None => cmd.env_remove("HOSTNAME"),
+                Some(h) => cmd.env("HOSTNAME", h),
+            };
+            let child = cmd.spawn().unwrap();
+            pids.push(child.id());
+            ok(child.wait_with_output().unwrap());
+        }
+    }
+    let d = read(&shared);
+    let ids: Vec<&str> = d.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(d.sessions.len(), 4, "{ids:?}");
+    for (s, pid) in d.sessions.iter().zip(&pids) {
+        assert_eq!(s.id, format!("{host}-{pid}-{}", s.start_ms), "{ids:?}");
+    }
+}
+
 const SIG: &str = r#"
 import java.io.File;
 import java.nio.file.Files;
