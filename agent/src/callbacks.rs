@@ -193,8 +193,11 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         log("loaded twice; the second instance does nothing");
         return sys::JNI_OK;
     }
-    // the report file now, not at exit: a path that cannot be written stops the JVM here
-    let out = if opts.cpu {
+    // the report file now, not at exit: a path that cannot be written stops the JVM here.
+    // Tracing rules alone with format=collapsed write nothing to it (the summary goes to
+    // stderr, see dump): it is not opened, so that no empty file is left behind.
+    let trace_only = !engine.profiles() && !engine.trace_rules().is_empty();
+    let out = if opts.cpu && !(trace_only && opts.format == options::Format::Collapsed) {
         match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
             Ok((out, warnings)) => {
                 for w in warnings {
@@ -1120,9 +1123,39 @@ fn cov_dump(a: &Agent, jni: &Jni) {
     let _ = (a, jni);
 }
 
+/// The tracing rules' summary: at exit the last events written and the final summary, on
+/// SIGQUIT the trace file flushed and the summary so far (recording goes on). With
+/// format=collapsed it goes to stderr (a collapsed profile stays one stack per line) and
+/// `None` is returned; also `None` without tracing rules.
+fn trace_summary(a: &Agent, jni: &Jni, at_exit: bool) -> Option<String> {
+    if a.engine.trace_rules().is_empty() {
+        return None;
+    }
+    let s = if at_exit {
+        crate::trace::finish(jni)
+    } else {
+        crate::trace::dump(jni)
+    };
+    match s {
+        Ok(s) if a.opts.format == options::Format::Collapsed => {
+            eprint!("{s}");
+            None
+        }
+        Ok(s) => Some(s),
+        Err(e) => {
+            log(&format!("tracing summary: {e}"));
+            None
+        }
+    }
+}
+
 fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(out) = out.as_mut() else { return };
+    let Some(out) = out.as_mut() else {
+        // no report file (tracing rules alone, format=collapsed): the summary to stderr
+        let _ = trace_summary(a, jni, at_exit);
+        return;
+    };
     let (threads, failure) = match runtime::collect(jni) {
         Ok(t) => t,
         Err(e) => {
@@ -1177,22 +1210,7 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     }
     // tracing rules alone: the file holds their summary, not an empty profile
     let profiles = a.engine.profiles() || a.engine.trace_rules().is_empty();
-    let mut summary = None;
-    if !a.engine.trace_rules().is_empty() {
-        // at exit the last events and the final summary; on SIGQUIT the trace file flushed
-        // and the summary so far (recording goes on)
-        let s = if at_exit {
-            crate::trace::finish(jni)
-        } else {
-            crate::trace::dump(jni)
-        };
-        match s {
-            // a collapsed profile stays one stack per line: its summary goes to stderr
-            Ok(s) if a.opts.format == options::Format::Collapsed => eprint!("{s}"),
-            Ok(s) => summary = Some(s),
-            Err(e) => log(&format!("tracing summary: {e}")),
-        }
-    }
+    let summary = trace_summary(a, jni, at_exit);
     // written as it is made: a large profile's report is never all in memory
     let written = out.write_with(a.opts.format, at_exit, |w| {
         if profiles {

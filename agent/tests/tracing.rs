@@ -1196,3 +1196,48 @@ fn recursion_after_stack_overflow_is_timed() {
     assert!(min <= avg && avg <= max && max <= total, "{summary}");
     assert!(max >= 30_000.0, "{summary}");
 }
+
+/// Tracing rules alone with `format=collapsed`: the summary goes to stderr (a collapsed file
+/// stays one stack per line) and `file=` gets nothing, so it is not created (not even checked
+/// at start). Before: an empty `file=` was left behind.
+#[test]
+fn collapsed_tracing_alone_leaves_no_report_file() {
+    let dir = compile(&["TraceBasics.java"], "collapsed-alone");
+    let prof = dir.join("prof.txt");
+    let ev = dir.join("events.jsonl");
+    let o = run(
+        &dir,
+        "TraceBasics",
+        &format!(
+            "rules={},tracefile={},file={},format=collapsed",
+            repo()
+                .join("test-classes/trace/trace-basics.toml")
+                .display(),
+            ev.display(),
+            prof.display()
+        ),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!prof.exists(), "file= left behind: {err}");
+    assert!(summary_count(&err, "add").is_some(), "{err}");
+    assert!(!std::fs::read_to_string(&ev).unwrap().is_empty());
+    // with the profile the file holds it (the summary still on stderr)
+    let o = run(
+        &dir,
+        "TraceBasics",
+        &format!(
+            "rules={},file={},format=collapsed,cpu=times",
+            repo()
+                .join("test-classes/trace/trace-basics.toml")
+                .display(),
+            prof.display()
+        ),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(std::fs::read_to_string(&prof)
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("TraceBasics.main;")));
+}
