@@ -1004,8 +1004,11 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
         a.live.store(false, Ordering::Release);
+        // doe=n: nothing is dumped at exit (no report, no coverage data); SIGQUIT dumps only
         if a.opts.coverage {
-            cov_dump(a, &jni);
+            if a.opts.doe {
+                cov_dump(a, &jni);
+            }
             if a.opts.verbose {
                 log(&format!(
                     "VM death: {} classes with coverage counters, {} classes instrumented, {} ms in the rewriter",
@@ -1015,28 +1018,47 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
                 ));
             }
         }
-        if runtime::get().is_none() {
-            return;
+        if runtime::get().is_some() {
+            exit_dump(a, &jni);
         }
-        let _ = runtime::stop(&jni);
-        if a.opts.doe {
-            dump(a, &jni, true);
-        }
-        if a.opts.verbose {
-            log(&format!(
-                "VM death: {} classes instrumented, {} left original after errors, {} methods, {} ms in the rewriter",
-                a.instrumented.load(Ordering::Relaxed),
-                a.failed.load(Ordering::Relaxed),
-                a.registry.len(),
-                a.hook_ns.load(Ordering::Relaxed) / 1_000_000
-            ));
-            let n = a.not_selected.load(Ordering::Relaxed);
-            log(&format!(
-                "class-load hook: {n} classes not selected by the rules, {} ns each on average",
-                a.not_selected_ns.load(Ordering::Relaxed) / n.max(1)
-            ));
+        // a report file made at start and never written (doe=n without SIGQUIT, a runtime
+        // that never started): not left behind empty. (Taking the lock also waits for a
+        // SIGQUIT dump still being written.)
+        let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = out.as_mut().and_then(OutFile::remove_if_unwritten) {
+            if a.opts.verbose {
+                log(&format!("nothing was written to {p}: removed"));
+            }
         }
     });
+}
+
+/// At VM death with the cpu=times runtime: recording stopped, the report written (doe=y).
+/// doe=n writes no report, but the trace file still gets the events buffered at exit (it is
+/// written as events come, not dumped).
+fn exit_dump(a: &Agent, jni: &Jni) {
+    let _ = runtime::stop(jni);
+    if a.opts.doe {
+        dump(a, jni, true);
+    } else if !a.engine.trace_rules().is_empty() {
+        if let Err(e) = crate::trace::finish(jni) {
+            log(&format!("tracing: {e}"));
+        }
+    }
+    if a.opts.verbose {
+        log(&format!(
+            "VM death: {} classes instrumented, {} left original after errors, {} methods, {} ms in the rewriter",
+            a.instrumented.load(Ordering::Relaxed),
+            a.failed.load(Ordering::Relaxed),
+            a.registry.len(),
+            a.hook_ns.load(Ordering::Relaxed) / 1_000_000
+        ));
+        let n = a.not_selected.load(Ordering::Relaxed);
+        log(&format!(
+            "class-load hook: {n} classes not selected by the rules, {} ns each on average",
+            a.not_selected_ns.load(Ordering::Relaxed) / n.max(1)
+        ));
+    }
 }
 
 unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {

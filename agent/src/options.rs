@@ -289,6 +289,8 @@ cutoff=<value>         output cutoff point            0.0001
 lineno=y|n             line number in traces?         y
 thread=y|n             thread in traces?              n
 doe=y|n                dump on exit?                  y
+                         n: nothing written at exit (report, coverage data), only on
+                            SIGQUIT; a file= made at start and never written is removed
 verbose=y|n            log every class decision       n
 rules=<file>           rule file (TOML)               built-in cpu-times
                          probe rules replace cpu-times; tracing rules (count/time/trace)
@@ -319,8 +321,8 @@ compilehuge=y|n        keep covered methods JIT-compilable  y
                             limit turns -XX:+DontCompileHugeMethods off (once, logged)
                          n: the flag stays; each such method is named on stderr
 
-Data is written at VM exit (doe=y) and on SIGQUIT (kill -QUIT <pid>); coverage data
-also on SIGTERM (it is the JVM's exit).
+Data is written at VM exit (doe=y; SIGTERM is an exit too) and on SIGQUIT
+(kill -QUIT <pid>); with doe=n only on SIGQUIT.
 Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
 ";
 

@@ -695,6 +695,69 @@ fn sigquit_dump_then_exit() {
     assert_eq!(end.sessions.len(), 1, "{:?}", end.sessions);
 }
 
+/// doe=n: nothing is written at exit, for every output: no coverage data, no report; only a
+/// SIGQUIT dumps. A report file made at start to check it can be written is not left behind
+/// empty (one there before is left as it was). Before: coverage=y,doe=n wrote the coverage
+/// data at exit anyway, and cpu=times,doe=n left an empty report file.
+#[test]
+fn doe_n_writes_only_on_sigquit() {
+    let dir = tmp("doe-n");
+    let classes = cov_sig(&dir);
+    let cp = classes.display().to_string();
+    let (data, prof) = (dir.join("n.cov"), dir.join("n.txt"));
+    for opts in [
+        format!(
+            "cpu=times,coverage=y,doe=n,covfile={},file={}",
+            data.display(),
+            prof.display()
+        ),
+        format!("coverage=y,doe=n,covfile={}", data.display()),
+        format!("cpu=times,doe=n,file={}", prof.display()),
+        format!("cpu=times,doe=n,format=collapsed,file={}", prof.display()),
+    ] {
+        let o = ok(java(&cp, Some(&opts), "CovSig", &["run"]).output().unwrap());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !data.exists(),
+            "{opts}: coverage data written at exit: {err}"
+        );
+        assert!(!prof.exists(), "{opts}: report file left: {err}");
+    }
+    // a report file that was there before: left as it was
+    std::fs::write(&prof, "earlier\n").unwrap();
+    ok(java(
+        &cp,
+        Some(&format!("cpu=times,doe=n,file={}", prof.display())),
+        "CovSig",
+        &["run"],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(std::fs::read_to_string(&prof).unwrap(), "earlier\n");
+    // SIGQUIT: its dumps, nothing added at exit (the data file as it was at the dump)
+    let (data, prof, snap) = (dir.join("q.cov"), dir.join("q.txt"), dir.join("snap.cov"));
+    ok(java(
+        &cp,
+        Some(&format!(
+            "cpu=times,coverage=y,doe=n,covfile={},file={}",
+            data.display(),
+            prof.display()
+        )),
+        "CovSig",
+        &[
+            "quit",
+            &data.display().to_string(),
+            &snap.display().to_string(),
+        ],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(std::fs::read(&data).unwrap(), std::fs::read(&snap).unwrap());
+    assert_eq!(entries(&read(&data), &classes, "CovSig", "work"), 1000);
+    let report = std::fs::read_to_string(&prof).unwrap();
+    assert_eq!(report.matches("CPU TIME (ms) BEGIN").count(), 1, "{report}");
+}
+
 /// SIGTERM ends the JVM through its exit path: the data is written.
 #[test]
 fn sigterm_writes_the_data() {
