@@ -193,8 +193,11 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         log("loaded twice; the second instance does nothing");
         return sys::JNI_OK;
     }
-    // the report file now, not at exit: a path that cannot be written stops the JVM here
-    let out = if opts.cpu {
+    // the report file now, not at exit: a path that cannot be written stops the JVM here.
+    // Tracing rules alone with format=collapsed write nothing to it (the summary goes to
+    // stderr, see dump): it is not opened, so that no empty file is left behind.
+    let trace_only = !engine.profiles() && !engine.trace_rules().is_empty();
+    let out = if opts.cpu && !(trace_only && opts.format == options::Format::Collapsed) {
         match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
             Ok((out, warnings)) => {
                 for w in warnings {
@@ -330,13 +333,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         cov_file: Mutex::new(crate::coverage::CovFile::new(
             &covfile,
             bci_rewriter::coverage::data::Session {
-                id: format!(
-                    "{}-{pid}-{start_ms}",
-                    std::env::var("HOSTNAME")
-                        .ok()
-                        .filter(|h| !h.is_empty())
-                        .unwrap_or_else(|| "host".into())
-                ),
+                id: format!("{}-{pid}-{start_ms}", crate::coverage::host_name()),
                 start_ms,
                 ..Default::default()
             },
@@ -1007,8 +1004,11 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
         a.live.store(false, Ordering::Release);
+        // doe=n: nothing is dumped at exit (no report, no coverage data); SIGQUIT dumps only
         if a.opts.coverage {
-            cov_dump(a, &jni);
+            if a.opts.doe {
+                cov_dump(a, &jni);
+            }
             if a.opts.verbose {
                 log(&format!(
                     "VM death: {} classes with coverage counters, {} classes instrumented, {} ms in the rewriter",
@@ -1018,28 +1018,47 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
                 ));
             }
         }
-        if runtime::get().is_none() {
-            return;
+        if runtime::get().is_some() {
+            exit_dump(a, &jni);
         }
-        let _ = runtime::stop(&jni);
-        if a.opts.doe {
-            dump(a, &jni, true);
-        }
-        if a.opts.verbose {
-            log(&format!(
-                "VM death: {} classes instrumented, {} left original after errors, {} methods, {} ms in the rewriter",
-                a.instrumented.load(Ordering::Relaxed),
-                a.failed.load(Ordering::Relaxed),
-                a.registry.len(),
-                a.hook_ns.load(Ordering::Relaxed) / 1_000_000
-            ));
-            let n = a.not_selected.load(Ordering::Relaxed);
-            log(&format!(
-                "class-load hook: {n} classes not selected by the rules, {} ns each on average",
-                a.not_selected_ns.load(Ordering::Relaxed) / n.max(1)
-            ));
+        // a report file made at start and never written (doe=n without SIGQUIT, a runtime
+        // that never started): not left behind empty. (Taking the lock also waits for a
+        // SIGQUIT dump still being written.)
+        let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = out.as_mut().and_then(OutFile::remove_if_unwritten) {
+            if a.opts.verbose {
+                log(&format!("nothing was written to {p}: removed"));
+            }
         }
     });
+}
+
+/// At VM death with the cpu=times runtime: recording stopped, the report written (doe=y).
+/// doe=n writes no report, but the trace file still gets the events buffered at exit (it is
+/// written as events come, not dumped).
+fn exit_dump(a: &Agent, jni: &Jni) {
+    let _ = runtime::stop(jni);
+    if a.opts.doe {
+        dump(a, jni, true);
+    } else if !a.engine.trace_rules().is_empty() {
+        if let Err(e) = crate::trace::finish(jni) {
+            log(&format!("tracing: {e}"));
+        }
+    }
+    if a.opts.verbose {
+        log(&format!(
+            "VM death: {} classes instrumented, {} left original after errors, {} methods, {} ms in the rewriter",
+            a.instrumented.load(Ordering::Relaxed),
+            a.failed.load(Ordering::Relaxed),
+            a.registry.len(),
+            a.hook_ns.load(Ordering::Relaxed) / 1_000_000
+        ));
+        let n = a.not_selected.load(Ordering::Relaxed);
+        log(&format!(
+            "class-load hook: {n} classes not selected by the rules, {} ns each on average",
+            a.not_selected_ns.load(Ordering::Relaxed) / n.max(1)
+        ));
+    }
 }
 
 unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
@@ -1126,9 +1145,39 @@ fn cov_dump(a: &Agent, jni: &Jni) {
     let _ = (a, jni);
 }
 
+/// The tracing rules' summary: at exit the last events written and the final summary, on
+/// SIGQUIT the trace file flushed and the summary so far (recording goes on). With
+/// format=collapsed it goes to stderr (a collapsed profile stays one stack per line) and
+/// `None` is returned; also `None` without tracing rules.
+fn trace_summary(a: &Agent, jni: &Jni, at_exit: bool) -> Option<String> {
+    if a.engine.trace_rules().is_empty() {
+        return None;
+    }
+    let s = if at_exit {
+        crate::trace::finish(jni)
+    } else {
+        crate::trace::dump(jni)
+    };
+    match s {
+        Ok(s) if a.opts.format == options::Format::Collapsed => {
+            eprint!("{s}");
+            None
+        }
+        Ok(s) => Some(s),
+        Err(e) => {
+            log(&format!("tracing summary: {e}"));
+            None
+        }
+    }
+}
+
 fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(out) = out.as_mut() else { return };
+    let Some(out) = out.as_mut() else {
+        // no report file (tracing rules alone, format=collapsed): the summary to stderr
+        let _ = trace_summary(a, jni, at_exit);
+        return;
+    };
     let (threads, failure) = match runtime::collect(jni) {
         Ok(t) => t,
         Err(e) => {
@@ -1183,22 +1232,7 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     }
     // tracing rules alone: the file holds their summary, not an empty profile
     let profiles = a.engine.profiles() || a.engine.trace_rules().is_empty();
-    let mut summary = None;
-    if !a.engine.trace_rules().is_empty() {
-        // at exit the last events and the final summary; on SIGQUIT the trace file flushed
-        // and the summary so far (recording goes on)
-        let s = if at_exit {
-            crate::trace::finish(jni)
-        } else {
-            crate::trace::dump(jni)
-        };
-        match s {
-            // a collapsed profile stays one stack per line: its summary goes to stderr
-            Ok(s) if a.opts.format == options::Format::Collapsed => eprint!("{s}"),
-            Ok(s) => summary = Some(s),
-            Err(e) => log(&format!("tracing summary: {e}")),
-        }
-    }
+    let summary = trace_summary(a, jni, at_exit);
     // written as it is made: a large profile's report is never all in memory
     let written = out.write_with(a.opts.format, at_exit, |w| {
         if profiles {

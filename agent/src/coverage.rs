@@ -86,6 +86,20 @@ impl CovRegistry {
     }
 }
 
+/// The host part of a coverage session's id (`<host>-<pid>-<start ms>`): the machine's name
+/// (/proc/sys/kernel/hostname, what gethostname(2) returns), else `$HOSTNAME` (which bash sets
+/// but does not export), else `host`. The runtime jar's writer (Cov.hostName) asks the same
+/// sources in the same order, so both write ids of one form.
+pub fn host_name() -> String {
+    let proc = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    [proc, std::env::var("HOSTNAME").ok()]
+        .into_iter()
+        .flatten()
+        .map(|h| h.trim().to_string())
+        .find(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into())
+}
+
 /// Splits BciCov.snapshot's flat array (`cid, n, counts × n` …, then `-1` if counts were lost)
 /// into counts by class id; the flag says whether counts were lost.
 pub fn parse_snapshot(flat: &[i64]) -> Result<(HashMap<usize, Vec<u64>>, bool), String> {

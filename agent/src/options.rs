@@ -130,22 +130,27 @@ impl Options {
     }
 
     /// Two outputs naming one file would overwrite each other (the profile replaced by the
-    /// coverage data, the trace by the profile): refused at start. Paths are compared as
-    /// written after making them absolute (`x`, `./x` and `$PWD/x` are one file).
+    /// coverage data, the trace by the profile): refused at start. Paths are compared resolved
+    /// ([`resolved`]: links followed, `.` and `..` applied, made absolute), as `bci report`
+    /// compares its outputs: `x`, `./x`, `../d/x` run in `d`, `sub/x` with `sub -> .` are one
+    /// file.
     fn check_outputs(&self) -> Result<(), OptionError> {
-        let outs = self.outputs();
-        let norm = |p: &str| -> std::path::PathBuf {
-            let abs = std::path::absolute(p).unwrap_or_else(|_| p.into());
-            abs.components()
-                .filter(|c| !matches!(c, std::path::Component::CurDir))
-                .collect()
-        };
-        for (k, (a, pa)) in outs.iter().enumerate() {
-            for (b, pb) in &outs[k + 1..] {
-                if norm(pa) == norm(pb) {
+        let outs: Vec<_> = self
+            .outputs()
+            .into_iter()
+            .map(|(o, p)| (o, p, resolved(std::path::Path::new(p))))
+            .collect();
+        for (k, (a, pa, ra)) in outs.iter().enumerate() {
+            for (b, pb, rb) in &outs[k + 1..] {
+                if ra == rb {
+                    let both = if pa == pb {
+                        String::new()
+                    } else {
+                        format!(" ({})", ra.display())
+                    };
                     return Err(OptionError(format!(
-                        "{a}={pa} and {b}={pb} name the same file: one would overwrite the \
-                         other (give each its own path)"
+                        "{a}={pa} and {b}={pb} name the same file{both}: one would overwrite \
+                         the other (give each its own path)"
                     )));
                 }
             }
@@ -180,6 +185,51 @@ impl Options {
     pub fn late_hook(&self, _no_trace_rules: bool) -> bool {
         false
     }
+}
+
+/// The file `p` names, resolved: made absolute (against the current directory), symbolic
+/// links followed, `.` and `..` applied as the kernel applies them (`link/..` is the parent of
+/// the link's target). An output need not exist yet: its longest existing ancestor is
+/// resolved and the rest applied to it (what creating it would create); a link to nothing
+/// resolves to where its target would be. The same rules as `bci report`'s check of its
+/// outputs (cli/src/offline.rs).
+pub fn resolved(p: &std::path::Path) -> std::path::PathBuf {
+    use std::path::{Component, PathBuf};
+    let mut p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    // a link to nothing (up to 40 of them in a row, as the kernel follows)
+    for _ in 0..40 {
+        if p.exists() || !p.is_symlink() {
+            break;
+        }
+        let Ok(target) = std::fs::read_link(&p) else {
+            break;
+        };
+        p = match p.parent() {
+            Some(d) => d.join(target),
+            None => target,
+        };
+    }
+    let comps: Vec<Component<'_>> = p.components().collect();
+    for k in (0..=comps.len()).rev() {
+        let prefix: PathBuf = comps[..k].iter().collect();
+        let Ok(mut r) = prefix.canonicalize() else {
+            continue;
+        };
+        for c in &comps[k..] {
+            match c {
+                Component::ParentDir => {
+                    r.pop();
+                }
+                Component::Normal(n) => r.push(n),
+                _ => {}
+            }
+        }
+        return r;
+    }
+    // nothing of it exists (not even `/`): as written, `.` left out
+    p.components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
 }
 
 /// A bad option: what was wrong and what would have been valid.
@@ -239,6 +289,8 @@ cutoff=<value>         output cutoff point            0.0001
 lineno=y|n             line number in traces?         y
 thread=y|n             thread in traces?              n
 doe=y|n                dump on exit?                  y
+                         n: nothing written at exit (report, coverage data), only on
+                            SIGQUIT; a file= made at start and never written is removed
 verbose=y|n            log every class decision       n
 rules=<file>           rule file (TOML)               built-in cpu-times
                          probe rules replace cpu-times; tracing rules (count/time/trace)
@@ -269,8 +321,8 @@ compilehuge=y|n        keep covered methods JIT-compilable  y
                             limit turns -XX:+DontCompileHugeMethods off (once, logged)
                          n: the flag stays; each such method is named on stderr
 
-Data is written at VM exit (doe=y) and on SIGQUIT (kill -QUIT <pid>); coverage data
-also on SIGTERM (it is the JVM's exit).
+Data is written at VM exit (doe=y; SIGTERM is an exit too) and on SIGQUIT
+(kill -QUIT <pid>); with doe=n only on SIGQUIT.
 Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
 ";
 
@@ -290,6 +342,8 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     let mut o = Options::default();
     let mut depth_given = false;
     let mut cpu_given = false;
+    let mut file_given = false;
+    let mut covfile_given = false;
     // traceformat=, tracemax= as given (in order)
     let mut trace_opts: Vec<&str> = Vec::new();
     let s = s.unwrap_or("");
@@ -333,7 +387,10 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
                     }
                 };
             }
-            "file" => o.file = need(value)?,
+            "file" => {
+                file_given = true;
+                o.file = need(value)?;
+            }
             "cutoff" => {
                 let v = need(value)?;
                 o.cutoff = match v.parse::<f64>() {
@@ -350,7 +407,10 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "doe" => o.doe = yes_no(name, &need(value)?)?,
             "verbose" => o.verbose = yes_no(name, &need(value)?)?,
             "coverage" => o.coverage = yes_no(name, &need(value)?)?,
-            "covfile" => o.covfile = need(value)?,
+            "covfile" => {
+                covfile_given = true;
+                o.covfile = need(value)?;
+            }
             "compilehuge" => o.compile_huge = yes_no(name, &need(value)?)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
@@ -448,6 +508,23 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     }
     // coverage=y alone records coverage only; cpu=times or a rules file add the profile
     o.cpu = !o.coverage || cpu_given || o.rules.is_some();
+    // an output this run does not write would be silently ignored, as would traceformat=
+    // without tracefile= (above): refused, saying what it needs
+    if covfile_given && !o.coverage {
+        return Err(OptionError(
+            "covfile= names the coverage data file, which only coverage=y writes: give \
+             coverage=y or leave it out"
+                .into(),
+        ));
+    }
+    if file_given && !o.cpu {
+        return Err(OptionError(
+            "file= names the report of cpu=times (or of rules=), which coverage=y alone does \
+             not write (its data goes to covfile=): give cpu=times or rules= as well, or leave \
+             it out"
+                .into(),
+        ));
+    }
     o.cpu_given = cpu_given;
     o.check_outputs()?;
     if !depth_given && o.format == Format::Collapsed {
@@ -551,15 +628,71 @@ mod tests {
         let cwd = std::env::current_dir().unwrap();
         let abs = format!("coverage=y,covfile={}/c,tracefile=c", cwd.display());
         assert!(parse(Some(&abs)).is_err(), "{abs}");
-        // distinct files, and outputs the run does not write (no profile with coverage=y
-        // alone), are fine
+        // distinct files are fine
         for ok in [
             "cpu=times,coverage=y,covfile=x.cov,file=x.txt",
-            "coverage=y,covfile=x,file=x",
             "coverage=y,covfile=a/x,tracefile=b/x",
         ] {
             assert!(parse(Some(ok)).is_ok(), "{ok}");
         }
+    }
+
+    #[test]
+    fn outputs_on_one_file_are_refused_however_spelled() {
+        // not compared as written: `..` back into the directory, a link to it, and `..` out
+        // of a link (the parent of its target, not of the link) name one file
+        let d = std::env::temp_dir().join(format!("bciagent-opts-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("o1")).unwrap();
+        std::fs::create_dir_all(d.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(".", d.join("o1/sub")).unwrap();
+        std::os::unix::fs::symlink("a/b", d.join("link")).unwrap();
+        let o1 = d.join("o1").display().to_string();
+        let top = d.display().to_string();
+        for (opts, a, b, same) in [
+            (
+                format!("cpu=times,file={o1}/x,covfile={o1}/../o1/x,coverage=y"),
+                format!("file={o1}/x"),
+                format!("covfile={o1}/../o1/x"),
+                format!("{o1}/x"),
+            ),
+            (
+                format!("cpu=times,file={o1}/x,covfile={o1}/sub/x,coverage=y"),
+                format!("file={o1}/x"),
+                format!("covfile={o1}/sub/x"),
+                format!("{o1}/x"),
+            ),
+            (
+                format!("rules=r.toml,file={top}/a/same.txt,tracefile={top}/link/../same.txt"),
+                format!("file={top}/a/same.txt"),
+                format!("tracefile={top}/link/../same.txt"),
+                format!("{top}/a/same.txt"),
+            ),
+            (
+                // not there yet: the rest applied to the ancestor that is
+                format!("rules=r.toml,file={top}/new/x,tracefile={top}/new/./y/../x"),
+                format!("file={top}/new/x"),
+                format!("tracefile={top}/new/./y/../x"),
+                format!("{top}/new/x"),
+            ),
+        ] {
+            let e = parse(Some(&opts)).unwrap_err().0;
+            assert_eq!(
+                e,
+                format!(
+                    "{a} and {b} name the same file ({same}): one would overwrite the other \
+                     (give each its own path)"
+                ),
+                "{opts}"
+            );
+        }
+        // lexically `link/../same.txt` is `same.txt` beside `link`, but the kernel goes up
+        // from a/b: another file
+        assert!(parse(Some(&format!(
+            "rules=r.toml,file={top}/same.txt,tracefile={top}/link/../same.txt"
+        )))
+        .is_ok());
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
@@ -659,6 +792,33 @@ mod tests {
             .0
             .contains("(valid: y, n)"));
         assert!(parse(Some("covfile=")).is_err());
+    }
+
+    #[test]
+    fn outputs_the_run_does_not_write_are_refused() {
+        // silently ignored before: covfile= without coverage=y, file= with coverage=y alone
+        let cov = "covfile= names the coverage data file, which only coverage=y writes: give \
+                   coverage=y or leave it out";
+        let prof = "file= names the report of cpu=times (or of rules=), which coverage=y alone \
+                    does not write (its data goes to covfile=): give cpu=times or rules= as \
+                    well, or leave it out";
+        for (opts, want) in [
+            ("covfile=a.cov", cov),
+            ("cpu=times,covfile=a.cov", cov),
+            ("rules=r.toml,covfile=a.cov,coverage=n", cov),
+            ("file=a,covfile=b,coverage=y", prof),
+            ("coverage=y,file=x.txt", prof),
+        ] {
+            assert_eq!(parse(Some(opts)).unwrap_err().0, want, "{opts}");
+        }
+        for ok in [
+            "coverage=y,covfile=b",
+            "cpu=times,coverage=y,covfile=b,file=a",
+            "rules=r.toml,coverage=y,covfile=b,file=a",
+            "file=a",
+        ] {
+            assert!(parse(Some(ok)).is_ok(), "{ok}");
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! Rules (agent/README.md): `%p` in the path becomes the process id, `%t` the start time
 //! (UTC, `YYYY-MM-DD_HH-MM-SS`), `%%` a `%`. The file is created (not yet emptied) at start and
-//! locked (advisory `flock`) for the life of the JVM. If another running JVM holds the lock,
+//! locked (advisory `flock`) for the life of the JVM; if this JVM created it and never wrote a
+//! dump to it (doe=n without SIGQUIT), it is removed at VM death. If another running JVM holds the lock,
 //! this JVM writes to `<path>.<pid>` instead and says so. A file left by an earlier run is
 //! replaced at the first dump, with a warning at start. `format=hprof|methods`: later dumps
 //! (SIGQUIT) are appended; `format=collapsed`: each SIGQUIT dump is a file of its own,
@@ -71,15 +72,24 @@ pub struct OutFile {
     file: File,
     /// Dumps written so far.
     dumps: usize,
+    /// This JVM created the file when it opened it (it was not there before).
+    created: bool,
+    /// A dump was written to the file itself (not only collapsed snapshots beside it).
+    wrote: bool,
 }
 
-fn open_unlocked(path: &str) -> Result<File, String> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| format!("cannot open file={path} for the profile: {e}"))
+/// Opens `path` for writing, creating it if absent; whether it was created here.
+fn open_unlocked(path: &str) -> Result<(File, bool), String> {
+    let err = |e| format!("cannot open file={path} for the profile: {e}");
+    match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(f) => Ok((f, true)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map(|f| (f, false))
+            .map_err(err),
+        Err(e) => Err(err(e)),
+    }
 }
 
 impl OutFile {
@@ -88,7 +98,7 @@ impl OutFile {
     pub fn open(path: &str, pid: u32) -> Result<(OutFile, Vec<String>), String> {
         let mut warnings = Vec::new();
         let mut path = path.to_string();
-        let mut file = open_unlocked(&path)?;
+        let (mut file, mut created) = open_unlocked(&path)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -97,7 +107,8 @@ impl OutFile {
                     "file={path} is in use by another running JVM; this JVM writes its profile \
                      to {alt} (use %p in file= for one file per JVM)"
                 ));
-                file = open_unlocked(&alt)?;
+                // (path stays, even if this JVM created it: the JVM holding it writes it)
+                (file, created) = open_unlocked(&alt)?;
                 if let Err(TryLockError::WouldBlock) = file.try_lock() {
                     return Err(format!("cannot lock file={alt}: in use by another JVM"));
                 }
@@ -119,9 +130,30 @@ impl OutFile {
                 path,
                 file,
                 dumps: 0,
+                created,
+                wrote: false,
             },
             warnings,
         ))
+    }
+
+    /// At VM death, after the exit dump if any: a file this JVM created at start (to check it
+    /// could be written, and to lock it) and never wrote a dump to (doe=n without SIGQUIT, or
+    /// with only format=collapsed's SIGQUIT snapshots, `<path>.N`; a runtime that never
+    /// started) is removed, so that no empty report is left behind. A file
+    /// that was there before is left as it was. Returns the path removed.
+    pub fn remove_if_unwritten(&mut self) -> Option<String> {
+        let empty = self
+            .file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() == 0);
+        if self.wrote || !self.created || !empty {
+            return None;
+        }
+        std::fs::remove_file(&self.path).ok()?;
+        // (the lock goes with the file; a later dump would find nothing to write to)
+        self.created = false;
+        Some(self.path.clone())
     }
 
     /// Writes one dump. `at_exit`: the dump at VM death. Returns the path written.
@@ -165,6 +197,7 @@ impl OutFile {
         })
         .map_err(|e| err(&self.path, e))?;
         self.dumps += 1;
+        self.wrote = true;
         Ok(self.path.clone())
     }
 }
@@ -211,6 +244,34 @@ mod tests {
         c.write("C2\n", Format::Collapsed, true).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "C2\n");
         assert_eq!(std::fs::read_to_string(format!("{p}.1")).unwrap(), "C1\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn unwritten_file_made_at_start_is_removed() {
+        let d = std::env::temp_dir().join(format!("bciagent-unwritten-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        let p = d.join("x.txt").display().to_string();
+        let _ = std::fs::remove_file(&p);
+        // made here, never written: removed
+        let (mut f, _) = OutFile::open(&p, 1).unwrap();
+        assert_eq!(f.remove_if_unwritten(), Some(p.clone()));
+        assert!(!std::path::Path::new(&p).exists());
+        // only collapsed snapshots beside it: the file itself is still empty, removed
+        let (mut f, _) = OutFile::open(&p, 1).unwrap();
+        f.write("s\n", Format::Collapsed, false).unwrap();
+        assert_eq!(f.remove_if_unwritten(), Some(p.clone()));
+        assert!(std::path::Path::new(&format!("{p}.1")).exists());
+        // written: kept
+        let (mut f, _) = OutFile::open(&p, 1).unwrap();
+        f.write("A\n", Format::Hprof, true).unwrap();
+        assert_eq!(f.remove_if_unwritten(), None);
+        drop(f);
+        // there before (even empty): left as it was
+        std::fs::write(&p, "").unwrap();
+        let (mut f, _) = OutFile::open(&p, 1).unwrap();
+        assert_eq!(f.remove_if_unwritten(), None);
+        assert!(std::path::Path::new(&p).exists());
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -572,6 +572,58 @@ fn agent_and_runtime_jar_share_one_file() {
     assert_eq!(class_counts(&d, "CovBasics").1, want.as_slice());
 }
 
+/// The session id is `<host>-<pid>-<start ms>` with the machine's host name
+/// (/proc/sys/kernel/hostname), from the agent and from the runtime jar's writer alike, whether
+/// or not the shell exported $HOSTNAME (bash does not). Before: both read $HOSTNAME only and
+/// wrote `host-<pid>-<ms>`.
+#[test]
+fn session_ids_name_the_real_host() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(!host.is_empty());
+    let dir = tmp("session-host");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let shared = dir.join("shared.cov");
+    let mut pids = Vec::new();
+    // (not exported, and exported with another name: the machine's name wins)
+    for env in [None, Some("not-the-host")] {
+        let mut offline = Command::new(jdk_tool("java"));
+        offline
+            .arg(format!("-Dbci.covfile={}", shared.display()))
+            .arg("-cp")
+            .arg(format!("{}:{}", inst.display(), rt.display()))
+            .arg("CovBasics");
+        let mut agent = java(
+            &classes.display().to_string(),
+            Some(&format!(
+                "coverage=y,include=CovBasics,covfile={}",
+                shared.display()
+            )),
+            "CovBasics",
+            &[],
+        );
+        for cmd in [&mut offline, &mut agent] {
+            match env {
+                None => cmd.env_remove("HOSTNAME"),
+                Some(h) => cmd.env("HOSTNAME", h),
+            };
+            let child = cmd.spawn().unwrap();
+            pids.push(child.id());
+            ok(child.wait_with_output().unwrap());
+        }
+    }
+    let d = read(&shared);
+    let ids: Vec<&str> = d.sessions.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(d.sessions.len(), 4, "{ids:?}");
+    for (s, pid) in d.sessions.iter().zip(&pids) {
+        assert_eq!(s.id, format!("{host}-{pid}-{}", s.start_ms), "{ids:?}");
+    }
+}
+
 const SIG: &str = r#"
 import java.io.File;
 import java.nio.file.Files;
@@ -641,6 +693,69 @@ fn sigquit_dump_then_exit() {
     assert_eq!(entries(&end, &classes, "CovSig", "work"), 1500);
     assert_eq!(entries(&end, &classes, "CovSig", "main"), 1);
     assert_eq!(end.sessions.len(), 1, "{:?}", end.sessions);
+}
+
+/// doe=n: nothing is written at exit, for every output: no coverage data, no report; only a
+/// SIGQUIT dumps. A report file made at start to check it can be written is not left behind
+/// empty (one there before is left as it was). Before: coverage=y,doe=n wrote the coverage
+/// data at exit anyway, and cpu=times,doe=n left an empty report file.
+#[test]
+fn doe_n_writes_only_on_sigquit() {
+    let dir = tmp("doe-n");
+    let classes = cov_sig(&dir);
+    let cp = classes.display().to_string();
+    let (data, prof) = (dir.join("n.cov"), dir.join("n.txt"));
+    for opts in [
+        format!(
+            "cpu=times,coverage=y,doe=n,covfile={},file={}",
+            data.display(),
+            prof.display()
+        ),
+        format!("coverage=y,doe=n,covfile={}", data.display()),
+        format!("cpu=times,doe=n,file={}", prof.display()),
+        format!("cpu=times,doe=n,format=collapsed,file={}", prof.display()),
+    ] {
+        let o = ok(java(&cp, Some(&opts), "CovSig", &["run"]).output().unwrap());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !data.exists(),
+            "{opts}: coverage data written at exit: {err}"
+        );
+        assert!(!prof.exists(), "{opts}: report file left: {err}");
+    }
+    // a report file that was there before: left as it was
+    std::fs::write(&prof, "earlier\n").unwrap();
+    ok(java(
+        &cp,
+        Some(&format!("cpu=times,doe=n,file={}", prof.display())),
+        "CovSig",
+        &["run"],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(std::fs::read_to_string(&prof).unwrap(), "earlier\n");
+    // SIGQUIT: its dumps, nothing added at exit (the data file as it was at the dump)
+    let (data, prof, snap) = (dir.join("q.cov"), dir.join("q.txt"), dir.join("snap.cov"));
+    ok(java(
+        &cp,
+        Some(&format!(
+            "cpu=times,coverage=y,doe=n,covfile={},file={}",
+            data.display(),
+            prof.display()
+        )),
+        "CovSig",
+        &[
+            "quit",
+            &data.display().to_string(),
+            &snap.display().to_string(),
+        ],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(std::fs::read(&data).unwrap(), std::fs::read(&snap).unwrap());
+    assert_eq!(entries(&read(&data), &classes, "CovSig", "work"), 1000);
+    let report = std::fs::read_to_string(&prof).unwrap();
+    assert_eq!(report.matches("CPU TIME (ms) BEGIN").count(), 1, "{report}");
 }
 
 /// SIGTERM ends the JVM through its exit path: the data is written.

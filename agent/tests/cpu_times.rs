@@ -1329,3 +1329,240 @@ fn timed_clocks_exit_charges_open_frames() {
         }
     }
 }
+
+/// What `bci instrument` does with its built-in rules (cli/src/main.rs): every class of `from`
+/// into `to`, method ids handed out at run time by bci/runtime/Offline; the runtime jar's
+/// classes (`bci runtime-jar`) into `rt`.
+fn instrument_offline(from: &Path, to: &Path, rt: &Path) {
+    use bci_rewriter::{instrument_with, Options, Outcome, Rules, SequentialIds};
+    std::fs::create_dir_all(to).unwrap();
+    let opts = Options {
+        marker: true,
+        runtime_ids: true,
+        leaf_probes: true,
+        frame_tokens: true,
+        ..Default::default()
+    };
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "class") {
+            let bytes = std::fs::read(&p).unwrap();
+            let out =
+                match instrument_with(&bytes, &Rules::cpu_times(), &mut SequentialIds(0), &opts)
+                    .unwrap()
+                {
+                    Outcome::Rewritten(b) => b,
+                    Outcome::Unchanged => bytes,
+                };
+            std::fs::write(to.join(p.file_name().unwrap()), out).unwrap();
+        }
+    }
+    for (path, bytes) in bciagent::runtime_jar::CLASSES {
+        let f = rt.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+}
+
+/// test-classes/timed/DeepExit.java instrumented offline in `dir`: (classes, runtime).
+fn deep_exit_offline(dir: &Path) -> (PathBuf, PathBuf) {
+    let classes = dir.join("classes");
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-d")
+        .arg(&classes)
+        .arg(repo().join("test-classes/timed/DeepExit.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    (inst, rt)
+}
+
+/// `java PROPS -cp inst:rt MAIN` without the agent: the runtime jar records.
+fn java_offline(inst: &Path, rt: &Path, props: &[&str], main: &str) -> Output {
+    Command::new(jdk_tool("java"))
+        .args(props)
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg(main)
+        .output()
+        .unwrap()
+}
+
+/// Offline `-Dbci.depth=` takes the agent's range, 1 to 64 (options::MAX_DEPTH): out of it
+/// the program stops at its first instrumented class (exit 2), as for every bad -Dbci.*
+/// value. Before: `-Dbci.depth=200` was accepted (call paths of 103 frames in the data).
+#[test]
+fn offline_depth_has_the_agents_range() {
+    let dir = tmp("offline-depth");
+    let (inst, rt) = deep_exit_offline(&dir);
+    for bad in ["0", "65", "200", "-1", "x"] {
+        let o = java_offline(
+            &inst,
+            &rt,
+            &[
+                &format!("-Dbci.depth={bad}"),
+                &format!("-Dbci.file={}", dir.join("bad.data").display()),
+            ],
+            "DeepExit",
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "depth={bad}: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "bci: -Dbci.depth={bad}: expected a positive integer from 1 to {} (runtime options:",
+                bciagent::options::MAX_DEPTH
+            )),
+            "depth={bad}: {err}"
+        );
+        assert!(!dir.join("bad.data").exists(), "depth={bad}");
+    }
+    for good in ["1", "64"] {
+        let data = dir.join(format!("d{good}.data"));
+        let o = java_offline(
+            &inst,
+            &rt,
+            &[
+                &format!("-Dbci.depth={good}"),
+                &format!("-Dbci.file={}", data.display()),
+            ],
+            "DeepExit",
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let d = std::fs::read_to_string(&data).unwrap();
+        assert!(d.contains(&format!("\ndepth\t{good}\n")), "{d}");
+    }
+}
+
+/// Self time (ns) per method of an offline data file (`bci.data`), by `Class.method`: the
+/// `self` of every call-path node (`data` rows: nodes, then (prefix, method, count, self) per
+/// node) added up over the file's threads.
+fn offline_self_ns(data: &str) -> HashMap<String, u64> {
+    let mut names = HashMap::new();
+    let mut out = HashMap::new();
+    for l in data.lines() {
+        let w: Vec<&str> = l.split('\t').collect();
+        match w[0] {
+            "method" => {
+                names.insert(w[1].parse::<u64>().unwrap(), format!("{}.{}", w[2], w[3]));
+            }
+            "data" => {
+                let v: Vec<u64> = w[1..].iter().map(|x| x.parse().unwrap()).collect();
+                for n in v[1..1 + 4 * v[0] as usize].chunks(4).skip(1) {
+                    if let Some(m) = names.get(&n[1]) {
+                        *out.entry(m.clone()).or_insert(0) += n[3];
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Offline, -Dbci.clock=wall: the frames still open at System.exit (main, deep × 5) are
+/// charged up to the start of the runtime's dump, not to the end of its own work before the
+/// snapshot (the data file's header, its date through String.format, the method table):
+/// deep's self time is the few moments between System.exit and the shutdown hook, far below
+/// the 600 ms spin ran. Before: deep got 52-99 ms of self time it never spent (the agent with
+/// clock=wall: 0.08 ms).
+#[test]
+fn offline_exit_charges_open_frames_up_to_the_dump() {
+    let dir = tmp("offline-exit-charge");
+    let (inst, rt) = deep_exit_offline(&dir);
+    let data = dir.join("wall.data");
+    let o = java_offline(
+        &inst,
+        &rt,
+        &[
+            "-Dbci.clock=wall",
+            &format!("-Dbci.file={}", data.display()),
+        ],
+        "DeepExit",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let d = std::fs::read_to_string(&data).unwrap();
+    let s = offline_self_ns(&d);
+    let (deep, spin) = (s["DeepExit.deep"], s["DeepExit.spin"]);
+    eprintln!(
+        "deep {deep} ns, spin {spin} ns, main {}",
+        s["DeepExit.main"]
+    );
+    assert!(spin >= 600_000_000, "{s:?}");
+    assert!(deep < spin / 20, "deep's self time {deep} ns: {s:?}");
+}
+
+/// Offline `-Dbci.file=` expands `%p` (the process id), `%t` (the start time, UTC,
+/// `YYYY-MM-DD_HH-MM-SS`) and `%%` as the agent's `file=` does (outfile::expand); another
+/// `%` sequence stops the program (exit 2) saying which. Before: a file literally named
+/// `p-%p.data`.
+#[test]
+fn offline_file_expands_pid_and_start_time() {
+    let dir = tmp("offline-file-pattern");
+    let (inst, rt) = deep_exit_offline(&dir);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let pattern = format!("{}/p-%p-%t-%%.data", out.display());
+    let secs = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let before = secs();
+    let child = Command::new(jdk_tool("java"))
+        .arg("-Dbci.clock=wall")
+        .arg(format!("-Dbci.file={pattern}"))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("DeepExit")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let after = secs();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let want: Vec<String> = (before.saturating_sub(1)..=after)
+        .map(|t| bciagent::outfile::expand(&pattern, pid, t).unwrap())
+        .collect();
+    assert!(
+        want.contains(&written[0]),
+        "{} is none of {want:?}",
+        written[0]
+    );
+    assert!(err.contains(&format!("written to {}", written[0])), "{err}");
+    let o = java_offline(
+        &inst,
+        &rt,
+        &[&format!("-Dbci.file={}/x-%q.data", out.display())],
+        "DeepExit",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "bci: -Dbci.file={}/x-%q.data: unknown '%q' (valid: %p = process id, %t = start \
+             time, %% = %) (runtime options:",
+            out.display()
+        )),
+        "{err}"
+    );
+}

@@ -945,13 +945,10 @@ fn line_location_names_the_original_pc() {
     let got: Vec<&str> = after.iter().map(|s| s.location.as_str()).collect();
     assert_eq!(got, want);
     // the agent: coverage=y then the rules
-    for extra in ["", ",coverage=y,include=TraceBasics"] {
-        let cov = common::tmp("trace", "line-location").join("run.cov");
-        let r = traced(
-            "TraceBasics",
-            "trace-line.toml",
-            &format!("{extra},covfile={}", cov.display()),
-        );
+    let cov = common::tmp("trace", "line-location").join("run.cov");
+    let covered = format!(",coverage=y,include=TraceBasics,covfile={}", cov.display());
+    for extra in ["", covered.as_str()] {
+        let r = traced("TraceBasics", "trace-line.toml", extra);
         let locs: Vec<&String> = r
             .events
             .iter()
@@ -1199,4 +1196,49 @@ fn recursion_after_stack_overflow_is_timed() {
     assert!(self_ <= total, "{summary}");
     assert!(min <= avg && avg <= max && max <= total, "{summary}");
     assert!(max >= 30_000.0, "{summary}");
+}
+
+/// Tracing rules alone with `format=collapsed`: the summary goes to stderr (a collapsed file
+/// stays one stack per line) and `file=` gets nothing, so it is not created (not even checked
+/// at start). Before: an empty `file=` was left behind.
+#[test]
+fn collapsed_tracing_alone_leaves_no_report_file() {
+    let dir = compile(&["TraceBasics.java"], "collapsed-alone");
+    let prof = dir.join("prof.txt");
+    let ev = dir.join("events.jsonl");
+    let o = run(
+        &dir,
+        "TraceBasics",
+        &format!(
+            "rules={},tracefile={},file={},format=collapsed",
+            repo()
+                .join("test-classes/trace/trace-basics.toml")
+                .display(),
+            ev.display(),
+            prof.display()
+        ),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!prof.exists(), "file= left behind: {err}");
+    assert!(summary_count(&err, "add").is_some(), "{err}");
+    assert!(!std::fs::read_to_string(&ev).unwrap().is_empty());
+    // with the profile the file holds it (the summary still on stderr)
+    let o = run(
+        &dir,
+        "TraceBasics",
+        &format!(
+            "rules={},file={},format=collapsed,cpu=times",
+            repo()
+                .join("test-classes/trace/trace-basics.toml")
+                .display(),
+            prof.display()
+        ),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(std::fs::read_to_string(&prof)
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("TraceBasics.main;")));
 }

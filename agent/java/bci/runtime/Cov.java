@@ -362,11 +362,27 @@ public final class Cov {
     }
 
     private static String hostPid() {
-        String host = System.getenv("HOSTNAME");
-        if (host == null || host.isEmpty()) {
-            host = "host";
+        return hostName() + "-" + ProcessHandle.current().pid() + "-" + START;
+    }
+
+    /**
+     * The machine's name (/proc/sys/kernel/hostname, what gethostname(2) returns), else
+     * $HOSTNAME (which bash sets but does not export), else "host": the sources the agent
+     * asks, in its order (coverage::host_name), so both write session ids of one form.
+     */
+    static String hostName() {
+        try {
+            String h = new String(java.nio.file.Files.readAllBytes(
+                    java.nio.file.Paths.get("/proc/sys/kernel/hostname")), StandardCharsets.UTF_8).trim();
+            if (!h.isEmpty()) {
+                return h;
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux, or not readable: the environment
         }
-        return host + "-" + ProcessHandle.current().pid() + "-" + START;
+        String h = System.getenv("HOSTNAME");
+        h = h == null ? "" : h.trim();
+        return h.isEmpty() ? "host" : h;
     }
 
     private static void writeStr(DataOutputStream o, String s) throws IOException {
