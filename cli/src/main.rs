@@ -202,8 +202,9 @@ fn coverage_options_given(a: &report::Args<'_>) -> Vec<&'static str> {
 }
 
 /// `bci report`: coverage data (bci.cov: `a`) or one cpu=times data file (bci.data) and its
-/// options; each kind's options refused for the other, saying what applies.
-fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<String, String> {
+/// options; each kind's options refused for the other, saying what applies. Returns the text
+/// and whether it names errors (a coverage report with classes it could not analyse: exit 1).
+fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<(String, bool), String> {
     let first = &inputs[0];
     if std::fs::metadata(first).is_ok_and(|m| m.is_file() && m.len() == 0) {
         // neither kind of data: say what it is rather than which header it lacks
@@ -273,7 +274,7 @@ fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<String, String
     let options = inputs
         .get(1)
         .map_or(String::new(), |o| o.display().to_string());
-    offline::report(first, &options)
+    offline::report(first, &options).map(|t| (t, false))
 }
 
 /// Refuses, before anything is written, an output of `bci report` that is one of its inputs
@@ -588,7 +589,7 @@ fn main() -> ExitCode {
             match check_report_paths(&inputs, &args, output.as_deref())
                 .and_then(|()| report_cmd(&inputs, &args))
             {
-                Ok(text) => {
+                Ok((text, errors)) => {
                     let res = match &output {
                         Some(p) => io::create_parent(p).and_then(|()| {
                             std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
@@ -601,6 +602,7 @@ fn main() -> ExitCode {
                         }
                     };
                     match res {
+                        Ok(()) if errors => ExitCode::from(1),
                         Ok(()) => ExitCode::SUCCESS,
                         Err(e) => {
                             eprintln!("bci: {e}");
