@@ -154,7 +154,8 @@ enum RulesCmd {
     /// that match nothing). A `line` or `call` found in no matched method is an error.
     Explain {
         file: PathBuf,
-        /// Jars and class directories, separated by ':'.
+        /// Jars, class directories, JDK module files (.jmod) and a JDK's lib/modules,
+        /// separated by ':'.
         #[arg(long, required = true)]
         classpath: String,
     },

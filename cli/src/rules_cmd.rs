@@ -27,7 +27,7 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
     // classes a multi-release jar has in `META-INF/versions/N/` too: their base entry is labelled
     let mut versioned: HashSet<String> = HashSet::new();
     for entry in classpath {
-        for (name, bytes) in crate::io::read_all(entry)? {
+        for (name, bytes) in crate::io::read_class_path_entry(entry)? {
             if !name.ends_with(".class") || name.ends_with("module-info.class") {
                 continue;
             }
@@ -76,15 +76,26 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
         out.push_str(&format!("rule {:?} ({}):", r.name, r.describe()));
         if mine.is_empty() {
             out.push_str(" matches nothing");
-            // a nested class written as in the source (a.Main.Inner for a.Main$Inner)
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            if !names.iter().any(|n| r.name_matches(n)) {
-                if let Some(h) = r.nested_class_hint(&names) {
-                    out.push_str(&format!(
-                        ": class = {h:?} would match (a nested class is named Outer$Inner, \
-                         not Outer.Inner)"
-                    ));
-                }
+            let any_class = names.iter().any(|n| r.name_matches(n));
+            if let Some(why) = r.never_traced(&names) {
+                // what the agent never instruments: matching it in a class path would not help
+                out.push_str(&format!(": the agent never traces it: {why}"));
+            } else if any_class {
+                // the classes are there; the methods or the other conditions are not
+            } else if let Some(h) = r.nested_class_hint(&names) {
+                // a nested class written as in the source (a.Main.Inner for a.Main$Inner)
+                out.push_str(&format!(
+                    ": class = {h:?} would match (a nested class is named Outer$Inner, not \
+                     Outer.Inner)"
+                ));
+            } else if r.targets_jdk() {
+                // a JDK class, not in the class path given
+                out.push_str(
+                    ": no class in the classpath has that name; for a JDK class add the JDK's \
+                     module to --classpath ($JAVA_HOME/jmods/java.base.jmod, or \
+                     $JAVA_HOME/lib/modules for a JDK without jmods)",
+                );
             }
             out.push('\n');
             continue;

@@ -184,7 +184,10 @@ fn static_initializers_and_constructor_calls_are_explained_as_the_agent_does() {
     let o = explain(&rules, &d);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("rule \"init\" (count): matches nothing\n"),
+        out.contains(
+            "rule \"init\" (count): matches nothing: the agent never traces it: method \
+             \"<clinit>\": static initializers are never traced"
+        ),
         "{out}"
     );
     assert!(
@@ -439,4 +442,117 @@ fn a_call_owner_by_simple_name_gets_the_whole_name_suggested() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(out.contains("call java.lang.StringBuilder.append"), "{out}");
+}
+
+/// Writes a JDK module file: the `JM` 1 0 header, then a zip with `classes` (name, file) under
+/// `classes/` and a file outside it.
+fn jmod(path: &Path, classes: &[(&str, PathBuf)]) {
+    use std::io::Write;
+    let mut zip = Vec::new();
+    {
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(&mut zip));
+        let o = zip::write::SimpleFileOptions::default();
+        z.start_file("lib/libfoo.so", o).unwrap();
+        z.write_all(b"not a class").unwrap();
+        for (name, file) in classes {
+            z.start_file(format!("classes/{name}"), o).unwrap();
+            z.write_all(&std::fs::read(file).unwrap()).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    let mut f = b"JM\x01\x00".to_vec();
+    f.extend_from_slice(&zip);
+    std::fs::write(path, f).unwrap();
+}
+
+/// A rule naming what the agent never instruments (java.lang, java.util.concurrent, a static
+/// initializer) says so and why, instead of a plain "matches nothing"; a rule for a JDK class
+/// not in the class path suggests the JDK's module; `--classpath` takes a `.jmod` (it was
+/// refused: "not a directory or a .jar/.zip") and a JDK's lib/modules, so that
+/// rules/examples/hashmap-resize.toml can be explained.
+#[test]
+fn explain_says_what_the_agent_never_traces_and_reads_jdk_modules() {
+    let cp = classes("never");
+    let d = work("never-rules");
+    let rules = d.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"sb\"\nclass = \"java.lang.StringBuilder\"\nmethod = \"append\"\ncount = true\n\n\
+         [[rule]]\nname = \"conc\"\nclass = \"java.util.concurrent.*\"\ncount = true\n\n\
+         [[rule]]\nname = \"clinit\"\nclass = \"TraceBasics\"\nmethod = \"<clinit>\"\ncount = true\n\n\
+         [[rule]]\nname = \"resize\"\nclass = \"java.util.HashMap\"\nmethod = \"resize\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = explain(&rules, &cp);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "rule \"sb\" (count): matches nothing: the agent never traces it: class \
+         \"java.lang.StringBuilder\" is in java.lang, and tracing rules never instrument \
+         java.lang (and its subpackages), java.io, java.util.concurrent, jdk.internal and sun: \
+         the tracing runtime uses them\n",
+        "rule \"conc\" (count): matches nothing: the agent never traces it: class \
+         \"java.util.concurrent.*\" is in java.util.concurrent, and tracing rules never \
+         instrument",
+        "rule \"clinit\" (count): matches nothing: the agent never traces it: method \
+         \"<clinit>\": static initializers are never traced",
+        "rule \"resize\" (count): matches nothing: no class in the classpath has that name; \
+         for a JDK class add the JDK's module to --classpath ($JAVA_HOME/jmods/java.base.jmod, \
+         or $JAVA_HOME/lib/modules for a JDK without jmods)\n",
+    ] {
+        assert!(out.contains(want), "{want}\n---\n{out}");
+    }
+    // a .jmod: its classes/ are the classes, named as on a class path
+    let m = d.join("app.jmod");
+    jmod(&m, &[("TraceBasics.class", cp.join("TraceBasics.class"))]);
+    let trace = repo().join("test-classes/trace/trace-basics.toml");
+    let (from_dir, from_jmod) = (explain(&trace, &cp), explain(&trace, &m));
+    assert!(
+        from_jmod.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_jmod.stderr)
+    );
+    let rules_lines = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip(1)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rules_lines(&from_jmod), rules_lines(&from_dir));
+    assert!(!rules_lines(&from_jmod).is_empty());
+    // a file named .jmod without the header: refused, named
+    let fake = d.join("fake.jmod");
+    std::fs::write(&fake, b"PK\x03\x04").unwrap();
+    let o = explain(&trace, &fake);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci: {}: not a JDK module file (.jmod: no `JM` 1 0 header)\n",
+            fake.display()
+        )
+    );
+    // the JDK's own modules: the shipped HashMap example matches
+    let resize = repo().join("rules/examples/hashmap-resize.toml");
+    let jdks = [
+        "/usr/lib/jvm/java-17-openjdk-amd64/jmods/java.base.jmod",
+        "/usr/lib/jvm/temurin-25-jdk-amd64/lib/modules",
+    ];
+    for jdk in jdks.iter().map(Path::new).filter(|p| p.is_file()) {
+        let o = explain(&resize, jdk);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{jdk:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            out.contains(
+                "rule \"hashmap-resize\" (trace, stack 4): 1 method(s), 1 location(s)\n  \
+                 java.util.HashMap.resize()[Ljava/util/HashMap$Node;  entry/exit/exception\n"
+            ),
+            "{jdk:?}: {out}"
+        );
+    }
 }
