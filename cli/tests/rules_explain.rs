@@ -159,6 +159,36 @@ fn instrument_refuses_tracing_rules_with_their_position() {
     );
 }
 
+/// `at = ["after"]` (or "before") without `call` is refused saying that it needs a `call`
+/// (README: "with at = [\"after\"]: after it returns normally"); it was called an unknown
+/// location, as if `after` did not exist.
+#[test]
+fn after_without_call_says_it_needs_a_call() {
+    let d = work("after-no-call");
+    for side in ["after", "before"] {
+        let err = refused_by_check(
+            &d.join(format!("{side}.toml")),
+            &format!(
+                "[[rule]]\nname = \"a\"\nclass = \"a.Main\"\nmethod = \"run\"\nat = [\"{side}\"]\ncount = true\n"
+            ),
+            &format!(
+                "5:7: rule \"a\": at = [\"{side}\"] is a side of a call site: it needs `call = \
+                 \"Owner.method\"` in the same rule"
+            ),
+        );
+        assert!(!err.contains("unknown location"), "{err}");
+    }
+    // with `call` it is accepted
+    let ok = d.join("ok.toml");
+    std::fs::write(
+        &ok,
+        "[[rule]]\nname = \"a\"\nclass = \"a.Main\"\nmethod = \"run\"\ncall = \"java.util.List.add\"\nat = [\"after\"]\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", ok.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// Static initializers are never traced, so `explain` does not list them as matched (it did,
 /// while the agent said "no method ran"); a `call` of a constructor is refused at check time
 /// with the way to trace one (it was accepted and matched nothing, silently).

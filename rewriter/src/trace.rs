@@ -434,6 +434,13 @@ impl TraceRule {
                         "entry" => entry = true,
                         "exit" => exit = true,
                         "exception" => exception = true,
+                        // the sides of a call site: a `call` rule's
+                        side @ ("after" | "before") => {
+                            return Err(err(
+                                a.span().start,
+                                format!("{who}: at = [{side:?}] is a side of a call site: it needs `call = \"Owner.method\"` in the same rule (the calls it acts on); a method's locations are entry, exit, exception"),
+                            ))
+                        }
                         other => {
                             return Err(err(
                                 a.span().start,
