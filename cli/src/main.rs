@@ -145,10 +145,16 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum RulesCmd {
-    /// Parse rule files and report errors as file:line:col.
+    /// Parse rule files and report errors as file:line:col. By default a file is checked as
+    /// the agent reads it (rules=); --offline checks it as bci instrument --rules reads it.
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Check the files for bci instrument --rules: any [runtime] class (the agent provides
+        /// only bci/runtime/Probes and java/lang/BciProbes), probe rules only (tracing rules
+        /// run under the agent).
+        #[arg(long)]
+        offline: bool,
     },
     /// Per tracing rule, the methods and locations it matches in the classpath (and the rules
     /// that match nothing). A `line` or `call` found in no matched method is an error.
@@ -368,15 +374,11 @@ fn main() -> ExitCode {
                 },
                 None => Rules::cpu_times(),
             };
-            if let (Some(p), Some(t)) = (&rules, r.trace_rules().first()) {
-                eprintln!(
-                    "bci: {}:{}:{}: rule {:?}: tracing rules (count/time/trace) run under the agent (rules=); bci instrument applies probe rules only",
-                    p.display(),
-                    t.pos.0,
-                    t.pos.1,
-                    t.name
-                );
-                return ExitCode::from(2);
+            if let Some(p) = &rules {
+                if let Err(e) = rules_cmd::refuse_trace_rules(p, &r) {
+                    eprintln!("bci: {e}");
+                    return ExitCode::from(2);
+                }
             }
             if let Some(rt) = &runtime {
                 r = r.with_runtime(rt);
@@ -630,11 +632,21 @@ fn main() -> ExitCode {
             ExitCode::from(code.clamp(0, 255) as u8)
         }
         Cmd::Rules {
-            cmd: RulesCmd::Check { files },
+            cmd: RulesCmd::Check { files, offline },
         } => {
             let mut bad = false;
             for f in files {
-                match rules_cmd::load(&f) {
+                let res = if offline {
+                    rules_cmd::load_offline(&f)
+                } else {
+                    rules_cmd::load(&f)
+                };
+                match res {
+                    Ok(r) if offline => println!(
+                        "{}: ok for bci instrument --rules (runtime class {})",
+                        f.display(),
+                        r.runtime_class()
+                    ),
                     Ok(_) => println!("{}: ok", f.display()),
                     Err(e) => {
                         bad = true;

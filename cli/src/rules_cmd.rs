@@ -8,10 +8,43 @@ use std::path::{Path, PathBuf};
 
 /// Parses `path` as the agent does (the same parser and the same runtime-class check).
 pub fn load(path: &Path) -> Result<Rules, String> {
-    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let r = Rules::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())?;
-    r.check_agent_runtime().map_err(|e| e.to_string())?;
+    let r = parse(path)?;
+    r.check_agent_runtime().map_err(|e| {
+        format!(
+            "{e}; `bci rules check --offline {}` checks a file for bci instrument --rules",
+            path.display()
+        )
+    })?;
     Ok(r)
+}
+
+/// Parses `path` as `bci instrument --rules` does: any `[runtime] class` (the agent provides
+/// only its own two), tracing rules refused ([`refuse_trace_rules`]).
+pub fn load_offline(path: &Path) -> Result<Rules, String> {
+    let r = parse(path)?;
+    refuse_trace_rules(path, &r)?;
+    Ok(r)
+}
+
+fn parse(path: &Path) -> Result<Rules, String> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Rules::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())
+}
+
+/// `bci instrument` applies probe rules only: the first tracing rule of `rules` (read from
+/// `path`) is an error at its position.
+pub fn refuse_trace_rules(path: &Path, rules: &Rules) -> Result<(), String> {
+    match rules.trace_rules().first() {
+        Some(t) => Err(format!(
+            "{}:{}:{}: rule {:?}: tracing rules (count/time/trace) run under the agent (rules=); \
+             bci instrument applies probe rules only",
+            path.display(),
+            t.pos.0,
+            t.pos.1,
+            t.name
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The explanation (stdout) and the errors (`file:line:col: message`, one per line) of

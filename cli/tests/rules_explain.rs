@@ -127,13 +127,72 @@ fn explain_says_nothing_matched_and_refuses_impossible_lines() {
     assert!(o.status.success());
 }
 
+/// A `[runtime] class` the agent does not provide is refused by `bci rules check` (the agent
+/// would refuse it), naming `--offline`; `bci rules check --offline` checks such a file as
+/// `bci instrument --rules` reads it (it had no way to: exit 1 on a file instrument accepts),
+/// and refuses tracing rules there as instrument does.
 #[test]
 fn check_refuses_a_runtime_class_the_agent_does_not_provide() {
     let d = work("runtime");
-    refused_by_check(
-        &d.join("r.toml"),
+    let r = d.join("r.toml");
+    let err = refused_by_check(
+        &r,
         "[runtime]\nclass = \"com/acme/MyProbes\"\n[[rule]]\nprobes = [\"enter\"]\n",
         "2:9: runtime.class \"com/acme/MyProbes\": the agent provides only",
+    );
+    assert!(
+        err.ends_with(&format!(
+            "; `bci rules check --offline {}` checks a file for bci instrument --rules\n",
+            r.display()
+        )),
+        "{err}"
+    );
+    let o = bci(&["rules", "check", "--offline", r.to_str().unwrap()]);
+    assert_eq!(
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        ),
+        (
+            Some(0),
+            format!(
+                "{}: ok for bci instrument --rules (runtime class com/acme/MyProbes)\n",
+                r.display()
+            )
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // a parse error is one still
+    let bad = d.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[runtime]\nclass = \"com/acme/MyProbes\"\n[[rule]]\nprobes = [\"nope\"]\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", "--offline", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with(&format!("{}:4:", bad.display())),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // tracing rules are the agent's: --offline refuses them as bci instrument does
+    let t = d.join("t.toml");
+    std::fs::write(
+        &t,
+        "[[rule]]\nname = \"c\"\nclass = \"a.B\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", "--offline", t.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "{}:1:1: rule \"c\": tracing rules (count/time/trace) run under the agent (rules=); \
+             bci instrument applies probe rules only\n",
+            t.display()
+        )
     );
 }
 
