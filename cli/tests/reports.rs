@@ -2110,7 +2110,8 @@ fn a_missing_source_root_is_named_once_on_stderr() {
         )),
         "{lcov}"
     );
-    // a missing root alone: the same one line, whatever the number of pages
+    // a missing root alone: the same one line, whatever the number of pages, and when it is
+    // given twice (it was named twice)
     let (code, out, err) = run_bci(&[
         os("report"),
         os(&r.data),
@@ -2120,6 +2121,8 @@ fn a_missing_source_root_is_named_once_on_stderr() {
         os(&missing),
         os("--html"),
         os(&html),
+        os("--sources"),
+        os(&missing),
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(

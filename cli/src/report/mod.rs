@@ -554,9 +554,10 @@ fn write_file(p: &Path, text: &str) -> Result<(), String> {
 pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
     let progress = Progress::new("classes");
     let r = Report::build(a, &progress)?;
-    // a source root that cannot be read: said once here, not only on each HTML page
-    for root in a.sources {
-        if !root.is_dir() {
+    // a source root that cannot be read: said once here, not only on each HTML page (and once
+    // when it is given twice)
+    for (k, root) in a.sources.iter().enumerate() {
+        if !root.is_dir() && !a.sources[..k].contains(root) {
             progress.line(&format!(
                 "bci: warning: --sources {}: {} (no source is read from it)",
                 root.display(),
