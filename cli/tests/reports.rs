@@ -2134,6 +2134,50 @@ fn a_missing_source_root_is_named_once_on_stderr() {
     );
 }
 
+/// The console summary's headings start where their columns do: each counter's cell (its
+/// percentage, then covered/total) begins under its heading (the headings were right-aligned
+/// over the counts: "package  instructions" over "com.acme 88.4%").
+#[test]
+fn console_headings_line_up_with_their_columns() {
+    let r = setup("console-columns", &["CovBasics"]);
+    let (code, out, err) = run_bci(&[os("report"), os(&r.data), os("--classes"), os(&r.orig)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("package "))
+        .unwrap_or_else(|| panic!("no heading: {out}"));
+    let columns: Vec<(usize, &str)> = ["instructions", "branches", "lines", "methods", "classes"]
+        .iter()
+        .map(|h| {
+            (
+                lines[head].find(h).unwrap_or_else(|| panic!("{h}: {out}")),
+                *h,
+            )
+        })
+        .collect();
+    let rows: Vec<&str> = lines[head + 1..]
+        .iter()
+        .copied()
+        .take_while(|l| l.contains('('))
+        .collect();
+    assert!(rows.iter().any(|l| l.starts_with("total ")), "{out}");
+    for row in rows {
+        for &(col, h) in &columns {
+            // two spaces before the cell; the percentage (right-aligned in 6) or "-", then
+            // (covered/total)
+            let cell = row.get(col..).unwrap_or("");
+            let pct = cell.get(..6).unwrap_or("").trim();
+            assert!(
+                row.get(col - 2..col) == Some("  ")
+                    && (pct.ends_with('%') || pct == "-")
+                    && cell[6..].trim_start().starts_with('('),
+                "{h} at column {col} in {row:?}:\n{out}"
+            );
+        }
+    }
+}
+
 /// Every output path of `bci report` and `bci merge` gets its missing parent directories, as
 /// `--xml` and `--html` always did (`-o` of report and of merge failed: No such file or
 /// directory).
