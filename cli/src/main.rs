@@ -270,12 +270,18 @@ fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<(String, bool)
         ));
     }
     if inputs.len() > 2 {
+        // several option arguments (thread=n format=methods): one, comma-separated
+        let joined: Vec<String> = inputs[1..]
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         return Err(format!(
-            "{}: a cpu=times report takes one data file and one argument of options, not {}; \
-             {}",
+            "{}: {} arguments of options, not one: {}; write them as one, comma-separated \
+             ({})",
             first.display(),
             inputs.len() - 1,
-            offline::REPORT_USAGE
+            offline::REPORT_USAGE,
+            joined.join(",")
         ));
     }
     let options = inputs

@@ -743,6 +743,34 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
             data.display()
         )
     );
+    // two arguments of options: say so once, with the one argument they make (the usage
+    // text was given twice in one message)
+    let o = bci(&[&"report", &data, &"thread=n", &"format=methods"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: 2 arguments of options, not one: {applies}; write them as one, \
+             comma-separated (thread=n,format=methods)\n",
+            data.display()
+        )
+    );
+    // bci merge takes coverage data: cpu=times data is named as what it is (it was "not a bci
+    // coverage file (bad magic)")
+    let merged = out.join("m.cov");
+    let o = bci(&[&"merge", &data, &"-o", &merged]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: cpu=times profile data (the runtime jar's bci.data), not coverage data: \
+             bci merge and coverage reports take coverage data (bci.cov); render a profile \
+             with bci report {}\n",
+            data.display(),
+            data.display()
+        )
+    );
+    assert!(!merged.exists());
     // options that steer the run, and unknown ones
     for (opts, want) in [
         (
