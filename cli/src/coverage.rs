@@ -74,6 +74,16 @@ pub fn class_path_kind(path: &Path) -> Option<&'static str> {
 
 pub fn read(path: &Path) -> Result<CovData, String> {
     let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if b.starts_with(b"bci-data\t") {
+        // the other kind of data: say what it is rather than which header it lacks
+        return Err(format!(
+            "{}: cpu=times profile data (the runtime jar's bci.data), not coverage data: bci \
+             merge and coverage reports take coverage data (bci.cov); render a profile with \
+             bci report {}",
+            path.display(),
+            path.display()
+        ));
+    }
     CovData::parse(&b).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -241,6 +241,82 @@ pub fn read_classes(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
     Ok(out)
 }
 
+/// The class files of one `--classpath` entry of `bci rules explain`: a directory or jar
+/// ([`read_all`], every file), a JDK module file (`.jmod`: a 4-byte header `JM` 1 0, then a
+/// zip whose classes are under `classes/`; named here as on a class path), or a JDK's
+/// `lib/modules` image (extracted once with the JDK's own `jimage`, as `bci verify` does, into
+/// its cache; each module's classes named as on a class path).
+pub fn read_class_path_entry(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let err = named(input);
+    if input.is_file() && input.extension().is_some_and(|e| e == "jmod") {
+        let bytes = std::fs::read(input).map_err(|e| err(&e))?;
+        if !bytes.starts_with(b"JM\x01\x00") {
+            return Err(err(&"not a JDK module file (.jmod: no `JM` 1 0 header)"));
+        }
+        let mut z = zip::ZipArchive::new(std::io::Cursor::new(&bytes[4..])).map_err(|e| err(&e))?;
+        let mut out = Vec::new();
+        for i in 0..z.len() {
+            let mut e = z.by_index(i).map_err(|e| err(&e))?;
+            let Some(name) = e.name().strip_prefix("classes/").map(str::to_string) else {
+                continue;
+            };
+            if e.is_dir() {
+                continue;
+            }
+            let mut b = Vec::with_capacity(e.size().min(1 << 24) as usize);
+            e.read_to_end(&mut b)
+                .map_err(|x| format!("{}: {}: {x}", input.display(), e.name()))?;
+            out.push((name, b));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        return Ok(out);
+    }
+    if input.is_file() && is_jimage(input) {
+        // <java.home>/lib/modules
+        let home = input
+            .parent()
+            .and_then(Path::parent)
+            .filter(|h| h.join("bin/jimage").is_file())
+            .ok_or_else(|| {
+                err(&"a JDK's module image, but not in a JDK (no bin/jimage two levels up to read it with)")
+            })?;
+        let tree = bci_verify::hierarchy::jdk_tree(home).map_err(|e| err(&e))?;
+        let mut modules: Vec<PathBuf> = std::fs::read_dir(&tree)
+            .map_err(|e| named(&tree)(&e))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        modules.sort();
+        let mut out = Vec::new();
+        for m in modules {
+            out.extend(read_dir_files(&m, |p| {
+                p.extension().is_some_and(|x| x == "class")
+            })?);
+        }
+        return Ok(out);
+    }
+    read_all(input).map_err(|e| {
+        if e.ends_with("not a directory or a .jar/.zip") {
+            format!(
+                "{}: not a directory, a .jar/.zip, a .jmod or a JDK's lib/modules",
+                input.display()
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Whether a file starts with the magic of a JDK's `lib/modules` image (0xCAFEDADA, little
+/// endian on the x86/ARM JDKs).
+fn is_jimage(p: &Path) -> bool {
+    let mut head = [0u8; 4];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == [0xDA, 0xDA, 0xFE, 0xCA] || head == [0xCA, 0xFE, 0xDA, 0xDA])
+}
+
 /// The release N of an entry under `META-INF/versions/N/` of a multi-release jar (None for
 /// any other entry, and for a `META-INF/` nested in a release directory).
 pub fn release_of(entry: &str) -> Option<u32> {

@@ -145,16 +145,23 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum RulesCmd {
-    /// Parse rule files and report errors as file:line:col.
+    /// Parse rule files and report errors as file:line:col. By default a file is checked as
+    /// the agent reads it (rules=); --offline checks it as bci instrument --rules reads it.
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Check the files for bci instrument --rules: any [runtime] class (the agent provides
+        /// only bci/runtime/Probes and java/lang/BciProbes), probe rules only (tracing rules
+        /// run under the agent).
+        #[arg(long)]
+        offline: bool,
     },
     /// Per tracing rule, the methods and locations it matches in the classpath (and the rules
     /// that match nothing). A `line` or `call` found in no matched method is an error.
     Explain {
         file: PathBuf,
-        /// Jars and class directories, separated by ':'.
+        /// Jars, class directories, JDK module files (.jmod) and a JDK's lib/modules,
+        /// separated by ':'.
         #[arg(long, required = true)]
         classpath: String,
     },
@@ -202,8 +209,9 @@ fn coverage_options_given(a: &report::Args<'_>) -> Vec<&'static str> {
 }
 
 /// `bci report`: coverage data (bci.cov: `a`) or one cpu=times data file (bci.data) and its
-/// options; each kind's options refused for the other, saying what applies.
-fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<String, String> {
+/// options; each kind's options refused for the other, saying what applies. Returns the text
+/// and whether it names errors (a coverage report with classes it could not analyse: exit 1).
+fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<(String, bool), String> {
     let first = &inputs[0];
     if std::fs::metadata(first).is_ok_and(|m| m.is_file() && m.len() == 0) {
         // neither kind of data: say what it is rather than which header it lacks
@@ -262,18 +270,24 @@ fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<String, String
         ));
     }
     if inputs.len() > 2 {
+        // several option arguments (thread=n format=methods): one, comma-separated
+        let joined: Vec<String> = inputs[1..]
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         return Err(format!(
-            "{}: a cpu=times report takes one data file and one argument of options, not {}; \
-             {}",
+            "{}: {} arguments of options, not one: {}; write them as one, comma-separated \
+             ({})",
             first.display(),
             inputs.len() - 1,
-            offline::REPORT_USAGE
+            offline::REPORT_USAGE,
+            joined.join(",")
         ));
     }
     let options = inputs
         .get(1)
         .map_or(String::new(), |o| o.display().to_string());
-    offline::report(first, &options)
+    offline::report(first, &options).map(|t| (t, false))
 }
 
 /// Refuses, before anything is written, an output of `bci report` that is one of its inputs
@@ -366,15 +380,11 @@ fn main() -> ExitCode {
                 },
                 None => Rules::cpu_times(),
             };
-            if let (Some(p), Some(t)) = (&rules, r.trace_rules().first()) {
-                eprintln!(
-                    "bci: {}:{}:{}: rule {:?}: tracing rules (count/time/trace) run under the agent (rules=); bci instrument applies probe rules only",
-                    p.display(),
-                    t.pos.0,
-                    t.pos.1,
-                    t.name
-                );
-                return ExitCode::from(2);
+            if let Some(p) = &rules {
+                if let Err(e) = rules_cmd::refuse_trace_rules(p, &r) {
+                    eprintln!("bci: {e}");
+                    return ExitCode::from(2);
+                }
             }
             if let Some(rt) = &runtime {
                 r = r.with_runtime(rt);
@@ -588,7 +598,7 @@ fn main() -> ExitCode {
             match check_report_paths(&inputs, &args, output.as_deref())
                 .and_then(|()| report_cmd(&inputs, &args))
             {
-                Ok(text) => {
+                Ok((text, errors)) => {
                     let res = match &output {
                         Some(p) => io::create_parent(p).and_then(|()| {
                             std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
@@ -601,6 +611,7 @@ fn main() -> ExitCode {
                         }
                     };
                     match res {
+                        Ok(()) if errors => ExitCode::from(1),
                         Ok(()) => ExitCode::SUCCESS,
                         Err(e) => {
                             eprintln!("bci: {e}");
@@ -627,11 +638,21 @@ fn main() -> ExitCode {
             ExitCode::from(code.clamp(0, 255) as u8)
         }
         Cmd::Rules {
-            cmd: RulesCmd::Check { files },
+            cmd: RulesCmd::Check { files, offline },
         } => {
             let mut bad = false;
             for f in files {
-                match rules_cmd::load(&f) {
+                let res = if offline {
+                    rules_cmd::load_offline(&f)
+                } else {
+                    rules_cmd::load(&f)
+                };
+                match res {
+                    Ok(r) if offline => println!(
+                        "{}: ok for bci instrument --rules (runtime class {})",
+                        f.display(),
+                        r.runtime_class()
+                    ),
                     Ok(_) => println!("{}: ok", f.display()),
                     Err(e) => {
                         bad = true;

@@ -8,10 +8,43 @@ use std::path::{Path, PathBuf};
 
 /// Parses `path` as the agent does (the same parser and the same runtime-class check).
 pub fn load(path: &Path) -> Result<Rules, String> {
-    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let r = Rules::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())?;
-    r.check_agent_runtime().map_err(|e| e.to_string())?;
+    let r = parse(path)?;
+    r.check_agent_runtime().map_err(|e| {
+        format!(
+            "{e}; `bci rules check --offline {}` checks a file for bci instrument --rules",
+            path.display()
+        )
+    })?;
     Ok(r)
+}
+
+/// Parses `path` as `bci instrument --rules` does: any `[runtime] class` (the agent provides
+/// only its own two), tracing rules refused ([`refuse_trace_rules`]).
+pub fn load_offline(path: &Path) -> Result<Rules, String> {
+    let r = parse(path)?;
+    refuse_trace_rules(path, &r)?;
+    Ok(r)
+}
+
+fn parse(path: &Path) -> Result<Rules, String> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Rules::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())
+}
+
+/// `bci instrument` applies probe rules only: the first tracing rule of `rules` (read from
+/// `path`) is an error at its position.
+pub fn refuse_trace_rules(path: &Path, rules: &Rules) -> Result<(), String> {
+    match rules.trace_rules().first() {
+        Some(t) => Err(format!(
+            "{}:{}:{}: rule {:?}: tracing rules (count/time/trace) run under the agent (rules=); \
+             bci instrument applies probe rules only",
+            path.display(),
+            t.pos.0,
+            t.pos.1,
+            t.name
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The explanation (stdout) and the errors (`file:line:col: message`, one per line) of
@@ -27,7 +60,7 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
     // classes a multi-release jar has in `META-INF/versions/N/` too: their base entry is labelled
     let mut versioned: HashSet<String> = HashSet::new();
     for entry in classpath {
-        for (name, bytes) in crate::io::read_all(entry)? {
+        for (name, bytes) in crate::io::read_class_path_entry(entry)? {
             if !name.ends_with(".class") || name.ends_with("module-info.class") {
                 continue;
             }
@@ -76,15 +109,26 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
         out.push_str(&format!("rule {:?} ({}):", r.name, r.describe()));
         if mine.is_empty() {
             out.push_str(" matches nothing");
-            // a nested class written as in the source (a.Main.Inner for a.Main$Inner)
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            if !names.iter().any(|n| r.name_matches(n)) {
-                if let Some(h) = r.nested_class_hint(&names) {
-                    out.push_str(&format!(
-                        ": class = {h:?} would match (a nested class is named Outer$Inner, \
-                         not Outer.Inner)"
-                    ));
-                }
+            let any_class = names.iter().any(|n| r.name_matches(n));
+            if let Some(why) = r.never_traced(&names) {
+                // what the agent never instruments: matching it in a class path would not help
+                out.push_str(&format!(": the agent never traces it: {why}"));
+            } else if any_class {
+                // the classes are there; the methods or the other conditions are not
+            } else if let Some(h) = r.nested_class_hint(&names) {
+                // a nested class written as in the source (a.Main.Inner for a.Main$Inner)
+                out.push_str(&format!(
+                    ": class = {h:?} would match (a nested class is named Outer$Inner, not \
+                     Outer.Inner)"
+                ));
+            } else if r.targets_jdk() {
+                // a JDK class, not in the class path given
+                out.push_str(
+                    ": no class in the classpath has that name; for a JDK class add the JDK's \
+                     module to --classpath ($JAVA_HOME/jmods/java.base.jmod, or \
+                     $JAVA_HOME/lib/modules for a JDK without jmods)",
+                );
             }
             out.push('\n');
             continue;

@@ -435,6 +435,113 @@ fn verify_names_an_unreadable_class_file_by_its_path() {
     );
 }
 
+/// The `META-INF/versions/N/` entries of a multi-release jar are verified too (they were
+/// skipped: text named `META-INF/versions/11/Main.class` gave `1 classes, 0 errors`, exit 0),
+/// each error naming the jar and the entry, as in a directory of the same layout.
+#[test]
+fn verify_checks_the_versioned_entries_of_a_multi_release_jar() {
+    use std::io::Write;
+    let d = work("verify-multi-release");
+    let classes = some_classes(&d);
+    let main = std::fs::read(classes.join("Main.class")).unwrap();
+    // a Main whose main() pushes an int with max_stack 0: a verify error naming the class
+    let cf = bci::ClassFile::parse(&main).unwrap();
+    let k = cf
+        .methods
+        .iter()
+        .position(|m| cf.member_name(m) == "main")
+        .unwrap();
+    let mut body = Vec::new();
+    body.extend_from_slice(&0u16.to_be_bytes()); // max_stack
+    body.extend_from_slice(&1u16.to_be_bytes()); // max_locals
+    body.extend_from_slice(&2u32.to_be_bytes());
+    body.extend_from_slice(&[0x03, 0xb1]); // iconst_0; return
+    body.extend_from_slice(&[0, 0, 0, 0]);
+    let mut w = bci::ClassWriter::new(&cf);
+    w.set_code(k, body).unwrap();
+    let overflow = w.finish().unwrap();
+    let jar = |name: &str, entries: &[(&str, &[u8])]| {
+        let p = d.join(name);
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        z.start_file("META-INF/MANIFEST.MF", opts).unwrap();
+        z.write_all(b"Manifest-Version: 1.0\r\nMulti-Release: true\r\n\r\n")
+            .unwrap();
+        for (n, b) in entries {
+            z.start_file(*n, opts).unwrap();
+            z.write_all(b).unwrap();
+        }
+        z.finish().unwrap();
+        p
+    };
+    let summary = |o: &Output| {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.starts_with("bci verify: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // a good base entry and a good versioned one: both counted
+    let good = jar(
+        "good.jar",
+        &[
+            ("Main.class", &main),
+            ("META-INF/versions/11/Main.class", &main),
+        ],
+    );
+    let o = bci(&["verify", "--no-jdk", good.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        summary(&o),
+        "bci verify: 2 classes, 0 errors",
+        "{}",
+        text(&o)
+    );
+    // text as the versioned entry: named by the jar and the entry
+    let bad = jar(
+        "bad.jar",
+        &[
+            ("Main.class", &main),
+            ("META-INF/versions/11/Main.class", b"garbage"),
+        ],
+    );
+    let o = bci(&["verify", "--no-jdk", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!(
+            "{}: META-INF/versions/11/Main.class: format error: bad magic\n",
+            bad.display()
+        )
+    );
+    assert_eq!(
+        summary(&o),
+        "bci verify: 2 classes, 1 errors",
+        "{}",
+        text(&o)
+    );
+    // a versioned build that fails verification: the entry is named before the class
+    let ovf = jar(
+        "overflow.jar",
+        &[
+            ("Main.class", &main),
+            ("META-INF/versions/17/Main.class", &overflow),
+        ],
+    );
+    let o = bci(&["verify", "--no-jdk", ovf.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let prefix = format!(
+        "{}: META-INF/versions/17/Main.class: Main.main(",
+        ovf.display()
+    );
+    assert!(
+        !out.is_empty() && out.lines().all(|l| l.starts_with(&prefix)),
+        "{}",
+        text(&o)
+    );
+}
+
 /// `bci verify` of a single class file verifies it (it was read as a zip: `invalid Zip
 /// archive: Could not find EOCD`); a file that is none of directory, jar or class file says so.
 #[test]

@@ -743,6 +743,34 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
             data.display()
         )
     );
+    // two arguments of options: say so once, with the one argument they make (the usage
+    // text was given twice in one message)
+    let o = bci(&[&"report", &data, &"thread=n", &"format=methods"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: 2 arguments of options, not one: {applies}; write them as one, \
+             comma-separated (thread=n,format=methods)\n",
+            data.display()
+        )
+    );
+    // bci merge takes coverage data: cpu=times data is named as what it is (it was "not a bci
+    // coverage file (bad magic)")
+    let merged = out.join("m.cov");
+    let o = bci(&[&"merge", &data, &"-o", &merged]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: cpu=times profile data (the runtime jar's bci.data), not coverage data: \
+             bci merge and coverage reports take coverage data (bci.cov); render a profile \
+             with bci report {}\n",
+            data.display(),
+            data.display()
+        )
+    );
+    assert!(!merged.exists());
     // options that steer the run, and unknown ones
     for (opts, want) in [
         (
@@ -1273,34 +1301,56 @@ fn report_output_gets_its_missing_directories() {
 }
 
 /// The runtime jar records call paths of -Dbci.depth frames (4 by default, for HPROF's
-/// traces) whatever report comes later: a collapsed report of such data says that its stacks
-/// are cut (each deeper stack would otherwise look like a root of its own in a flame graph);
-/// data recorded with whole stacks renders without the warning.
+/// traces) whatever report comes later: a collapsed report of data in which some path reached
+/// that depth says that its stacks are cut (each deeper stack would otherwise look like a root
+/// of its own in a flame graph), whatever the depth: with -Dbci.depth=64 and a recursion 100
+/// deep it said nothing. Data whose paths all stay below the depth renders without the
+/// warning (it warned for any depth below 64).
 #[test]
 fn collapsed_report_of_cut_call_paths_says_so() {
     let out = fresh("collapsed-depth");
-    let row = "thread\tmain\ndata\t2\t0\t0\t0\t0\t0\t9\t3\t1000000\t0\t0\n";
-    let cut = out.join("cut.data");
-    std::fs::write(&cut, format!("bci-data\t1\nclock\twall\n{row}")).unwrap();
-    let whole = out.join("whole.data");
-    std::fs::write(
-        &whole,
-        format!("bci-data\t1\nclock\twall\ndepth\t64\n{row}"),
-    )
-    .unwrap();
-    let o = bci(&[&"report", &cut, &"format=collapsed"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(
-        text(&o.stderr).contains("holds call paths of the top 4 frames")
-            && text(&o.stderr).contains("-Dbci.depth=64"),
-        "{}",
+    // a thread whose call path is `frames` calls of method 0 deep (a recursion)
+    let data = |name: &str, depth: usize, frames: usize| {
+        let mut row = format!("data\t{}\t0\t0\t0\t0", frames + 1);
+        for k in 1..=frames {
+            row.push_str(&format!("\t{}\t0\t1\t10", k - 1));
+        }
+        row.push_str("\t1\t1000\t0\t0");
+        let p = out.join(name);
+        std::fs::write(
+            &p,
+            format!(
+                "bci-data\t1\nclock\twall\ndepth\t{depth}\n\
+                 method\t0\tDeep\trec\t(I)J\t\t\nthread\tmain\n{row}\n"
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let collapsed = |p: &Path| {
+        let o = bci(&[&"report", &p, &"format=collapsed"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
         text(&o.stderr)
+    };
+    // the depth reached: cut, said, with how to record whole stacks
+    let err = collapsed(&data("cut4.data", 4, 4));
+    assert!(
+        err.contains("holds call paths of the top 4 frames") && err.contains("-Dbci.depth=64"),
+        "{err}"
     );
-    let o = bci(&[&"report", &whole, &"format=collapsed"]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(!text(&o.stderr).contains("warning"), "{}", text(&o.stderr));
+    let err = collapsed(&data("cut64.data", 64, 64));
+    assert!(
+        err.contains("holds call paths of the top 64 frames")
+            && err.contains("64 frames is the most recorded"),
+        "{err}"
+    );
+    // every path shorter than the depth: whole stacks, nothing to say
+    for (name, depth, frames) in [("short4.data", 4, 3), ("short64.data", 64, 10)] {
+        let err = collapsed(&data(name, depth, frames));
+        assert!(!err.contains("warning"), "{name}: {err}");
+    }
     // an HPROF report of 4-frame traces is what they are for: no warning
-    let o = bci(&[&"report", &cut]);
+    let o = bci(&[&"report", &out.join("cut4.data")]);
     assert!(!text(&o.stderr).contains("warning"), "{}", text(&o.stderr));
 }
 

@@ -847,6 +847,99 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
     assert_eq!(row(&out, "total"), run_counts, "{out}");
 }
 
+/// A class in several `--classes` paths (a stale jar of another build given first): the copy
+/// whose build the data has is reported with its counts, whatever the order, and the other
+/// path is named in a warning (it was `error: …: the first one is reported`, the class shown
+/// not run and called stale, exit 0). Data of neither build: the first path's copy, stale. A
+/// class that cannot be analysed is an `error:` line and exit 1.
+#[test]
+fn a_class_in_two_class_paths_is_reported_from_the_build_the_data_has() {
+    let r = setup("two-paths", &["CovBasics"]);
+    let OtherBuild {
+        classes: other,
+        run_counts,
+        not_run,
+        ..
+    } = other_build(&r);
+    for (a, b) in [(&other, &r.orig), (&r.orig, &other)] {
+        let (code, out, err) = run_bci(&[
+            os("report"),
+            os(&r.data),
+            os("--classes"),
+            os(a),
+            os("--classes"),
+            os(b),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: warning: CovBasics: another build of it is in {}; the one in {} is \
+                 reported (the build the data has)\n",
+                other.display(),
+                r.orig.display()
+            )
+        );
+        assert_eq!(row(&out, "total"), run_counts, "{out}");
+        assert!(!out.contains("error"), "{out}");
+    }
+    // the same build twice: nothing to say
+    let copy = r.work.join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(r.orig.join("CovBasics.class"), copy.join("CovBasics.class")).unwrap();
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&copy),
+        os("--classes"),
+        os(&r.orig),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!err.contains("warning"), "{err}");
+    // data of neither build: the first path's copy, not run, its data named stale
+    let third = r.work.join("third");
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g:none")
+        .arg("-d")
+        .arg(&third)
+        .arg(r.src_dir.join("CovBasics.java"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&other),
+        os("--classes"),
+        os(&third),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: warning: CovBasics: another build of it is in {}; the one in {} is reported \
+             (the data is of none of them: the first --classes path that has it)\n{}",
+            third.display(),
+            other.display(),
+            stale_line(&r.data)
+        )
+    );
+    assert_eq!(row(&out, "total"), not_run, "{out}");
+    // a class file that cannot be read: an error, and exit 1 (the report is incomplete)
+    std::fs::write(third.join("Bad.class"), b"garbage").unwrap();
+    let (code, out, err) = run_bci(&[os("report"), os(&r.data), os("--classes"), os(&third)]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "error: {}: Bad.class: not a class file\n",
+            third.display()
+        )),
+        "{out}"
+    );
+}
+
 /// A multi-release jar: mr/Ver in the base (Java 8), META-INF/versions/11/ and /17/, each with
 /// its own code; mr/Main calls it. Writes the zip `jar` with `entries` (name, file) and a
 /// manifest that says Multi-Release unless `multi` is false.
@@ -2017,7 +2110,8 @@ fn a_missing_source_root_is_named_once_on_stderr() {
         )),
         "{lcov}"
     );
-    // a missing root alone: the same one line, whatever the number of pages
+    // a missing root alone: the same one line, whatever the number of pages, and when it is
+    // given twice (it was named twice)
     let (code, out, err) = run_bci(&[
         os("report"),
         os(&r.data),
@@ -2027,6 +2121,8 @@ fn a_missing_source_root_is_named_once_on_stderr() {
         os(&missing),
         os("--html"),
         os(&html),
+        os("--sources"),
+        os(&missing),
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(
@@ -2036,6 +2132,50 @@ fn a_missing_source_root_is_named_once_on_stderr() {
             missing.display()
         )
     );
+}
+
+/// The console summary's headings start where their columns do: each counter's cell (its
+/// percentage, then covered/total) begins under its heading (the headings were right-aligned
+/// over the counts: "package  instructions" over "com.acme 88.4%").
+#[test]
+fn console_headings_line_up_with_their_columns() {
+    let r = setup("console-columns", &["CovBasics"]);
+    let (code, out, err) = run_bci(&[os("report"), os(&r.data), os("--classes"), os(&r.orig)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("package "))
+        .unwrap_or_else(|| panic!("no heading: {out}"));
+    let columns: Vec<(usize, &str)> = ["instructions", "branches", "lines", "methods", "classes"]
+        .iter()
+        .map(|h| {
+            (
+                lines[head].find(h).unwrap_or_else(|| panic!("{h}: {out}")),
+                *h,
+            )
+        })
+        .collect();
+    let rows: Vec<&str> = lines[head + 1..]
+        .iter()
+        .copied()
+        .take_while(|l| l.contains('('))
+        .collect();
+    assert!(rows.iter().any(|l| l.starts_with("total ")), "{out}");
+    for row in rows {
+        for &(col, h) in &columns {
+            // two spaces before the cell; the percentage (right-aligned in 6) or "-", then
+            // (covered/total)
+            let cell = row.get(col..).unwrap_or("");
+            let pct = cell.get(..6).unwrap_or("").trim();
+            assert!(
+                row.get(col - 2..col) == Some("  ")
+                    && (pct.ends_with('%') || pct == "-")
+                    && cell[6..].trim_start().starts_with('('),
+                "{h} at column {col} in {row:?}:\n{out}"
+            );
+        }
+    }
 }
 
 /// Every output path of `bci report` and `bci merge` gets its missing parent directories, as

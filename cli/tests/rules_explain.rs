@@ -127,13 +127,72 @@ fn explain_says_nothing_matched_and_refuses_impossible_lines() {
     assert!(o.status.success());
 }
 
+/// A `[runtime] class` the agent does not provide is refused by `bci rules check` (the agent
+/// would refuse it), naming `--offline`; `bci rules check --offline` checks such a file as
+/// `bci instrument --rules` reads it (it had no way to: exit 1 on a file instrument accepts),
+/// and refuses tracing rules there as instrument does.
 #[test]
 fn check_refuses_a_runtime_class_the_agent_does_not_provide() {
     let d = work("runtime");
-    refused_by_check(
-        &d.join("r.toml"),
+    let r = d.join("r.toml");
+    let err = refused_by_check(
+        &r,
         "[runtime]\nclass = \"com/acme/MyProbes\"\n[[rule]]\nprobes = [\"enter\"]\n",
         "2:9: runtime.class \"com/acme/MyProbes\": the agent provides only",
+    );
+    assert!(
+        err.ends_with(&format!(
+            "; `bci rules check --offline {}` checks a file for bci instrument --rules\n",
+            r.display()
+        )),
+        "{err}"
+    );
+    let o = bci(&["rules", "check", "--offline", r.to_str().unwrap()]);
+    assert_eq!(
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        ),
+        (
+            Some(0),
+            format!(
+                "{}: ok for bci instrument --rules (runtime class com/acme/MyProbes)\n",
+                r.display()
+            )
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // a parse error is one still
+    let bad = d.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[runtime]\nclass = \"com/acme/MyProbes\"\n[[rule]]\nprobes = [\"nope\"]\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", "--offline", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with(&format!("{}:4:", bad.display())),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // tracing rules are the agent's: --offline refuses them as bci instrument does
+    let t = d.join("t.toml");
+    std::fs::write(
+        &t,
+        "[[rule]]\nname = \"c\"\nclass = \"a.B\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", "--offline", t.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "{}:1:1: rule \"c\": tracing rules (count/time/trace) run under the agent (rules=); \
+             bci instrument applies probe rules only\n",
+            t.display()
+        )
     );
 }
 
@@ -157,6 +216,36 @@ fn instrument_refuses_tracing_rules_with_their_position() {
             rules.display()
         )
     );
+}
+
+/// `at = ["after"]` (or "before") without `call` is refused saying that it needs a `call`
+/// (README: "with at = [\"after\"]: after it returns normally"); it was called an unknown
+/// location, as if `after` did not exist.
+#[test]
+fn after_without_call_says_it_needs_a_call() {
+    let d = work("after-no-call");
+    for side in ["after", "before"] {
+        let err = refused_by_check(
+            &d.join(format!("{side}.toml")),
+            &format!(
+                "[[rule]]\nname = \"a\"\nclass = \"a.Main\"\nmethod = \"run\"\nat = [\"{side}\"]\ncount = true\n"
+            ),
+            &format!(
+                "5:7: rule \"a\": at = [\"{side}\"] is a side of a call site: it needs `call = \
+                 \"Owner.method\"` in the same rule"
+            ),
+        );
+        assert!(!err.contains("unknown location"), "{err}");
+    }
+    // with `call` it is accepted
+    let ok = d.join("ok.toml");
+    std::fs::write(
+        &ok,
+        "[[rule]]\nname = \"a\"\nclass = \"a.Main\"\nmethod = \"run\"\ncall = \"java.util.List.add\"\nat = [\"after\"]\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", ok.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// Static initializers are never traced, so `explain` does not list them as matched (it did,
@@ -184,7 +273,10 @@ fn static_initializers_and_constructor_calls_are_explained_as_the_agent_does() {
     let o = explain(&rules, &d);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("rule \"init\" (count): matches nothing\n"),
+        out.contains(
+            "rule \"init\" (count): matches nothing: the agent never traces it: method \
+             \"<clinit>\": static initializers are never traced"
+        ),
         "{out}"
     );
     assert!(
@@ -439,4 +531,117 @@ fn a_call_owner_by_simple_name_gets_the_whole_name_suggested() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(out.contains("call java.lang.StringBuilder.append"), "{out}");
+}
+
+/// Writes a JDK module file: the `JM` 1 0 header, then a zip with `classes` (name, file) under
+/// `classes/` and a file outside it.
+fn jmod(path: &Path, classes: &[(&str, PathBuf)]) {
+    use std::io::Write;
+    let mut zip = Vec::new();
+    {
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(&mut zip));
+        let o = zip::write::SimpleFileOptions::default();
+        z.start_file("lib/libfoo.so", o).unwrap();
+        z.write_all(b"not a class").unwrap();
+        for (name, file) in classes {
+            z.start_file(format!("classes/{name}"), o).unwrap();
+            z.write_all(&std::fs::read(file).unwrap()).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    let mut f = b"JM\x01\x00".to_vec();
+    f.extend_from_slice(&zip);
+    std::fs::write(path, f).unwrap();
+}
+
+/// A rule naming what the agent never instruments (java.lang, java.util.concurrent, a static
+/// initializer) says so and why, instead of a plain "matches nothing"; a rule for a JDK class
+/// not in the class path suggests the JDK's module; `--classpath` takes a `.jmod` (it was
+/// refused: "not a directory or a .jar/.zip") and a JDK's lib/modules, so that
+/// rules/examples/hashmap-resize.toml can be explained.
+#[test]
+fn explain_says_what_the_agent_never_traces_and_reads_jdk_modules() {
+    let cp = classes("never");
+    let d = work("never-rules");
+    let rules = d.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"sb\"\nclass = \"java.lang.StringBuilder\"\nmethod = \"append\"\ncount = true\n\n\
+         [[rule]]\nname = \"conc\"\nclass = \"java.util.concurrent.*\"\ncount = true\n\n\
+         [[rule]]\nname = \"clinit\"\nclass = \"TraceBasics\"\nmethod = \"<clinit>\"\ncount = true\n\n\
+         [[rule]]\nname = \"resize\"\nclass = \"java.util.HashMap\"\nmethod = \"resize\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = explain(&rules, &cp);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "rule \"sb\" (count): matches nothing: the agent never traces it: class \
+         \"java.lang.StringBuilder\" is in java.lang, and tracing rules never instrument \
+         java.lang (and its subpackages), java.io, java.util.concurrent, jdk.internal and sun: \
+         the tracing runtime uses them\n",
+        "rule \"conc\" (count): matches nothing: the agent never traces it: class \
+         \"java.util.concurrent.*\" is in java.util.concurrent, and tracing rules never \
+         instrument",
+        "rule \"clinit\" (count): matches nothing: the agent never traces it: method \
+         \"<clinit>\": static initializers are never traced",
+        "rule \"resize\" (count): matches nothing: no class in the classpath has that name; \
+         for a JDK class add the JDK's module to --classpath ($JAVA_HOME/jmods/java.base.jmod, \
+         or $JAVA_HOME/lib/modules for a JDK without jmods)\n",
+    ] {
+        assert!(out.contains(want), "{want}\n---\n{out}");
+    }
+    // a .jmod: its classes/ are the classes, named as on a class path
+    let m = d.join("app.jmod");
+    jmod(&m, &[("TraceBasics.class", cp.join("TraceBasics.class"))]);
+    let trace = repo().join("test-classes/trace/trace-basics.toml");
+    let (from_dir, from_jmod) = (explain(&trace, &cp), explain(&trace, &m));
+    assert!(
+        from_jmod.status.success(),
+        "{}",
+        String::from_utf8_lossy(&from_jmod.stderr)
+    );
+    let rules_lines = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip(1)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rules_lines(&from_jmod), rules_lines(&from_dir));
+    assert!(!rules_lines(&from_jmod).is_empty());
+    // a file named .jmod without the header: refused, named
+    let fake = d.join("fake.jmod");
+    std::fs::write(&fake, b"PK\x03\x04").unwrap();
+    let o = explain(&trace, &fake);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci: {}: not a JDK module file (.jmod: no `JM` 1 0 header)\n",
+            fake.display()
+        )
+    );
+    // the JDK's own modules: the shipped HashMap example matches
+    let resize = repo().join("rules/examples/hashmap-resize.toml");
+    let jdks = [
+        "/usr/lib/jvm/java-17-openjdk-amd64/jmods/java.base.jmod",
+        "/usr/lib/jvm/temurin-25-jdk-amd64/lib/modules",
+    ];
+    for jdk in jdks.iter().map(Path::new).filter(|p| p.is_file()) {
+        let o = explain(&resize, jdk);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{jdk:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            out.contains(
+                "rule \"hashmap-resize\" (trace, stack 4): 1 method(s), 1 location(s)\n  \
+                 java.util.HashMap.resize()[Ljava/util/HashMap$Node;  entry/exit/exception\n"
+            ),
+            "{jdk:?}: {out}"
+        );
+    }
 }

@@ -434,6 +434,13 @@ impl TraceRule {
                         "entry" => entry = true,
                         "exit" => exit = true,
                         "exception" => exception = true,
+                        // the sides of a call site: a `call` rule's
+                        side @ ("after" | "before") => {
+                            return Err(err(
+                                a.span().start,
+                                format!("{who}: at = [{side:?}] is a side of a call site: it needs `call = \"Owner.method\"` in the same rule (the calls it acts on); a method's locations are entry, exit, exception"),
+                            ))
+                        }
                         other => {
                             return Err(err(
                                 a.span().start,
@@ -651,6 +658,85 @@ impl TraceRule {
     }
 
     /// Class-level match: name, exclusions, annotations, declared supertypes.
+    /// Why this rule can match nothing whatever the class path: its class pattern names (or
+    /// only reaches) classes of the packages tracing rules never instrument ([`NEVER`]), or
+    /// its method pattern names only `<clinit>`. `names`: the dotted class names of the class
+    /// path, for a pattern with wildcards. None when neither holds.
+    pub fn never_traced(&self, names: &[&str]) -> Option<String> {
+        const WHY_CLASS: &str = "tracing rules never instrument java.lang (and its \
+             subpackages), java.io, java.util.concurrent, jdk.internal and sun: the tracing \
+             runtime uses them";
+        let never = |dotted: &str| !allowed(&dotted.replace('.', "/"));
+        // the package of a class NEVER excludes, for the message
+        let package = |dotted: &str| {
+            NEVER
+                .iter()
+                .map(|p| p.trim_end_matches('/').replace('/', "."))
+                .find(|p| dotted.starts_with(&format!("{p}.")))
+                .unwrap_or_else(|| "bci.runtime".to_string())
+        };
+        if let Pattern::Glob(p) = &self.class {
+            let lit: Vec<u8> = p
+                .iter()
+                .copied()
+                .take_while(|&b| b != b'*' && b != b'?')
+                .collect();
+            let lit = String::from_utf8_lossy(&lit).into_owned();
+            let exact = lit.len() == p.len();
+            // an exact name, or a literal prefix that ends a package inside an excluded one
+            let reached = if exact {
+                never(&lit).then(|| lit.clone())
+            } else {
+                lit.rfind('.')
+                    .map(|i| &lit[..=i])
+                    .filter(|pre| never(&format!("{pre}X")))
+                    .map(|pre| format!("{pre}*"))
+            };
+            if let Some(c) = reached {
+                return Some(format!(
+                    "class {c:?} is in {}, and {WHY_CLASS}",
+                    package(c.trim_end_matches('*'))
+                ));
+            }
+        }
+        // a pattern with wildcards: what it matches in the class path, all excluded
+        let matched: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| self.name_matches(n))
+            .collect();
+        if !matched.is_empty() && matched.iter().all(|n| never(n)) {
+            return Some(format!(
+                "the classes it matches ({}{}) are in packages tracing rules never instrument: \
+                 {WHY_CLASS}",
+                matched[..matched.len().min(3)].join(", "),
+                if matched.len() > 3 { ", …" } else { "" }
+            ));
+        }
+        if let Pattern::Glob(m) = &self.method {
+            if m == b"<clinit>" {
+                return Some(
+                    "method \"<clinit>\": static initializers are never traced (one runs once, \
+                     while its class is being initialized)"
+                        .to_string(),
+                );
+            }
+        }
+        None
+    }
+
+    /// Whether the class pattern begins with a literal `java.`, `javax.` or `jdk.` package:
+    /// a rule for the JDK's classes (`bci rules explain` then suggests the JDK on the class
+    /// path).
+    pub fn targets_jdk(&self) -> bool {
+        match &self.class {
+            Pattern::Glob(p) => [&b"java."[..], b"javax.", b"jdk."]
+                .iter()
+                .any(|pre| p.starts_with(pre)),
+            Pattern::Regex(_) => false,
+        }
+    }
+
     pub fn class_matches(&self, c: &ClassView) -> bool {
         self.name_matches(&c.name)
             && self

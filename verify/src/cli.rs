@@ -72,7 +72,7 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
     // (name in its input, bytes, where it is: the file's path, or the jar's and the entry's)
     let mut classes = Vec::new();
     for i in &a.inputs {
-        match ClassPath::read_all(i) {
+        match ClassPath::read_all_versions(i) {
             Ok(v) => classes.extend(v.into_iter().map(|(name, b)| {
                 let at = if i.is_dir() {
                     i.join(&name).display().to_string()
@@ -89,7 +89,13 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
             }
         }
     }
-    for (_, b, _) in &classes {
+    // a multi-release jar's META-INF/versions/N/ builds first, so that the base entry of a
+    // class is the one the hierarchy keeps (as the class path reads it)
+    let versioned = |name: &str| name.starts_with("META-INF/versions/");
+    for (_, b, _) in classes.iter().filter(|c| versioned(&c.0)) {
+        path.add_class_bytes(b);
+    }
+    for (_, b, _) in classes.iter().filter(|c| !versioned(&c.0)) {
         path.add_class_bytes(b);
     }
     let mut n_err = 0usize;
@@ -99,6 +105,8 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
             .iter()
             .map(|e| match e.class.as_str() {
                 "?" => format!("{at}: {}", e.message),
+                // one of several builds of the class: which entry
+                _ if versioned(file) => format!("{at}: {e}"),
                 _ => e.to_string(),
             })
             .collect();

@@ -357,7 +357,19 @@ impl ClassPath {
     /// Read the bytes of every class file under a dir or in a jar, or of a class file given on
     /// its own: (name, bytes): the path relative to the dir, the entry's name in the jar, the
     /// class file's name.
+    /// A jar's `META-INF/versions/N/` entries (a multi-release jar's other builds of its
+    /// classes) are left out: [`ClassPath::read_all_versions`] has them.
     pub fn read_all(path: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
+        Self::read_entries(path, false)
+    }
+
+    /// As [`ClassPath::read_all`], with a jar's `META-INF/versions/N/` entries too (a
+    /// directory's are always read): what `bci verify` checks.
+    pub fn read_all_versions(path: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
+        Self::read_entries(path, true)
+    }
+
+    fn read_entries(path: &Path, versions: bool) -> io::Result<Vec<(String, Vec<u8>)>> {
         let mut out = Vec::new();
         if path.is_dir() {
             for (rel, p) in class_files_under(path)? {
@@ -379,7 +391,7 @@ impl ClassPath {
             for i in 0..z.len() {
                 let mut f = z.by_index(i).map_err(io::Error::other)?;
                 let n = f.name().to_string();
-                if n.ends_with(".class") && !n.starts_with("META-INF/versions/") {
+                if n.ends_with(".class") && (versions || !n.starts_with("META-INF/versions/")) {
                     let mut b = Vec::new();
                     f.read_to_end(&mut b)
                         .map_err(|e| io::Error::new(e.kind(), format!("{n}: {e}")))?;

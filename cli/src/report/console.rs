@@ -6,14 +6,19 @@ use super::{dotted_package, Package, Report};
 use bci_rewriter::coverage::analysis::{Counter, Counters, Status};
 use std::fmt::Write;
 
+/// A counter's cell: the percentage (its `%` signs one under another) and (covered/total), as
+/// wide as [`CELL`]; its heading starts where the cell does.
 fn cell(c: Counter) -> String {
     let p = if c.total() == 0 {
-        "     -".to_string()
+        "-".to_string()
     } else {
-        format!("{:5.1}%", c.covered as f64 * 100.0 / c.total() as f64)
+        format!("{:.1}%", c.covered as f64 * 100.0 / c.total() as f64)
     };
-    format!("{p} {:>13}", format!("({}/{})", c.covered, c.total()))
+    format!("{p:>6} {:<13}", format!("({}/{})", c.covered, c.total()))
 }
+
+/// The width of a counter's column.
+const CELL: usize = 20;
 
 pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     let mut s = String::new();
@@ -22,18 +27,18 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     let _ = writeln!(s, "{}", r.title);
     let _ = writeln!(
         s,
-        "{:w$}  {:>20}  {:>20}  {:>20}  {:>20}  {:>20}",
-        "package", "instructions", "branches", "lines", "methods", "classes"
+        "{:w$}  {:CELL$}  {:CELL$}  {:CELL$}  {:CELL$}  classes",
+        "package", "instructions", "branches", "lines", "methods"
     );
     let row = |s: &mut String, name: &str, c: &Counters| {
         let _ = writeln!(
             s,
-            "{name:w$}  {:>20}  {:>20}  {:>20}  {:>20}  {:>20}",
+            "{name:w$}  {:CELL$}  {:CELL$}  {:CELL$}  {:CELL$}  {}",
             cell(c.instructions),
             cell(c.branches),
             cell(c.lines),
             cell(c.methods),
-            cell(c.classes)
+            cell(c.classes).trim_end()
         );
     };
     for (p, n) in packages.iter().zip(&names) {

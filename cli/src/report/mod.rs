@@ -77,7 +77,10 @@ pub struct Report {
     pub classes: Vec<Class>,
     /// Classes with data of another build (left out of the counts), sorted by class name.
     pub stale: Vec<Stale>,
+    /// Classes that could not be analysed (the report is incomplete: exit 1).
     pub errors: Vec<String>,
+    /// Named on stderr; the report is whole.
+    pub warnings: Vec<String>,
     /// Classes that had data.
     pub with_data: usize,
     /// Classes in the data that are under none of the `--classes` paths (sorted).
@@ -255,6 +258,7 @@ impl Report {
             classes: Vec::new(),
             stale: Vec::new(),
             errors: Vec::new(),
+            warnings: Vec::new(),
             with_data: 0,
             not_found: Vec::new(),
             sources: a.sources.to_vec(),
@@ -300,28 +304,50 @@ impl Report {
             {
                 continue;
             }
-            // The first --classes path that has the class is reported; later ones are named.
-            let first = entries[0].root;
-            let mut others: Vec<usize> = entries
-                .iter()
-                .map(|e| e.root)
-                .filter(|&x| x != first)
-                .collect();
-            others.dedup();
-            for o in others {
-                r.errors.push(format!(
-                    "{}: {name}: also in {}; the first one is reported",
-                    a.classes[o].display(),
-                    a.classes[first].display()
-                ));
-            }
-            let entries: Vec<Entry> = entries.into_iter().filter(|e| e.root == first).collect();
             // The hashes the data has for this class, with the files each came from.
             let in_data: Vec<(u64, &Vec<usize>)> = from
                 .range((name.clone(), 0)..=(name.clone(), u64::MAX))
                 .map(|((_, h), f)| (*h, f))
                 .collect();
-            let Some(chosen) = choose(&entries, |h| in_data.iter().any(|(x, _)| *x == h)) else {
+            let has_data = |h: u64| in_data.iter().any(|(x, _)| *x == h);
+            // Several --classes paths with the class: the first (in --classes order) with the
+            // build the data has is reported, else the first. Another path's copy of another
+            // build is named (a warning); an identical copy is the same build.
+            let mut roots: Vec<usize> = entries.iter().map(|e| e.root).collect();
+            roots.dedup();
+            let first = roots
+                .iter()
+                .copied()
+                .find(|&ri| entries.iter().any(|e| e.root == ri && has_data(e.hash)))
+                .unwrap_or(roots[0]);
+            let hashes = |ri: usize| -> std::collections::BTreeSet<u64> {
+                entries
+                    .iter()
+                    .filter(|e| e.root == ri)
+                    .map(|e| e.hash)
+                    .collect()
+            };
+            let others: Vec<String> = roots
+                .iter()
+                .filter(|&&o| o != first && hashes(o) != hashes(first))
+                .map(|&o| a.classes[o].display().to_string())
+                .collect();
+            if !others.is_empty() {
+                let why = if entries.iter().any(|e| has_data(e.hash)) {
+                    "the build the data has"
+                } else if in_data.is_empty() {
+                    "no data of any build: the first --classes path that has it"
+                } else {
+                    "the data is of none of them: the first --classes path that has it"
+                };
+                r.warnings.push(format!(
+                    "{name}: another build of it is in {}; the one in {} is reported ({why})",
+                    others.join(", "),
+                    a.classes[first].display()
+                ));
+            }
+            let entries: Vec<Entry> = entries.into_iter().filter(|e| e.root == first).collect();
+            let Some(chosen) = choose(&entries, has_data) else {
                 continue;
             };
             let Entry {
@@ -523,13 +549,15 @@ fn write_file(p: &Path, text: &str) -> Result<(), String> {
     std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-/// `bci report` on coverage data: writes the files asked for, returns the console summary.
-pub fn run(a: &Args<'_>) -> Result<String, String> {
+/// `bci report` on coverage data: writes the files asked for, returns the console summary and
+/// whether a class could not be analysed (its `error:` lines end the summary; exit 1).
+pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
     let progress = Progress::new("classes");
     let r = Report::build(a, &progress)?;
-    // a source root that cannot be read: said once here, not only on each HTML page
-    for root in a.sources {
-        if !root.is_dir() {
+    // a source root that cannot be read: said once here, not only on each HTML page (and once
+    // when it is given twice)
+    for (k, root) in a.sources.iter().enumerate() {
+        if !root.is_dir() && !a.sources[..k].contains(root) {
             progress.line(&format!(
                 "bci: warning: --sources {}: {} (no source is read from it)",
                 root.display(),
@@ -540,6 +568,9 @@ pub fn run(a: &Args<'_>) -> Result<String, String> {
                 }
             ));
         }
+    }
+    for w in &r.warnings {
+        progress.line(&format!("bci: warning: {w}"));
     }
     for s in &r.stale {
         progress.line(&s.line());
@@ -574,7 +605,7 @@ pub fn run(a: &Args<'_>) -> Result<String, String> {
     if let Some(d) = a.html {
         html::write(&r, &packages, d)?;
     }
-    Ok(console::write(&r, &packages))
+    Ok((console::write(&r, &packages), !r.errors.is_empty()))
 }
 
 /// Escapes text for XML and HTML (content and double-quoted attributes).
