@@ -609,10 +609,16 @@ fn virtual_threads_share_their_carriers_cache() {
     };
     for opts in ["verbose=y", "verbose=y,clock=wall"] {
         let (misses, drains) = stats(opts, &[]);
-        assert!(misses < 40 * n, "({opts}) {misses} cache misses for {n} threads");
+        assert!(
+            misses < 40 * n,
+            "({opts}) {misses} cache misses for {n} threads"
+        );
         // (with a timed clock every frame also queues its time: drains follow the calls)
         if !opts.contains("clock") {
-            assert!(drains < n, "({opts}) {drains} queues drained for {n} threads");
+            assert!(
+                drains < n,
+                "({opts}) {drains} queues drained for {n} threads"
+            );
         }
         if opts == "verbose=y" {
             let (own_misses, own_drains) = stats(opts, &[("BCIAGENT_NO_MOUNT_HOOK", "1")]);
