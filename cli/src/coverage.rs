@@ -156,7 +156,7 @@ impl Sessions {
 
 /// Writes `bytes` to `path` through a temporary file in the same directory renamed over it:
 /// the output may be one of the inputs (`bci merge a.cov b.cov -o a.cov`), which a write that
-/// fails partway (a full disk) must not leave truncated.
+/// fails partway (a full disk) must not leave truncated. A file replaced keeps its permissions.
 fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
     // through a link to the file it names (the link stays)
     let resolved = match std::fs::symlink_metadata(path) {
@@ -169,7 +169,13 @@ fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let res = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    let res = std::fs::write(&tmp, bytes)
+        .and_then(|()| match std::fs::metadata(path) {
+            // a file replaced keeps its permissions (the temporary one has the default mode)
+            Ok(m) => std::fs::set_permissions(&tmp, m.permissions()),
+            Err(_) => Ok(()),
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
     res.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!("{}: {e}", path.display())

@@ -2228,6 +2228,30 @@ fn report_and_merge_outputs_get_their_missing_directories() {
     );
 }
 
+/// `bci merge a.cov b.cov -o a.cov` keeps a.cov's permissions (the merged data is written to a
+/// temporary file renamed over it, which had the default mode: a file kept private, 0600,
+/// became readable by all, 0644).
+#[test]
+fn merge_into_an_input_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let work = fresh_work("merge-mode");
+    let (a, b) = (work.join("a.cov"), work.join("b.cov"));
+    std::fs::write(&a, one_class_run("host-20-1", 1).to_bytes()).unwrap();
+    std::fs::write(&b, one_class_run("host-21-1", 1).to_bytes()).unwrap();
+    for mode in [0o600, 0o664] {
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(mode)).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+            .args(["merge", "a.cov", "b.cov", "-o", "a.cov"])
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let got = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
+        assert_eq!(got, mode, "a.cov's mode after the merge: {got:o}");
+        std::fs::write(&a, one_class_run("host-20-1", 1).to_bytes()).unwrap();
+    }
+}
+
 /// `bci merge a.cov b.cov -o a.cov` replaces a.cov only once the merged data is written whole:
 /// a write that fails partway (here the file size limit of `ulimit -f`, as a full disk would)
 /// leaves the input as it was and no temporary file (before: a.cov was truncated at the limit).
