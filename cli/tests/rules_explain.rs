@@ -84,7 +84,7 @@ fn explain_lists_methods_and_locations() {
     );
     for want in [
         "rule \"add\" (trace): 1 method(s), 1 location(s)\n  TraceBasics.add(II)I  entry/exit/exception\n",
-        "rule \"slow\" (trace, min_duration 20000000ns): 1 method(s)",
+        "rule \"slow\" (trace, min_duration 200000000ns): 1 method(s)",
         "rule \"entries\" (count, trace): 1 method(s), 1 location(s)\n  TraceBasics.point(FC)V  entry\n",
         "rule \"line\" (count): 1 method(s), 1 location(s)\n  TraceBasics.loop(I)I  line 55 (pc 9)\n",
         "  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 57\n  TraceBasics.loop(I)I  call TraceBasics.add(II)I at line 58\n",
