@@ -118,6 +118,51 @@ fn cov_basics(dir: &Path) -> PathBuf {
     classes
 }
 
+/// Code that runs before its class's static initializer (test-classes/coverage-init:
+/// Base's <clinit> makes a Sub while Sub is being initialized) is counted offline as by the
+/// agent: Sub.<init> twice. Offline classes keep their id in a static field that <clinit>
+/// sets; the lookup's slow half read 0 there and counted in class 0's array (the call lost,
+/// or an ArrayIndexOutOfBoundsException: jython.jar instrumented offline did not start).
+#[test]
+fn code_before_its_class_initializer_counts_offline_as_with_the_agent() {
+    let dir = tmp("init-order");
+    let classes = dir.join("classes");
+    javac(
+        &classes,
+        &[repo().join("test-classes/coverage-init/CovInitOrder.java")],
+    );
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let agent = dir.join("agent.cov");
+    let out_agent = ok(java(
+        &classes.display().to_string(),
+        Some(&format!(
+            "coverage=y,include=CovInitOrder*,covfile={}",
+            agent.display()
+        )),
+        "CovInitOrder",
+        &[],
+    )
+    .output()
+    .unwrap());
+    let offline = dir.join("offline.cov");
+    let out_offline = ok(Command::new(jdk_tool("java"))
+        .arg("-Xverify:all")
+        .arg(format!("-Dbci.covfile={}", offline.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovInitOrder")
+        .output()
+        .unwrap());
+    assert_eq!(String::from_utf8_lossy(&out_agent.stdout), "4 1 2\n");
+    assert_eq!(out_agent.stdout, out_offline.stdout);
+    let (a, o) = (read(&agent), read(&offline));
+    for class in ["CovInitOrder$Sub", "CovInitOrder$Base", "CovInitOrder"] {
+        assert_eq!(class_counts(&a, class), class_counts(&o, class), "{class}");
+    }
+    assert_eq!(entries(&o, &classes, "CovInitOrder$Sub", "<init>"), 2);
+}
+
 /// CovBasics through the agent (every class covered, JDK included) and through offline
 /// instrumentation with the runtime jar: the same class hash and identical counts; with
 /// cpu=times as well, the same coverage and the same cpu=times counts as cpu=times alone.

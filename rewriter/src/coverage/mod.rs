@@ -364,6 +364,7 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             opts.class_id,
             counters,
             opts.runtime,
+            cov.hash,
         )?)
     } else {
         None
@@ -672,6 +673,10 @@ pub const HELPER: &str = "bci$a";
 /// Its slow half (see [`add_helper`]).
 pub const SLOW_HELPER: &str = "bci$b";
 const HELPER_DESC: &str = "(I)[J";
+/// Offline: the class id for the slow half, registering the class if its `<clinit>` has not
+/// (see [`add_id_helper`]).
+pub const ID_HELPER: &str = "bci$c";
+const ID_HELPER_DESC: &str = "()I";
 
 /// Whether a method is one that coverage added: the helpers of [`add_helper`], or a
 /// `<clinit>` made for the owner prologue (marked synthetic). The agent applies cpu=times and
@@ -680,6 +685,7 @@ const HELPER_DESC: &str = "(I)[J";
 pub fn is_helper(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
     m.access & bci::class::ACC_SYNTHETIC != 0
         && (((name == HELPER || name == SLOW_HELPER) && desc == HELPER_DESC)
+            || (name == ID_HELPER && desc == ID_HELPER_DESC)
             || (name == "<clinit>" && desc == "()V"))
 }
 
@@ -751,8 +757,32 @@ fn add_helper(
     id: ClassId,
     counters: u32,
     runtime: &str,
+    hash: u64,
 ) -> Result<Helper> {
     let interface = cf.access & bci::class::ACC_INTERFACE != 0;
+    // offline, bci$b asks bci$c for the id: the class's code can run before its <clinit> sets
+    // bci$cid (a superclass's <clinit> that makes an instance of it), and id 0 is no class's
+    let id_helper = match id {
+        ClassId::Registered { module_reads } => Some(add_id_helper(
+            w,
+            cf,
+            class,
+            module_reads,
+            counters,
+            runtime,
+            hash,
+        )?),
+        ClassId::Constant(_) => None,
+    };
+    let push_id = |s: &mut Snippet, cp: &mut bci::CpBuilder<'_>| -> Result<()> {
+        match id_helper {
+            Some(m) => {
+                s.invokestatic_ref(m, ID_HELPER_DESC)?;
+                Ok(())
+            }
+            None => push_class_id(s, cp, class, id),
+        }
+    };
     let mut bump = Snippet::new();
     bump.op(op::DUP)?
         .load('I', 0)?
@@ -763,12 +793,12 @@ fn add_helper(
         .op(op::LASTORE)?;
     // bci$b: find, create on a miss, bump
     let mut head = Snippet::new();
-    push_class_id(&mut head, &mut w.cp, class, id)?;
+    push_id(&mut head, &mut w.cp)?;
     head.invokestatic(&mut w.cp, runtime, "find", "(I)[J")?
         .op(op::DUP)?;
     let mut slow = Snippet::new();
     slow.op(op::POP)?;
-    push_class_id(&mut slow, &mut w.cp, class, id)?;
+    push_id(&mut slow, &mut w.cp)?;
     slow.int(&mut w.cp, counters as i32)?
         .invokestatic(&mut w.cp, runtime, "create", "(II)[J")?;
     let l = head.len() + 3 + slow.len(); // ifnonnull (3 bytes), then the slow path
@@ -838,6 +868,88 @@ fn add_helper(
         w.cp.methodref(class, HELPER, HELPER_DESC)?
     };
     Ok(Helper { lookup, array: arr })
+}
+
+/// Offline (`ClassId::Registered`): adds `private static synthetic int bci$c()`, the class
+/// id, registering the class if its `<clinit>` has not yet (the runtimes give the same id to
+/// the same class and hash):
+///
+/// ```text
+///     getstatic CLASS.bci$cid ; dup ; ifne L
+///     pop ; [read edge] ; ldc NAME ; ldc2_w HASH ; <counters> ; invokestatic RUNTIME.register
+/// L:  ireturn
+/// ```
+///
+/// A class's code can run before its `<clinit>` has set `bci$cid`: a superclass's `<clinit>`
+/// that makes an instance of it (the JVM initializes the superclass first, and the
+/// initializing thread's own requests for the class go through). The slow half of the lookup
+/// then asked the runtime for class 0's array (another class's: counts lost or given to it,
+/// or an ArrayIndexOutOfBoundsException; jython.jar did not start). The owner's path needs
+/// no id. Returns the Methodref (InterfaceMethodref in interfaces).
+fn add_id_helper(
+    w: &mut ClassWriter<'_, '_>,
+    cf: &ClassFile<'_>,
+    class: &str,
+    module_reads: bool,
+    counters: u32,
+    runtime: &str,
+    hash: u64,
+) -> Result<u16> {
+    let mut head = Snippet::new();
+    head.getstatic(&mut w.cp, class, CLASS_ID_FIELD, "I")?
+        .op(op::DUP)?;
+    let mut reg = Snippet::new();
+    reg.op(op::POP)?;
+    if module_reads {
+        reg.append(&crate::offline::read_edge(&mut w.cp, class, runtime)?);
+    }
+    reg.string(&mut w.cp, class)?
+        .long(&mut w.cp, hash as i64)?
+        .int(&mut w.cp, counters as i32)?
+        .invokestatic(&mut w.cp, runtime, "register", "(Ljava/lang/String;JI)I")?;
+    let l = head.len() + 3 + reg.len(); // ifne (3 bytes), then the registration
+    let mut code = Vec::with_capacity(l + 1);
+    code.extend_from_slice(head.bytes());
+    code.push(op::IFNE);
+    code.extend_from_slice(&((l - head.len()) as i16).to_be_bytes());
+    code.extend_from_slice(reg.bytes());
+    code.push(op::IRETURN);
+    let max_stack = head.max_depth().max(1 + reg.max_depth());
+    let mut body = Vec::with_capacity(code.len() + 32);
+    body.extend_from_slice(&max_stack.to_be_bytes());
+    body.extend_from_slice(&0u16.to_be_bytes()); // max_locals
+    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    body.extend_from_slice(&code);
+    body.extend_from_slice(&0u16.to_be_bytes()); // exception table
+    if cf.major >= 50 {
+        let table_name = w.cp.stack_map_table_name()?;
+        let mut table = Vec::new();
+        let frame = bci::Frame {
+            offset: l as u32,
+            locals: vec![],
+            stack: vec![VType::Integer],
+        };
+        bci::frames::encode_table(&[frame], &[], &mut table)?;
+        body.extend_from_slice(&1u16.to_be_bytes());
+        body.extend_from_slice(&table_name.to_be_bytes());
+        body.extend_from_slice(&(table.len() as u32).to_be_bytes());
+        body.extend_from_slice(&table);
+    } else {
+        body.extend_from_slice(&0u16.to_be_bytes());
+    }
+    use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
+    w.add_method(
+        ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
+        ID_HELPER,
+        ID_HELPER_DESC,
+        &body,
+    )
+    .map_err(|e| e.context(format!("{class}.{ID_HELPER}{ID_HELPER_DESC}")))?;
+    Ok(if cf.access & bci::class::ACC_INTERFACE != 0 {
+        w.cp.interface_methodref(class, ID_HELPER, ID_HELPER_DESC)?
+    } else {
+        w.cp.methodref(class, ID_HELPER, ID_HELPER_DESC)?
+    })
 }
 
 /// Adds `private static synthetic long[] NAME(int)` with `code` and its one branch target's
