@@ -833,7 +833,7 @@ unsafe extern "system" fn offline_register(
     env: *mut sys::JNIEnv,
     _cls: sys::jclass,
     class: sys::jstring,
-    _hash: sys::jlong,
+    hash: sys::jlong,
     table: sys::jstring,
 ) -> sys::jint {
     guard("Offline.agentRegister", || {
@@ -856,7 +856,7 @@ unsafe extern "system" fn offline_register(
                 methods.len()
             ));
         }
-        a.registry.register_all(methods) as sys::jint
+        a.registry.register_offline(&class, hash as u64, methods) as sys::jint
     })
     .unwrap_or(0)
 }

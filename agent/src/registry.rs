@@ -21,6 +21,9 @@ impl MethodRec {
 /// The global table: index = method id.
 pub struct Registry {
     methods: Mutex<Vec<MethodRec>>,
+    /// The first id of each class instrumented offline, by name and hash of its original
+    /// bytes ([`Registry::register_offline`]).
+    offline: Mutex<Option<std::collections::HashMap<(String, u64), u32>>>,
 }
 
 impl Default for Registry {
@@ -33,6 +36,7 @@ impl Registry {
     pub const fn new() -> Registry {
         Registry {
             methods: Mutex::new(Vec::new()),
+            offline: Mutex::new(None),
         }
     }
 
@@ -48,6 +52,20 @@ impl Registry {
         let mut v = self.methods.lock().unwrap_or_else(|p| p.into_inner());
         let base = v.len() as u32;
         v.extend(ms);
+        base
+    }
+
+    /// A class instrumented by `bci instrument` registers its methods (`ms`, from its `<clinit>`
+    /// or, when its code runs before that, from its `bci$r`): the first id of consecutive ones,
+    /// the same for the same class name and hash as before.
+    pub fn register_offline(&self, class: &str, hash: u64, ms: Vec<MethodRec>) -> u32 {
+        let mut known = self.offline.lock().unwrap_or_else(|p| p.into_inner());
+        let map = known.get_or_insert_with(Default::default);
+        if let Some(&base) = map.get(&(class.to_string(), hash)) {
+            return base;
+        }
+        let base = self.register_all(ms);
+        map.insert((class.to_string(), hash), base);
         base
     }
 
@@ -88,6 +106,11 @@ mod tests {
         assert_eq!(r.register_all(vec![m("p"), m("q")]), 2);
         assert_eq!(r.register(m("z")), 4);
         assert_eq!(r.snapshot()[3].name, "q");
+        // a class instrumented offline registers once per name and hash
+        assert_eq!(r.register_offline("a/B", 7, vec![m("s"), m("t")]), 5);
+        assert_eq!(r.register_offline("a/B", 7, vec![m("s"), m("t")]), 5);
+        assert_eq!(r.register_offline("a/B", 8, vec![m("s")]), 7);
+        assert_eq!(r.len(), 8);
     }
 }
 

@@ -13,7 +13,7 @@ pub mod trace;
 pub use glob::Glob;
 pub use rules::{Probe, ProbeSet, RuleError, Rules};
 
-use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};
+use bci::class::{ACC_ABSTRACT, ACC_INTERFACE, ACC_MODULE, ACC_NATIVE};
 use bci::{ClassFile, ClassWriter, MethodEditor, Snippet};
 
 /// What the rewriter tells the registry about a method it instruments.
@@ -81,6 +81,10 @@ struct Calls<'r> {
     cache: [Option<Snippet>; 10],
     /// Runtime ids: the class whose `bci$base` field the ids are relative to.
     base: Option<&'r str>,
+    /// Runtime ids: the Methodref of the class's `bci$r()I` (the base, registering the class
+    /// if its `<clinit>` has not: [`offline::add_base_helper`]); none in interfaces of class
+    /// files before version 52 (no static methods), which read `bci$base`.
+    base_helper: Option<u16>,
 }
 
 impl<'r> Calls<'r> {
@@ -123,7 +127,10 @@ impl<'r> Calls<'r> {
                 s.int(cp, id)?;
             }
             Some(class) => {
-                s.getstatic(cp, class, offline::BASE_FIELD, "I")?;
+                match self.base_helper {
+                    Some(m) => s.invokestatic_ref(m, "()I")?,
+                    None => s.getstatic(cp, class, offline::BASE_FIELD, "I")?,
+                };
                 if id != 0 {
                     s.int(cp, id)?.op(bci::opcodes::op::IADD)?;
                 }
@@ -390,6 +397,7 @@ pub fn instrument_methods(
         runtime,
         cache: Default::default(),
         base: runtime_ids.then_some(&*name),
+        base_helper: None,
     };
     let hash = if opts.marker || runtime_ids {
         offline::class_hash(class_bytes)
@@ -414,7 +422,17 @@ pub fn instrument_methods(
         }
         let t = offline::table_string(source.as_deref(), &table)
             .map_err(|e| with_path(e, || name.to_string()))?;
-        let first = offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
+        let register = offline::register_snippet(&mut w.cp, &name, hash, &t, opts.module_reads)
+            .map_err(|e| with_path(e, || name.to_string()))?;
+        if cf.access & ACC_INTERFACE == 0 || cf.major >= 52 {
+            calls.base_helper = Some(
+                offline::add_base_helper(&mut w, &cf, &name, &register)
+                    .map_err(|e| with_path(e, || name.to_string()))?,
+            );
+        }
+        let mut first = register;
+        first
+            .putstatic(&mut w.cp, &name, offline::BASE_FIELD, "I")
             .map_err(|e| with_path(e, || name.to_string()))?;
         prologue = Some(
             offline::Prologue::new(&cf, &mut w.cp, &name, first, &[(offline::BASE_FIELD, "I")])

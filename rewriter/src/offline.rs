@@ -180,10 +180,82 @@ pub(crate) fn register_snippet(
             "(Ljava/lang/String;)Ljava/lang/String;",
         )?;
     }
-    s.invokestatic(cp, OFFLINE_CLASS, REGISTER.0, REGISTER.1)?
-        .putstatic(cp, class, BASE_FIELD, "I")?;
+    s.invokestatic(cp, OFFLINE_CLASS, REGISTER.0, REGISTER.1)?;
     Ok(s)
 }
+
+/// Adds `private static synthetic int bci$r()` to a class with runtime ids: `bci$base`, or,
+/// while it is 0, the base the runtime gives for the class (`register`, as `<clinit>` calls
+/// it; the runtimes give the same base to the same class and hash):
+///
+/// ```text
+///     getstatic CLASS.bci$base ; dup ; ifne L
+///     pop ; <register: read edge, class, hash, table> ; invokestatic Offline.register
+/// L:  ireturn
+/// ```
+///
+/// A class's code can run before its `<clinit>` has set `bci$base` (a superclass's
+/// `<clinit>` that makes an instance of it: the JVM initializes the superclass first, and
+/// the initializing thread's own requests for the class go through): its probes passed
+/// `0 + index`, another class's method ids. `register` is the snippet of
+/// [`register_snippet`]. Returns the method's Methodref (InterfaceMethodref in interfaces).
+pub(crate) fn add_base_helper(
+    w: &mut bci::ClassWriter<'_, '_>,
+    cf: &bci::ClassFile<'_>,
+    class: &str,
+    register: &Snippet,
+) -> bci::Result<u16> {
+    let mut head = Snippet::new();
+    head.getstatic(&mut w.cp, class, BASE_FIELD, "I")?
+        .op(bci::opcodes::op::DUP)?;
+    let mut reg = Snippet::new();
+    reg.op(bci::opcodes::op::POP)?;
+    reg.append(register);
+    let l = head.len() + 3 + reg.len(); // ifne (3 bytes), then the registration
+    let mut code = Vec::with_capacity(l + 1);
+    code.extend_from_slice(head.bytes());
+    code.push(bci::opcodes::op::IFNE);
+    code.extend_from_slice(&((l - head.len()) as i16).to_be_bytes());
+    code.extend_from_slice(reg.bytes());
+    code.push(bci::opcodes::op::IRETURN);
+    let max_stack = head.max_depth().max(1 + register.max_depth());
+    let mut body = Vec::with_capacity(code.len() + 32);
+    body.extend_from_slice(&max_stack.to_be_bytes());
+    body.extend_from_slice(&0u16.to_be_bytes()); // max_locals
+    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    body.extend_from_slice(&code);
+    body.extend_from_slice(&0u16.to_be_bytes()); // exception table
+    if cf.major >= 50 {
+        let table_name = w.cp.stack_map_table_name()?;
+        let mut table = Vec::new();
+        let frame = bci::Frame {
+            offset: l as u32,
+            locals: vec![],
+            stack: vec![bci::VType::Integer],
+        };
+        bci::frames::encode_table(&[frame], &[], &mut table)?;
+        body.extend_from_slice(&1u16.to_be_bytes());
+        body.extend_from_slice(&table_name.to_be_bytes());
+        body.extend_from_slice(&(table.len() as u32).to_be_bytes());
+        body.extend_from_slice(&table);
+    } else {
+        body.extend_from_slice(&0u16.to_be_bytes());
+    }
+    w.add_method(
+        ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
+        BASE_HELPER,
+        "()I",
+        &body,
+    )?;
+    if cf.access & ACC_INTERFACE != 0 {
+        w.cp.interface_methodref(class, BASE_HELPER, "()I")
+    } else {
+        w.cp.methodref(class, BASE_HELPER, "()I")
+    }
+}
+
+/// The method [`add_base_helper`] adds.
+pub const BASE_HELPER: &str = "bci$r";
 
 /// The most bytes of modified UTF-8 one part of the method table takes (a String constant
 /// holds 65,535).

@@ -148,6 +148,10 @@ fn arg(cf: &bci::ClassFile<'_>, a: &bci::code::Insn, code: &[u8]) -> String {
     } else if a.opcode == op::GETSTATIC {
         let r = cf.cp.member_ref(a.cp_index(code).unwrap()).unwrap();
         format!("{}.{}", r.class, r.name)
+    } else if a.opcode == op::INVOKESTATIC {
+        // the result of a call without arguments
+        let r = cf.cp.member_ref(a.cp_index(code).unwrap()).unwrap();
+        format!("{}.{}()", r.class, r.name)
     } else {
         format!("opcode {}", a.opcode)
     }
@@ -332,30 +336,62 @@ fn assert_helper(
     );
     assert!(code.len() <= 35, "{what}: bci$a {} bytes", code.len());
 
-    // bci$b: find, create on a miss
+    // bci$b: find, create on a miss; offline the id comes from bci$c, which registers the
+    // class if its <clinit> has not yet (its code can run first: a superclass's <clinit>)
     let (insns, code) = code_of(cf, SLOW_HELPER, "(I)[J");
     let id = match cid {
         Some(c) => c.to_string(),
-        None => format!("{what}.bci$cid"),
+        None => format!("{what}.bci$c()"),
+    };
+    let id_call = (
+        what.to_string(),
+        "bci$c".to_string(),
+        "()I".to_string(),
+        vec![],
+    );
+    let find = (
+        runtime.to_string(),
+        "find".into(),
+        "(I)[J".into(),
+        vec![id.clone()],
+    );
+    let create = (
+        runtime.to_string(),
+        "create".into(),
+        "(II)[J".into(),
+        vec![id, counters.to_string()],
+    );
+    let want = match cid {
+        Some(_) => vec![find, create],
+        None => vec![id_call.clone(), find, id_call, create],
     };
     assert_eq!(
         calls(cf, &insns, &code),
-        vec![
-            (
-                runtime.to_string(),
-                "find".into(),
-                "(I)[J".into(),
-                vec![id.clone()]
-            ),
-            (
-                runtime.to_string(),
-                "create".into(),
-                "(II)[J".into(),
-                vec![id, counters.to_string()]
-            ),
-        ],
+        want,
         "{what}: find(id), create(id, n)"
     );
+    if cid.is_none() {
+        // bci$c: bci$cid, or while it is 0 the runtime's register(name, hash, n)
+        let (insns, code) = code_of(cf, "bci$c", "()I");
+        assert_eq!(
+            arg(cf, &insns[0], &code),
+            format!("{what}.bci$cid"),
+            "{what}: bci$c"
+        );
+        let c = calls(cf, &insns, &code);
+        let reg = c.last().unwrap();
+        assert_eq!(
+            (reg.0.as_str(), reg.1.as_str(), reg.2.as_str()),
+            (runtime, "register", "(Ljava/lang/String;JI)I"),
+            "{what}: bci$c"
+        );
+        // (the arguments as instructions: the last pushes the number of counters)
+        assert_eq!(
+            reg.3.last(),
+            Some(&counters.to_string()),
+            "{what}: bci$c's counters"
+        );
+    }
     // null from find goes to create; either array gets counter e bumped and is returned
     let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
     assert_eq!(

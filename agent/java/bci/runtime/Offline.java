@@ -67,10 +67,14 @@ public final class Offline {
     private static int[] lines = new int[64];
     private static long[] hashes = new long[64];
 
+    /** The base of each class registered, by name and hash (see {@link #register}). */
+    private static final java.util.HashMap<String, Integer> BASES = new java.util.HashMap<>();
+
     /**
      * Registers the methods of one class: {@code table} is {@code source\n} then
      * {@code name\ndesc\nline\n} per method (line empty when unknown). Returns the id of the
-     * first; the others follow in table order.
+     * first; the others follow in table order. A class registered before (the same name and
+     * hash: its bci$r and its &lt;clinit&gt;, or two class loaders) gets the same ids.
      */
     public static int register(String className, long hash, String table) {
         if (agent) {
@@ -81,7 +85,15 @@ public final class Offline {
                 started = true;
                 start();
             }
+            // the same class registers again from its <clinit> after its bci$r registered it
+            // (its code ran before <clinit>, e.g. from a superclass's): the same base
+            String key = className + '\0' + Long.toHexString(hash);
+            Integer known = BASES.get(key);
+            if (known != null) {
+                return known;
+            }
             int base = n;
+            BASES.put(key, base);
             int p = table.indexOf('\n');
             String source = p < 0 ? "" : table.substring(0, p);
             p++;
