@@ -233,6 +233,17 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     } else {
         String::new()
     };
+    // classdump=: the directory made (and shown to be writable) now, like covfile=
+    if let Some(d) = &opts.classdump {
+        let probe = std::path::Path::new(d).join(format!(".bci-classdump-{pid}"));
+        let made = std::fs::create_dir_all(d)
+            .and_then(|()| std::fs::write(&probe, b""))
+            .and_then(|()| std::fs::remove_file(&probe));
+        if let Err(e) = made {
+            log(&format!("classdump={d}: cannot write there: {e}"));
+            return sys::JNI_ERR;
+        }
+    }
     let start_ms = now.as_millis() as i64;
     let early = match engine.runtime_class() {
         _ if !opts.cpu => false,
@@ -796,6 +807,29 @@ pub fn lock_natives() -> (*mut c_void, *mut c_void, *mut c_void) {
     )
 }
 
+/// classdump=: the original bytes of a class that got coverage counters, as
+/// `<dir>/<internal name>.<hash>.class` (the hash the coverage data keys the class by: classes of one name loaded with other bytes, e.g. generated at run time, get
+/// files of their own). Written once; a failure is logged once, the run goes on.
+fn dump_class(dir: &str, name: &str, hash: u64, bytes: &[u8]) {
+    static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let path = std::path::Path::new(dir).join(format!("{name}.{hash:016x}.class"));
+    if path.exists() {
+        return;
+    }
+    let done = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&path, bytes));
+    if let Err(e) = done {
+        if !FAILED.swap(true, Ordering::Relaxed) {
+            log(&format!(
+                "classdump={dir}: cannot write {}: {e} (said once; the run goes on)",
+                path.display()
+            ));
+        }
+    }
+}
+
 /// `bci/runtime/Cov.agentRegister(className, hash, counters)`: a class instrumented by
 /// `bci instrument --coverage` (its `<clinit>` calls it) gets its coverage id from the agent.
 unsafe extern "system" fn offline_cov_register(
@@ -938,6 +972,9 @@ unsafe extern "C" fn class_file_load_hook(
         if let Ok(r) = &result {
             if !r.huge.is_empty() {
                 huge_methods(a, &r.huge);
+            }
+            if let (Some(dir), Some(_)) = (&a.opts.classdump, r.cov_id) {
+                dump_class(dir, name, r.cov_hash, bytes);
             }
         }
         if result.as_ref().is_ok_and(|r| r.marked_uncovered) {

@@ -66,6 +66,10 @@ pub struct Options {
     pub coverage: bool,
     /// `covfile=`: the coverage data file (merged into if it exists).
     pub covfile: String,
+    /// `classdump=`: a directory that gets the original bytes of every class covered
+    /// (`<internal name>.<hash>.class`), for `bci report --classes` (classes generated at
+    /// run time have no file of their own).
+    pub classdump: Option<String>,
     /// `cpu=times` given (or implied: without `coverage=y` the agent profiles).
     pub cpu: bool,
     /// `cpu=times` given explicitly (a rules file with only tracing rules then profiles too).
@@ -98,6 +102,7 @@ impl Default for Options {
             format: Format::Hprof,
             coverage: false,
             covfile: "bci.cov".into(),
+            classdump: None,
             cpu: true,
             cpu_given: false,
             compile_huge: true,
@@ -272,7 +277,7 @@ fn size(name: &str, v: &str) -> Result<u64, OptionError> {
 pub const MAX_DEPTH: usize = 64;
 
 pub const OPTION_NAMES: &str =
-    "help, cpu, coverage, covfile, compilehuge, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, tracemax, clock, interval, include, exclude, format";
+    "help, cpu, coverage, covfile, classdump, compilehuge, depth, file, cutoff, lineno, thread, doe, verbose, rules, tracefile, traceformat, tracemax, clock, interval, include, exclude, format";
 
 pub const HELP: &str = "\
 bciagent usage: java -agentpath:libbciagent.so=[help]|[<option>=<value>, ...]
@@ -316,6 +321,8 @@ format=hprof|collapsed|methods  output format         hprof
 coverage=y|n           coverage counters (exact hit counts) n
                          alone: coverage only; with cpu=times (or rules=): both
 covfile=<file>         coverage data file (added to)  bci.cov
+classdump=<dir>        keep each covered class's original bytes in <dir>, for
+                         bci report --classes (classes generated at run time)
 compilehuge=y|n        keep covered methods JIT-compilable  y
                          y: a method the counters grow past HotSpot's 8000-byte compile
                             limit turns -XX:+DontCompileHugeMethods off (once, logged)
@@ -411,6 +418,7 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
                 covfile_given = true;
                 o.covfile = need(value)?;
             }
+            "classdump" => o.classdump = Some(need(value)?),
             "compilehuge" => o.compile_huge = yes_no(name, &need(value)?)?,
             "rules" => o.rules = Some(need(value)?),
             "tracefile" => o.tracefile = Some(need(value)?),
@@ -515,6 +523,13 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             "covfile= names the coverage data file, which only coverage=y writes: give \
              coverage=y or leave it out"
                 .into(),
+        ));
+    }
+    if o.classdump.is_some() && !o.coverage {
+        return Err(OptionError(
+            "classdump= keeps the classes that coverage=y covers: give coverage=y or leave it \
+             out"
+            .into(),
         ));
     }
     if file_given && !o.cpu {

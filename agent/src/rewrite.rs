@@ -55,6 +55,8 @@ pub struct Rewritten {
     pub left: Vec<String>,
     /// The class's coverage id, when it got coverage counters.
     pub cov_id: Option<i32>,
+    /// With `cov_id`: the hash the coverage data keys the class by.
+    pub cov_hash: u64,
     /// Coverage selected it, but `bci instrument` had instrumented it without `--coverage`:
     /// it cannot take counters now.
     pub marked_uncovered: bool,
@@ -334,6 +336,7 @@ mod imp {
                             },
                         );
                         r.cov_id = Some(id);
+                        r.cov_hash = cc.hash;
                         r.huge = cc
                             .huge
                             .iter()

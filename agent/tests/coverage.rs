@@ -118,6 +118,85 @@ fn cov_basics(dir: &Path) -> PathBuf {
     classes
 }
 
+/// classdump=DIR keeps the original bytes of every class the agent covers, including one
+/// defined at run time from bytes on no class path (test-classes/coverage-gen), as
+/// `DIR/<name>.<hash>.class`, the hash the data keys the class by, so that `bci report
+/// --classes DIR` can analyse it (before, such a class's counts could not be reported). The
+/// option needs coverage=y, and a directory that cannot be made stops the JVM at start.
+#[test]
+fn classdump_keeps_the_classes_covered_including_generated_ones() {
+    let dir = tmp("classdump");
+    let (classes, gen) = (dir.join("classes"), dir.join("gen"));
+    let src = repo().join("test-classes/coverage-gen");
+    javac(&classes, &[src.join("CovGenLoad.java")]);
+    javac(&gen, &[src.join("Gen.java")]);
+    let gen_bytes = std::fs::read(gen.join("Gen.class")).unwrap();
+    let (cov, dump) = (dir.join("c.cov"), dir.join("dump"));
+    let _ = std::fs::remove_dir_all(&dump);
+    let cp = classes.display().to_string();
+    let arg = gen.join("Gen.class").display().to_string();
+    let o = ok(java(
+        &cp,
+        Some(&format!(
+            "coverage=y,include=CovGenLoad*:Gen,covfile={},classdump={}",
+            cov.display(),
+            dump.display()
+        )),
+        "CovGenLoad",
+        &[&arg],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "18\n");
+    let d = read(&cov);
+    let (hash, counts) = class_counts(&d, "Gen");
+    assert!(counts.iter().any(|&c| c > 0), "Gen's counts: {counts:?}");
+    let kept = dump.join(format!("Gen.{hash:016x}.class"));
+    assert_eq!(
+        std::fs::read(&kept).unwrap_or_else(|e| panic!("{}: {e}", kept.display())),
+        gen_bytes,
+        "the original bytes"
+    );
+    // the classes from the class path too, under their package directories
+    let loader = d
+        .classes
+        .keys()
+        .find(|(n, _)| n == "CovGenLoad$Loader")
+        .map(|(_, h)| *h)
+        .expect("CovGenLoad$Loader covered");
+    assert!(dump
+        .join(format!("CovGenLoad$Loader.{loader:016x}.class"))
+        .is_file());
+    // what the option needs: coverage, and a directory it can make
+    let o = java(&cp, Some("classdump=x"), "CovGenLoad", &[&arg])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("classdump= keeps the classes that coverage=y covers"),
+        "{err}"
+    );
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = java(
+        &cp,
+        Some(&format!(
+            "coverage=y,covfile={},classdump={}/sub",
+            cov.display(),
+            file.display()
+        )),
+        "CovGenLoad",
+        &[&arg],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("classdump=") && err.contains("cannot write there"),
+        "{err}"
+    );
+}
+
 /// Code that runs before its class's static initializer (test-classes/coverage-init:
 /// Base's <clinit> makes a Sub while Sub is being initialized) is counted offline as by the
 /// agent: Sub.<init> twice. Offline classes keep their id in a static field that <clinit>
