@@ -174,7 +174,13 @@ fn jacoco_jar(name: &str) -> PathBuf {
 /// JaCoCo's XML for CovBasics run under JaCoCo 0.8.6's agent (Debian libjacoco-java), made by
 /// JaCoCo's report API (cli/tests/fixtures/jacoco/JacocoXml.java).
 fn jacoco_xml(r: &Run) -> String {
-    let tools = r.work.join("jacoco");
+    jacoco_xml_of(&r.work, &r.orig, &r.programs, &[])
+}
+
+/// JaCoCo's XML for the classes `orig`, each of `programs` run once with `args` under JaCoCo
+/// 0.8.6's agent (work files in `work/jacoco`).
+fn jacoco_xml_of(work: &Path, orig: &Path, programs: &[&str], args: &[&str]) -> String {
+    let tools = work.join("jacoco");
     std::fs::create_dir_all(&tools).unwrap();
     let st = Command::new("unzip")
         .args(["-q", "-o"])
@@ -205,7 +211,7 @@ fn jacoco_xml(r: &Run) -> String {
         .unwrap();
     assert!(st.success(), "javac JacocoXml");
     let exec = tools.join("jacoco.exec");
-    for p in &r.programs {
+    for p in programs {
         let o = Command::new(common::java_home().join("bin/java"))
             .arg(format!(
                 "-javaagent:{}=destfile={}",
@@ -213,8 +219,9 @@ fn jacoco_xml(r: &Run) -> String {
                 exec.display()
             ))
             .arg("-cp")
-            .arg(&r.orig)
+            .arg(orig)
             .arg(p)
+            .args(args)
             .output()
             .unwrap();
         assert!(o.status.success(), "{p}: {}", text(&o));
@@ -225,7 +232,7 @@ fn jacoco_xml(r: &Run) -> String {
         .arg(format!("{cp}:{}", tools.display()))
         .arg("JacocoXml")
         .arg(&exec)
-        .arg(&r.orig)
+        .arg(orig)
         .arg(&out)
         .output()
         .unwrap();
@@ -2295,4 +2302,152 @@ fn merge_into_an_input_that_cannot_be_written_whole_keeps_it() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let merged = CovData::parse(&std::fs::read(&a).unwrap()).unwrap();
     assert_eq!(merged.sessions.len(), 2);
+}
+
+/// Dup.class from cli/tests/fixtures/asm/GenDup.java (ASM, Debian libasm-java) written into
+/// `out`; `mode` "samepc" adds a second LineNumberTable entry for pc 0.
+fn gen_dup(work: &Path, out: &Path, mode: &str) {
+    let tools = work.join("gen");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::create_dir_all(out).unwrap();
+    let asm = "/usr/share/java/asm.jar";
+    let src = common::workspace().join("cli/tests/fixtures/asm/GenDup.java");
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .args(["-cp", asm, "-d"])
+        .arg(&tools)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac GenDup");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg("-cp")
+        .arg(format!("{asm}:{}", tools.display()))
+        .arg("GenDup")
+        .arg(out)
+        .arg(mode)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "GenDup: {}", text(&o));
+}
+
+/// The classes `orig` (Dup) instrumented offline, run once per `(data file, arguments)`.
+fn run_dup(work: &Path, orig: &Path, runs: &[(&Path, &[&str])]) {
+    let inst = work.join("inst");
+    bci(&[os("instrument"), os("--coverage"), os(orig), os(&inst)]);
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    for (data, args) in runs {
+        let o = Command::new(common::java_home().join("bin/java"))
+            .arg(format!("-Dbci.covfile={}", data.display()))
+            .arg("-cp")
+            .arg(format!("{}:{}", inst.display(), rt.display()))
+            .arg("Dup")
+            .args(*args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+}
+
+/// `line: hits` of the `DA` records of an LCOV file.
+fn lcov_da(info: &Path) -> BTreeMap<u32, u64> {
+    std::fs::read_to_string(info)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("DA:"))
+        .map(|l| {
+            let (n, h) = l.split_once(',').unwrap();
+            (n.parse().unwrap(), h.parse().unwrap())
+        })
+        .collect()
+}
+
+/// A line whose code is in several pieces (scalac's pattern matches: line 79 at pc 5, 15 and
+/// 22, lines 80-82 between them) counts the runs of its first instruction in pc order, and when
+/// that never ran though a later piece did, the runs of its most-run instruction: a line that
+/// ran is never written as 0 (issue 10: "a line that ran must never be reported missed"). The
+/// price: such a line's count in a report of merged data is not the sum of the runs' (run a
+/// ran the first piece 3 times, run b only a later piece once: 3, 1, merged 3); every other
+/// line adds up.
+#[test]
+fn a_line_in_pieces_that_ran_is_never_written_as_zero() {
+    let work = fresh_work("line-pieces");
+    let orig = work.join("classes");
+    gen_dup(&work, &orig, "split");
+    let (a, b, ab) = (work.join("a.cov"), work.join("b.cov"), work.join("ab.cov"));
+    run_dup(&work, &orig, &[(&a, &["1", "1", "1"]), (&b, &["2"])]);
+    bci(&[os("merge"), os(&a), os(&b), os("-o"), os(&ab)]);
+    let da = |data: &Path| {
+        let info = data.with_extension("info");
+        bci(&[
+            os("report"),
+            os(data),
+            os("--classes"),
+            os(&orig),
+            os("--lcov"),
+            os(&info),
+        ]);
+        lcov_da(&info)
+    };
+    let (la, lb, lab) = (da(&a), da(&b), da(&ab));
+    assert_eq!((la[&79], lb[&79], lab[&79]), (3, 1, 3));
+    for (l, n) in lab.iter().filter(|(l, _)| **l != 79) {
+        assert_eq!(la[l] + lb[l], *n, "line {l}: {la:?} + {lb:?} != {lab:?}");
+    }
+    let bytes = std::fs::read(orig.join("Dup.class")).unwrap();
+    let d = CovData::parse(&std::fs::read(&b).unwrap()).unwrap();
+    let c = analyze(
+        &bytes,
+        d.counts("Dup", class_hash(&bytes)),
+        Split::AfterCalls,
+    )
+    .unwrap();
+    let l79 = &c.lines[&79];
+    assert_eq!((l79.hits, l79.max_hits), (0, 1));
+    assert_eq!(
+        l79.status(),
+        bci_rewriter::coverage::analysis::Status::PartlyCovered
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Two LineNumberTable entries for one pc (scalac: `line 80: 0`, then `line 79: 0`): the later
+/// one gives the pc its line, as in JaCoCo (ASM visits a pc's entries in table order, and each
+/// sets the current line), so the XML's `<line>` elements and the methods' first lines are
+/// JaCoCo's own.
+#[test]
+fn two_line_numbers_for_one_pc_the_later_one_wins_as_in_jacoco() {
+    if !jacoco_jar("org.jacoco.report.jar").exists() {
+        eprintln!("skipped: /usr/share/java/org.jacoco.report.jar absent (apt-get install libjacoco-java)");
+        return;
+    }
+    let work = fresh_work("same-pc-lines");
+    let orig = work.join("classes");
+    gen_dup(&work, &orig, "samepc");
+    let args = ["1", "1", "3"];
+    let data = work.join("run.cov");
+    run_dup(&work, &orig, &[(&data, &args)]);
+    let ours = work.join("bci.xml");
+    bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&orig),
+        os("--xml"),
+        os(&ours),
+    ]);
+    let ours = std::fs::read_to_string(&ours).unwrap();
+    let theirs = jacoco_xml_of(&work, &orig, &["Dup"], &args);
+    let lines = jacoco_lines(&ours);
+    assert!(
+        lines.contains_key(&79) && !lines.contains_key(&80),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines,
+        jacoco_lines(&theirs),
+        "bci (left) and JaCoCo (right)"
+    );
+    assert_eq!(jacoco_methods(&ours), jacoco_methods(&theirs));
+    let _ = std::fs::remove_dir_all(&work);
 }

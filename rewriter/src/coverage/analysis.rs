@@ -438,7 +438,11 @@ fn analyze_method(
         Some((_, lnt)) => bci::attrs::LineNumbers::parse(lnt.data, 0)?.entries,
         None => Vec::new(),
     };
-    table.sort();
+    // In pc order; of several entries for one pc the later one in the table gives its line
+    // (JaCoCo: ASM visits them in table order, each setting the current line; scalac writes
+    // `line 80: 0` then `line 79: 0`). The sort is stable, and `line_of` takes the last entry
+    // at or before a pc.
+    table.sort_by_key(|&(pc, _)| pc);
     let line_of = |pc: u32| -> Option<u32> {
         let at = table.partition_point(|&(p, _)| p as u32 <= pc);
         (at > 0).then(|| table[at - 1].1 as u32)
