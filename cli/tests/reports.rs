@@ -2307,11 +2307,16 @@ fn merge_into_an_input_that_cannot_be_written_whole_keeps_it() {
 /// Dup.class from cli/tests/fixtures/asm/GenDup.java (ASM, Debian libasm-java) written into
 /// `out`; `mode` "samepc" adds a second LineNumberTable entry for pc 0.
 fn gen_dup(work: &Path, out: &Path, mode: &str) {
+    asm_gen(work, "GenDup", out, mode);
+}
+
+/// Runs the ASM generator cli/tests/fixtures/asm/`generator`.java with `out` and `mode`.
+fn asm_gen(work: &Path, generator: &str, out: &Path, mode: &str) {
     let tools = work.join("gen");
     std::fs::create_dir_all(&tools).unwrap();
     std::fs::create_dir_all(out).unwrap();
     let asm = "/usr/share/java/asm.jar";
-    let src = common::workspace().join("cli/tests/fixtures/asm/GenDup.java");
+    let src = common::workspace().join(format!("cli/tests/fixtures/asm/{generator}.java"));
     let st = Command::new(common::java_home().join("bin/javac"))
         .args(["-cp", asm, "-d"])
         .arg(&tools)
@@ -2322,12 +2327,12 @@ fn gen_dup(work: &Path, out: &Path, mode: &str) {
     let o = Command::new(common::java_home().join("bin/java"))
         .arg("-cp")
         .arg(format!("{asm}:{}", tools.display()))
-        .arg("GenDup")
+        .arg(generator)
         .arg(out)
         .arg(mode)
         .output()
         .unwrap();
-    assert!(o.status.success(), "GenDup: {}", text(&o));
+    assert!(o.status.success(), "{generator}: {}", text(&o));
 }
 
 /// The classes `orig` (Dup) instrumented offline, run once per `(data file, arguments)`.
@@ -2449,5 +2454,94 @@ fn two_line_numbers_for_one_pc_the_later_one_wins_as_in_jacoco() {
         "bci (left) and JaCoCo (right)"
     );
     assert_eq!(jacoco_methods(&ours), jacoco_methods(&theirs));
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `%XX` escapes of a URL path decoded.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// Names from class files that make bad file names (a SourceFile with `/`, Jython's
+/// `compiler/__init__.py`; a package `..`; a class or SourceFile `index`, whose page would be
+/// its package's index.html; a `%` and a space) are escaped into page names: the HTML report is
+/// written whole (it failed on the subdirectory `compiler/` that was never made), nothing is
+/// written outside its directory, the package index is not overwritten, and every link
+/// between the pages leads to a page that exists.
+#[test]
+fn html_page_names_from_class_files_are_escaped() {
+    let work = fresh_work("html-names");
+    let orig = work.join("classes");
+    asm_gen(&work, "GenOddNames", &orig, "");
+    let mut d = CovData::default();
+    d.sessions.push(bci_rewriter::coverage::data::Session {
+        id: "host-1-1".into(),
+        start_ms: 1,
+        dump_ms: 2,
+        jvm: "17".into(),
+        command: "java Main".into(),
+    });
+    let data = work.join("run.cov");
+    std::fs::write(&data, d.to_bytes()).unwrap();
+    let html = work.join("out/html");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&orig),
+        os("--html"),
+        os(&html),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    // nothing outside the report's directory
+    let outside: Vec<_> = walk(&work.join("out"))
+        .into_iter()
+        .filter(|p| !p.starts_with(&html))
+        .collect();
+    assert!(outside.is_empty(), "{outside:?}");
+    let pages = walk(&html);
+    for want in [
+        "default/compiler%2F__init__.py.html",
+        "default/compiler$py.html",
+        "%2E%2E/..%2F..%2FEvil.java.html",
+        "a/%69ndex.html",
+        "a/index%2E.html",
+        "a/50%25%20done.java.html",
+    ] {
+        assert!(pages.contains(&html.join(want)), "{want}: {pages:?}");
+    }
+    let index = std::fs::read_to_string(html.join("a/index.html")).unwrap();
+    assert!(
+        index.contains("Source file"),
+        "a/index.html overwritten: {index}"
+    );
+    // every link leads to a page
+    let mut links = 0;
+    for p in pages
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+    {
+        let text = std::fs::read_to_string(p).unwrap();
+        for part in text.split("href=\"").skip(1) {
+            let h = &part[..part.find('"').unwrap()];
+            let h = h.split('#').next().unwrap().replace("&amp;", "&");
+            let target = p.parent().unwrap().join(percent_decode(&h));
+            assert!(target.is_file(), "{}: link {h} to no page", p.display());
+            links += 1;
+        }
+    }
+    assert!(links > 20, "{links} links");
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -10,6 +10,10 @@
 //!                             "2 of 4 branches missed"
 //! ```
 //!
+//! Names from the class files are escaped into file names ([`file_name`]: `/`, `%` and other
+//! characters as `%XX`, `..` never a path), so a SourceFile such as `compiler/__init__.py`
+//! (Jython) is the page `compiler%2F__init__.py.html` beside the others.
+//!
 //! With `--per-test`, a source line's tooltip names the tests that ran it.
 //!
 //! Every table sorts by a click on a column's heading; `#sort=N` (or `#sort=-N`, descending)
@@ -101,17 +105,79 @@ fn table(o: &mut String, first: &str, extra_head: &str, rows: &str, total: &Coun
     o.push_str("</tr></tfoot></table>");
 }
 
-/// The directory name of a package.
+/// A name from a class file (package, class, SourceFile) as one file name: ASCII letters,
+/// digits, `. _ - $ +` and non-ASCII characters as they are, every other character (`/`, `\`,
+/// `%`, spaces, controls …) as `%XX` per UTF-8 byte, and a name that would be `.` or `..` with
+/// its dots escaped, so no name leaves its directory or makes one; `reserved` names (the report's
+/// own files) get their first character escaped. A name longer than 200 bytes keeps its first
+/// 150 and a hash of the whole (`~` and 16 hex digits): file systems allow 255. The mapping is
+/// one to one (a `%` or `~` in a name is escaped). [`href`] links to such a file.
+fn file_name(name: &str, suffix: &str, reserved: &[&str]) -> String {
+    let mut o = String::with_capacity(name.len() + suffix.len());
+    for ch in name.chars() {
+        let keep = ch.is_ascii_alphanumeric()
+            || matches!(ch, '.' | '_' | '-' | '$' | '+')
+            || (!ch.is_ascii() && !ch.is_control());
+        if keep {
+            o.push(ch);
+        } else {
+            for b in ch.encode_utf8(&mut [0; 4]).bytes() {
+                let _ = write!(o, "%{b:02X}");
+            }
+        }
+    }
+    if o.is_empty() || o.chars().all(|c| c == '.') {
+        o = o.replace('.', "%2E");
+    }
+    if o.len() > 200 {
+        let mut cut = 150;
+        while !o.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+        o = format!("{}~{h:016x}", &o[..cut]);
+    }
+    o.push_str(suffix);
+    if reserved.contains(&o.as_str()) {
+        let first = o.remove(0);
+        o = format!("%{:02X}{o}", first as u32);
+    }
+    o
+}
+
+/// The relative address of a file named by [`file_name`] (its `%` escaped for the URL).
+fn href(file: &str) -> String {
+    esc(&file.replace('%', "%25"))
+}
+
+/// The report's own files at its top, which no package directory may be named.
+const TOP_FILES: [&str; 3] = ["index.html", "bci-report.css", "bci-sort.js"];
+
+/// The directory name of a package (`a.b`; `default` for the default package).
 fn package_dir(p: &str) -> String {
     if p.is_empty() {
         "default".into()
     } else {
-        p.replace('/', ".")
+        file_name(&p.replace('/', "."), "", &TOP_FILES)
     }
 }
 
+/// The page of a class in its package directory (`C$Inner.html`).
 fn class_page_name(c: &str) -> String {
-    format!("{}.html", c.rsplit('/').next().unwrap_or(c))
+    file_name(c.rsplit('/').next().unwrap_or(c), ".html", &["index.html"])
+}
+
+/// The page of a source file in its package directory (`C.java.html`). A class's name has no
+/// `.` (JVMS 4.2.2), so a source file name without one (`index`, or `C` beside the class `C`)
+/// gets an escaped `.` (`%2E`) at its end to stay apart from the class pages and the index.
+fn source_page_name(f: &str) -> String {
+    if f.contains('.') {
+        file_name(f, ".html", &["index.html"])
+    } else {
+        file_name(f, "%2E.html", &[])
+    }
 }
 
 fn write_file(p: &Path, s: &str) -> Result<(), String> {
@@ -128,7 +194,7 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
         let _ = write!(
             rows,
             "<tr><td><a href=\"{}/index.html\">{}</a></td>",
-            esc(&package_dir(&p.name)),
+            href(&package_dir(&p.name)),
             esc(&dotted_package(&p.name))
         );
         counter_cells(&mut rows, &p.counters);
@@ -189,7 +255,7 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
             let _ = write!(
                 rows,
                 "<tr><td><a href=\"{}\">{}</a></td>",
-                esc(&class_page_name(&c.name)),
+                href(&class_page_name(&c.name)),
                 esc(&simple_name(&c.name))
             );
             counter_cells(&mut rows, &c.counters);
@@ -201,8 +267,8 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
         for f in &p.files {
             let _ = write!(
                 rows,
-                "<tr><td><a href=\"{}.html\">{}</a></td>",
-                esc(&f.name),
+                "<tr><td><a href=\"{}\">{}</a></td>",
+                href(&source_page_name(&f.name)),
                 esc(&f.name)
             );
             counter_cells(&mut rows, &f.counters);
@@ -227,8 +293,8 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
                     (Some(sf), Some(l)) => {
                         let _ = write!(
                             rows,
-                            "<tr><td><a href=\"{}.html#L{l}\">{}</a></td>",
-                            esc(sf),
+                            "<tr><td><a href=\"{}#L{l}\">{}</a></td>",
+                            href(&source_page_name(sf)),
                             esc(&label)
                         );
                     }
@@ -262,7 +328,7 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
             );
             let body = source(r, f);
             write_file(
-                &pd.join(format!("{}.html", f.name)),
+                &pd.join(source_page_name(&f.name)),
                 &page(&f.name, "../", &crumbs, &body),
             )?;
         }
