@@ -2545,3 +2545,96 @@ fn html_page_names_from_class_files_are_escaped() {
     assert!(links > 20, "{links} links");
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Classes without line numbers (javac -g:none, ProGuard output) have nothing to show per line:
+/// LCOV leaves them out (a record without `DA` lines would have an invented `SF:` and `FN:0`
+/// entries, and genhtml drops it, or refuses the file when every record is such) and one note
+/// on stderr names them; the other reports and the console still count them. genhtml reads the
+/// LCOV with no warning.
+#[test]
+fn lcov_leaves_out_classes_without_line_numbers_and_says_so() {
+    let work = fresh_work("lcov-no-lines");
+    let (src, orig, inst) = (work.join("src"), work.join("classes"), work.join("inst"));
+    std::fs::create_dir_all(src.join("p")).unwrap();
+    let files = [
+        (
+            "A",
+            "package p;\npublic class A {\n    public static void main(String[] a) {\n        \
+             System.out.println(B.f(a.length) + C.g());\n    }\n}\n",
+        ),
+        (
+            "B",
+            "package p;\npublic class B {\n    static int f(int x) {\n        \
+             return x > 0 ? 1 : 2;\n    }\n}\n",
+        ),
+        (
+            "C",
+            "package p;\npublic class C {\n    static int g() {\n        return 3;\n    }\n}\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(src.join(format!("p/{name}.java")), text).unwrap();
+    }
+    let javac = |debug: &str, names: &[&str]| {
+        let st = Command::new(common::java_home().join("bin/javac"))
+            .arg(debug)
+            .arg("-cp")
+            .arg(&orig)
+            .arg("-d")
+            .arg(&orig)
+            .args(names.iter().map(|n| src.join(format!("p/{n}.java"))))
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac {names:?}");
+    };
+    javac("-g:none", &["B", "C"]);
+    javac("-g", &["A"]);
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    let data = work.join("run.cov");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("p.A")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let info = work.join("run.info");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&orig),
+        os("--sources"),
+        os(&src),
+        os("--lcov"),
+        os(&info),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    assert!(lcov.contains("/p/A.java\n"), "{lcov}");
+    assert!(
+        !lcov.contains("B.java") && !lcov.contains("C.java"),
+        "{lcov}"
+    );
+    assert!(!lcov.contains("FN:0,"), "{lcov}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("line numbers")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("2 classes") && notes[0].contains("p.B") && notes[0].contains("p.C"),
+        "{err}"
+    );
+    // the console still counts them: 3 classes, 2 of them run (A, B; C too), 5 methods
+    assert!(out.contains("3 classes analysed"), "{out}");
+    let o = Command::new("genhtml")
+        .arg("-o")
+        .arg(work.join("genhtml"))
+        .arg(&info)
+        .output()
+        .expect("genhtml (Debian lcov)");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("WARNING"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -598,6 +598,27 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
             None => lcov::write(&r.classes, &r.title, &path),
         };
         write_file(p, &text)?;
+        let left = lcov::without_lines(&r.classes);
+        if !left.is_empty() {
+            let mut names: Vec<String> = left
+                .iter()
+                .take(5)
+                .map(|c| c.name.replace('/', "."))
+                .collect();
+            if left.len() > 5 {
+                names.push(format!("and {} more", left.len() - 5));
+            }
+            progress.line(&format!(
+                "bci: note: {} {} without line numbers (javac -g:none, ProGuard) left out of {}: \
+                 LCOV records are per line (genhtml drops a record without lines); the other \
+                 reports count {}: {}",
+                left.len(),
+                if left.len() == 1 { "class" } else { "classes" },
+                p.display(),
+                if left.len() == 1 { "it" } else { "them" },
+                names.join(", ")
+            ));
+        }
     }
     if let Some(p) = a.csv {
         write_file(p, &csv::write(&r, &packages))?;

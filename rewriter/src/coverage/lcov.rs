@@ -1,8 +1,9 @@
 //! LCOV tracefile (geninfo(1) format): `TN`, `SF`, `FN`/`FNDA` (entries), `DA` (line hits),
 //! `BRDA` (hits per branch outcome), and the `FNF/FNH/BRF/BRH/LF/LH` totals, one record per
-//! source file. Counts are exact: `DA` is the line's [`Line::hits`] (its first instruction),
-//! or, if that never ran but another instruction of the line did, [`Line::max_hits`] — a line
-//! that ran is never written as 0.
+//! source file that has line numbers (a class without any has nothing to show per line).
+//! Counts are exact: `DA` is the line's [`Line::hits`] (its first instruction), or, if that
+//! never ran but another instruction of the line did, [`Line::max_hits`] — a line that ran is
+//! never written as 0.
 
 use super::analysis::{Class, Line};
 use std::collections::BTreeMap;
@@ -30,7 +31,29 @@ pub fn line_count(l: &Line) -> u64 {
     }
 }
 
-/// Writes one record per source file. `path` maps a class's [`source_path`] to what `SF:` says
+/// Whether any of a source file's classes has a line with code: LCOV's records are per line
+/// (genhtml drops a record without `DA` lines, and refuses a file of only such records).
+fn has_lines(cs: &[&Class]) -> bool {
+    cs.iter()
+        .any(|c| c.lines.values().any(|l| l.instructions.total() > 0))
+}
+
+/// The classes with code that [`write`] leaves out: those of source files without any line
+/// number (compiled with `javac -g:none` or stripped, e.g. by ProGuard).
+pub fn without_lines(classes: &[Class]) -> Vec<&Class> {
+    let mut by_file: BTreeMap<String, Vec<&Class>> = BTreeMap::new();
+    for c in classes {
+        by_file.entry(source_path(c)).or_default().push(c);
+    }
+    by_file
+        .into_values()
+        .filter(|cs| !has_lines(cs))
+        .flatten()
+        .filter(|c| c.counters.instructions.total() > 0)
+        .collect()
+}
+
+/// Writes one record per source file that has lines ([`without_lines`] are left out). `path` maps a class's [`source_path`] to what `SF:` says
 /// (e.g. joined to a source root); `test` names the test (`TN:`).
 pub fn write(classes: &[Class], test: &str, path: &dyn Fn(&str) -> String) -> String {
     let mut by_file: BTreeMap<String, Vec<&Class>> = BTreeMap::new();
@@ -39,6 +62,9 @@ pub fn write(classes: &[Class], test: &str, path: &dyn Fn(&str) -> String) -> St
     }
     let mut out = String::new();
     for (file, cs) in by_file {
+        if !has_lines(&cs) {
+            continue;
+        }
         let _ = writeln!(out, "TN:{}", sanitize(test));
         let _ = writeln!(out, "SF:{}", path(&file));
         let (mut fnf, mut fnh) = (0, 0);
