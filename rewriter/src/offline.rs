@@ -205,8 +205,23 @@ pub(crate) fn add_base_helper(
     class: &str,
     register: &Snippet,
 ) -> bci::Result<u16> {
+    add_lazy_id(w, cf, class, BASE_HELPER, BASE_FIELD, register)
+}
+
+/// Adds `private static synthetic int METHOD()`: static int `field` of `class`, or while it is
+/// 0 what `register` (a snippet that pushes an int) gives, for ids `<clinit>` sets that code
+/// running before `<clinit>` needs too ([`add_base_helper`], coverage's `bci$c`). Returns its
+/// Methodref (InterfaceMethodref in interfaces).
+pub(crate) fn add_lazy_id(
+    w: &mut bci::ClassWriter<'_, '_>,
+    cf: &bci::ClassFile<'_>,
+    class: &str,
+    method: &str,
+    field: &str,
+    register: &Snippet,
+) -> bci::Result<u16> {
     let mut head = Snippet::new();
-    head.getstatic(&mut w.cp, class, BASE_FIELD, "I")?
+    head.getstatic(&mut w.cp, class, field, "I")?
         .op(bci::opcodes::op::DUP)?;
     let mut reg = Snippet::new();
     reg.op(bci::opcodes::op::POP)?;
@@ -243,14 +258,14 @@ pub(crate) fn add_base_helper(
     }
     w.add_method(
         ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
-        BASE_HELPER,
+        method,
         "()I",
         &body,
     )?;
     if cf.access & ACC_INTERFACE != 0 {
-        w.cp.interface_methodref(class, BASE_HELPER, "()I")
+        w.cp.interface_methodref(class, method, "()I")
     } else {
-        w.cp.methodref(class, BASE_HELPER, "()I")
+        w.cp.methodref(class, method, "()I")
     }
 }
 

@@ -895,11 +895,7 @@ fn add_id_helper(
     runtime: &str,
     hash: u64,
 ) -> Result<u16> {
-    let mut head = Snippet::new();
-    head.getstatic(&mut w.cp, class, CLASS_ID_FIELD, "I")?
-        .op(op::DUP)?;
     let mut reg = Snippet::new();
-    reg.op(op::POP)?;
     if module_reads {
         reg.append(&crate::offline::read_edge(&mut w.cp, class, runtime)?);
     }
@@ -907,49 +903,8 @@ fn add_id_helper(
         .long(&mut w.cp, hash as i64)?
         .int(&mut w.cp, counters as i32)?
         .invokestatic(&mut w.cp, runtime, "register", "(Ljava/lang/String;JI)I")?;
-    let l = head.len() + 3 + reg.len(); // ifne (3 bytes), then the registration
-    let mut code = Vec::with_capacity(l + 1);
-    code.extend_from_slice(head.bytes());
-    code.push(op::IFNE);
-    code.extend_from_slice(&((l - head.len()) as i16).to_be_bytes());
-    code.extend_from_slice(reg.bytes());
-    code.push(op::IRETURN);
-    let max_stack = head.max_depth().max(1 + reg.max_depth());
-    let mut body = Vec::with_capacity(code.len() + 32);
-    body.extend_from_slice(&max_stack.to_be_bytes());
-    body.extend_from_slice(&0u16.to_be_bytes()); // max_locals
-    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    body.extend_from_slice(&code);
-    body.extend_from_slice(&0u16.to_be_bytes()); // exception table
-    if cf.major >= 50 {
-        let table_name = w.cp.stack_map_table_name()?;
-        let mut table = Vec::new();
-        let frame = bci::Frame {
-            offset: l as u32,
-            locals: vec![],
-            stack: vec![VType::Integer],
-        };
-        bci::frames::encode_table(&[frame], &[], &mut table)?;
-        body.extend_from_slice(&1u16.to_be_bytes());
-        body.extend_from_slice(&table_name.to_be_bytes());
-        body.extend_from_slice(&(table.len() as u32).to_be_bytes());
-        body.extend_from_slice(&table);
-    } else {
-        body.extend_from_slice(&0u16.to_be_bytes());
-    }
-    use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
-    w.add_method(
-        ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
-        ID_HELPER,
-        ID_HELPER_DESC,
-        &body,
-    )
-    .map_err(|e| e.context(format!("{class}.{ID_HELPER}{ID_HELPER_DESC}")))?;
-    Ok(if cf.access & bci::class::ACC_INTERFACE != 0 {
-        w.cp.interface_methodref(class, ID_HELPER, ID_HELPER_DESC)?
-    } else {
-        w.cp.methodref(class, ID_HELPER, ID_HELPER_DESC)?
-    })
+    crate::offline::add_lazy_id(w, cf, class, ID_HELPER, CLASS_ID_FIELD, &reg)
+        .map_err(|e| e.context(format!("{class}.{ID_HELPER}{ID_HELPER_DESC}")))
 }
 
 /// Adds `private static synthetic long[] NAME(int)` with `code` and its one branch target's
