@@ -196,8 +196,8 @@ impl Options {
 /// links followed, `.` and `..` applied as the kernel applies them (`link/..` is the parent of
 /// the link's target). An output need not exist yet: its longest existing ancestor is
 /// resolved and the rest applied to it (what creating it would create); a link to nothing
-/// resolves to where its target would be. The same rules as `bci report`'s check of its
-/// outputs (cli/src/offline.rs).
+/// resolves to where its target would be. `bci report` and `bci instrument` check their
+/// outputs with it too (cli/src/offline.rs).
 pub fn resolved(p: &std::path::Path) -> std::path::PathBuf {
     use std::path::{Component, PathBuf};
     let mut p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());

@@ -2,11 +2,12 @@
 //! runtime writes at exit rendered by the agent's report writer (`bci report`), and the checks
 //! `bci instrument` makes on its paths and input.
 
+use bciagent::options::resolved;
 use bciagent::options::Clock;
 use bciagent::registry::MethodRec;
 use bciagent::report::{self, Snapshot, ThreadData};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Writes the runtime jar: bci/runtime/Probes (+ its thread state) and bci/runtime/Offline, with
 /// `Automatic-Module-Name: bci.runtime` (usable on the class path and the module path).
@@ -46,63 +47,18 @@ pub fn runtime_jar(out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The path a file or directory names, resolved: symbolic links followed, `.` and `..`
-/// applied, made absolute; for a path not there yet, its longest existing ancestor resolved
-/// and the rest applied to it (what creating it would create: `new/./x/../r.csv` is
-/// `new/r.csv`). A link to nothing resolves to where its target would be.
-fn resolved(p: &Path) -> Option<PathBuf> {
-    let mut p = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir().ok()?.join(p)
-    };
-    // a link to nothing (up to 40 of them in a row, as the kernel follows)
-    for _ in 0..40 {
-        if p.exists() || !p.is_symlink() {
-            break;
-        }
-        let target = std::fs::read_link(&p).ok()?;
-        p = match p.parent() {
-            Some(d) => d.join(target),
-            None => target,
-        };
-    }
-    let comps: Vec<std::path::Component<'_>> = p.components().collect();
-    for k in (0..=comps.len()).rev() {
-        let prefix: PathBuf = comps[..k].iter().collect();
-        let Ok(mut r) = prefix.canonicalize() else {
-            continue;
-        };
-        for c in &comps[k..] {
-            match c {
-                std::path::Component::ParentDir => {
-                    r.pop();
-                }
-                std::path::Component::Normal(n) => r.push(n),
-                _ => {}
-            }
-        }
-        return Some(r);
-    }
-    None
-}
-
 /// Whether `output` names the same file or directory as `input` (instrumenting in place would
-/// read what it is overwriting), through links, `./` and `..` alike.
+/// read what it is overwriting), through links, `./` and `..` alike: both resolved as the
+/// agent resolves its outputs ([`bciagent::options::resolved`]).
 pub fn same_path(input: &Path, output: &Path) -> bool {
-    match (resolved(input), resolved(output)) {
-        (Some(a), Some(b)) => a == b,
-        _ => false,
-    }
+    resolved(input) == resolved(output)
 }
 
 /// Whether `inner` is strictly below the directory `outer` (both resolved as [`same_path`]
 /// resolves them).
 pub fn is_below(inner: &Path, outer: &Path) -> bool {
-    match (resolved(inner), resolved(outer)) {
-        (Some(i), Some(o)) => i != o && i.starts_with(&o),
-        _ => false,
-    }
+    let (i, o) = (resolved(inner), resolved(outer));
+    i != o && i.starts_with(&o)
 }
 
 /// Whether the input is a modular jar or directory (a `module-info.class` at its root or under

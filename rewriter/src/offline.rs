@@ -234,28 +234,12 @@ pub(crate) fn add_lazy_id(
     code.extend_from_slice(reg.bytes());
     code.push(bci::opcodes::op::IRETURN);
     let max_stack = head.max_depth().max(1 + register.max_depth());
-    let mut body = Vec::with_capacity(code.len() + 32);
-    body.extend_from_slice(&max_stack.to_be_bytes());
-    body.extend_from_slice(&0u16.to_be_bytes()); // max_locals
-    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    body.extend_from_slice(&code);
-    body.extend_from_slice(&0u16.to_be_bytes()); // exception table
-    if cf.major >= 50 {
-        let table_name = w.cp.stack_map_table_name()?;
-        let mut table = Vec::new();
-        let frame = bci::Frame {
-            offset: l as u32,
-            locals: vec![],
-            stack: vec![bci::VType::Integer],
-        };
-        bci::frames::encode_table(&[frame], &[], &mut table)?;
-        body.extend_from_slice(&1u16.to_be_bytes());
-        body.extend_from_slice(&table_name.to_be_bytes());
-        body.extend_from_slice(&(table.len() as u32).to_be_bytes());
-        body.extend_from_slice(&table);
-    } else {
-        body.extend_from_slice(&0u16.to_be_bytes());
-    }
+    let frame = bci::Frame {
+        offset: l as u32,
+        locals: vec![],
+        stack: vec![bci::VType::Integer],
+    };
+    let body = one_frame_body(w, cf, max_stack, 0, &code, frame, &[])?;
     w.add_method(
         ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
         method,
@@ -267,6 +251,38 @@ pub(crate) fn add_lazy_id(
     } else {
         w.cp.methodref(class, method, "()I")
     }
+}
+
+/// A Code attribute body for a helper method the rewriter writes whole: `code` with no
+/// exception table and, in class files of version 50 and later, a StackMapTable of one
+/// `frame` (its one branch target's; `initial`: the method's parameters' types).
+pub(crate) fn one_frame_body(
+    w: &mut bci::ClassWriter<'_, '_>,
+    cf: &bci::ClassFile<'_>,
+    max_stack: u16,
+    max_locals: u16,
+    code: &[u8],
+    frame: bci::Frame,
+    initial: &[bci::VType],
+) -> bci::Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(code.len() + 32);
+    body.extend_from_slice(&max_stack.to_be_bytes());
+    body.extend_from_slice(&max_locals.to_be_bytes());
+    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    body.extend_from_slice(code);
+    body.extend_from_slice(&0u16.to_be_bytes()); // exception table
+    if cf.major >= 50 {
+        let table_name = w.cp.stack_map_table_name()?;
+        let mut table = Vec::new();
+        bci::frames::encode_table(&[frame], initial, &mut table)?;
+        body.extend_from_slice(&1u16.to_be_bytes());
+        body.extend_from_slice(&table_name.to_be_bytes());
+        body.extend_from_slice(&(table.len() as u32).to_be_bytes());
+        body.extend_from_slice(&table);
+    } else {
+        body.extend_from_slice(&0u16.to_be_bytes());
+    }
+    Ok(body)
 }
 
 /// The method [`add_base_helper`] adds.

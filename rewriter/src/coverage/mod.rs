@@ -916,23 +916,8 @@ fn add_lookup(
     code: &[u8],
     frame: bci::Frame,
 ) -> Result<()> {
-    let mut body = Vec::with_capacity(code.len() + 32);
-    body.extend_from_slice(&7u16.to_be_bytes()); // max_stack: a, a, e, a, e, and the long
-    body.extend_from_slice(&1u16.to_be_bytes()); // max_locals: e
-    body.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    body.extend_from_slice(code);
-    body.extend_from_slice(&0u16.to_be_bytes()); // exception table
-    if cf.major >= 50 {
-        let table_name = w.cp.stack_map_table_name()?;
-        let mut table = Vec::new();
-        bci::frames::encode_table(&[frame], &[VType::Integer], &mut table)?;
-        body.extend_from_slice(&1u16.to_be_bytes());
-        body.extend_from_slice(&table_name.to_be_bytes());
-        body.extend_from_slice(&(table.len() as u32).to_be_bytes());
-        body.extend_from_slice(&table);
-    } else {
-        body.extend_from_slice(&0u16.to_be_bytes());
-    }
+    // max_stack: a, a, e, a, e, and the long; max_locals: e
+    let body = crate::offline::one_frame_body(w, cf, 7, 1, code, frame, &[VType::Integer])?;
     use bci::class::{ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
     w.add_method(
         ACC_PRIVATE | ACC_STATIC | ACC_SYNTHETIC,
