@@ -201,9 +201,17 @@ pub fn dotted_package(p: &str) -> String {
     }
 }
 
-/// The simple name of a class as Java writes it (`Outer.Inner`).
+/// The simple name of a class as Java writes it (`Outer.Inner`). Names whose `$` is not
+/// javac's nesting separator are kept as they are: a Scala `object` (`Circle$`), or names
+/// with `$$` (Scala's and code generators' `$$anon`, `$$Lambda`): with every `$` made a dot
+/// they read as `Circle.` or `A..anon`.
 pub fn simple_name(class: &str) -> String {
-    class.rsplit('/').next().unwrap_or(class).replace('$', ".")
+    let simple = class.rsplit('/').next().unwrap_or(class);
+    if simple.starts_with('$') || simple.ends_with('$') || simple.contains("$$") {
+        simple.to_string()
+    } else {
+        simple.replace('$', ".")
+    }
 }
 
 impl Report {
@@ -644,4 +652,20 @@ pub fn esc(s: &str) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::simple_name;
+
+    #[test]
+    fn simple_names_keep_dollars_that_do_not_nest() {
+        assert_eq!(simple_name("a/b/Outer$Inner"), "Outer.Inner");
+        assert_eq!(simple_name("Outer$Inner$1"), "Outer.Inner.1");
+        // a Scala object and its companion class
+        assert_eq!(simple_name("shapes/Circle$"), "Circle$");
+        assert_eq!(simple_name("shapes/Circle"), "Circle");
+        assert_eq!(simple_name("a/Main$$anon$1"), "Main$$anon$1");
+        assert_eq!(simple_name("a/$Proxy3"), "$Proxy3");
+    }
 }
