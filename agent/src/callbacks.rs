@@ -131,6 +131,14 @@ fn guard<R>(what: &str, f: impl FnOnce() -> R) -> Option<R> {
     }
 }
 
+/// The name a class file gives itself (its `this_class`), for a class the VM hands the hook
+/// without one; `None` if the bytes do not parse (the VM will refuse them anyway).
+fn name_in_bytes(bytes: &[u8]) -> Option<String> {
+    let cf = bci::ClassFile::parse(bytes).ok()?;
+    let name = cf.cp.class_name(cf.this_class).ok()?;
+    Some(name.into_owned())
+}
+
 fn c_str_opt<'a>(p: *const c_char) -> Option<&'a str> {
     if p.is_null() {
         return None;
@@ -918,7 +926,20 @@ unsafe extern "C" fn class_file_load_hook(
         if !class_being_redefined.is_null() || class_data.is_null() || class_data_len <= 0 {
             return;
         }
-        let Some(name) = c_str_opt(name) else { return };
+        // SAFETY: the VM guarantees class_data points to class_data_len bytes for the callback.
+        let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
+        let named;
+        let name = match c_str_opt(name) {
+            Some(n) => n,
+            // `ClassLoader.defineClass(null, …)`: the class's name is in its bytes
+            None => match name_in_bytes(bytes) {
+                Some(n) => {
+                    named = n;
+                    named.as_str()
+                }
+                None => return,
+            },
+        };
         if name.starts_with("bci/runtime/")
             || name.starts_with(runtime::EARLY_PROBES)
             || name.starts_with(crate::rewrite::COV_RUNTIME_CLASS)
@@ -948,8 +969,6 @@ unsafe extern "C" fn class_file_load_hook(
             let jni = unsafe { Jni::from_raw(jni) };
             runtime::sync_module_reads(&a.jvmti, &jni);
         }
-        // SAFETY: the VM guarantees class_data points to class_data_len bytes for the callback.
-        let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
         let t0 = runtime::monotonic_ns();
         let result = catch_unwind(AssertUnwindSafe(|| {
             a.engine

@@ -167,6 +167,28 @@ fn classdump_keeps_the_classes_covered_including_generated_ones() {
     assert!(dump
         .join(format!("CovGenLoad$Loader.{loader:016x}.class"))
         .is_file());
+    // a class defined without a name (`defineClass(null, …)`: the hook gets none) is covered
+    // under the name its bytes give (before: left uncovered)
+    let cov2 = dir.join("c2.cov");
+    let o = ok(java(
+        &cp,
+        Some(&format!(
+            "coverage=y,include=Gen,covfile={}",
+            cov2.display()
+        )),
+        "CovGenLoad",
+        &[&arg, "unnamed"],
+    )
+    .output()
+    .unwrap());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "18\n");
+    let d2 = read(&cov2);
+    let (h2, counts2) = class_counts(&d2, "Gen");
+    assert_eq!(
+        (h2, &counts2),
+        (hash, &counts),
+        "the same data as the named class's"
+    );
     // what the option needs: coverage, and a directory it can make
     let o = java(&cp, Some("classdump=x"), "CovGenLoad", &[&arg])
         .output()
