@@ -39,9 +39,12 @@ fn main() {
     let cp = out.display().to_string();
     run_javac(&["-cp", &cp], &out, &offline);
     // The coverage runtime (bci runtime-jar; offline coverage): per-thread counter arrays.
+    // Compiled against Offline (just built): -Dbci.covfile= is expanded by Offline.expand,
+    // the one expansion of -Dbci.file= (a public method: under an agent that defines Offline
+    // in the boot loader, this Cov on the class path calls the boot loader's copy).
     let cov = PathBuf::from("java/bci/runtime/Cov.java");
     println!("cargo:rerun-if-changed={}", cov.display());
-    run_javac(&[], &out, &cov);
+    run_javac(&["-cp", &cp], &out, &cov);
     // Per-test coverage under the JUnit Platform (bci runtime-jar, found through ServiceLoader):
     // compiled against stand-ins of the JUnit types it names (never written: -implicit:none).
     let junit = PathBuf::from("java/bci/runtime/JUnitListener.java");

@@ -728,6 +728,96 @@ fn unwritable_coverage_file_stops_the_program_at_its_first_covered_class() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// Offline `-Dbci.covfile=` expands `%p` (the process id), `%t` (the start time, UTC,
+/// `YYYY-MM-DD_HH-MM-SS`) and `%%` as the agent's `covfile=` and the runtime's `-Dbci.file=`
+/// do (outfile::expand); another `%` sequence (or a `%` at the end) stops the program at its
+/// first covered class (exit 2, before it runs) saying which, and creates nothing. Before: a
+/// file literally named `c-%p-%t-%%.cov` (and `x-%q.cov`), exit 0.
+#[test]
+fn offline_covfile_expands_pid_and_start_time() {
+    let (work, _, inst, rt) = covered_offline("covfile-pattern", "test-classes/coverage-c1");
+    let cp = format!("{}:{}", inst.display(), rt.display());
+    let out = work.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let listing = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let pattern = format!("{}/c-%p-%t-%%.cov", out.display());
+    let secs = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let before = secs();
+    let child = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={pattern}"))
+        .arg("-cp")
+        .arg(&cp)
+        .arg("CovSelfCover")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let after = secs();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let written = listing();
+    let data: Vec<&String> = written.iter().filter(|n| !n.ends_with(".lck")).collect();
+    assert_eq!(data.len(), 1, "{written:?}");
+    let path = out.join(data[0]).display().to_string();
+    let want: Vec<String> = (before.saturating_sub(1)..=after)
+        .map(|t| bciagent::outfile::expand(&pattern, pid, t).unwrap())
+        .collect();
+    assert!(want.contains(&path), "{path} is none of {want:?}");
+    assert_eq!(written, [data[0].clone(), format!("{}.lck", data[0])]);
+    assert!(
+        err.contains(&format!("bci: coverage data written to {path}\n")),
+        "{err}"
+    );
+    assert_eq!(
+        CovData::parse(&std::fs::read(&path).unwrap())
+            .unwrap()
+            .sessions
+            .len(),
+        1
+    );
+    // an unknown sequence, and a `%` at the end: refused before the program runs
+    for (bad, seq) in [("x-%q.cov", "%q"), ("x-%", "%")] {
+        let value = format!("{}/{bad}", out.display());
+        let o = Command::new(common::java_home().join("bin/java"))
+            .arg(format!("-Dbci.covfile={value}"))
+            .arg("-cp")
+            .arg(&cp)
+            .arg("CovSelfCover")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "",
+            "{bad}: the program ran"
+        );
+        assert_eq!(
+            err,
+            format!(
+                "bci: -Dbci.covfile={value}: unknown '{seq}' (valid: %p = process id, %t = start \
+                 time, %% = %)\n"
+            )
+        );
+        assert_eq!(listing(), written, "{bad}: files made");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// javac's `synchronized` code (and some of its `finally` code) has a catch-any row that
 /// covers its own handler's first instructions; the counter update inserted before them must
 /// stay out of the row. Else C1 refuses the method ("COMPILE SKIPPED: exception handler covers itself") and it

@@ -28,7 +28,8 @@ import java.util.Map;
  * <p>This build finds the thread's arrays through a ThreadLocal (offline-instrumented programs,
  * no agent). Classes instrumented by {@code bci instrument --coverage} call {@link #register}
  * first thing in their {@code <clinit>}; at exit the counts are added to the data file
- * ({@code -Dbci.covfile=}, default {@code bci.cov}; the format of the Rust crate's
+ * ({@code -Dbci.covfile=}, default {@code bci.cov}; {@code %p}, {@code %t} and {@code %%}
+ * expanded as in {@code -Dbci.file=}: {@link Offline#expand}; the format of the Rust crate's
  * {@code coverage::data}), under a lock, so several JVMs can share one file. A file that cannot
  * be written there stops the program at the first registration (exit 2), as the agent's
  * {@code covfile=} does at start.
@@ -87,7 +88,14 @@ public final class Cov {
      */
     public static synchronized int register(String name, long hash, int n) {
         if (covfile == null) {
-            covfile = System.getProperty("bci.covfile", "bci.cov");
+            // %p, %t and %% as in -Dbci.file= and the agent's covfile= (one expansion: the
+            // same start time in both paths); another % sequence stops the program here
+            try {
+                covfile = Offline.expand("bci.covfile", System.getProperty("bci.covfile", "bci.cov"));
+            } catch (IllegalArgumentException e) {
+                System.err.println("bci: " + e.getMessage());
+                Runtime.getRuntime().halt(2);
+            }
             // checked now, as the agent checks covfile= at start: a path that cannot be
             // written stops the program here instead of losing the run's counts at exit
             String why = unwritable(covfile);

@@ -18,7 +18,7 @@ import java.util.Locale;
  * static final field; its probes pass base + the method's index in the class. The first call
  * switches {@link Probes} on and installs a shutdown hook that writes every thread's data and
  * the method table to {@code bci.data} (system property {@code bci.file}; {@code %p},
- * {@code %t} and {@code %%} expanded as in the agent's {@code file=}: {@link #expand}), which
+ * {@code %t} and {@code %%} expanded as in the agent's {@code file=}: {@link #expand(String, String)}), which
  * {@code bci report} turns into the agent's HPROF text. System properties: {@code bci.depth}
  * (default 4; 1 to 64, the agent's {@code depth=} range) frames per call path;
  * {@code bci.clock}: {@code sample} (default: probes read no clock, a daemon thread reads
@@ -144,7 +144,11 @@ public final class Offline {
             return;
         }
         standalone = true;
-        file = expand(System.getProperty("bci.file", "bci.data"));
+        try {
+            file = expand("bci.file", System.getProperty("bci.file", "bci.data"));
+        } catch (IllegalArgumentException e) {
+            fail(e.getMessage());
+        }
         Probes.depth = inRange("bci.depth", 4, 1, MAX_DEPTH);
         interval = positive("bci.interval", 1);
         String want = System.getProperty("bci.clock", "sample");
@@ -191,11 +195,17 @@ public final class Offline {
     }
 
     /**
-     * {@code -Dbci.file=} with {@code %p} replaced by the process id, {@code %t} by the
-     * JVM's start time (UTC, {@code YYYY-MM-DD_HH-MM-SS}) and {@code %%} by {@code %}, as the
-     * agent's {@code file=} (outfile::expand); any other {@code %} sequence stops the program.
+     * The value of the path property {@code -Dname=} with {@code %p} replaced by the process
+     * id, {@code %t} by the JVM's start time (UTC, {@code YYYY-MM-DD_HH-MM-SS}) and {@code %%}
+     * by {@code %}, as the agent's {@code file=} and {@code covfile=} (outfile::expand): for
+     * {@code -Dbci.file=} here and {@code -Dbci.covfile=} in {@link Cov} (public: under an
+     * agent that defines this class in the boot loader, the runtime jar's Cov on the class path
+     * calls that copy, and a package-private method of another class loader's package is not
+     * accessible). Any other {@code %} sequence, a {@code %} at the end included, throws
+     * IllegalArgumentException with {@code -Dname=value: unknown '%x' (valid: ...)}: the
+     * caller stops the program with it.
      */
-    static String expand(String pattern) {
+    public static String expand(String name, String pattern) {
         if (pattern.indexOf('%') < 0) {
             return pattern;
         }
@@ -214,7 +224,8 @@ public final class Offline {
             } else if (d == '%') {
                 sb.append('%');
             } else {
-                fail("-Dbci.file=" + pattern + ": unknown '%" + (d == 0 ? "" : String.valueOf(d))
+                throw new IllegalArgumentException("-D" + name + "=" + pattern + ": unknown '%"
+                        + (d == 0 ? "" : String.valueOf(d))
                         + "' (valid: %p = process id, %t = start time, %% = %)");
             }
         }
