@@ -2304,6 +2304,90 @@ fn merge_into_an_input_that_cannot_be_written_whole_keeps_it() {
     assert_eq!(merged.sessions.len(), 2);
 }
 
+/// Every file under `d` (hidden ones included) with its bytes, by path relative to `d`.
+fn tree(d: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walk(d)
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p.strip_prefix(d).unwrap().to_path_buf(), bytes)
+        })
+        .collect()
+}
+
+/// `bci report --html DIR` writes the report whole or not at all: a page that cannot be
+/// written (here: past the file size limit of `ulimit -f`, 8 KB, as on a full disk: the class
+/// page, after the index pages, the style sheet and the script) exits 2 naming the page and
+/// leaves DIR as it was: absent (with the directories made on the way to it), or the previous
+/// report unchanged, with no temporary file. Before: the pages written until then stayed (a
+/// report without its class and source pages, dead links, and a page cut at the limit).
+#[test]
+fn html_report_that_fails_partway_leaves_the_directory_as_it_was() {
+    let r = setup("html-partial", &["CovBasics"]);
+    let (out, html) = (r.work.join("out"), r.work.join("out/deeper/html"));
+    let report = |title: &str, limited: bool| -> (Option<i32>, String) {
+        let mut c = Command::new("sh");
+        c.arg("-c");
+        // SIGXFSZ ignored: the write past the limit fails with EFBIG instead of killing bci
+        let limit = if limited { "ulimit -f 16; " } else { "" };
+        c.arg(format!("trap '' XFSZ; {limit}exec \"$0\" \"$@\""))
+            .arg(BCI)
+            .args([os("report"), os(&r.data), os("--classes"), os(&r.orig)])
+            .args([os("--sources"), os(&r.src_dir), os("--title"), os(title)])
+            .args([os("--html"), os(&html)]);
+        let o = c.output().unwrap();
+        (o.status.code(), text(&o))
+    };
+    let refused = |code: Option<i32>, err: &str| {
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "bci: --html {h}: {h}/default/CovBasics.html: File too large",
+                h = html.display()
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("{} is as it was", html.display())),
+            "{err}"
+        );
+    };
+    // no report there yet: none made, nor the directories on the way to it
+    let (code, err) = report("new", true);
+    assert!(!out.exists(), "{err}{:?}", walk(&out));
+    refused(code, &err);
+    // a previous report: left whole, byte for byte, nothing added
+    let (code, err) = report("old", false);
+    assert_eq!(code, Some(0), "{err}");
+    let before = tree(&html);
+    assert!(before.len() >= 6, "{:?}", before.keys());
+    assert!(before[Path::new("default/CovBasics.java.html")].len() > 16 << 10);
+    let (code, err) = report("new", true);
+    let after = tree(&html);
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>(),
+        "{err}"
+    );
+    assert!(after == before, "the previous report changed: {err}");
+    refused(code, &err);
+    assert_eq!(
+        std::fs::read_dir(html.parent().unwrap()).unwrap().count(),
+        1,
+        "files beside the report"
+    );
+    // without the limit the new report replaces it, no file of the attempts left
+    let (code, err) = report("new", false);
+    assert_eq!(code, Some(0), "{err}");
+    let now = tree(&html);
+    assert_eq!(
+        now.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>()
+    );
+    let index = String::from_utf8_lossy(&now[Path::new("index.html")]).into_owned();
+    assert!(index.contains("<title>new</title>"), "{index}");
+}
+
 /// Dup.class from cli/tests/fixtures/asm/GenDup.java (ASM, Debian libasm-java) written into
 /// `out`; `mode` "samepc" adds a second LineNumberTable entry for pc 0.
 fn gen_dup(work: &Path, out: &Path, mode: &str) {

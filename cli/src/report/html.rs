@@ -16,9 +16,13 @@
 //!
 //! With `--per-test`, a source line's tooltip names the tests that ran it.
 //!
+//! The pages are written as one set ([`Staged`]): all in place, or, after a failure, none
+//! (the directory as it was).
+//!
 //! Every table sorts by a click on a column's heading; `#sort=N` (or `#sort=-N`, descending)
 //! in a page's address sorts it by column N on load.
 
+use super::staged::Staged;
 use super::{dotted_package, esc, simple_name, Package, Report, SourceFile};
 use bci_rewriter::coverage::analysis::{Counter, Counters, Line, Status};
 use bci_rewriter::coverage::lcov::line_count;
@@ -180,14 +184,22 @@ fn source_page_name(f: &str) -> String {
     }
 }
 
-fn write_file(p: &Path, s: &str) -> Result<(), String> {
-    std::fs::write(p, s).map_err(|e| format!("{}: {e}", p.display()))
+/// Writes the report into `dir`, all of it or nothing ([`Staged`]): a page that cannot be
+/// written leaves `dir` as it was (absent, or the previous report whole) and is the error,
+/// prefixed `--html DIR: `. `Ok`: warnings.
+pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<Vec<String>, String> {
+    let named = |e: String| format!("--html {}: {e}", dir.display());
+    let mut s = Staged::new(dir).map_err(named)?;
+    match pages(r, packages, dir, &mut s) {
+        Ok(()) => s.commit(),
+        Err(e) => Err(s.abort(e)),
+    }
+    .map_err(named)
 }
 
-pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    write_file(&dir.join("bci-report.css"), CSS)?;
-    write_file(&dir.join("bci-sort.js"), JS)?;
+fn pages(r: &Report, packages: &[Package<'_>], dir: &Path, s: &mut Staged) -> Result<(), String> {
+    s.write(&dir.join("bci-report.css"), CSS)?;
+    s.write(&dir.join("bci-sort.js"), JS)?;
     let total = Report::total(packages);
     let mut rows = String::new();
     for p in packages {
@@ -240,10 +252,10 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
         }
         body.push_str("</ul>");
     }
-    write_file(&dir.join("index.html"), &page(&r.title, "", "", &body))?;
+    s.write(&dir.join("index.html"), &page(&r.title, "", "", &body))?;
     for p in packages {
         let pd = dir.join(package_dir(&p.name));
-        std::fs::create_dir_all(&pd).map_err(|e| format!("{}: {e}", pd.display()))?;
+        s.dir(&pd)?;
         let pname = dotted_package(&p.name);
         let crumbs = format!(
             "<a href=\"../index.html\">{}</a> &gt; {}",
@@ -277,7 +289,7 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
         if !p.files.is_empty() {
             table(&mut body, "Source file", "", &rows, &p.counters, false);
         }
-        write_file(&pd.join("index.html"), &page(&pname, "../", &crumbs, &body))?;
+        s.write(&pd.join("index.html"), &page(&pname, "../", &crumbs, &body))?;
         for c in &p.classes {
             let cname = simple_name(&c.name);
             let crumbs = format!(
@@ -314,7 +326,7 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
                 &c.counters,
                 false,
             );
-            write_file(
+            s.write(
                 &pd.join(class_page_name(&c.name)),
                 &page(&cname, "../", &crumbs, &body),
             )?;
@@ -327,7 +339,7 @@ pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<(), Str
                 esc(&f.name)
             );
             let body = source(r, f);
-            write_file(
+            s.write(
                 &pd.join(source_page_name(&f.name)),
                 &page(&f.name, "../", &crumbs, &body),
             )?;

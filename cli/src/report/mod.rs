@@ -16,6 +16,7 @@ mod console;
 mod csv;
 mod html;
 mod jacoco_xml;
+mod staged;
 
 use crate::progress::Progress;
 use bci_rewriter::coverage::analysis::{analyze_plan, Class, Counter, Counters, Line, Status};
@@ -632,7 +633,9 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
         write_file(p, &csv::write(&r, &packages))?;
     }
     if let Some(d) = a.html {
-        html::write(&r, &packages, d)?;
+        for w in html::write(&r, &packages, d)? {
+            progress.line(&format!("bci: warning: --html {}: {w}", d.display()));
+        }
     }
     Ok((console::write(&r, &packages), !r.errors.is_empty()))
 }
