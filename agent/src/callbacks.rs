@@ -181,7 +181,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     // tracefile= takes %p and %t like file= and covfile= (expanded once, here: the rules'
     // engine creates the file)
     if let Some(t) = opts.tracefile.take() {
-        match outfile::expand(&t, pid, secs) {
+        match outfile::expand_option("tracefile", &t, pid, secs) {
             Ok(p) => opts.tracefile = Some(p),
             Err(e) => {
                 log(&e);
@@ -223,7 +223,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     };
     // the coverage file too: a directory that does not exist stops the JVM here
     let covfile = if opts.coverage {
-        match outfile::expand(&opts.covfile, pid, secs).and_then(|p| {
+        match outfile::expand_option("covfile", &opts.covfile, pid, secs).and_then(|p| {
             std::fs::OpenOptions::new()
                 .create(true)
                 .truncate(false)

@@ -17,6 +17,17 @@ use std::io::{Seek, SeekFrom, Write};
 
 /// Expands `%p`, `%t` and `%%` in a `file=` value. Any other `%` sequence is an error.
 pub fn expand(pattern: &str, pid: u32, unix_secs: u64) -> Result<String, String> {
+    expand_option("file", pattern, pid, unix_secs)
+}
+
+/// [`expand`] for the value of option `option` (`file`, `covfile`, `tracefile`), which an
+/// error names.
+pub fn expand_option(
+    option: &str,
+    pattern: &str,
+    pid: u32,
+    unix_secs: u64,
+) -> Result<String, String> {
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut it = pattern.chars();
     while let Some(c) = it.next() {
@@ -30,7 +41,7 @@ pub fn expand(pattern: &str, pid: u32, unix_secs: u64) -> Result<String, String>
             Some('%') => out.push('%'),
             other => {
                 return Err(format!(
-                "bad value for option file: '{pattern}': unknown '%{}' (valid: %p = process id, \
+                "bad value for option {option}: '{pattern}': unknown '%{}' (valid: %p = process id, \
                      %t = start time, %% = %)",
                 other.map(String::from).unwrap_or_default()
             ))
@@ -218,6 +229,8 @@ mod tests {
         let e = expand("a%q", 1, 0).unwrap_err();
         assert!(e.contains("'a%q'") && e.contains("%p"), "{e}");
         assert!(expand("a%", 1, 0).is_err());
+        let e = expand_option("covfile", "c%x", 1, 0).unwrap_err();
+        assert!(e.starts_with("bad value for option covfile: 'c%x'"), "{e}");
     }
 
     #[test]
