@@ -154,34 +154,6 @@ impl Sessions {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory renamed over it:
-/// the output may be one of the inputs (`bci merge a.cov b.cov -o a.cov`), which a write that
-/// fails partway (a full disk) must not leave truncated. A file replaced keeps its permissions.
-fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    // through a link to the file it names (the link stays)
-    let resolved = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).ok(),
-        _ => None,
-    };
-    let path = resolved.as_deref().unwrap_or(path);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let res = std::fs::write(&tmp, bytes)
-        .and_then(|()| match std::fs::metadata(path) {
-            // a file replaced keeps its permissions (the temporary one has the default mode)
-            Ok(m) => std::fs::set_permissions(&tmp, m.permissions()),
-            Err(_) => Ok(()),
-        })
-        .and_then(|()| std::fs::rename(&tmp, path));
-    res.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
-    })
-}
-
 /// `bci merge`: sums the inputs into `output`.
 pub fn merge(inputs: &[PathBuf], output: &Path, ignore_stale: bool) -> Result<String, String> {
     let mut all = CovData::default();
@@ -204,7 +176,7 @@ pub fn merge(inputs: &[PathBuf], output: &Path, ignore_stale: bool) -> Result<St
         }
     }
     crate::io::create_parent(output)?;
-    write_replacing(output, &all.to_bytes())?;
+    crate::io::write_replacing(output, &all.to_bytes())?;
     let _ = writeln!(
         notes,
         "bci: wrote {}: {} classes, {} sessions",

@@ -18,6 +18,35 @@ fn named(p: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
     move |e| format!("{}: {e}", p.display())
 }
 
+/// Writes `bytes` to `path` through a temporary file in the same directory renamed over it,
+/// so that a write that fails partway (a full disk, a file-size limit) leaves `path` as it
+/// was, never truncated: the output may even be one of the inputs (`bci merge a.cov b.cov -o
+/// a.cov`); reports and `--map` files are written this way too. A file replaced keeps its permissions.
+pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    // through a link to the file it names (the link stays)
+    let resolved = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).ok(),
+        _ => None,
+    };
+    let path = resolved.as_deref().unwrap_or(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let res = std::fs::write(&tmp, bytes)
+        .and_then(|()| match std::fs::metadata(path) {
+            // a file replaced keeps its permissions (the temporary one has the default mode)
+            Ok(m) => std::fs::set_permissions(&tmp, m.permissions()),
+            Err(_) => Ok(()),
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
+    res.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
 /// Creates the missing parent directories of an output file.
 pub fn create_parent(p: &Path) -> Result<(), String> {
     match p.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -495,9 +495,8 @@ fn main() -> ExitCode {
             if let Some(m) = map {
                 let mut s = reg.map.join("\n");
                 s.push('\n');
-                let res = io::create_parent(&m).and_then(|()| {
-                    std::fs::write(&m, s).map_err(|e| format!("{}: {e}", m.display()))
-                });
+                let res =
+                    io::create_parent(&m).and_then(|()| io::write_replacing(&m, s.as_bytes()));
                 if let Err(e) = res {
                     eprintln!("bci: {e}");
                     return ExitCode::from(2);
@@ -600,9 +599,8 @@ fn main() -> ExitCode {
             {
                 Ok((text, errors)) => {
                     let res = match &output {
-                        Some(p) => io::create_parent(p).and_then(|()| {
-                            std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
-                        }),
+                        Some(p) => io::create_parent(p)
+                            .and_then(|()| io::write_replacing(p, text.as_bytes())),
                         None => {
                             use std::io::Write;
                             std::io::stdout()

@@ -2388,6 +2388,40 @@ fn html_report_that_fails_partway_leaves_the_directory_as_it_was() {
     assert!(index.contains("<title>new</title>"), "{index}");
 }
 
+/// A report file (`--xml` here; `--lcov`, `--csv`, `--cobertura`, `-o` alike) whose write
+/// fails partway leaves the previous file whole: each is written to a temporary file renamed
+/// over it (before: truncated at the failure).
+#[test]
+fn report_file_that_fails_partway_leaves_the_previous_one() {
+    let r = setup("xml-partial", &["CovBasics"]);
+    let xml = r.work.join("out/report.xml");
+    let report = |title: &str, limited: bool| -> (Option<i32>, String) {
+        let mut c = Command::new("sh");
+        c.arg("-c");
+        // SIGXFSZ ignored: the write past the limit fails with EFBIG instead of killing bci
+        let limit = if limited { "ulimit -f 8; " } else { "" };
+        c.arg(format!("trap '' XFSZ; {limit}exec \"$0\" \"$@\""))
+            .arg(BCI)
+            .args([os("report"), os(&r.data), os("--classes"), os(&r.orig)])
+            .args([os("--title"), os(title), os("--xml"), os(&xml)]);
+        let o = c.output().unwrap();
+        (o.status.code(), text(&o))
+    };
+    let (code, err) = report("old", false);
+    assert_eq!(code, Some(0), "{err}");
+    let before = std::fs::read(&xml).unwrap();
+    assert!(before.len() > 8 << 10, "{} bytes: too small for the test", before.len());
+    let (code, err) = report("new", true);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert!(std::fs::read(&xml).unwrap() == before, "the previous report changed: {err}");
+    let beside: Vec<_> = std::fs::read_dir(xml.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside.len(), 1, "files beside the report: {beside:?}");
+}
+
 /// Dup.class from cli/tests/fixtures/asm/GenDup.java (ASM, Debian libasm-java) written into
 /// `out`; `mode` "samepc" adds a second LineNumberTable entry for pc 0.
 fn gen_dup(work: &Path, out: &Path, mode: &str) {

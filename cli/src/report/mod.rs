@@ -555,7 +555,7 @@ impl Report {
 
 fn write_file(p: &Path, text: &str) -> Result<(), String> {
     crate::io::create_parent(p)?;
-    std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+    crate::io::write_replacing(p, text.as_bytes())
 }
 
 /// `bci report` on coverage data: writes the files asked for, returns the console summary and
