@@ -210,7 +210,13 @@ fn run_programs_in(jh: &Path, tag: &str, dir: &str) -> Run {
         std::fs::create_dir_all(d).unwrap();
     }
     let (src_dir, sources) = compile_dir(jh, dir, &orig);
-    javac_with(jh, &[], &rt, &[ws.join("agent/java/bci/runtime/Cov.java")]);
+    // the runtime jar's classes (Cov, and Offline whose expand reads -Dbci.covfile=), as
+    // `bci runtime-jar` writes them
+    for (path, bytes) in bciagent::runtime_jar::CLASSES {
+        let f = rt.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
 
     // Instrument every class; class ids in file order, from 1.
     let mut classes = Vec::new();
