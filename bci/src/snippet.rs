@@ -268,6 +268,19 @@ impl Snippet {
             self.effect(slots, 0)
         }
     }
+    /// `iinc index, delta` on an int local (the `wide` form when the index or the delta needs
+    /// it); no stack effect.
+    pub fn iinc(&mut self, index: u16, delta: i16) -> &mut Self {
+        if index < 256 && i8::try_from(delta).is_ok() {
+            self.bytes
+                .extend_from_slice(&[op::IINC, index as u8, delta as i8 as u8]);
+        } else {
+            self.bytes.extend_from_slice(&[op::WIDE, op::IINC]);
+            self.bytes.extend_from_slice(&index.to_be_bytes());
+            self.bytes.extend_from_slice(&delta.to_be_bytes());
+        }
+        self
+    }
     /// Loads a local: `kind` is one of I J F D A.
     pub fn load(&mut self, kind: char, index: u16) -> Result<&mut Self> {
         self.local(kind, index, true)
@@ -304,6 +317,33 @@ impl Snippet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iinc_takes_the_wide_form_only_when_needed() {
+        let mut s = Snippet::new();
+        s.iinc(4, -3).iinc(300, 1).iinc(2, 200);
+        assert_eq!(
+            s.bytes(),
+            &[
+                op::IINC,
+                4,
+                0xfd, // narrow
+                op::WIDE,
+                op::IINC,
+                1,
+                44,
+                0,
+                1, // index past 255
+                op::WIDE,
+                op::IINC,
+                0,
+                2,
+                0,
+                200, // delta past 127
+            ]
+        );
+        assert_eq!((s.net(), s.max_depth()), (0, 0));
+    }
 
     #[test]
     fn long_snippets_keep_every_byte_past_the_inline_buffer() {

@@ -2410,11 +2410,18 @@ fn report_file_that_fails_partway_leaves_the_previous_one() {
     let (code, err) = report("old", false);
     assert_eq!(code, Some(0), "{err}");
     let before = std::fs::read(&xml).unwrap();
-    assert!(before.len() > 8 << 10, "{} bytes: too small for the test", before.len());
+    assert!(
+        before.len() > 8 << 10,
+        "{} bytes: too small for the test",
+        before.len()
+    );
     let (code, err) = report("new", true);
     assert_ne!(code, Some(0), "{err}");
     assert!(err.contains("File too large"), "{err}");
-    assert!(std::fs::read(&xml).unwrap() == before, "the previous report changed: {err}");
+    assert!(
+        std::fs::read(&xml).unwrap() == before,
+        "the previous report changed: {err}"
+    );
     let beside: Vec<_> = std::fs::read_dir(xml.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name())

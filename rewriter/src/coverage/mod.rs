@@ -619,9 +619,16 @@ fn emit(
         ed.add_catch_all(&bump)?;
         let lp = exit_stores(&m.cfg, ed.insns(), &thrown);
         entry.int(cp, lp.init as i32)?.store('I', exit)?;
-        for (at, v) in lp.stores {
+        for (at, v, before) in lp.stores {
             let mut s = Snippet::new();
-            s.int(cp, v as i32)?.store('I', exit)?;
+            // from a value known on every path in, `iinc` (3 bytes, one bytecode) where the
+            // constant and the store would take more: consecutive calls' exits are numbered
+            // consecutively
+            let delta = before.map(|b| v as i64 - b as i64);
+            match delta.and_then(|d| i8::try_from(d).ok()) {
+                Some(d) if exit < 256 && store_len(v, exit) > 3 => s.iinc(exit, d as i16),
+                _ => s.int(cp, v as i32)?.store('I', exit)?,
+            };
             stores.push((at, s));
         }
     }
@@ -938,8 +945,25 @@ fn at_insn(s: Site) -> u32 {
 struct ExitStores {
     /// Its value at method entry.
     init: u32,
-    /// `Before(k)` / `After(k)` of instruction `k`: the value stored there.
-    stores: Vec<(Site, u32)>,
+    /// `Before(k)` / `After(k)` of instruction `k`: the value stored there, and the value the
+    /// local holds there on every path that reaches it, if that is known.
+    stores: Vec<(Site, u32, Option<u32>)>,
+}
+
+/// Bytes of `<push v>; istore local` (v a counter number: at most 65535 of them per class).
+fn store_len(v: u32, local: u16) -> usize {
+    let push = match v {
+        0..=5 => 1,
+        6..=127 => 2,
+        128..=32767 => 3,
+        _ => 2, // ldc
+    };
+    let store = match local {
+        0..=3 => 1,
+        4..=255 => 2,
+        _ => 4,
+    };
+    push + store
 }
 
 /// The local must name the block's counter wherever an instruction of a block that ends in a
@@ -1028,11 +1052,15 @@ fn exit_stores(cfg: &Cfg, insns: &[bci::Insn], thrown: &[(u32, u32)]) -> ExitSto
     for b in 0..nb {
         if let Some(v) = need[b] {
             if vin[b] != V::Known(v) {
-                stores.push((Site::Before(cfg.blocks[b].first), v));
+                let before = match vin[b] {
+                    V::Known(x) => Some(x),
+                    _ => None,
+                };
+                stores.push((Site::Before(cfg.blocks[b].first), v, before));
             }
         }
         if reset_after[b] {
-            stores.push((Site::After(cfg.blocks[b].end - 1), LOST));
+            stores.push((Site::After(cfg.blocks[b].end - 1), LOST, need[b]));
         }
     }
     ExitStores { init, stores }
