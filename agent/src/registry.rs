@@ -57,12 +57,25 @@ impl Registry {
 
     /// A class instrumented by `bci instrument` registers its methods (`ms`, from its `<clinit>`
     /// or, when its code runs before that, from its `bci$r`): the first id of consecutive ones,
-    /// the same for the same class name and hash as before.
+    /// the same for the same class name and hash as before. Never 0: the class keeps its base
+    /// in `bci$base`, whose 0 means "not registered yet" to its `bci$r`, which then registers
+    /// again at every call (an offline class registering before any other method: tracing
+    /// rules alone, or `cpu=times` with `include=` matching none of the JDK's classes). Id 0
+    /// is then a placeholder no probe passes.
     pub fn register_offline(&self, class: &str, hash: u64, ms: Vec<MethodRec>) -> u32 {
         let mut known = self.offline.lock().unwrap_or_else(|p| p.into_inner());
         let map = known.get_or_insert_with(Default::default);
         if let Some(&base) = map.get(&(class.to_string(), hash)) {
             return base;
+        }
+        if self.is_empty() {
+            self.register(MethodRec {
+                class: "bci/runtime/Offline".into(),
+                name: "(id 0: no class's base)".into(),
+                desc: "()V".into(),
+                source_file: None,
+                first_line: None,
+            });
         }
         let base = self.register_all(ms);
         map.insert((class.to_string(), hash), base);
@@ -111,6 +124,22 @@ mod tests {
         assert_eq!(r.register_offline("a/B", 7, vec![m("s"), m("t")]), 5);
         assert_eq!(r.register_offline("a/B", 8, vec![m("s")]), 7);
         assert_eq!(r.len(), 8);
+    }
+
+    #[test]
+    fn an_offline_class_never_gets_base_0() {
+        let r = Registry::new();
+        let m = |n: &str| MethodRec {
+            class: "a/B".into(),
+            name: n.into(),
+            desc: "()V".into(),
+            source_file: None,
+            first_line: None,
+        };
+        assert_eq!(r.register_offline("a/B", 7, vec![m("s"), m("t")]), 1);
+        assert_eq!(r.register_offline("a/B", 7, vec![m("s"), m("t")]), 1);
+        assert_eq!(r.snapshot()[1].name, "s");
+        assert_eq!(r.register(m("x")), 3);
     }
 }
 

@@ -1242,3 +1242,125 @@ fn collapsed_tracing_alone_leaves_no_report_file() {
         .lines()
         .any(|l| l.starts_with("TraceBasics.main;")));
 }
+
+/// `dir`'s classes instrumented as `bci instrument` does by default (the built-in cpu=times
+/// rules for the runtime jar's bci/runtime/Probes: marker, ids from bci/runtime/Offline,
+/// leaf probes and frame tokens) into `to`, and the runtime jar's classes into `rt`.
+fn instrument_offline(dir: &Path, to: &Path, rt: &Path) {
+    let opts = bci_rewriter::Options {
+        marker: true,
+        runtime_ids: true,
+        leaf_probes: true,
+        frame_tokens: true,
+        ..Default::default()
+    };
+    let rules = bci_rewriter::Rules::cpu_times();
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "class") {
+            let bytes = std::fs::read(&p).unwrap();
+            let mut ids = bci_rewriter::SequentialIds::default();
+            let out = match bci_rewriter::instrument_with(&bytes, &rules, &mut ids, &opts).unwrap()
+            {
+                bci_rewriter::Outcome::Rewritten(b) => b,
+                bci_rewriter::Outcome::Unchanged => bytes,
+            };
+            std::fs::write(to.join(p.file_name().unwrap()), out).unwrap();
+        }
+    }
+    for (path, bytes) in bciagent::runtime_jar::CLASSES {
+        let f = rt.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+}
+
+/// Classes instrumented offline by `bci instrument` (cpu=times probes, the runtime jar on the
+/// class path) are traced by the agent's tracing rules as the original classes are: the same
+/// summary counts (the probes' calls to bci$r and the runtime are no call sites, bci$r is no
+/// traced method) and events. Before, the rules left them out ("fib - (no method ran)", an empty
+/// trace file). And each class registers its methods once, in every configuration: with
+/// tracing rules alone (and with cpu=times whose include= matches no JDK class) the first
+/// class got base id 0, which its bci$r reads as "not registered", so every call registered
+/// again ("instrumented offline, 5 methods registered" 1,000 times, and 2-4x slower).
+#[test]
+fn offline_instrumented_classes_are_traced_and_register_once() {
+    let dir = compile(&["TraceRecur.java"], "offline-recur");
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&dir, &inst, &rt);
+    let rules = dir.join("rules.toml");
+    std::fs::write(
+        &rules,
+        std::fs::read_to_string(repo().join("test-classes/trace/trace-recur.toml")).unwrap()
+            + "\n[[rule]]\nname = \"calls\"\nclass = \"TraceRecur\"\nmethod = \"fib\"\n\
+               call = \"TraceRecur.*\"\ncount = true\n\n\
+               [[rule]]\nname = \"all\"\nclass = \"TraceRecur\"\ncount = true\n",
+    )
+    .unwrap();
+    let run_on = |cp: &str, tag: &str, opts: &str| -> (String, String, Vec<String>) {
+        let ev = dir.join(format!("{tag}.jsonl"));
+        let prof = dir.join(format!("{tag}.txt"));
+        let o = Command::new(jdk_tool("java"))
+            .arg("-Xverify:all")
+            .arg(format!(
+                "-agentpath:{}={opts}file={},verbose=y",
+                agent_lib().display(),
+                prof.display()
+            ))
+            .arg(format!(
+                "-Dbci.file={}",
+                dir.join(format!("{tag}.data")).display()
+            ))
+            .arg("-cp")
+            .arg(cp)
+            .arg("TraceRecur")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{tag}: {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "fib 55 55 55\ntop 50\n",
+            "{tag}: {err}"
+        );
+        let events = std::fs::read_to_string(&ev)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        (std::fs::read_to_string(&prof).unwrap(), err, events)
+    };
+    let traced_opts = |tag: &str| {
+        format!(
+            "rules={},tracefile={},",
+            rules.display(),
+            dir.join(format!("{tag}.jsonl")).display()
+        )
+    };
+    let (plain, _, plain_ev) = run_on(dir.to_str().unwrap(), "plain", &traced_opts("plain"));
+    let offline_cp = format!("{}:{}", inst.display(), rt.display());
+    let (off, err, off_ev) = run_on(&offline_cp, "offline", &traced_opts("offline"));
+    let registered = |err: &str| err.matches("TraceRecur: instrumented offline,").count();
+    assert_eq!(registered(&err), 1, "{err}");
+    for rule in ["fib", "fibtime", "down", "calls", "all"] {
+        let want = summary_count(&plain, rule);
+        assert!(want.is_some_and(|n| n > 0), "{rule}: {plain}");
+        assert_eq!(summary_count(&off, rule), want, "{rule}: {off}");
+    }
+    let fib_events = |ev: &[String]| {
+        ev.iter()
+            .filter(|e| field(e, "rule", "\"fib\"") && field(e, "event", "\"exit\""))
+            .count()
+    };
+    assert_eq!(fib_events(&plain_ev), 531);
+    assert_eq!(fib_events(&off_ev), 531, "{off}");
+    // the cpu=times profile with no JDK class instrumented: the offline class comes first
+    let (prof, err, _) = run_on(&offline_cp, "cpu", "cpu=times,include=NoSuchClass,");
+    assert_eq!(registered(&err), 1, "{err}");
+    assert_eq!(
+        methods_count(&prof, "TraceRecur.fib(I)I"),
+        Some(531),
+        "{prof}"
+    );
+}

@@ -1015,6 +1015,9 @@ fn calls_by_simple_name(
         let Some(Ok(m)) = i.cp_index(code.code).map(|idx| cf.cp.member_ref(idx)) else {
             continue;
         };
+        if injected_call(&m.class, &m.name) {
+            continue;
+        }
         let o = dotted(&m.class);
         let simple = o.rsplit(['.', '$']).next().unwrap_or(&o);
         if simple != o && m.name != "<init>" && name.matches(&m.name) && owner.matches(simple) {
@@ -1027,9 +1030,22 @@ fn calls_by_simple_name(
 }
 
 /// Whether tracing instruments method `m` (with code): not a static initializer (it runs once,
-/// while its class is being initialized) nor one of coverage's helpers.
+/// while its class is being initialized) nor one of the helpers coverage or offline
+/// instrumentation adds (`bci$r`, which every probe of a class instrumented offline calls).
 fn traceable(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
-    name != "<clinit>" && !crate::coverage::is_helper(m, name, desc)
+    name != "<clinit>"
+        && !crate::coverage::is_helper(m, name, desc)
+        && !(m.access & bci::class::ACC_SYNTHETIC != 0
+            && name == crate::offline::BASE_HELPER
+            && desc == "()I")
+}
+
+/// Whether a call to `owner` (internal name) `.name` was put there by bci (coverage's and
+/// offline instrumentation's `bci$` helpers, the probes' runtimes): no call site of a rule.
+fn injected_call(owner: &str, name: &str) -> bool {
+    name.starts_with("bci$")
+        || owner.starts_with("bci/runtime/")
+        || owner.starts_with("java/lang/Bci")
 }
 
 /// Instruction indexes (into the decoded code) where a line or call rule acts, with a label;
@@ -1109,7 +1125,7 @@ fn locations(
                 let Ok(m) = cf.cp.member_ref(idx) else {
                     continue;
                 };
-                if m.name == "<init>" {
+                if m.name == "<init>" || injected_call(&m.class, &m.name) {
                     continue;
                 }
                 let o = dotted(&m.class);
@@ -1241,11 +1257,10 @@ pub fn instrument(
     if cf.access & ACC_MODULE != 0 || !selects_class(rules, &iname) {
         return Ok((None, Vec::new()));
     }
-    // classes instrumented offline for cpu=times are left as they are; classes covered
-    // offline are traced like the classes the agent covers itself (counters call no probe)
-    if crate::offline::marker_of(&cf).is_some_and(|m| !m.coverage) {
-        return Ok((None, Vec::new()));
-    }
+    // classes instrumented offline (`bci instrument`, cpu=times probes or coverage counters)
+    // are traced like the classes the agent instruments itself: their helpers are not traced
+    // ([`traceable`]) and calls to them or to bci's runtimes are no call sites
+    // ([`injected_call`])
     let view = class_view(&cf)?;
     let matching: Vec<usize> = (0..rules.len())
         .filter(|&k| rules[k].class_matches(&view))
