@@ -34,7 +34,12 @@ rule time 'time = true\n'
 rule trace 'trace = true\nmin_duration = "1s"\n'
 rule noargs 'trace = true\nargs = false\nreturn = false\nmin_duration = "1s"\n'
 
-agent() { echo "-agentpath:$lib=rules=$work/$1.toml,include=NoSuchClass,file=$work/prof-$1.txt"; }
+# (trace rules need a trace file; min_duration keeps every event out of it)
+agent() {
+    local t=
+    [[ $1 == time ]] || t=",tracefile=$work/events-$1.jsonl"
+    echo "-agentpath:$lib=rules=$work/$1.toml,include=NoSuchClass,file=$work/prof-$1.txt$t"
+}
 
 n=5000000
 names=("jdk17 bare" "jdk17 time" "jdk17 trace+min_duration" "jdk17 trace+min_duration,noargs")

@@ -302,7 +302,7 @@ rules=<file>           rule file (TOML)               built-in cpu-times
                          alone trace only (add cpu=times for the profile too), with a
                          summary per rule in file=
 tracefile=<file>       trace events as JSON lines     none
-                         %p and %t as in file=
+                         %p and %t as in file=; needed by rules with trace = true
 traceformat=json|text  tracefile= lines: JSON or text json
 tracemax=<size>        most bytes in tracefile=       1g
                          k/m/g suffixes; 0 = no limit; events past it are counted, not

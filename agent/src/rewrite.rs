@@ -155,6 +155,26 @@ mod imp {
                     "tracefile= needs rules=<file> with a rule that says trace = true".to_string(),
                 );
             }
+            // and trace events need a trace file: without one they were dropped, silently
+            if let (None, Some(r), Some(path)) =
+                (&o.tracefile, trace.iter().find(|r| r.trace), &o.rules)
+            {
+                let more = trace.iter().filter(|r| r.trace).count() - 1;
+                return Err(format!(
+                    "{path}:{}:{}: rule {:?} says trace = true, but no tracefile= is given: \
+                     its trace events would be written nowhere{}; add tracefile=PATH to the \
+                     agent's options (for the summary alone, say count = true or time = true \
+                     instead of trace = true)",
+                    r.trace_pos.0,
+                    r.trace_pos.1,
+                    r.name,
+                    match more {
+                        0 => String::new(),
+                        1 => " (nor would those of 1 more rule)".to_string(),
+                        n => format!(" (nor would those of {n} more rules)"),
+                    }
+                ));
+            }
             // a trace file that cannot be written stops the JVM here, not silently at VMInit
             if let Some(p) = &o.tracefile {
                 std::fs::File::create(p).map_err(|e| format!("tracefile={p}: {e}"))?;

@@ -396,6 +396,41 @@ fn tracefile_without_trace_rules_is_refused() {
     );
 }
 
+/// A rule that says trace = true without tracefile= stops the JVM at start, naming the rule
+/// (file:line:col of its `trace = true`) and the fix. Before, its events were dropped silently
+/// (the summary alone was written), while tracefile= without a trace rule was refused.
+#[test]
+fn trace_rules_without_tracefile_are_refused() {
+    let dir = common::tmp("trace", "notracefile");
+    let rules = dir.join("fib.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"c\"\nclass = \"Foo\"\ncount = true\n\n\
+         [[rule]]\nname = \"fib\"\nclass = \"Foo\"\nmethod = \"fib\"\ntrace = true\n\n\
+         [[rule]]\nname = \"fib2\"\nclass = \"Foo\"\ntrace = true\n",
+    )
+    .unwrap();
+    let report = dir.join("rep.txt");
+    let o = run(
+        &dir,
+        "Nothing",
+        &format!("rules={},file={}", rules.display(), report.display()),
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}:10:9: rule \"fib\" says trace = true, but no tracefile= is given: its trace \
+             events would be written nowhere (nor would those of 1 more rule); add \
+             tracefile=PATH to the agent's options (for the summary alone, say count = true or \
+             time = true instead of trace = true)",
+            rules.display()
+        )),
+        "{err}"
+    );
+    assert!(!report.exists(), "{err}");
+}
+
 #[test]
 fn trace_match_selection_time_and_threads() {
     let r = traced("TraceMatch", "trace-match.toml", "");
@@ -1228,10 +1263,11 @@ fn collapsed_tracing_alone_leaves_no_report_file() {
         &dir,
         "TraceBasics",
         &format!(
-            "rules={},file={},format=collapsed,cpu=times",
+            "rules={},tracefile={},file={},format=collapsed,cpu=times",
             repo()
                 .join("test-classes/trace/trace-basics.toml")
                 .display(),
+            ev.display(),
             prof.display()
         ),
     );

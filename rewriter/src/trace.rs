@@ -150,6 +150,8 @@ pub struct TraceRule {
     pub entry_event: bool,
     /// `path:line:col` of `line =` or `call =` (for explain's errors)
     pub location_pos: (usize, usize),
+    /// line and column of `trace = true` (the rule's header without it)
+    pub trace_pos: (usize, usize),
     pub count: bool,
     pub time: bool,
     pub trace: bool,
@@ -383,6 +385,10 @@ impl TraceRule {
             .collect::<Result<Vec<_>, _>>()?;
         let flag = |v: &Option<Sp<bool>>| v.as_ref().is_some_and(|b| *b.get_ref());
         let (count, time, trace) = (flag(&r.count), flag(&r.time), flag(&r.trace));
+        let trace_pos = r.trace.as_ref().map_or(pos, |t| {
+            let e = err(t.span().start, String::new());
+            (e.line, e.col)
+        });
         if !(count || time || trace) {
             return Err(err(
                 start,
@@ -619,6 +625,7 @@ impl TraceRule {
                 .as_ref()
                 .is_some_and(|a| a.get_ref().iter().any(|x| x.get_ref() == "entry")),
             location_pos,
+            trace_pos,
             count,
             time,
             trace,
