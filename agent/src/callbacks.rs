@@ -1213,7 +1213,14 @@ fn trace_summary(a: &Agent, jni: &Jni, at_exit: bool) -> Option<String> {
         crate::trace::finish(jni)
     } else {
         crate::trace::dump(jni)
-    };
+    }
+    .map(|s| {
+        crate::trace::explain_idle_rules(
+            &s,
+            &a.engine.trace_placed(),
+            a.opts.rules.as_deref().unwrap_or("RULES"),
+        )
+    });
     match s {
         Ok(s) if a.opts.format == options::Format::Collapsed => {
             eprint!("{s}");

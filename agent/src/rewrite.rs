@@ -106,6 +106,8 @@ mod imp {
         trace: Vec<bci_rewriter::trace::TraceRule>,
         /// The next tracing site id.
         sites: std::sync::atomic::AtomicI32,
+        /// Per tracing rule (in file order), the sites placed in classes instrumented.
+        placed: Vec<std::sync::atomic::AtomicU32>,
         /// coverage without cpu=times: a pass that only adds [`COV_THREAD_FIELD`] to Thread
         /// (also used while cpu=times waits for VMInit).
         fields_only: Option<(Rules, bci_rewriter::Options)>,
@@ -259,6 +261,7 @@ mod imp {
                 (None, None)
             };
             Ok(Engine {
+                placed: trace.iter().map(|_| Default::default()).collect(),
                 rules: rules.with_filters(&o.include, &o.exclude),
                 opts,
                 cpu,
@@ -294,6 +297,23 @@ mod imp {
         /// Names of the tracing rules, in file order (empty: no tracing).
         pub fn trace_rules(&self) -> Vec<String> {
             self.trace.iter().map(|r| r.name.clone()).collect()
+        }
+
+        /// Per tracing rule (in file order), how many sites it has in the classes instrumented
+        /// so far, for the summary's rows of rules that recorded nothing.
+        pub fn trace_placed(&self) -> Vec<crate::trace::Placed> {
+            self.trace
+                .iter()
+                .zip(&self.placed)
+                .map(|(r, n)| crate::trace::Placed {
+                    rule: r.name.clone(),
+                    sites: n.load(std::sync::atomic::Ordering::Relaxed),
+                    whole_methods: matches!(
+                        r.location,
+                        bci_rewriter::trace::Location::Method { .. }
+                    ),
+                })
+                .collect()
         }
 
         /// Whether classes get the cpu=times (or rule-file probe) profile.
@@ -371,8 +391,11 @@ mod imp {
                 }
             }
             // tracing rules next, on the covered class (its lines and calls are unchanged)
+            // (the rules of the sites placed, counted once the class is rewritten whole)
+            let mut placed: Vec<usize> = Vec::new();
             if !self.trace.is_empty() {
-                let mut next = || {
+                let mut next = |rule: &bci_rewriter::trace::TraceRule| {
+                    placed.extend(self.trace.iter().position(|t| std::ptr::eq(t, rule)));
                     self.sites
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 };
@@ -382,9 +405,14 @@ mod imp {
                         r.left.extend(left.iter().map(|e| e.to_string()));
                         if b.is_some() {
                             cur = b;
+                        } else {
+                            placed.clear();
                         }
                     }
-                    Err(e) => r.left.push(format!("{name}: no tracing: {e}")),
+                    Err(e) => {
+                        placed.clear();
+                        r.left.push(format!("{name}: no tracing: {e}"));
+                    }
                 }
             }
             let input = cur.as_deref().unwrap_or(bytes);
@@ -409,6 +437,9 @@ mod imp {
                         cur = Some(b);
                     }
                 }
+            }
+            for k in placed {
+                self.placed[k].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             r.bytes = cur;
             Ok(r)
@@ -437,6 +468,9 @@ mod imp {
             false
         }
         pub fn trace_rules(&self) -> Vec<String> {
+            Vec::new()
+        }
+        pub fn trace_placed(&self) -> Vec<crate::trace::Placed> {
             Vec::new()
         }
         pub fn profiles(&self) -> bool {

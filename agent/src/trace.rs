@@ -106,3 +106,91 @@ fn summary(jni: &Jni, method: &str) -> Result<String, String> {
     jni.delete_local_ref(s);
     Ok(text)
 }
+
+/// A tracing rule's sites in the classes instrumented ([`crate::rewrite::Engine::trace_placed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub rule: String,
+    /// Sites placed: methods (whole-method rules) or lines and call sites.
+    pub sites: u32,
+    /// The rule times, counts or traces whole methods (not a `line` or `call`).
+    pub whole_methods: bool,
+}
+
+/// What the runtime's summary says of a rule that recorded nothing (Trace.java, `summary`).
+const NO_RUN: &str = "- (no method ran)";
+
+/// The summary with the row of each rule that recorded nothing saying why: it was placed
+/// nowhere (it matched no method, line or call of the classes loaded: `bci rules explain`,
+/// with the rule file `rules`, shows what it matches) or its methods/locations never ran.
+pub fn explain_idle_rules(summary: &str, placed: &[Placed], rules: &str) -> String {
+    let mut out = String::with_capacity(summary.len());
+    for line in summary.split_inclusive('\n') {
+        let row = line.trim_end_matches('\n');
+        let Some(p) = placed
+            .iter()
+            .find(|p| row == format!("{:<24} {NO_RUN:>12}", p.rule))
+        else {
+            out.push_str(line);
+            continue;
+        };
+        let plural =
+            |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let why = match (p.sites, p.whole_methods) {
+            (0, _) => format!(
+                "- (never instrumented: it matched no method or location of the classes loaded; \
+                 `bci rules explain {rules} --classpath <the program's classes>` shows what it \
+                 matches)"
+            ),
+            (n, true) => format!(
+                "- (instrumented in {}, never called)",
+                plural(n, "method", "methods")
+            ),
+            (n, false) => format!(
+                "- (instrumented at {}, never reached)",
+                plural(n, "location", "locations")
+            ),
+        };
+        out.push_str(&format!("{:<24} {why}\n", p.rule));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_rules_say_why() {
+        let placed = |rule: &str, sites, whole_methods| Placed {
+            rule: rule.into(),
+            sites,
+            whole_methods,
+        };
+        let s = format!(
+            "TRACE SUMMARY\nran                                 3\n{:<24} {NO_RUN:>12}\n\
+             {:<24} {NO_RUN:>12}\n{:<24} {NO_RUN:>12}\ntrace events: 3\n",
+            "line12", "ctor", "calls"
+        );
+        let out = explain_idle_rules(
+            &s,
+            &[
+                placed("ran", 1, true),
+                placed("line12", 0, false),
+                placed("ctor", 2, true),
+                placed("calls", 1, false),
+            ],
+            "r.toml",
+        );
+        assert_eq!(
+            out,
+            "TRACE SUMMARY\nran                                 3\n\
+             line12                   - (never instrumented: it matched no method or location \
+             of the classes loaded; `bci rules explain r.toml --classpath <the program's \
+             classes>` shows what it matches)\n\
+             ctor                     - (instrumented in 2 methods, never called)\n\
+             calls                    - (instrumented at 1 location, never reached)\n\
+             trace events: 3\n"
+        );
+    }
+}

@@ -1400,3 +1400,78 @@ fn offline_instrumented_classes_are_traced_and_register_once() {
         "{prof}"
     );
 }
+
+/// A rule that recorded nothing says why in the summary: it was never instrumented (it
+/// matched no method or location of the classes loaded: a `line` without code, a class not
+/// there; pointing to `bci rules explain`), or it was and its methods were never called /
+/// its locations never reached. Before, every such row said "- (no method ran)".
+#[test]
+fn idle_rules_say_whether_they_were_instrumented() {
+    let dir = common::tmp("trace", "idle");
+    std::fs::write(
+        dir.join("Idle.java"),
+        "public class Idle {\n\
+         \x20   static int used(int x) { return x + 1; }\n\
+         \x20   static int unused(int x) {\n\
+         \x20       return x * 2;\n\
+         \x20   }\n\
+         \x20   public static void main(String[] a) {\n\
+         \x20       System.out.println(used(1));\n\
+         \x20   }\n\
+         }\n",
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Idle.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rules = dir.join("idle.toml");
+    let rule = |name: &str, rest: &str| {
+        format!("[[rule]]\nname = \"{name}\"\nclass = \"Idle\"\n{rest}count = true\n\n")
+    };
+    std::fs::write(
+        &rules,
+        rule("ran", "method = \"used\"\n")
+            + &rule("uncalled", "method = \"unused\"\n")
+            + &rule("unreached", "method = \"unused\"\nline = 4\n")
+            + &rule("noline", "method = \"used\"\nline = 1\n")
+            + "[[rule]]\nname = \"noclass\"\nclass = \"NoSuch\"\ncount = true\n",
+    )
+    .unwrap();
+    let report = dir.join("rep.txt");
+    let o = run(
+        &dir,
+        "Idle",
+        &format!("rules={},file={}", rules.display(), report.display()),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let rep = std::fs::read_to_string(&report).unwrap();
+    let never = format!(
+        "- (never instrumented: it matched no method or location of the classes loaded; \
+         `bci rules explain {} --classpath <the program's classes>` shows what it matches)",
+        rules.display()
+    );
+    for (rule, want) in [
+        (
+            "uncalled",
+            "- (instrumented in 1 method, never called)".to_string(),
+        ),
+        (
+            "unreached",
+            "- (instrumented at 1 location, never reached)".to_string(),
+        ),
+        ("noline", never.clone()),
+        ("noclass", never),
+    ] {
+        assert!(
+            rep.contains(&format!("\n{rule:<24} {want}\n")),
+            "{rule}: {want}\n{rep}"
+        );
+    }
+    assert_eq!(summary_count(&rep, "ran"), Some(1), "{rep}");
+}

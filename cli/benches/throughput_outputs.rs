@@ -207,7 +207,7 @@ fn main() {
         let t = std::time::Instant::now();
         let mut site = 0;
         for (path, b) in &classes {
-            let mut next = || {
+            let mut next = |_: &bci_rewriter::trace::TraceRule| {
                 site += 1;
                 site
             };

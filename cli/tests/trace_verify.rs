@@ -47,7 +47,7 @@ fn traced_classes_pass_our_verifier() {
                 continue;
             }
             let bytes = std::fs::read(&f).unwrap();
-            let mut next = || {
+            let mut next = |_: &bci_rewriter::trace::TraceRule| {
                 site += 1;
                 site - 1
             };

@@ -1252,12 +1252,14 @@ fn info_masked(
     )
 }
 
-/// Rewrites the methods of a class that tracing rules select. `next_site` hands out site ids.
+/// Rewrites the methods of a class that tracing rules select. `next_site` hands out site ids,
+/// one for each method a rule times or counts whole and each line or call it acts at (the
+/// rule given: the agent tells a rule that was never placed from one that never ran).
 /// Methods that cannot take the calls are left original and returned with their error.
 pub fn instrument(
     class_bytes: &[u8],
     rules: &[TraceRule],
-    next_site: &mut dyn FnMut() -> i32,
+    next_site: &mut dyn FnMut(&TraceRule) -> i32,
 ) -> Result<(Option<Vec<u8>>, Vec<bci::Error>), bci::Error> {
     let cf = ClassFile::parse(class_bytes)?;
     let iname = cf.name()?.to_string();
@@ -1400,7 +1402,7 @@ fn trace_method(
     class: &str,
     name: &str,
     desc: &str,
-    next_site: &mut dyn FnMut() -> i32,
+    next_site: &mut dyn FnMut(&TraceRule) -> i32,
 ) -> bci::Result<Option<Vec<u8>>> {
     let mut ed = MethodEditor::new(cf, k)?;
     let is_static = ed.is_static();
@@ -1425,7 +1427,7 @@ fn trace_method(
                 exception,
             } => {
                 any = true;
-                let site = next_site();
+                let site = next_site(r);
                 let frame = (r.time || r.trace) && (*exit || *exception);
                 let same = if frame && framed { M_SAME } else { 0 };
                 framed |= frame;
@@ -1547,7 +1549,7 @@ fn trace_method(
                     _ => (W_CALL, false),
                 };
                 for (ik, label) in locations(cf, (name, desc), &code, loc)? {
-                    let site = next_site();
+                    let site = next_site(r);
                     let info = info(r, class, name, desc, &label);
                     let mut s = Snippet::new();
                     s.int(cp, site)?;
