@@ -346,6 +346,65 @@ fn is_jimage(p: &Path) -> bool {
         .is_ok_and(|()| head == [0xDA, 0xDA, 0xFE, 0xCA] || head == [0xCA, 0xFE, 0xDA, 0xDA])
 }
 
+/// The module of a JDK's `lib/modules` image that holds classes of package `package` (dotted),
+/// read from the image's index alone (its header, location table and strings: a few MB at the
+/// start of the file; no `jimage`, no extraction). None when no module has such a class or
+/// the file is not an image this reader knows (little-endian, version 1.0).
+pub fn jimage_module_of(modules: &Path, package: &str) -> Option<String> {
+    let mut f = std::fs::File::open(modules).ok()?;
+    let mut head = [0u8; 28];
+    f.read_exact(&mut head).ok()?;
+    let u32_at = |b: &[u8], i: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
+    };
+    // magic, version (major << 16 | minor), flags, resources, table length, locations
+    // size, strings size
+    let h: Vec<u32> = (0..7).filter_map(|k| u32_at(&head, 4 * k)).collect();
+    if h.len() != 7 || h[0] != 0xCAFE_DADA || h[1] >> 16 != 1 {
+        return None;
+    }
+    let (table, locs, strs) = (h[4] as usize, h[5] as usize, h[6] as usize);
+    let size = table.checked_mul(8)?.checked_add(locs)?.checked_add(strs)?;
+    if size > 1 << 30 {
+        return None;
+    }
+    let mut index = vec![0u8; size];
+    f.read_exact(&mut index).ok()?;
+    let offsets = &index[4 * table..8 * table];
+    let locations = &index[8 * table..8 * table + locs];
+    let strings = &index[8 * table + locs..];
+    let string = |at: u64| -> Option<&[u8]> {
+        let rest = strings.get(usize::try_from(at).ok()?..)?;
+        Some(&rest[..rest.iter().position(|&b| b == 0)?])
+    };
+    let parent = package.replace('.', "/");
+    for k in 0..table {
+        // attributes: a byte (kind << 3 | length - 1), then the value's bytes, big-endian;
+        // kind 0 ends them; 1 module, 2 parent, 3 base, 4 extension (offsets into strings)
+        let mut attr = [0u64; 8];
+        let mut at = u32_at(offsets, 4 * k)? as usize;
+        while let Some(&b) = locations.get(at) {
+            at += 1;
+            if b <= 7 {
+                break;
+            }
+            let n = usize::from(b & 7) + 1;
+            let v = locations
+                .get(at..at + n)?
+                .iter()
+                .fold(0u64, |v, &x| v << 8 | u64::from(x));
+            at += n;
+            if let Some(slot) = attr.get_mut(usize::from(b >> 3)) {
+                *slot = v;
+            }
+        }
+        if string(attr[4]) == Some(b"class") && string(attr[2]) == Some(parent.as_bytes()) {
+            return string(attr[1]).map(|m| String::from_utf8_lossy(m).into_owned());
+        }
+    }
+    None
+}
+
 /// The release N of an entry under `META-INF/versions/N/` of a multi-release jar (None for
 /// any other entry, and for a `META-INF/` nested in a release directory).
 pub fn release_of(entry: &str) -> Option<u32> {
@@ -569,6 +628,39 @@ fn jar_to_jar(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The package lookup in the JDK images installed (JDK 17, and 25 when there).
+    #[test]
+    fn jimage_names_the_module_of_a_package() {
+        for home in [
+            "/usr/lib/jvm/java-17-openjdk-amd64",
+            "/usr/lib/jvm/temurin-25-jdk-amd64",
+        ] {
+            let m = Path::new(home).join("lib/modules");
+            if !m.is_file() {
+                continue;
+            }
+            let of = |p: &str| jimage_module_of(&m, p);
+            assert_eq!(of("java.util").as_deref(), Some("java.base"), "{home}");
+            assert_eq!(of("javax.swing").as_deref(), Some("java.desktop"), "{home}");
+            assert_eq!(
+                of("javax.xml.parsers").as_deref(),
+                Some("java.xml"),
+                "{home}"
+            );
+            assert_eq!(
+                of("com.sun.tools.javac.main").as_deref(),
+                Some("jdk.compiler"),
+                "{home}"
+            );
+            assert_eq!(of("javax"), None, "{home}");
+            assert_eq!(of("no.such.pkg"), None, "{home}");
+        }
+        assert_eq!(
+            jimage_module_of(Path::new("/nonexistent"), "java.util"),
+            None
+        );
+    }
 
     #[test]
     fn dos_times_in_utc() {

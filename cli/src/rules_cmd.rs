@@ -84,6 +84,8 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
     }
     let mut out = String::new();
     let mut errors = Vec::new();
+    // the JDK whose modules the hints for JDK classes name (looked up once, when needed)
+    let jdk = std::cell::OnceCell::new();
     out.push_str(&format!(
         "{}: {} tracing rules, {classes} classes in the classpath\n",
         path.display(),
@@ -122,13 +124,9 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
                     ": class = {h:?} would match (a nested class is named Outer$Inner, not \
                      Outer.Inner)"
                 ));
-            } else if r.targets_jdk() {
+            } else if let Some(h) = jdk_hint(r, &names, jdk.get_or_init(|| jdk_home(classpath))) {
                 // a JDK class, not in the class path given
-                out.push_str(
-                    ": no class in the classpath has that name; for a JDK class add the JDK's \
-                     module to --classpath ($JAVA_HOME/jmods/java.base.jmod, or \
-                     $JAVA_HOME/lib/modules for a JDK without jmods)",
-                );
+                out.push_str(&h);
             }
             out.push('\n');
             continue;
@@ -188,6 +186,70 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
         }
     }
     Ok((out, errors))
+}
+
+/// The JDK the hints for JDK classes name: the one of a `.jmod` or `lib/modules` on the class
+/// path, else the running one (`$JAVA_HOME`, Debian's JDK 17, `java` on PATH); its home.
+fn jdk_home(classpath: &[PathBuf]) -> Option<PathBuf> {
+    classpath
+        .iter()
+        .filter_map(|e| {
+            let jmod = e.extension().is_some_and(|x| x == "jmod");
+            let image = e.file_name().is_some_and(|n| n == "modules")
+                && e.parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == "lib");
+            (jmod || image).then(|| e.parent()?.parent().map(Path::to_path_buf))?
+        })
+        .find(|h| h.join("lib/modules").is_file())
+        .or_else(bci_verify::hierarchy::find_java_home)
+}
+
+/// For a rule whose class no class of the class path (`names`) matches: the module of the JDK
+/// at `home` that holds the package its pattern names, to add to `--classpath` (its `.jmod`,
+/// else the JDK's `lib/modules`); when no module has it, for a `java.*`/`javax.*`/`jdk.*`
+/// pattern a neutral hint. None otherwise.
+fn jdk_hint(r: &trace::TraceRule, names: &[&str], home: &Option<PathBuf>) -> Option<String> {
+    let pkg = r.class_package();
+    let module = pkg
+        .as_deref()
+        .zip(home.as_deref())
+        .and_then(|(p, h)| crate::io::jimage_module_of(&h.join("lib/modules"), p));
+    const NO_CLASS: &str = ": no class in the classpath has that name";
+    if let (Some(m), Some(p), Some(h)) = (&module, &pkg, home) {
+        // the package is on the class path already: the class name is what does not match
+        if names
+            .iter()
+            .any(|n| n.rsplit_once('.').is_some_and(|(q, _)| q == p))
+        {
+            return Some(format!(
+                "{NO_CLASS} (its package {p}, of the JDK's module {m}, is there)"
+            ));
+        }
+        let jmod = h.join("jmods").join(format!("{m}.jmod"));
+        let add = if jmod.is_file() {
+            jmod.display().to_string()
+        } else {
+            format!(
+                "{} (it holds every module; this JDK has no jmods)",
+                h.join("lib/modules").display()
+            )
+        };
+        return Some(format!(
+            "{NO_CLASS}; package {p} is in the JDK's module {m}: add {add} to --classpath"
+        ));
+    }
+    if !r.targets_jdk() {
+        return None;
+    }
+    let none_has = match (&pkg, home) {
+        (Some(p), Some(h)) => format!(" (no module of the JDK at {} has package {p})", h.display()),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{NO_CLASS}{none_has}; for a JDK class add the module that holds it to --classpath \
+         ($JAVA_HOME/jmods/<module>.jmod, or $JAVA_HOME/lib/modules, which holds every module)"
+    ))
 }
 
 /// At most this many methods are named in an error about a `line` or `call` no matched method

@@ -586,8 +586,7 @@ fn explain_says_what_the_agent_never_traces_and_reads_jdk_modules() {
         "rule \"clinit\" (count): matches nothing: the agent never traces it: method \
          \"<clinit>\": static initializers are never traced",
         "rule \"resize\" (count): matches nothing: no class in the classpath has that name; \
-         for a JDK class add the JDK's module to --classpath ($JAVA_HOME/jmods/java.base.jmod, \
-         or $JAVA_HOME/lib/modules for a JDK without jmods)\n",
+         package java.util is in the JDK's module java.base: add ",
     ] {
         assert!(out.contains(want), "{want}\n---\n{out}");
     }
@@ -643,5 +642,98 @@ fn explain_says_what_the_agent_never_traces_and_reads_jdk_modules() {
             ),
             "{jdk:?}: {out}"
         );
+    }
+}
+
+/// A rule for a JDK class not in the class path names the JDK module that holds its package
+/// (read from the JDK's lib/modules: of the JDK whose .jmod or lib/modules is on the class
+/// path, else the running one), with the file to add; a package that is on the class path
+/// already says so (the class name is what does not match); a package no module has gets a
+/// neutral hint. Before, every such rule was told to add java.base.jmod, also for
+/// javax.swing.JFrame (java.desktop) and with java.base.jmod on the class path already.
+#[test]
+fn explain_names_the_jdk_module_that_holds_the_package() {
+    let jdk = Path::new("/usr/lib/jvm/java-17-openjdk-amd64");
+    let base = jdk.join("jmods/java.base.jmod");
+    if !base.is_file() {
+        eprintln!("no {}: skipped", base.display());
+        return;
+    }
+    let cp = classes("modules");
+    let d = work("modules-rules");
+    let rules = d.join("r.toml");
+    let rule = |name: &str, class: &str| {
+        format!("[[rule]]\nname = \"{name}\"\nclass = \"{class}\"\ncount = true\n\n")
+    };
+    std::fs::write(
+        &rules,
+        rule("swing", "javax.swing.JFrame")
+            + &rule("xml", "javax.xml.parsers.*")
+            + &rule("javac", "com.sun.tools.javac.main.JavaCompiler")
+            + &rule("typo", "java.util.HashMapp")
+            + &rule("nosuch", "javax.nosuch.X")
+            + &rule("app", "com.acme.Missing"),
+    )
+    .unwrap();
+    let o = bci(&[
+        "rules",
+        "explain",
+        rules.to_str().unwrap(),
+        "--classpath",
+        &format!("{}:{}", cp.display(), base.display()),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let jmods = jdk.join("jmods");
+    let add = |p: &str, m: &str| {
+        format!(
+            ": no class in the classpath has that name; package {p} is in the JDK's module \
+             {m}: add {}/{m}.jmod to --classpath\n",
+            jmods.display()
+        )
+    };
+    for (name, why) in [
+        ("swing", add("javax.swing", "java.desktop")),
+        ("xml", add("javax.xml.parsers", "java.xml")),
+        ("javac", add("com.sun.tools.javac.main", "jdk.compiler")),
+        (
+            "typo",
+            ": no class in the classpath has that name (its package java.util, of the JDK's \
+             module java.base, is there)\n"
+                .to_string(),
+        ),
+        (
+            "nosuch",
+            format!(
+                ": no class in the classpath has that name (no module of the JDK at {} has \
+                 package javax.nosuch); for a JDK class add the module that holds it to \
+                 --classpath ($JAVA_HOME/jmods/<module>.jmod, or $JAVA_HOME/lib/modules, which \
+                 holds every module)\n",
+                jdk.display()
+            ),
+        ),
+        // not a JDK package: nothing to add
+        ("app", "\n".to_string()),
+    ] {
+        let want = format!("rule \"{name}\" (count): matches nothing{why}");
+        assert!(out.contains(&want), "{want}\n---\n{out}");
+    }
+    // a JDK without jmods (Temurin 24+): its lib/modules, which holds them all
+    let t25 = Path::new("/usr/lib/jvm/temurin-25-jdk-amd64");
+    if t25.join("bin/java").is_file() && !t25.join("jmods").exists() {
+        let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+            .env("JAVA_HOME", t25)
+            .args(["rules", "explain", rules.to_str().unwrap(), "--classpath"])
+            .arg(&cp)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let want = format!(
+            "rule \"swing\" (count): matches nothing: no class in the classpath has that name; \
+             package javax.swing is in the JDK's module java.desktop: add {}/lib/modules (it \
+             holds every module; this JDK has no jmods) to --classpath\n",
+            t25.display()
+        );
+        assert!(out.contains(&want), "{want}\n---\n{out}");
     }
 }

@@ -735,6 +735,21 @@ impl TraceRule {
     /// Whether the class pattern begins with a literal `java.`, `javax.` or `jdk.` package:
     /// a rule for the JDK's classes (`bci rules explain` then suggests the JDK on the class
     /// path).
+    /// The package (dotted) the class pattern names: an exact name's, or the one its literal
+    /// part before the first wildcard ends in (`javax.swing.J*` -> `javax.swing`). None for a
+    /// regular expression or a pattern without a `.` before its first wildcard.
+    pub fn class_package(&self) -> Option<String> {
+        let Pattern::Glob(p) = &self.class else {
+            return None;
+        };
+        let lit = p
+            .iter()
+            .position(|&b| b == b'*' || b == b'?')
+            .unwrap_or(p.len());
+        let dot = p[..lit].iter().rposition(|&b| b == b'.')?;
+        Some(String::from_utf8_lossy(&p[..dot]).into_owned()).filter(|s| !s.is_empty())
+    }
+
     pub fn targets_jdk(&self) -> bool {
         match &self.class {
             Pattern::Glob(p) => [&b"java."[..], b"javax.", b"jdk."]
@@ -1650,6 +1665,26 @@ mod tests {
         // regular expressions match the whole name
         assert!(pat("/com\\.acme\\..*Service/").matches("com.acme.x.UserService"));
         assert!(!pat("/acme/").matches("com.acme.X"));
+    }
+
+    #[test]
+    fn class_package_of_a_pattern() {
+        let of = |class: &str| {
+            let r = crate::Rules::parse(
+                &format!("[[rule]]\nname = \"r\"\nclass = {class:?}\ncount = true\n"),
+                "t.toml",
+            )
+            .unwrap();
+            r.trace_rules()[0].class_package()
+        };
+        assert_eq!(of("javax.swing.JFrame").as_deref(), Some("javax.swing"));
+        assert_eq!(of("javax.swing.J*").as_deref(), Some("javax.swing"));
+        assert_eq!(of("javax.swing.**").as_deref(), Some("javax.swing"));
+        assert_eq!(of("java.util.Map$Entry").as_deref(), Some("java.util"));
+        assert_eq!(of("javax.*.JFrame").as_deref(), Some("javax"));
+        assert_eq!(of("Main"), None);
+        assert_eq!(of("**.Main"), None);
+        assert_eq!(of("/javax\\.swing\\..*/"), None);
     }
 
     #[test]
