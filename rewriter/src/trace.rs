@@ -732,9 +732,6 @@ impl TraceRule {
         None
     }
 
-    /// Whether the class pattern begins with a literal `java.`, `javax.` or `jdk.` package:
-    /// a rule for the JDK's classes (`bci rules explain` then suggests the JDK on the class
-    /// path).
     /// The package (dotted) the class pattern names: an exact name's, or the one its literal
     /// part before the first wildcard ends in (`javax.swing.J*` -> `javax.swing`). None for a
     /// regular expression or a pattern without a `.` before its first wildcard.
@@ -750,6 +747,9 @@ impl TraceRule {
         Some(String::from_utf8_lossy(&p[..dot]).into_owned()).filter(|s| !s.is_empty())
     }
 
+    /// Whether the class pattern begins with a literal `java.`, `javax.` or `jdk.` package:
+    /// a rule for the JDK's classes (`bci rules explain` then suggests the JDK on the class
+    /// path).
     pub fn targets_jdk(&self) -> bool {
         match &self.class {
             Pattern::Glob(p) => [&b"java."[..], b"javax.", b"jdk."]
