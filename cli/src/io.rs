@@ -47,6 +47,20 @@ pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })
 }
 
+/// Writes to stdout (the `out!`/`outln!` macros). A reader that went away (`bci … | head`)
+/// ends the program quietly with the status a shell gives a command killed by SIGPIPE
+/// (128 + 13) instead of a panic; another write error ends it with status 2.
+pub fn emit(args: std::fmt::Arguments<'_>) {
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("bci: stdout: {e}");
+        std::process::exit(2);
+    }
+}
+
 /// Creates the missing parent directories of an output file.
 pub fn create_parent(p: &Path) -> Result<(), String> {
     match p.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -1,6 +1,15 @@
 //! `bci`: offline instrumentation, verification and rule checking.
 #![forbid(unsafe_code)]
 
+/// `print!` and `println!` on stdout that end the program quietly when its reader went away
+/// (`bci … | head`) instead of panicking: see [`io::emit`].
+macro_rules! out {
+    ($($t:tt)*) => { $crate::io::emit(format_args!($($t)*)) };
+}
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::io::emit(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 mod coverage;
 mod io;
 mod offline;
@@ -503,23 +512,23 @@ fn main() -> ExitCode {
                 }
             }
             if coverage {
-                println!(
+                outln!(
                     "bci: {classes} classes, {rewritten} instrumented with coverage counters, {failed} left original"
                 );
             } else {
-                println!(
+                outln!(
                     "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
                     reg.map.len()
                 );
             }
             if runtime_ids && rewritten > 0 {
-                println!(
+                outln!(
                     "bci: run it with the runtime jar (bci runtime-jar bci-runtime.jar) on the class path; it writes {} at exit for bci report",
                     if coverage { "bci.cov" } else { "bci.data" }
                 );
             }
             if marked > 0 {
-                println!(
+                outln!(
                     "bci: {marked} classes were instrumented already and were copied as they are"
                 );
             }
@@ -531,7 +540,7 @@ fn main() -> ExitCode {
         }
         Cmd::RuntimeJar { output } => match offline::runtime_jar(&output) {
             Ok(()) => {
-                println!("bci: wrote {}", output.display());
+                outln!("bci: wrote {}", output.display());
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -602,10 +611,8 @@ fn main() -> ExitCode {
                         Some(p) => io::create_parent(p)
                             .and_then(|()| io::write_replacing(p, text.as_bytes())),
                         None => {
-                            use std::io::Write;
-                            std::io::stdout()
-                                .write_all(text.as_bytes())
-                                .map_err(|e| format!("stdout: {e}"))
+                            out!("{text}");
+                            Ok(())
                         }
                     };
                     match res {
@@ -646,12 +653,12 @@ fn main() -> ExitCode {
                     rules_cmd::load(&f)
                 };
                 match res {
-                    Ok(r) if offline => println!(
+                    Ok(r) if offline => outln!(
                         "{}: ok for bci instrument --rules (runtime class {})",
                         f.display(),
                         r.runtime_class()
                     ),
-                    Ok(_) => println!("{}: ok", f.display()),
+                    Ok(_) => outln!("{}: ok", f.display()),
                     Err(e) => {
                         bad = true;
                         eprintln!("{e}");
@@ -674,7 +681,7 @@ fn main() -> ExitCode {
                 .collect();
             match rules_cmd::explain(&file, &cp) {
                 Ok((out, errors)) => {
-                    print!("{out}");
+                    out!("{out}");
                     for e in &errors {
                         eprintln!("{e}");
                     }

@@ -68,8 +68,8 @@ impl Progress {
     /// Prints a line on stdout without garbling the bar.
     pub fn out(&self, s: &str) {
         match self.bar.get() {
-            Some(b) => b.suspend(|| println!("{s}")),
-            None => println!("{s}"),
+            Some(b) => b.suspend(|| outln!("{s}")),
+            None => outln!("{s}"),
         }
     }
 }

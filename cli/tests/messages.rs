@@ -587,3 +587,33 @@ fn verify_takes_a_single_class_file() {
         )
     );
 }
+
+/// Output piped into a reader that stops early (`bci rules explain … | head`) ends bci
+/// quietly with SIGPIPE's shell status (141), not a panic (101 and "failed printing to
+/// stdout" on stderr).
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let d = work("closed-pipe");
+    let rules = d.join("all.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"all\"\nclass = \"java.util.**\"\nmethod = \"*\"\ncount = true\n",
+    )
+    .unwrap();
+    let jdk =
+        std::env::var("JAVA_HOME").unwrap_or_else(|_| "/usr/lib/jvm/java-17-openjdk-amd64".into());
+    let modules = Path::new(&jdk).join("lib/modules");
+    // thousands of lines; `head -c 20` closes the pipe after the first bytes
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg("\"$0\" rules explain \"$1\" --classpath \"$2\" | head -c 20 >/dev/null; exit ${PIPESTATUS[0]}")
+        .arg(env!("CARGO_BIN_EXE_bci"))
+        .arg(&rules)
+        .arg(&modules)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.is_empty(), "stderr: {err}");
+    assert_eq!(o.status.code(), Some(141), "bci's status");
+}
