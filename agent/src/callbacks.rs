@@ -385,17 +385,31 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         return sys::JNI_ERR;
     }
     if verbose {
-        let a = AGENT.get().map(|a| &a.opts);
-        log(&format!(
-            "loaded ({})",
-            match a.map(|o| (o.cpu, o.coverage)) {
-                Some((true, true)) => "cpu=times, coverage",
-                Some((false, true)) if late =>
-                    "coverage; no early class hook: class-data sharing stays on, classes loaded before VMStart pass unseen",
-                Some((false, true)) => "coverage",
-                _ => "cpu=times",
+        // what this run records: the profile, coverage, tracing rules
+        let mut what: Vec<String> = Vec::new();
+        if let Some(a) = AGENT.get() {
+            if a.opts.cpu && a.engine.profiles() {
+                what.push("cpu=times".into());
             }
-        ));
+            if a.opts.coverage {
+                what.push("coverage".into());
+            }
+            let n = a.engine.trace_rules().len();
+            if n > 0 {
+                what.push(format!(
+                    "tracing, {n} rule{}",
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        let mut line = format!("loaded ({})", what.join(", "));
+        if late {
+            line.push_str(
+                "; no early class hook: class-data sharing stays on, classes loaded before \
+                 VMStart pass unseen",
+            );
+        }
+        log(&line);
     }
     sys::JNI_OK
 }
