@@ -795,6 +795,87 @@ fn jdk_methods_run_before_vminit_are_traced_after_it() {
     }
 }
 
+/// test-classes/trace/TraceJdkRuntime.java: a rule on java.util.Arrays.copyOfRange([BII)[B,
+/// which the runtime calls itself (String.substring while it parses a site's info). The
+/// runtime's call of the method called the runtime again, which parsed the site again: to
+/// StackOverflowError inside the runtime, and the count was 30 times the program's calls. The
+/// runtime's own work is neither counted nor traced: the rule counts what a cpu=times profile
+/// of the same program counts. Next to a rule tracing every class with `stack = 2` and
+/// `tostring = true` (trace-jdk-runtime-all.toml) no event is of a call only the runtime made
+/// (the program's toString(), called for `tostring = true`), and the count stays at most the
+/// profile's: the runtime's work (formatting, toString()) initializes JDK classes the program
+/// would have, so the program may make fewer calls than without it.
+#[test]
+fn rules_on_what_the_runtime_uses_count_the_programs_calls() {
+    let dir = compile(&["TraceJdkRuntime.java"], "TraceJdkRuntime");
+    let narrow = repo().join("test-classes/trace/trace-jdk-runtime.toml");
+    let all = repo().join("test-classes/trace/trace-jdk-runtime-all.toml");
+    const M: &str = "java.util.Arrays.copyOfRange([BII)[B";
+    for jdk in jdks() {
+        let cpu = dir.join("cpu.txt");
+        let o = Command::new(jdk.join("bin/java"))
+            .arg(format!(
+                "-agentpath:{}=cpu=times,format=methods,include=java.util.Arrays,file={}",
+                agent_lib().display(),
+                cpu.display()
+            ))
+            .arg("-cp")
+            .arg(&dir)
+            .arg("TraceJdkRuntime")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let profile = std::fs::read_to_string(&cpu).unwrap();
+        let calls = methods_count(&profile, M).unwrap();
+        assert!(calls >= 100, "{profile}");
+        for rules in [&narrow, &all] {
+            let (o, ev, prof) = traced_on(&jdk, &dir, rules, "TraceJdkRuntime");
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{}: {stderr}", jdk.display());
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                "n 400 cdef\n",
+                "{stderr}"
+            );
+            let report = std::fs::read_to_string(&prof).unwrap();
+            let range = summary_count(&report, "range").unwrap();
+            if rules == &narrow {
+                assert_eq!(range, calls, "{}: {report}", jdk.display());
+                continue;
+            }
+            assert!(
+                (100..=calls).contains(&range),
+                "{}: {range} of {calls}: {report}",
+                jdk.display()
+            );
+            let events = std::fs::read_to_string(&ev).unwrap();
+            let size: Vec<&str> = events
+                .lines()
+                .filter(|l| {
+                    field(l, "class", "\"TraceJdkRuntime\"") && field(l, "method", "\"size\"")
+                })
+                .collect();
+            assert_eq!(size.len(), 100, "{}", jdk.display());
+            assert!(
+                size.iter().any(|l| l.contains("\"args\":[\"T[7, 2]BC\",")
+                    && l.contains("\"stack\":[\"TraceJdkRuntime.size:")),
+                "{}: {size:#?}",
+                jdk.display()
+            );
+            let own: Vec<&str> = events
+                .lines()
+                .filter(|l| {
+                    (field(l, "method", "\"toString\"")
+                        && (field(l, "class", "\"TraceJdkRuntime\"")
+                            || field(l, "class", "\"java.util.Arrays\"")))
+                        || l.contains("BciTrace")
+                })
+                .collect();
+            assert!(own.is_empty(), "{}: {own:#?}", jdk.display());
+        }
+    }
+}
+
 /// The "trace events:" line's numbers: written, dropped, not written past tracemax=, could
 /// not be made.
 fn event_accounting(report: &str) -> (u64, u64, u64, u64) {

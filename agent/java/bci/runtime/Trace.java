@@ -5,9 +5,14 @@ package bci.runtime;
  * the calls). Compiled as java.lang.BciTrace (agent/build.rs) and defined by the agent in
  * java.base at early VMStart, so that JDK classes can call it.
  *
- * Uses nothing outside java.lang on the traced threads (tracing rules never instrument
- * java.lang, so the runtime cannot call itself through a traced method) and holds a per-thread
- * busy flag while it formats an event (toString() or a JSON value never re-enters it).
+ * Its own work is never traced: a thread holds its busy flag ({@link T#busy}) while the
+ * runtime does anything that calls other code on it (a site's info parsed, an event formatted,
+ * a slowest call described, a SIGQUIT dump), and the probes return at once on a busy thread.
+ * Calls of a traced method that the runtime makes (String.substring calls
+ * java.util.Arrays.copyOfRange; toString() with `tostring = true`) are so neither counted nor
+ * traced, only the program's. What runs before the flag can be read (finding the thread's
+ * state: ThreadLocal; boxing an argument) uses only java.lang, which tracing rules never
+ * instrument.
  * Events are JSON lines handed to a bounded buffer; a writer thread writes them, so a traced
  * thread never waits on I/O, and flushes the file within {@link #FLUSH_NS} of an event. A full
  * buffer drops the event and counts it.
@@ -96,6 +101,7 @@ public final class Trace {
         /** The call stack: frames[0 .. depth - 1] (each made once per depth, then reused). */
         Frame[] frames = new Frame[32];
         int depth;
+        /** The runtime works on this thread: its probes return at once (see the class comment). */
         boolean busy;
         /** Events of this thread not formatted past tracemax= (added to overLimit in the summary). */
         long over;
@@ -400,7 +406,7 @@ public final class Trace {
         return t;
     }
 
-    static Site site(int id, String info) {
+    static Site site(T t, int id, String info) {
         Site[] a = sites;
         if (id < a.length) {
             Site s = a[id];
@@ -408,23 +414,35 @@ public final class Trace {
                 return s;
             }
         }
-        return addSite(id, info);
+        return addSite(t, id, info);
     }
 
-    static Site addSite(int id, String info) {
-        synchronized (SITES) {
-            if (id >= sites.length) {
-                Site[] a = new Site[Math.max(id + 1, sites.length * 2)];
-                System.arraycopy(sites, 0, a, 0, sites.length);
-                sites = a;
-            }
-            Site s = sites[id];
-            if (s != null) {
+    /**
+     * The site's first call (on any thread): parses its info. The runtime's own work (busy):
+     * parsing calls String.substring, which calls java.util.Arrays.copyOfRange; a rule on that
+     * method called back into the runtime, which parsed the same site again, to
+     * StackOverflowError.
+     */
+    static Site addSite(T t, int id, String info) {
+        boolean was = t.busy;
+        t.busy = true;
+        try {
+            synchronized (SITES) {
+                if (id >= sites.length) {
+                    Site[] a = new Site[Math.max(id + 1, sites.length * 2)];
+                    System.arraycopy(sites, 0, a, 0, sites.length);
+                    sites = a;
+                }
+                Site s = sites[id];
+                if (s != null) {
+                    return s;
+                }
+                s = parse(info);
+                sites[id] = s;
                 return s;
             }
-            s = parse(info);
-            sites[id] = s;
-            return s;
+        } finally {
+            t.busy = was;
         }
     }
 
@@ -562,7 +580,7 @@ public final class Trace {
             if (t == null || t.busy) {
                 return null;
             }
-            Site s = site(id, info);
+            Site s = site(t, id, info);
             // sized before the frame is pushed: end reads the site's slots
             long[] st = t.st(id);
             d = t.depth;
@@ -876,7 +894,7 @@ public final class Trace {
             if (t == null || t.busy) {
                 return;
             }
-            s = site(id, info);
+            s = site(t, id, info);
             st = t.st(id);
         } catch (Throwable x) {
             return; // no stack or memory left: not counted
@@ -1135,8 +1153,26 @@ public final class Trace {
      * file and returns the summary so far; recording goes on.
      */
     public static String dump() {
-        drainAll();
-        return summary();
+        // the runtime's own work: a rule on a JDK method the summary uses (java.util.Formatter)
+        // records nothing of it (recording goes on, on other threads)
+        T t = null;
+        try {
+            t = cur();
+        } catch (Throwable x) {
+            // no state: nothing to mark
+        }
+        boolean was = t != null && t.busy;
+        if (t != null) {
+            t.busy = true;
+        }
+        try {
+            drainAll();
+            return summary();
+        } finally {
+            if (t != null) {
+                t.busy = was;
+            }
+        }
     }
 
     /**
