@@ -876,6 +876,107 @@ fn rules_on_what_the_runtime_uses_count_the_programs_calls() {
     }
 }
 
+/// The METHODS section's rows: method -> count.
+fn methods_counts(report: &str) -> std::collections::BTreeMap<String, u64> {
+    let s = &report[report.find("METHODS BEGIN").unwrap()..report.find("METHODS END").unwrap()];
+    s.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let count = w.get(3)?.parse().ok()?;
+            w.first()?.parse::<u64>().ok()?;
+            Some((w.last()?.to_string(), count))
+        })
+        .collect()
+}
+
+/// test-classes/trace/TraceProfiled.java: traced methods (arguments, `stack = 2`,
+/// `tostring = true`, two threads) next to a cpu=times profile of every class. The runtime's
+/// own work (boxing the arguments, formatting the events with StringBuilder and
+/// Integer.toString, finding its per-thread state through a ThreadLocal) was profiled and
+/// charged to the traced methods: StringBuilder.append(String) counted 41,894 calls where the
+/// program made 21. The probes record nothing while the runtime works on their thread: the
+/// profile's counts of what the runtime uses (StringBuilder, Integer, ThreadLocal's map) and
+/// of the program's methods are those of a profile without tracing, in both builds of the
+/// runtime (the thread's state in a field of Thread, and looked up by hash).
+#[test]
+fn cpu_times_counts_only_the_programs_calls() {
+    let dir = compile(&["TraceProfiled.java"], "TraceProfiled");
+    let rules = repo().join("test-classes/trace/trace-profiled.toml");
+    let run = |opts: &str, env: &[(&str, &str)]| {
+        let prof = dir.join("prof.txt");
+        let o = Command::new(jdk_tool("java"))
+            .envs(env.iter().copied())
+            .arg(format!(
+                "-agentpath:{}=cpu=times,format=methods,file={}{opts}",
+                agent_lib().display(),
+                prof.display()
+            ))
+            .arg("-cp")
+            .arg(&dir)
+            .arg("TraceProfiled")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{opts}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "610 50\n", "{stderr}");
+        std::fs::read_to_string(&prof).unwrap()
+    };
+    // what the runtime calls while it works, and the program's methods
+    let watched = |m: &String| {
+        [
+            "java.lang.StringBuilder.",
+            "java.lang.AbstractStringBuilder.",
+            "java.lang.Integer.",
+            "java.lang.ThreadLocal$ThreadLocalMap.set(",
+            "java.lang.ThreadLocal.get(",
+            "java.lang.ThreadLocal.set(",
+            "java.lang.Throwable.",
+            "TraceProfiled.",
+        ]
+        .iter()
+        .any(|p| m.starts_with(p))
+    };
+    let bare: Vec<(String, u64)> = methods_counts(&run("", &[]))
+        .into_iter()
+        .filter(|(m, _)| watched(m))
+        .collect();
+    assert!(
+        bare.contains(&("TraceProfiled.fib(I)I".to_string(), 2150)),
+        "{bare:#?}"
+    );
+    let ev = dir.join("events.jsonl");
+    let traced = format!(",rules={},tracefile={}", rules.display(), ev.display());
+    for env in [&[][..], &[("BCIAGENT_NO_THREAD_FIELDS", "1")][..]] {
+        let report = run(&traced, env);
+        let counts: Vec<(String, u64)> = methods_counts(&report)
+            .into_iter()
+            .filter(|(m, _)| watched(m))
+            .collect();
+        let differ: Vec<String> = bare
+            .iter()
+            .map(|(m, n)| (m, Some(*n)))
+            .chain(counts.iter().map(|(m, _)| (m, None)))
+            .filter_map(|(m, n)| {
+                let b = n.or_else(|| bare.iter().find(|(k, _)| k == m).map(|(_, n)| *n));
+                let t = counts.iter().find(|(k, _)| k == m).map(|(_, n)| *n);
+                (b != t).then(|| format!("{m}: {b:?} without tracing, {t:?} with"))
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert!(differ.is_empty(), "{env:?}: {differ:#?}");
+        // the events were made (the runtime did its work)
+        assert_eq!(summary_count(&report, "fib"), Some(2150), "{report}");
+        let events = std::fs::read_to_string(&ev).unwrap();
+        assert!(
+            events
+                .lines()
+                .any(|l| l.contains("\"args\":[\"P7\",") || l.contains("\"args\":[0,\"P7\"]")),
+            "{events}"
+        );
+    }
+}
+
 /// The "trace events:" line's numbers: written, dropped, not written past tracemax=, could
 /// not be made.
 fn event_accounting(report: &str) -> (u64, u64, u64, u64) {

@@ -89,6 +89,19 @@ public final class Probes {
     /** The state a thread's field points to once the thread ended (field build; see ended()). */
     static final T GONE = new T(null, -2, "ended", true);
     /**
+     * The state a thread's field points to while the tracing runtime pauses its recording
+     * (field build; see {@link #pause}): like GONE, every fast path misses on it and the slow
+     * paths record nothing. {@code early}: the exits that miss on it count no mismatch (no
+     * write to this object, which every paused thread shares).
+     */
+    static final T PAUSED = new T(null, -3, "paused", true);
+    /** What {@link #pause} returns for a thread that had no state yet (field build). */
+    static final Object UNSET = new Object();
+
+    static {
+        PAUSED.early = true;
+    }
+    /**
      * States of ended threads, their data folded, ready for the next threads (a program that
      * starts threads one after the other allocates no new state for each).
      */
@@ -732,6 +745,30 @@ public final class Probes {
         }
     }
 
+    // The tracing runtime (java.lang.BciTrace) pauses a thread's recording while it works on
+    // that thread (an event formatted, an argument boxed, its per-thread state made): the JDK
+    // methods it calls there, and a program's toString() it calls for `tostring = true`, are
+    // not the program's calls and are not counted. The fast paths have no test for it: in the
+    // field build the thread's field points to PAUSED meanwhile, on which they all miss, and
+    // the slow paths (self()) record nothing for PAUSED; the fallback build marks the state
+    // (T.paused), takes it out of `last` (its fast path's only way to find a state) and
+    // self() gives nothing for it.
+
+    /**
+     * Pauses recording on the calling thread; returns the token to give {@link #resume}
+     * (null: nothing to undo). Pauses nest. Never throws (no call but natives).
+     */
+    public static Object pause() {
+        return pause0();
+    }
+
+    /** Ends the pause that returned {@code token} (null: does nothing). */
+    public static void resume(Object token) {
+        if (token != null) {
+            resume0(token);
+        }
+    }
+
     @DontInline
     static int enterT0(int id) {
         if (!on) {
@@ -936,12 +973,15 @@ public final class Probes {
         return s != null && s.thread == Thread.currentThread() ? s : null;
     }
 
-    /** The current thread's state, registered on first use; null while registering. */
+    /**
+     * The current thread's state, registered on first use; null while registering and while
+     * its recording is paused.
+     */
     static T self() {
         Thread t = Thread.currentThread();
         T l = last;
         if (l != null && l.thread == t) {
-            return l;
+            return l.paused ? null : l;
         }
         int h = System.identityHashCode(t);
         T[] tab = table;
@@ -953,6 +993,9 @@ public final class Probes {
                 return register(t, h);
             }
             if (s.thread == t) {
+                if (s.paused) {
+                    return null; // and not in `last`, where cur() would find it
+                }
                 if (!timed) {
                     last = s;
                 }
@@ -960,6 +1003,31 @@ public final class Probes {
             }
             i = (i + 1) & m;
         }
+    }
+
+    /**
+     * See {@link #pause}. A thread with no state is registered first (so that the probes it
+     * runs while paused find a paused state, not none, which they would register); no state
+     * is registered while no thread ever registered (tracing rules alone: no class calls a
+     * probe).
+     */
+    static Object pause0() {
+        if (nextSerial == 0) {
+            return null;
+        }
+        T s = self();
+        if (s == null) {
+            return null; // paused already, registering, or recording stopped
+        }
+        s.paused = true;
+        if (last == s) {
+            last = null;
+        }
+        return s;
+    }
+
+    static void resume0(Object token) {
+        ((T) token).paused = false;
     }
 
     /** Adds {@code s} to the thread table (under the class lock). */
@@ -1060,7 +1128,30 @@ public final class Probes {
         if (s == null) {
             return register(t, System.identityHashCode(t));
         }
-        return s == GONE ? null : s;
+        return s == GONE || s == PAUSED ? null : s;
+    }
+
+    // See pause(): the field points to PAUSED until resume0 puts the state back (UNSET: the
+    // thread had none).
+    static Object pause0() {
+        Thread t = Thread.currentThread();
+        T s = t.bci$t;
+        t.bci$t = PAUSED;
+        return s == null ? UNSET : s;
+    }
+
+    static void resume0(Object token) {
+        Thread t = Thread.currentThread();
+        if (t.bci$t != PAUSED) {
+            return; // recording stopped meanwhile (dropLive: GONE)
+        }
+        T s = token == UNSET ? null : (T) token;
+        t.bci$t = s;
+        if (s != null && s.virt && hooked && !perThread) {
+            // a virtual thread unmounted while paused (JDK 24+: a contended monitor) may run
+            // on another carrier now, whose mounted() found PAUSED: take that carrier's cache
+            s.borrow(carrierState());
+        }
     }
 
     static void publish(T s) {
@@ -1080,7 +1171,7 @@ public final class Probes {
     // virtual thread; called only where virtual threads exist), null if it has none.
     static T carrierState() {
         T c = Thread.currentCarrierThread().bci$t;
-        return c == GONE ? null : c;
+        return c == GONE || c == PAUSED ? null : c;
     }
     @thread-lookup field end */
 
@@ -1220,7 +1311,7 @@ public final class Probes {
             } catch (Throwable e) {
                 return;
             }
-            if (s == null || s == GONE || !(s.virt ? vlive : live).release(s)) {
+            if (s == null || s == GONE || s == PAUSED || !(s.virt ? vlive : live).release(s)) {
                 return;
             }
             if (!s.virt) {
@@ -2030,6 +2121,8 @@ public final class Probes {
          * attached through JNI: its probes before its constructor finished recorded nothing.
          */
         boolean early;
+        /** Fallback build: the tracing runtime paused this thread's recording (see pause). */
+        boolean paused;
         /** Entries that missed the callee cache of their context (statistics). */
         long misses;
         /** Entries that took the out-of-line path (statistics). */
@@ -2084,6 +2177,7 @@ public final class Probes {
             sink = null;
             sp = 2;
             leaf = 0;
+            paused = false;
             mismatches = 0;
             early = false;
             misses = 0;

@@ -10,16 +10,21 @@ package bci.runtime;
  * a slowest call described, a SIGQUIT dump), and the probes return at once on a busy thread.
  * Calls of a traced method that the runtime makes (String.substring calls
  * java.util.Arrays.copyOfRange; toString() with `tostring = true`) are so neither counted nor
- * traced, only the program's. What runs before the flag can be read (finding the thread's
- * state: ThreadLocal; boxing an argument) uses only java.lang, which tracing rules never
- * instrument.
- * Events are JSON lines handed to a bounded buffer; a writer thread writes them, so a traced
+ * traced, only the program's. Until the flag is set the runtime calls no JDK method but
+ * natives: a thread's state is found in {@link #table} (identity hash) and made, like its
+ * frames, with Object.clone ({@link T}); primitive arguments and return values stay raw
+ * until they are described ({@link #RAW}, {@link #box}).
+ *
+ * <p>Its own work is not profiled either: while it works on a thread it pauses the cpu=times
+ * probes there ({@link #pause}), whose counts so stay the program's.
+ *
+ * <p>Events are JSON lines handed to a bounded buffer; a writer thread writes them, so a traced
  * thread never waits on I/O, and flushes the file within {@link #FLUSH_NS} of an event. A full
  * buffer drops the event and counts it.
  *
  * Probes run wherever the program runs, also with no stack left (a recursion to
  * StackOverflowError) and before VMInit (JDK methods): nothing of an event runs before
- * {@link #start} switches recording on (the arguments are boxed here, not in the injected
+ * {@link #start} switches recording on (the arguments are kept here, not in the injected
  * code), every class the probes use is initialized in start (a class whose initializer fails
  * for lack of stack stays unusable for the whole JVM), and no Throwable of the runtime's
  * reaches the program: what fails after a call was counted is counted as an event that could
@@ -52,7 +57,15 @@ public final class Trace {
     public static final Object NONE = null;
 
     static volatile boolean on;
-    static ThreadLocal<T> tl;
+    /**
+     * The threads' states by thread (null until start): open addressing on the thread's
+     * identity hash, no JDK code (a ThreadLocal gave every traced thread a ThreadLocal map,
+     * whose exit then ran JDK code that cpu=times counted). Entries stay until exit, as the
+     * states do ({@link #threads}). Grows under SITES; read without a lock (a miss takes it).
+     */
+    static volatile T[] table;
+    /** Entries in {@link #table}. Guarded by SITES. */
+    static int tableUsed;
     static Site[] sites = new Site[256];
     static final Object SITES = new Object();
     static T[] threads = new T[16];
@@ -94,10 +107,20 @@ public final class Trace {
         long minNs;
     }
 
-    static final class T {
-        final Thread thread;
-        /** The thread's id (Thread.getId(), threadId() since 19): virtual threads have no name. */
-        final long tid;
+    /**
+     * A thread's state. Made as a copy of {@link #T0} (Object.clone, a native: a constructor
+     * would run Object.<init>, profiled JDK code, on the program's thread), like
+     * {@link Frame}s.
+     */
+    static final class T implements Cloneable {
+        Thread thread;
+        /** Its identity hash (its slot in {@link #table}). */
+        int hash;
+        /**
+         * The thread's id (Thread.getId(), threadId() since 19: virtual threads have no name),
+         * read when its first event is formatted ({@link #tid()}); 0 until then.
+         */
+        long tid;
         /** The call stack: frames[0 .. depth - 1] (each made once per depth, then reused). */
         Frame[] frames = new Frame[32];
         int depth;
@@ -110,19 +133,37 @@ public final class Trace {
          * or memory left): no lock, so that counting it cannot fail.
          */
         long failed;
+        /**
+         * A pause of the cpu=times probes whose end failed (no stack left to call
+         * BciProbes.resume: a recursion to StackOverflowError): ended at the thread's next call
+         * into the runtime ({@link #unpause}), so that the thread does not stay paused.
+         */
+        Object unpause;
         long[] st = new long[0];
         long[] slowDur = new long[0];
         String[] slowDesc = new String[0];
 
+        /** A new thread's state: a copy of T0 with its own stack (the empty arrays shared). */
+        static T of(Thread thread, int hash) throws CloneNotSupportedException {
+            T t = (T) T0.clone();
+            t.thread = thread;
+            t.hash = hash;
+            t.frames = new Frame[32];
+            return t;
+        }
+
         @SuppressWarnings("deprecation")
-        T(Thread t) {
-            thread = t;
-            tid = t.getId();
+        long tid() {
+            if (tid == 0) {
+                tid = thread.getId();
+            }
+            return tid;
         }
 
         long[] st(int id) {
             if ((id + 1) * W > st.length) {
-                int n = Math.max((id + 1) * W, st.length * 2);
+                // (no Math.max: profiled JDK code)
+                int n = (id + 1) * W > st.length * 2 ? (id + 1) * W : st.length * 2;
                 long[] a = new long[n];
                 System.arraycopy(st, 0, a, 0, st.length);
                 for (int i = st.length / W; i < n / W; i++) {
@@ -146,10 +187,10 @@ public final class Trace {
      * recursion to StackOverflowError the deepest frames' exits may find no stack to call the
      * runtime), so that a lost exit does not make every later exit end the wrong frame.
      */
-    static final class Frame {
-        final T t;
+    static final class Frame implements Cloneable {
+        T t;
         /** Its depth: t.frames[d] is this frame. */
-        final int d;
+        int d;
         /** Its site, and the enclosing frame of the same site (its depth + 1, 0 = none). */
         int id, up;
         /** When it started, and its timed callees' time. */
@@ -161,18 +202,44 @@ public final class Trace {
          */
         long acc;
 
-        Frame(T t, int d) {
-            this.t = t;
-            this.d = d;
+        /** A new frame: a copy of F0 (see {@link T}). */
+        static Frame of(T t, int d) throws CloneNotSupportedException {
+            Frame f = (Frame) F0.clone();
+            f.t = t;
+            f.d = d;
+            return f;
         }
     }
+
+    /** What thread states and frames are copied from (see {@link T}). */
+    static final T T0 = new T();
+    static final Frame F0 = new Frame();
 
     /**
      * Called by the agent at VMInit. config, one per line: the event format (json or text), the
      * trace file path ("" = none), then the rule names (for the summary).
      */
     public static void start(String config) throws java.io.IOException {
-        tl = new ThreadLocal<T>();
+        // java.lang.BciProbes, the cpu=times runtime (also for probe rules naming it), is
+        // defined at VMStart when there is one: found here by calling it (not there:
+        // NoClassDefFoundError; bci/runtime/Probes, the runtime of probe rules naming it, is
+        // not reachable from java.base and is not paused)
+        Object p = null;
+        try {
+            p = BciProbes.pause();
+            probes = true;
+        } catch (Throwable e) {
+            probes = false;
+        }
+        try {
+            start0(config);
+        } finally {
+            resume(p);
+        }
+    }
+
+    static void start0(String config) throws java.io.IOException {
+        table = new T[64];
         int n = 0;
         for (int i = 0; i < config.length(); i++) {
             if (config.charAt(i) == '\n') {
@@ -221,9 +288,12 @@ public final class Trace {
         }
 
         public void run() {
+            // nothing this thread runs is recorded: not traced (busy), not profiled (paused
+            // for good: its state, if any, is not put back)
+            pause();
             T t = cur();
             if (t != null) {
-                t.busy = true; // nothing this thread runs is traced
+                t.busy = true;
             }
             String[] batch = new String[1024];
             // written since the last flush, and when that was: the file gets what was written
@@ -383,27 +453,120 @@ public final class Trace {
         if (t != null && t.thread == me) {
             return t;
         }
-        ThreadLocal<T> l = tl;
-        if (l == null) {
+        T[] tab = table;
+        if (tab == null) {
             return null;
         }
-        t = l.get();
-        if (t == null) {
-            t = new T(Thread.currentThread());
-            // registered first: if set() fails (no stack left), a later call makes another
-            // state, and the summary adds up both
-            synchronized (SITES) {
-                if (nthreads == threads.length) {
-                    T[] a = new T[threads.length * 2];
-                    System.arraycopy(threads, 0, a, 0, threads.length);
-                    threads = a;
-                }
-                threads[nthreads++] = t;
+        int h = System.identityHashCode(me);
+        int m = tab.length - 1;
+        for (int i = h & m; ; i = (i + 1) & m) {
+            T s = tab[i];
+            if (s == null) {
+                break;
             }
-            l.set(t);
+            if (s.thread == me) {
+                last = s;
+                return s;
+            }
         }
+        t = register(me, h);
         last = t;
         return t;
+    }
+
+    /**
+     * The calling thread's state, made on its first call (under SITES: a thread finds its own
+     * entry, or not, in a table another thread is growing; then it looks again here).
+     */
+    static T register(Thread me, int h) {
+        synchronized (SITES) {
+            T[] tab = table;
+            int m = tab.length - 1;
+            int i = h & m;
+            for (T s; (s = tab[i]) != null; i = (i + 1) & m) {
+                if (s.thread == me) {
+                    return s;
+                }
+            }
+            T t;
+            try {
+                t = T.of(me, h);
+            } catch (CloneNotSupportedException e) {
+                return null; // (not thrown: T is Cloneable)
+            }
+            // registered first, in the summary's list: a state in it and not in the table
+            // (no memory left to grow it) is made again by a later call, and the summary
+            // adds up both
+            if (nthreads == threads.length) {
+                T[] a = new T[threads.length * 2];
+                System.arraycopy(threads, 0, a, 0, threads.length);
+                threads = a;
+            }
+            threads[nthreads++] = t;
+            if ((tableUsed + 1) * 2 > tab.length) {
+                T[] n = new T[tab.length * 2];
+                int nm = n.length - 1;
+                for (T o : tab) {
+                    if (o != null) {
+                        int j = o.hash & nm;
+                        while (n[j] != null) {
+                            j = (j + 1) & nm;
+                        }
+                        n[j] = o;
+                    }
+                }
+                tab = n;
+                m = nm;
+                i = h & m;
+                while (tab[i] != null) {
+                    i = (i + 1) & m;
+                }
+            }
+            tab[i] = t;
+            tableUsed++;
+            table = tab;
+            return t;
+        }
+    }
+
+    /**
+     * Whether java.lang.BciProbes is there (see {@link #start}): the cpu=times probes on a
+     * thread record nothing while the runtime works on it ({@link #pause}).
+     */
+    static boolean probes;
+
+    /**
+     * Pauses the cpu=times probes on this thread while the runtime works on it (where it holds
+     * the busy flag: parses a site, formats an event or a slowest call; also start, the
+     * writer, finish and dump): the JDK methods it calls, and a program's toString() with
+     * `tostring = true`, are its calls, not the program's, and are not profiled. Returns the token for {@link #resume} (null: nothing
+     * paused). How the probes keep their fast path free of a test: Probes.pause.
+     */
+    static Object pause() {
+        return probes ? BciProbes.pause() : null;
+    }
+
+    /**
+     * Ends a pause where a failure cannot matter (start, the writer, finish, dump: with stack
+     * to spare). On a traced thread the pause's end is inlined with a catch: the call can find
+     * no stack left (the yellow zone guarded again since the pause began), and then the thread
+     * keeps the token in T.unpause for its next call (see unpause).
+     */
+    static void resume(Object p) {
+        if (p != null) {
+            BciProbes.resume(p);
+        }
+    }
+
+    /** Ends the pause whose end had no stack left (T.unpause), at the thread's next call. */
+    static void unpause(T t) {
+        Object p = t.unpause;
+        try {
+            BciProbes.resume(p);
+            t.unpause = null;
+        } catch (Throwable x) {
+            // still no stack: at the next call
+        }
     }
 
     static Site site(T t, int id, String info) {
@@ -426,7 +589,9 @@ public final class Trace {
     static Site addSite(T t, int id, String info) {
         boolean was = t.busy;
         t.busy = true;
+        Object p = null;
         try {
+            p = pause();
             synchronized (SITES) {
                 if (id >= sites.length) {
                     Site[] a = new Site[Math.max(id + 1, sites.length * 2)];
@@ -443,6 +608,13 @@ public final class Trace {
             }
         } finally {
             t.busy = was;
+            if (p != null) {
+                try {
+                    BciProbes.resume(p);
+                } catch (Throwable x) {
+                    t.unpause = p; // no stack left: at the next call
+                }
+            }
         }
     }
 
@@ -472,20 +644,61 @@ public final class Trace {
 
     /**
      * The arguments' array of an event, or null while recording is off (before VMInit, after
-     * exit): the injected code fills it through {@code arg}, which does nothing with null.
+     * exit): the injected code fills it through {@code arg}, which does nothing with null. Its
+     * last element is not an argument: it holds the primitive arguments, raw (see arg).
      */
     public static Object[] newArgs(int n) {
         if (!on) {
             return null;
         }
         try {
-            return new Object[n];
+            return new Object[n + 1];
         } catch (Throwable x) {
             return null; // no memory or stack left: the event has no arguments
         }
     }
 
-    // one arg per type of value: the primitive is boxed here, only when there is an array
+    /**
+     * What an argument's element holds when the argument is a primitive (RAW[k], its kind
+     * KINDS[k]): its value is in the array's last element, a long[] (float and double as
+     * their bits), boxed only when an event or a slowest call is described (box). Boxing in
+     * arg called Integer.valueOf & co., profiled JDK code, on every traced call.
+     */
+    static final Object[] RAW = {new Object(), new Object(), new Object(), new Object(),
+            new Object(), new Object(), new Object()};
+    static final char[] KINDS = {'I', 'J', 'F', 'D', 'B', 'C', 'S'};
+
+    /** Keeps primitive argument i of kind RAW[k] raw (no call but array stores). */
+    static void raw(Object[] a, int i, long v, int k) {
+        if (a != null) {
+            try {
+                int n = a.length - 1;
+                long[] r = (long[]) a[n];
+                if (r == null) {
+                    r = new long[n];
+                    a[n] = r;
+                }
+                r[i] = v;
+                a[i] = RAW[k];
+            } catch (Throwable x) {
+                // left null
+            }
+        }
+    }
+
+    /** Argument i of args (see newArgs), a primitive boxed. */
+    static Object argument(Object[] args, int i) {
+        Object v = args[i];
+        for (int k = 0; k < RAW.length; k++) {
+            if (v == RAW[k]) {
+                return box(((long[]) args[args.length - 1])[i], KINDS[k]);
+            }
+        }
+        return v;
+    }
+
+    // one arg per type of value: a primitive kept raw (see RAW), only when there is an array
+
     public static void arg(Object[] a, int i, Object v) {
         if (a != null) {
             a[i] = v;
@@ -493,43 +706,19 @@ public final class Trace {
     }
 
     public static void arg(Object[] a, int i, int v) {
-        if (a != null) {
-            try {
-                a[i] = Integer.valueOf(v);
-            } catch (Throwable x) {
-                // left null
-            }
-        }
+        raw(a, i, v, 0);
     }
 
     public static void arg(Object[] a, int i, long v) {
-        if (a != null) {
-            try {
-                a[i] = Long.valueOf(v);
-            } catch (Throwable x) {
-                // left null
-            }
-        }
+        raw(a, i, v, 1);
     }
 
     public static void arg(Object[] a, int i, float v) {
-        if (a != null) {
-            try {
-                a[i] = Float.valueOf(v);
-            } catch (Throwable x) {
-                // left null
-            }
-        }
+        raw(a, i, Float.floatToRawIntBits(v), 2);
     }
 
     public static void arg(Object[] a, int i, double v) {
-        if (a != null) {
-            try {
-                a[i] = Double.valueOf(v);
-            } catch (Throwable x) {
-                // left null
-            }
-        }
+        raw(a, i, Double.doubleToRawLongBits(v), 3);
     }
 
     public static void arg(Object[] a, int i, boolean v) {
@@ -539,33 +728,15 @@ public final class Trace {
     }
 
     public static void arg(Object[] a, int i, byte v) {
-        if (a != null) {
-            try {
-                a[i] = Byte.valueOf(v);
-            } catch (Throwable x) {
-                // left null
-            }
-        }
+        raw(a, i, v, 4);
     }
 
     public static void arg(Object[] a, int i, char v) {
-        if (a != null) {
-            try {
-                a[i] = Character.valueOf(v);
-            } catch (Throwable x) {
-                // left null
-            }
-        }
+        raw(a, i, v, 5);
     }
 
     public static void arg(Object[] a, int i, short v) {
-        if (a != null) {
-            try {
-                a[i] = Short.valueOf(v);
-            } catch (Throwable x) {
-                // left null
-            }
-        }
+        raw(a, i, v, 6);
     }
 
     /** Method entry of a timed or traced rule: pushes a frame; returns its token (null: not recording). */
@@ -580,6 +751,13 @@ public final class Trace {
             if (t == null || t.busy) {
                 return null;
             }
+            if (t.unpause != null) {
+                try {
+                    unpause(t);
+                } catch (Throwable x) {
+                    // no stack to call it: at the next call
+                }
+            }
             Site s = site(t, id, info);
             // sized before the frame is pushed: end reads the site's slots
             long[] st = t.st(id);
@@ -592,7 +770,7 @@ public final class Trace {
             }
             Frame f = fs[d];
             if (f == null) {
-                f = new Frame(t, d);
+                f = Frame.of(t, d);
                 fs[d] = f;
             }
             f.id = id;
@@ -606,7 +784,7 @@ public final class Trace {
                 if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT) && out != null) {
                     try {
                         if (sampled(st, id, s)) {
-                            event(t, s, 0, System.nanoTime(), -1, args, null, null, false);
+                            event(t, s, 0, System.nanoTime(), -1, args, null, 0, NOT_RAW, null);
                         }
                     } catch (Throwable x) {
                         t.failed++;
@@ -637,23 +815,18 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        end((Frame) frame, now, id, 1, args, ret, null);
+        end((Frame) frame, now, id, 1, args, ret, 0, NOT_RAW, null);
     }
 
-    // the primitive return values, boxed here only for a frame that records
+    // the primitive return values: boxed only for an event that is made (see box), not for
+    // every exit of a frame that records
 
     public static void exit(int ret, Object frame, int id, Object[] args) {
         long now = System.nanoTime();
         if (frame == null) {
             return;
         }
-        Object v = null;
-        try {
-            v = Integer.valueOf(ret);
-        } catch (Throwable x) {
-            // no memory left: the event says null
-        }
-        end((Frame) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, null, ret, 'I', null);
     }
 
     public static void exit(long ret, Object frame, int id, Object[] args) {
@@ -661,13 +834,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        Object v = null;
-        try {
-            v = Long.valueOf(ret);
-        } catch (Throwable x) {
-            // no memory left: the event says null
-        }
-        end((Frame) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, null, ret, 'J', null);
     }
 
     public static void exit(float ret, Object frame, int id, Object[] args) {
@@ -675,13 +842,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        Object v = null;
-        try {
-            v = Float.valueOf(ret);
-        } catch (Throwable x) {
-            // no memory left: the event says null
-        }
-        end((Frame) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, null, Float.floatToRawIntBits(ret), 'F', null);
     }
 
     public static void exit(double ret, Object frame, int id, Object[] args) {
@@ -689,13 +850,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        Object v = null;
-        try {
-            v = Double.valueOf(ret);
-        } catch (Throwable x) {
-            // no memory left: the event says null
-        }
-        end((Frame) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, null, Double.doubleToRawLongBits(ret), 'D', null);
     }
 
     public static void exit(boolean ret, Object frame, int id, Object[] args) {
@@ -703,7 +858,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        end((Frame) frame, now, id, 1, args, ret ? Boolean.TRUE : Boolean.FALSE, null);
+        end((Frame) frame, now, id, 1, args, ret ? Boolean.TRUE : Boolean.FALSE, 0, NOT_RAW, null);
     }
 
     public static void exit(byte ret, Object frame, int id, Object[] args) {
@@ -711,13 +866,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        Object v = null;
-        try {
-            v = Byte.valueOf(ret);
-        } catch (Throwable x) {
-            // no memory left: the event says null
-        }
-        end((Frame) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, null, ret, 'B', null);
     }
 
     public static void exit(char ret, Object frame, int id, Object[] args) {
@@ -725,13 +874,7 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        Object v = null;
-        try {
-            v = Character.valueOf(ret);
-        } catch (Throwable x) {
-            // no memory left: the event says null
-        }
-        end((Frame) frame, now, id, 1, args, v, null);
+        end((Frame) frame, now, id, 1, args, null, ret, 'C', null);
     }
 
     public static void exit(short ret, Object frame, int id, Object[] args) {
@@ -739,13 +882,35 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        Object v = null;
-        try {
-            v = Short.valueOf(ret);
-        } catch (Throwable x) {
-            // no memory left: the event says null
+        end((Frame) frame, now, id, 1, args, null, ret, 'S', null);
+    }
+
+    /** An exit's primitive return value is not raw: its ret is the value itself. */
+    static final char NOT_RAW = 0;
+
+    /**
+     * A primitive return value passed raw ({@code kind}: its descriptor letter, float and
+     * double as their bits), boxed here (paused: valueOf is profiled JDK code).
+     */
+    static Object box(long raw, char kind) {
+        switch (kind) {
+            case 'I':
+                return Integer.valueOf((int) raw);
+            case 'J':
+                return Long.valueOf(raw);
+            case 'F':
+                return Float.valueOf(Float.intBitsToFloat((int) raw));
+            case 'D':
+                return Double.valueOf(Double.longBitsToDouble(raw));
+            case 'B':
+                return Byte.valueOf((byte) raw);
+            case 'C':
+                return Character.valueOf((char) raw);
+            case 'S':
+                return Short.valueOf((short) raw);
+            default:
+                return null;
         }
-        end((Frame) frame, now, id, 1, args, v, null);
     }
 
     /** Exceptional exit (the catch-all handler; the exception is re-thrown after). */
@@ -754,18 +919,26 @@ public final class Trace {
         if (frame == null) {
             return;
         }
-        end((Frame) frame, now, id, 2, args, null, e);
+        end((Frame) frame, now, id, 2, args, null, 0, NOT_RAW, e);
     }
 
     /**
      * Ends the top frame. Never throws: a failure before the call is counted leaves it
      * uncounted; after, its event is counted as not made.
      */
-    static void end(Frame f, long now, int id, int where, Object[] args, Object ret, Throwable e) {
+    static void end(Frame f, long now, int id, int where, Object[] args, Object ret, long raw,
+            char kind, Throwable e) {
         T t = f.t;
         int d = f.d;
         if (t.depth <= d) {
             return; // ended already (as lost, by an exit of a frame below it)
+        }
+        if (t.unpause != null) {
+            try {
+                unpause(t);
+            } catch (Throwable x) {
+                // no stack to call it: at the next call
+            }
         }
         try {
             // frames above this one lost their exit: ended now, not timed (no calls in this
@@ -837,7 +1010,7 @@ public final class Trace {
             if ((s.mask & M_TRACE) != 0 && dur >= s.minNs && out != null) {
                 try {
                     if (sampled(st, id, s)) {
-                        event(t, s, where, now, dur, args, ret, e, true);
+                        event(t, s, where, now, dur, args, ret, raw, kind, e);
                     }
                 } catch (Throwable x) {
                     t.failed++;
@@ -854,7 +1027,9 @@ public final class Trace {
             return;
         }
         t.busy = true;
+        Object p = null;
         try {
+            p = pause();
             int b = id * SLOWEST;
             int low = b;
             for (int i = b + 1; i < b + SLOWEST; i++) {
@@ -878,6 +1053,13 @@ public final class Trace {
             t.st[id * W + SLOWMIN] = m;
         } finally {
             t.busy = false;
+            if (p != null) {
+                try {
+                    BciProbes.resume(p);
+                } catch (Throwable x) {
+                    t.unpause = p; // no stack left: at the next call
+                }
+            }
         }
     }
 
@@ -894,6 +1076,13 @@ public final class Trace {
             if (t == null || t.busy) {
                 return;
             }
+            if (t.unpause != null) {
+                try {
+                    unpause(t);
+                } catch (Throwable x) {
+                    // no stack to call it: at the next call
+                }
+            }
             s = site(t, id, info);
             st = t.st(id);
         } catch (Throwable x) {
@@ -903,7 +1092,7 @@ public final class Trace {
         if ((s.mask & M_TRACE) != 0 && out != null) {
             try {
                 if (sampled(st, id, s)) {
-                    event(t, s, where, System.nanoTime(), -1, args, null, null, false);
+                    event(t, s, where, System.nanoTime(), -1, args, null, 0, NOT_RAW, null);
                 }
             } catch (Throwable x) {
                 t.failed++;
@@ -911,8 +1100,9 @@ public final class Trace {
         }
     }
 
+    /** An event (ret, or raw of kind: see box) formatted and handed to the buffer. */
     static void event(T t, Site s, int where, long ts, long dur, Object[] args, Object ret,
-            Throwable e, boolean end) {
+            long raw, char kind, Throwable e) {
         if (t.busy || out == null) {
             return; // no trace file: the summary still counts the calls
         }
@@ -923,14 +1113,24 @@ public final class Trace {
             return;
         }
         t.busy = true;
+        Object p = null;
         try {
-            emit(format(t, s, where, ts, dur, args, ret, e, text));
+            p = pause();
+            emit(format(t, s, where, ts, dur, args, kind == NOT_RAW ? ret : box(raw, kind), e,
+                    text));
         } catch (Throwable x) {
             // no stack or memory left to make the event (a toString that throws is caught
             // where it is called): not a full buffer
             t.failed++;
         } finally {
             t.busy = false;
+            if (p != null) {
+                try {
+                    BciProbes.resume(p);
+                } catch (Throwable x) {
+                    t.unpause = p; // no stack left: at the next call
+                }
+            }
         }
     }
 
@@ -940,7 +1140,7 @@ public final class Trace {
         StringBuilder sb = new StringBuilder(160);
         if (text) {
             // ts_ns [thread #tid] rule event class.method desc (location)
-            sb.append(ts).append(" [").append(oneLine(t.thread.getName())).append(" #").append(t.tid)
+            sb.append(ts).append(" [").append(oneLine(t.thread.getName())).append(" #").append(t.tid())
                     .append("] ").append(s.rule)
                     .append(' ').append(WHERE[where]).append(' ').append(s.cls).append('.')
                     .append(s.method).append(s.desc);
@@ -951,7 +1151,7 @@ public final class Trace {
             sb.append("{\"ts_ns\":").append(ts);
             sb.append(",\"thread\":");
             str(sb, t.thread.getName(), 1 << 16);
-            sb.append(",\"tid\":").append(t.tid);
+            sb.append(",\"tid\":").append(t.tid());
             sb.append(",\"rule\":");
             str(sb, s.rule, 1 << 16);
             sb.append(",\"event\":\"").append(WHERE[where]).append('"');
@@ -1028,13 +1228,14 @@ public final class Trace {
         return sb.append(",\"").append(name).append("\":");
     }
 
+    /** The arguments (see newArgs: the last element is none). */
     static void appendArgs(StringBuilder sb, Object[] args, Site s) {
         sb.append('[');
-        for (int i = 0; i < args.length; i++) {
+        for (int i = 0; i < args.length - 1; i++) {
             if (i > 0) {
                 sb.append(',');
             }
-            value(sb, args[i], s);
+            value(sb, argument(args, i), s);
         }
         sb.append(']');
     }
@@ -1143,9 +1344,14 @@ public final class Trace {
             stopping = true;
             Q.notifyAll();
         }
-        // the rest of the buffer, on this thread
-        drainAll();
-        return summary();
+        // the rest of the buffer, on this thread (not profiled: see pause)
+        Object p = pause();
+        try {
+            drainAll();
+            return summary();
+        } finally {
+            resume(p);
+        }
     }
 
     /**
@@ -1154,7 +1360,8 @@ public final class Trace {
      */
     public static String dump() {
         // the runtime's own work: a rule on a JDK method the summary uses (java.util.Formatter)
-        // records nothing of it (recording goes on, on other threads)
+        // records nothing of it (recording goes on, on other threads), nor does cpu=times
+        Object p = pause();
         T t = null;
         try {
             t = cur();
@@ -1172,6 +1379,7 @@ public final class Trace {
             if (t != null) {
                 t.busy = was;
             }
+            resume(p);
         }
     }
 
@@ -1184,14 +1392,15 @@ public final class Trace {
     static void warm() {
         Site s = parse("r\tC\tm\t(I)V\tline 1\t" + (M_TRACE | M_ARGS | M_RET | M_EXC | M_TOSTRING)
                 + "\t0\t1\t1\t4");
-        T t = new T(Thread.currentThread());
+        T t;
+        try {
+            t = T.of(Thread.currentThread(), 0);
+            Frame.of(t, 0);
+        } catch (CloneNotSupportedException e) {
+            throw new IllegalStateException(e);
+        }
         t.st(0);
-        new Frame(t, 0);
-        ThreadLocal<T> l = new ThreadLocal<T>();
-        l.set(t);
-        l.get();
-        l.remove();
-        Object[] a = new Object[18];
+        Object[] a = newArgs0(18);
         arg(a, 0, 1);
         arg(a, 1, 1000);
         arg(a, 2, 1L);
@@ -1218,7 +1427,15 @@ public final class Trace {
             s.mask &= ~M_TOSTRING;
         }
         oneLine("a\nb");
+        for (char k : new char[] {'I', 'J', 'F', 'D', 'B', 'C', 'S'}) {
+            box(1, k);
+        }
         slowest(t, s, 0, 1, a);
+    }
+
+    /** newArgs whether or not recording is on (warm runs before it is). */
+    static Object[] newArgs0(int n) {
+        return new Object[n + 1];
     }
 
     static String summary() {
