@@ -1044,6 +1044,40 @@ fn probes_at_stack_overflow_break_nothing() {
     }
 }
 
+/// test-classes/trace/TraceOverflow.java with its recursions traced whole
+/// (trace-overflow-call.toml): a call is counted at its entry and asks for the event of its
+/// exit. The deepest frames of a recursion to StackOverflowError may have no stack left to
+/// call the runtime at their exit: the exit of the nearest frame that can ends theirs, and
+/// their events were in no number of the summary (written + dropped + past tracemax + could
+/// not be made was 1 or 2 short of the count). Such an event is one that could not be made.
+#[test]
+fn lost_exits_count_as_events_not_made() {
+    let dir = compile(&["TraceOverflow.java"], "TraceOverflowCall");
+    let rules = repo().join("test-classes/trace/trace-overflow-call.toml");
+    for jdk in jdks() {
+        let (o, ev, prof) = traced_on(&jdk, &dir, &rules, "TraceOverflow");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}: {stdout}\n{stderr}", jdk.display());
+        assert_eq!(
+            stdout, "count overflow\ntrace overflow\ntrace overflow\ntrace overflow\nafter: 42 7\n",
+            "{stderr}"
+        );
+        let report = std::fs::read_to_string(&prof).unwrap();
+        let traced = summary_count(&report, "trace-call").unwrap();
+        assert!(traced > 1000, "{report}");
+        let (written, dropped, over, failed) = event_accounting(&report);
+        assert_eq!(
+            written + dropped + over + failed,
+            traced,
+            "{}: {report}",
+            jdk.display()
+        );
+        let lines = std::fs::read_to_string(&ev).unwrap().lines().count() as u64;
+        assert_eq!(lines, written, "{report}");
+    }
+}
+
 /// test-classes/trace/TraceLive.java: five traced calls, then the program waits. The events are
 /// in the trace file while it runs (the writer flushed only at exit: after seconds the file
 /// was empty, and a SIGKILL lost every event), and SIGQUIT appends the summary so far to the

@@ -41,6 +41,8 @@ public final class Trace {
             M_TOSTRING = 64, M_ENTRY = 128, M_EXIT = 256, M_EXCEPTION = 512, M_VOID = 1024,
             M_ENTRY_EVENT = 2048, M_SAME = 4096;
     static final String[] WHERE = {"entry", "exit", "exception", "line", "call", "after-call"};
+    /** A rule whose calls are counted at entry and traced at their exceptional exit. */
+    static final int LOST_EVENT = M_TRACE | M_ENTRY | M_EXCEPTION;
 
     /**
      * Per-site stats slots in T.st. TOTAL: the time of the site's outermost timed calls (a call
@@ -942,18 +944,31 @@ public final class Trace {
         }
         try {
             // frames above this one lost their exit: ended now, not timed (no calls in this
-            // loop: it cannot run out of stack halfway)
+            // loop: it cannot run out of stack halfway). A lost call counted at its entry
+            // asked for the event of its exit, which ended by an exception (no stack left to
+            // call the runtime there, the StackOverflowError went on): that event could not
+            // be made (past tracemax=: it would not have been written), unless its rule has
+            // a min_duration (the call's duration is not known) or the sample skips it.
             Frame[] fs = t.frames;
             for (int k = t.depth - 1; k > d; k--) {
                 t.depth = k;
                 Frame l = fs[k];
+                Site ls = sites[l.id];
                 t.st[l.id * W + TOP] = l.up;
                 if (l.up > 0) {
                     fs[l.up - 1].acc += l.acc;
                 } else {
                     t.st[l.id * W + TOTAL] += l.acc;
                 }
-                fs[k - 1].child += (sites[l.id].mask & M_SAME) != 0 ? l.child : now - l.start;
+                fs[k - 1].child += (ls.mask & M_SAME) != 0 ? l.child : now - l.start;
+                if ((ls.mask & LOST_EVENT) == LOST_EVENT && ls.minNs == 0 && out != null
+                        && (ls.sample == 1 || ++t.st[l.id * W + SAMPLE] % ls.sample == 0)) {
+                    if (full) {
+                        t.over++;
+                    } else {
+                        t.failed++;
+                    }
+                }
             }
         } catch (Throwable x) {
             return; // (no failure expected) this frame is ended as lost by its caller's exit
