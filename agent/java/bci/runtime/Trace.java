@@ -114,7 +114,8 @@ public final class Trace {
      * would run Object.<init>, profiled JDK code, on the program's thread), like
      * {@link Frame}s.
      */
-    static final class T implements Cloneable {
+    static final class T
+            implements Cloneable, java.util.function.Function<java.util.stream.Stream<StackWalker.StackFrame>, Object> {
         Thread thread;
         /** Its identity hash (its slot in {@link #table}). */
         int hash;
@@ -144,6 +145,35 @@ public final class Trace {
         long[] st = new long[0];
         long[] slowDur = new long[0];
         String[] slowDesc = new String[0];
+
+        /** The stack walk of this thread's event being formatted: where, how many frames. */
+        StringBuilder walkTo;
+        int walkFrames;
+
+        /**
+         * The event's `stack`: the first walkFrames frames below the runtime's own, read one
+         * at a time (the walker fetches them in small batches: the cost follows the frames
+         * asked for, not the thread's depth). Its own Function, not a lambda: no
+         * invokedynamic bootstrap (nor a class the agent would have to define) in the runtime.
+         */
+        public Object apply(java.util.stream.Stream<StackWalker.StackFrame> frames) {
+            StringBuilder sb = walkTo;
+            java.util.Iterator<StackWalker.StackFrame> it = frames.iterator();
+            int n = 0;
+            while (n < walkFrames && it.hasNext()) {
+                StackWalker.StackFrame f = it.next();
+                String c = f.getClassName();
+                if (c.startsWith("java.lang.BciTrace")) {
+                    continue;
+                }
+                if (n > 0) {
+                    sb.append(',');
+                }
+                str(sb, c + "." + f.getMethodName() + ":" + f.getLineNumber(), 1 << 16);
+                n++;
+            }
+            return null;
+        }
 
         /** A new thread's state: a copy of T0 with its own stack (the empty arrays shared). */
         static T of(Thread thread, int hash) throws CloneNotSupportedException {
@@ -213,6 +243,12 @@ public final class Trace {
         }
     }
 
+    /**
+     * The events' stack walker (set in start): the frames Throwable.getStackTrace() shows,
+     * reflection's included (it used to be that), hidden ones not.
+     */
+    static StackWalker WALKER;
+
     /** What thread states and frames are copied from (see {@link T}). */
     static final T T0 = new T();
     static final Frame F0 = new Frame();
@@ -272,8 +308,9 @@ public final class Trace {
         // first use. Done first in an event of a method that ran out of stack, that
         // initialization fails and the class stays unusable: every later getStackTrace() in
         // the JVM, the program's own included, threw NoClassDefFoundError. Done here, with
-        // stack to spare, it cannot fail later.
+        // stack to spare, it cannot fail later (warm() walks with WALKER, as `stack =` does).
         new Throwable().getStackTrace();
+        WALKER = StackWalker.getInstance(StackWalker.Option.SHOW_REFLECT_FRAMES);
         warm();
         if (path != null && !testHold) {
             Thread w = new Writer();
@@ -1212,22 +1249,15 @@ public final class Trace {
             sb.append('"');
         }
         if (s.stack > 0) {
+            // the frames asked for, not the thread's whole stack (new Throwable().getStackTrace()
+            // cost in proportion to the thread's depth): T.apply
             key(sb, "stack", text).append('[');
-            StackTraceElement[] st = new Throwable().getStackTrace();
-            int n = 0;
-            for (StackTraceElement f : st) {
-                String c = f.getClassName();
-                if (c.startsWith("java.lang.BciTrace")) {
-                    continue;
-                }
-                if (n == s.stack) {
-                    break;
-                }
-                if (n > 0) {
-                    sb.append(',');
-                }
-                str(sb, c + "." + f.getMethodName() + ":" + f.getLineNumber(), 1 << 16);
-                n++;
+            t.walkTo = sb;
+            t.walkFrames = s.stack;
+            try {
+                WALKER.walk(t);
+            } finally {
+                t.walkTo = null;
             }
             sb.append(']');
         }
