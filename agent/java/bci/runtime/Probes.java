@@ -861,9 +861,14 @@ public final class Probes {
             return;
         }
         T s = cur();
-        if (s != null) {
+        int k;
+        long[] fr;
+        // k < fr.length: GONE and PAUSED (shared, a two-slot stack) may hold the token of an
+        // exit that ran after the thread's end (a virtual thread's JDK frames): miss there
+        // instead of throwing into the program (the JIT's own range check, made explicit)
+        if (s != null && (k = s.sp - 1) < (fr = s.fr).length) {
             // the context of the top frame's callees (fr[0..2) is the root frame)
-            int ctx = (int) s.fr[s.sp - 1];
+            int ctx = (int) fr[k];
             long[] dm = s.dm;
             int h = slot(dm, ctx, id);
             if (dm[h] == (((long) ctx << 32) | id)) {
