@@ -530,6 +530,25 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         Ok(())
     }
 
+    /// The first instructions of the exception table's handlers (indices, increasing, each
+    /// once) whose range holds an instruction that `covers` accepts: where code inserted with
+    /// [`MethodEditor::insert_before`] runs when such a handler is entered (and when a branch
+    /// goes there).
+    pub fn handler_starts(&self, mut covers: impl FnMut(&Insn) -> bool) -> Result<Vec<usize>> {
+        let mut at = Vec::new();
+        for h in &self.code.handlers {
+            let (a, b) = (self.idx(h.start as u32)?, self.idx(h.end as u32)?);
+            let k = self.idx(h.handler as u32)?;
+            // (rows of one handler are usually next to each other: javac's `finally`)
+            if at.last() != Some(&k) && self.insns[a..b.max(a)].iter().any(&mut covers) {
+                at.push(k);
+            }
+        }
+        at.sort_unstable();
+        at.dedup();
+        Ok(at)
+    }
+
     /// Adds a handler for any exception around the whole body (in a constructor: from after the
     /// super()/this() call), placed after all existing handlers. It runs `s` with the exception
     /// on the stack (`s` must leave it there) and re-throws it.
