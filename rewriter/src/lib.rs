@@ -257,7 +257,10 @@ pub struct Options {
     /// `enterT(I)I` instead, whose result (the runtime's token for the frame it pushed) is
     /// kept in a new int local, and `exitT(I)V`/`unwindT(I)V` with that token instead of the
     /// method id: the runtime restores its shadow stack from the token, with no frame to
-    /// check. The runtime must provide the three methods.
+    /// check. The runtime must provide the three methods. Constructors then call `enterT` at
+    /// their first instruction (before super()/this()), and every handler whose range holds a
+    /// call starts with `exitT(token + 2)`, which drops the frames left above the method's
+    /// own (a constructor called there whose super()/this() call threw).
     pub frame_tokens: bool,
     /// A method that cannot take its probes (e.g. its code would grow past 65,535 bytes) is
     /// left original and the class's other methods are still instrumented; the methods left
@@ -698,22 +701,49 @@ fn probe_method(
             }
             None => calls.with_id(cp, enter, id)?,
         };
-        // In a constructor, `enter` runs right after the super()/this() call: no handler may
-        // cover that call (HotSpot rejects it), so an exception thrown by it could never reach
-        // `unwind`, and an earlier `enter` would leave a frame that is never popped. A
-        // constructor whose branches call different super()/this() constructors gets `enter`
-        // after each (every run passes exactly one).
-        let supers = ed.super_calls()?.to_vec();
+        // A constructor's `enter`: with a frame token, at its first instruction, like any
+        // other method's, so that the superclass's constructor (and the code before the
+        // super()/this() call, its arguments) runs as its callee. No handler can pop that
+        // frame when the super()/this() call throws (HotSpot's verifier rejects every stack
+        // map frame a handler covering that call could have: before the call `this` is
+        // uninitializedThis and flagThisUninit set, after it `this` is initialized and the
+        // flag still demanded), so the frame stays on the shadow stack: the handlers of the
+        // callers drop it (below). Without a token `enter` runs right after the super()/this()
+        // call, where the catch-all begins, and an exception thrown before or by that call
+        // leaves no frame; a constructor whose branches call different super()/this()
+        // constructors gets `enter` after each (every run passes exactly one).
+        let supers = match tok {
+            Some(_) => Vec::new(),
+            None => ed.super_calls()?.to_vec(),
+        };
         if supers.is_empty() {
             ed.insert_entry(&s)?;
-        } else if let Some(t) = tok {
-            // the token local is an int from the entry on (the frames say so): no frame yet
-            let mut z = Snippet::new();
-            z.int(cp, -1)?.store('I', t)?;
-            ed.insert_entry(&z)?;
         }
         for k in supers {
             ed.insert_after(k, &s)?;
+        }
+    }
+    if let Some(t) = tok {
+        // Handlers over a call drop the frames above the method's own when entered: a
+        // constructor called there whose super()/this() call threw (see above), or any
+        // callee whose exit was lost, would otherwise be taken for the caller of what the
+        // handler calls, until the method exits. The token is the shadow stack's pointer
+        // below the method's frame, which is two slots: `exitT(token + 2)` sets it back to
+        // just above that frame (a no-op when nothing is above it; token -1, no frame: 1, which
+        // exitT ignores). Before the exit probes: a handler whose first instruction is a
+        // return must drop the frames above before its own frame is popped.
+        let starts = ed.handler_starts(|i| {
+            (bci::opcodes::op::INVOKEVIRTUAL..=bci::opcodes::op::INVOKEDYNAMIC).contains(&i.opcode)
+        })?;
+        if !starts.is_empty() {
+            let mut s = Snippet::new();
+            s.load('I', t)?
+                .op(bci::opcodes::op::ICONST_2)?
+                .op(bci::opcodes::op::IADD)?;
+            s.append(calls.get(cp, Calls::EXIT_T)?);
+            for k in starts {
+                ed.insert_before(k, &s)?;
+            }
         }
     }
     if probes.contains(Probe::Exit) || timed.is_some() {
