@@ -833,12 +833,16 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
 
 /// Every program of test-classes/ instrumented offline and run with the runtime jar (no agent,
 /// -Xverify:all): each `// expect: Class.method count=N` in its source (the counts the agent
-/// test checks) equals the count in `bci report`.
+/// test checks) equals the count in `bci report`, and so does each `// expect-path:` whose
+/// frames are all the program's own (the JDK's classes are not instrumented offline): the sum
+/// of the report's call paths whose top frames they are.
 #[test]
 fn test_classes_counts_offline() {
     let out = fresh("test-classes");
     let src = common::workspace().join("test-classes");
-    let mut progs: Vec<(String, Vec<(String, u64)>)> = Vec::new();
+    type Counts = Vec<(String, u64)>;
+    type Paths = Vec<(Vec<String>, u64)>;
+    let mut progs: Vec<(String, Counts, Paths)> = Vec::new();
     let mut srcs = Vec::new();
     for e in std::fs::read_dir(&src).unwrap() {
         let p = e.unwrap().path();
@@ -847,7 +851,7 @@ fn test_classes_counts_offline() {
         }
         srcs.push(p.clone());
         let text = std::fs::read_to_string(&p).unwrap();
-        let expects: Vec<(String, u64)> = text
+        let expects: Counts = text
             .lines()
             .filter_map(|l| l.trim().strip_prefix("// expect:"))
             .map(|r| {
@@ -857,7 +861,19 @@ fn test_classes_counts_offline() {
             .collect();
         if !expects.is_empty() {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            progs.push((name, expects));
+            let own =
+                |f: &str| f.starts_with(&format!("{name}.")) || f.starts_with(&format!("{name}$"));
+            let paths: Paths = text
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("// expect-path:"))
+                .map(|r| {
+                    let (path, c) = r.trim().rsplit_once(" count=").unwrap();
+                    let frames = path.split(" < ").map(|f| f.trim().to_string()).collect();
+                    (frames, c.trim().parse().unwrap())
+                })
+                .filter(|(frames, _): &(Vec<String>, u64)| frames.iter().all(|f| own(f)))
+                .collect();
+            progs.push((name, expects, paths));
         }
     }
     progs.sort();
@@ -870,7 +886,8 @@ fn test_classes_counts_offline() {
     let rt = runtime_jar(&out);
     let cp = format!("{}:{}", inst.display(), rt.display());
     let mut bad = Vec::new();
-    for (prog, expects) in &progs {
+    let mut paths_checked = 0;
+    for (prog, expects, paths) in &progs {
         let data = out.join(format!("{prog}.data"));
         let run = java(&[&format!("-Dbci.file={}", data.display()), &"-cp", &cp, prog]);
         assert!(run.status.success(), "{prog}: {}", text(&run.stderr));
@@ -892,8 +909,33 @@ fn test_classes_counts_offline() {
                 ));
             }
         }
+        // every call path (the report's default cutoff leaves out rows of little self time)
+        let o = bci(&[&"report", &data, &"cutoff=0"]);
+        assert!(o.status.success(), "{prog}: {}", text(&o.stderr));
+        let traces = trace_counts(&text(&o.stdout));
+        for (frames, n) in paths {
+            // a report frame is `Class.method(File.java:line)`
+            let got: u64 = traces
+                .iter()
+                .filter(|(t, _)| {
+                    t.len() >= frames.len()
+                        && t.iter()
+                            .zip(frames)
+                            .all(|(t, f)| t.split('(').next() == Some(f))
+                })
+                .map(|(_, c)| c)
+                .sum();
+            if got != *n {
+                bad.push(format!(
+                    "{prog}: path {}: expected {n}, got {got}",
+                    frames.join(" < ")
+                ));
+            }
+            paths_checked += 1;
+        }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(paths_checked >= 10, "{paths_checked} paths");
 }
 
 /// A `thread=y` report (hprof): `(thread name, Class.method) -> count`, from its THREAD START
