@@ -247,3 +247,126 @@ fn jdk_coverage_counters_verify_in_hotspot() {
     );
     check_hotspot(&out);
 }
+
+/// Class files before version 50 have no StackMapTable: HotSpot checks them with its old
+/// inference verifier. guava's and rhino's classes turned into version-49 files, in the
+/// agent's form (constructors call enterT before their super()/this() call, handlers over a
+/// call start with exitT(token + 2)): HotSpot and our verifier accept every one.
+#[test]
+fn version_49_classes_in_the_agent_form_verify_in_hotspot() {
+    let jars = [
+        Path::new("/usr/share/java/guava.jar"),
+        Path::new("/usr/share/java/js.jar"),
+    ];
+    if let Some(j) = jars.iter().find(|j| !j.exists()) {
+        eprintln!(
+            "SKIPPED: {} missing (libguava-java, librhino-java)",
+            j.display()
+        );
+        return;
+    }
+    let r = rules("[runtime]\nclass = \"java/lang/BciProbe\"\n[[rule]]\nprobes = [\"enter\", \"exit\", \"unwind\"]\n");
+    let out = scratch("v49-agent-form");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut hierarchy_path: Vec<PathBuf> = jars.iter().map(|j| j.to_path_buf()).collect();
+    hierarchy_path.push(common::jdk_corpus());
+    let hierarchy = bci_verify::ClassPath::new(&hierarchy_path, false).expect("class path");
+    let (mut classes, mut ctors, mut resets) = (0, 0, 0);
+    let mut verify_errors = Vec::new();
+    let mut reg = SequentialIds(0);
+    for j in jars {
+        for (name, bytes) in bci_verify::ClassPath::read_all(j).unwrap() {
+            let Some(old) = bci_verify::mutate::downgrade_to_49(&bytes) else {
+                continue;
+            };
+            let b = match instrument_with(&old, &r, &mut reg, &agent_options()) {
+                Ok(Outcome::Rewritten(b)) => b,
+                Ok(Outcome::Unchanged) => old,
+                Err(e) => panic!("{name}: {e}"),
+            };
+            let cf = bci::ClassFile::parse(&b).unwrap();
+            for m in &cf.methods {
+                let Some((_, a)) = cf.find_attr(&m.attributes, "Code") else {
+                    continue;
+                };
+                let code = bci::CodeAttr::parse(&cf, a).unwrap();
+                let insns = code.decode_all().unwrap();
+                let name_of = |i: &bci::Insn| {
+                    cf.cp
+                        .member_ref(i.cp_index(code.code).unwrap())
+                        .map(|r| r.name.to_string())
+                        .unwrap_or_default()
+                };
+                if cf.member_name(m) == "<init>" {
+                    // enterT comes before the first invokespecial <init>
+                    let first = |n: &str, o: u8| {
+                        insns.iter().position(|i| i.opcode == o && name_of(i) == n)
+                    };
+                    if let (Some(e), Some(s)) = (
+                        first("enterT", bci::opcodes::op::INVOKESTATIC),
+                        first("<init>", bci::opcodes::op::INVOKESPECIAL),
+                    ) {
+                        assert!(e < s, "{name}: enterT after the first <init> call");
+                        ctors += 1;
+                    }
+                }
+                resets += insns
+                    .windows(2)
+                    .filter(|w| {
+                        w[0].opcode == bci::opcodes::op::IADD
+                            && w[1].opcode == bci::opcodes::op::INVOKESTATIC
+                            && name_of(&w[1]) == "exitT"
+                    })
+                    .count();
+            }
+            for e in bci_verify::verify_class(&b, &hierarchy) {
+                verify_errors.push(format!("{name}: {e}"));
+            }
+            let p = out.join(&name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b).unwrap();
+            classes += 1;
+        }
+    }
+    eprintln!("version 49: {classes} classes, {ctors} constructors entered before super(), {resets} handler resets");
+    assert!(
+        classes > 1_000 && ctors > 1_000 && resets > 100,
+        "{classes} {ctors} {resets}"
+    );
+    assert!(
+        verify_errors.is_empty(),
+        "bci-verify: {} errors:\n{}",
+        verify_errors.len(),
+        verify_errors[..verify_errors.len().min(20)].join("\n")
+    );
+    // the jars after the rewritten classes: the classes that have no version-49 form
+    let jar_path: Vec<PathBuf> = jars.iter().map(|j| j.to_path_buf()).collect();
+    let verdicts = bci_verify::oracle::run_hotspot(&common::java_home(), &out, false, &jar_path)
+        .expect("oracle ran");
+    let ok = verdicts.iter().filter(|v| v.ok).count();
+    let rejected: Vec<_> = verdicts.iter().filter(|v| v.rejected()).collect();
+    eprintln!(
+        "hotspot: {} classes, {ok} linked and verified, {} rejected",
+        verdicts.len(),
+        rejected.len()
+    );
+    for v in verdicts.iter().filter(|v| !v.ok && !v.rejected()).take(5) {
+        eprintln!("  other: {} {:?}: {}", v.class, v.kind, v.message);
+    }
+    assert!(
+        rejected.is_empty(),
+        "{} classes rejected by HotSpot:\n{}",
+        rejected.len(),
+        rejected
+            .iter()
+            .take(20)
+            .map(|v| format!("{}: {}", v.class, v.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        ok * 100 >= verdicts.len() * 95,
+        "only {ok} of {} linked",
+        verdicts.len()
+    );
+}
