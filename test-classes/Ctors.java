@@ -9,8 +9,9 @@
 // A constructor that throws before super() returns: 10 attempts.
 // expect: Ctors.check count=10
 // Whatever the probes of Bad.<init> record, the shadow stack must be right afterwards: a
-// constructor's entry probe runs right after its super()/this() call (no handler may cover that
-// call), so an exception thrown before or inside it leaves no stale frame.
+// constructor's frame is entered at its first instruction (frame tokens; without them right after
+// its super()/this() call), and no handler may cover that call, so the frame of a Bad.<init>
+// whose super() argument threw is dropped when main's handler is entered.
 // expect: Ctors.after count=1
 // expect-path: Ctors.after < Ctors.main count=1
 public class Ctors {
