@@ -181,7 +181,7 @@ pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
 /// regular file or a directory (a dangling link, a link to a directory, which could loop, a
 /// fifo, a socket, a device) is skipped with one line on stderr instead of failing the run or
 /// hanging on it.
-fn read_dir_files(
+pub(crate) fn read_dir_files(
     input: &Path,
     keep: impl Fn(&Path) -> bool,
 ) -> Result<Vec<(String, Vec<u8>)>, String> {
@@ -255,32 +255,6 @@ pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
     } else {
         return Err(format!("{}: no such file or directory", input.display()));
     }
-    Ok(out)
-}
-
-/// Every `.class` file of a directory or jar (relative name with `/`, bytes), sorted by name,
-/// `META-INF/versions/N/` entries of a multi-release jar included. A path that is not a
-/// directory is read as a zip, whatever its name.
-pub fn read_classes(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
-    let err = named(input);
-    let mut out = Vec::new();
-    if input.is_dir() {
-        out = read_dir_files(input, |p| p.extension().is_some_and(|x| x == "class"))?;
-    } else {
-        let f = std::fs::File::open(input).map_err(|e| err(&e))?;
-        let mut z = zip::ZipArchive::new(f).map_err(|e| err(&e))?;
-        for i in 0..z.len() {
-            let mut e = z.by_index(i).map_err(|e| err(&e))?;
-            if e.is_dir() || !e.name().ends_with(".class") {
-                continue;
-            }
-            let mut b = Vec::with_capacity(e.size().min(1 << 24) as usize);
-            e.read_to_end(&mut b)
-                .map_err(|x| format!("{}: {}: {x}", input.display(), e.name()))?;
-            out.push((e.name().to_string(), b));
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 

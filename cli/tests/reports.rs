@@ -603,10 +603,16 @@ fn class_filters() {
     assert!(!s.contains("note:"), "excluded, not missing: {s}");
     let empty = r.work.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let s = report(&empty, &[]);
+    // none of the data's classes there: an error on stderr, exit 1
+    let (code, s, err) = run_bci(&[os("report"), os(&r.data), os("--classes"), os(&empty)]);
+    assert_eq!(code, Some(1), "{s}{err}");
     assert!(
         s.contains("note: 1 classes in the data are under no --classes path: CovBasics\n"),
         "{s}"
+    );
+    assert!(
+        err.starts_with("bci: error: none of the 1 classes in the data"),
+        "{err}"
     );
     let s = report(&r.orig, &["--include", "Nothing.*"]);
     assert!(s.contains("0 classes analysed"), "{s}");
@@ -1383,13 +1389,17 @@ fn one_runs_data_given_twice_is_refused() {
     let twice = work.join("old-twice.cov");
     std::fs::write(&twice, doubled.to_bytes()).unwrap();
     let (code, out, err) = run_bci(&[os("report"), os(&twice), os("--classes"), os(&classes)]);
-    assert_eq!(code, Some(0), "{out}{err}");
+    // (exit 1: a/B is not under --classes, said after the warning)
+    assert_eq!(code, Some(1), "{out}{err}");
     assert_eq!(
         err,
         format!(
             "bci: {}: session host-10-1 is in it twice: that run's counts are likely counted \
-             twice (a merge of data with itself); remake it from the files it was merged from\n",
-            twice.display()
+             twice (a merge of data with itself); remake it from the files it was merged from\n\
+             bci: error: none of the 1 classes in the data is under the --classes paths ({}): \
+             no class was analysed; give the directories or jars of the classes that ran (a.B)\n",
+            twice.display(),
+            classes.display()
         )
     );
     let _ = std::fs::remove_dir_all(&work);
@@ -1544,7 +1554,12 @@ fn report_outputs_that_are_an_input_or_another_output_are_refused() {
         "--lcov",
         "r.info",
     ]);
-    assert_eq!(code, Some(0), "{out}{err}");
+    // (exit 1 only because the data's class a/B is not under --classes)
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.starts_with("bci: error: none of the 1 classes in the data is under the --classes"),
+        "{err}"
+    );
     assert!(work.join("r.xml").is_file() && work.join("r.info").is_file());
     // merge into one of its inputs: every input is read before the output is written
     let (code, out, err) = run(&["merge", "a.cov", "b.cov", "-o", "a.cov"]);
@@ -2761,5 +2776,172 @@ fn lcov_leaves_out_classes_without_line_numbers_and_says_so() {
         .expect("genhtml (Debian lcov)");
     assert!(o.status.success(), "{}", text(&o));
     assert!(!text(&o).contains("WARNING"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Compiles `sources` (path under `work/src`, text) with `javac -g` into `out`.
+fn javac_into(work: &Path, out: &Path, sources: &[(&str, &str)]) {
+    let src = work.join("src");
+    let mut files = Vec::new();
+    for (path, text) in sources {
+        let f = src.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, text).unwrap();
+        files.push(f);
+    }
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(out)
+        .args(&files)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac {sources:?}");
+}
+
+/// Data of one run (session `id`) in which each class file of `classes` was loaded and none of
+/// its code ran (every counter 0): each class is "with data", under the hash of its bytes.
+fn loaded_data(id: &str, classes: &[&Path]) -> CovData {
+    let mut d = CovData::default();
+    d.sessions.push(bci_rewriter::coverage::data::Session {
+        id: id.into(),
+        start_ms: 1,
+        dump_ms: 2,
+        jvm: "17".into(),
+        command: "java Main".into(),
+    });
+    for c in classes {
+        let bytes = std::fs::read(c).unwrap();
+        let plan = bci_rewriter::coverage::plan_class(&bytes, Split::AfterCalls).unwrap();
+        d.add_class(
+            &plan.name,
+            class_hash(&bytes),
+            &vec![0; plan.counters as usize],
+        )
+        .unwrap();
+    }
+    d
+}
+
+/// Writes the zip `jar` with `entries` (name, bytes), stored or deflated.
+fn zip_bytes(jar: &Path, entries: &[(&str, Vec<u8>)]) {
+    use std::io::Write;
+    std::fs::create_dir_all(jar.parent().unwrap()).unwrap();
+    let mut z = zip::ZipWriter::new(std::fs::File::create(jar).unwrap());
+    for (name, bytes) in entries {
+        z.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        z.write_all(bytes).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+/// `--classes DIR` reads the jars in the directory (build/libs, target/lib), at any depth, and
+/// the jars nested in a jar (a Spring Boot fat jar's BOOT-INF/lib/*.jar, a war's WEB-INF/lib),
+/// recursively, as jacococli's --classfiles does: it read neither (0 classes analysed, exit 0).
+/// A report that finds none of the data's classes under its --classes paths says so on stderr
+/// and exits 1.
+#[test]
+fn jars_in_class_directories_and_nested_jars_are_read() {
+    let work = fresh_work("nested-jars");
+    let classes = work.join("classes");
+    javac_into(
+        &work,
+        &classes,
+        &[
+            (
+                "p/A.java",
+                "package p;\npublic class A {\n    public static int f(int x) {\n        \
+                 return x > 0 ? 1 : 2;\n    }\n}\n",
+            ),
+            (
+                "q/B.java",
+                "package q;\npublic class B {\n    public static int g() {\n        return 3;\n    }\n}\n",
+            ),
+            (
+                "r/C.java",
+                "package r;\npublic class C {\n    public static int h() {\n        return 4;\n    }\n}\n",
+            ),
+        ],
+    );
+    let (a, b, c) = (
+        classes.join("p/A.class"),
+        classes.join("q/B.class"),
+        classes.join("r/C.class"),
+    );
+    let read = |p: &Path| std::fs::read(p).unwrap();
+    let data = work.join("run.cov");
+    std::fs::write(&data, loaded_data("host-1-1", &[&a, &b, &c]).to_bytes()).unwrap();
+    // a directory of jars, one in a subdirectory, and a loose class next to them
+    let libs = work.join("libs");
+    zip_bytes(&libs.join("a.jar"), &[("p/A.class", read(&a))]);
+    zip_bytes(&libs.join("sub/b.jar"), &[("q/B.class", read(&b))]);
+    std::fs::create_dir_all(libs.join("r")).unwrap();
+    std::fs::copy(&c, libs.join("r/C.class")).unwrap();
+    // a fat jar: its own classes under BOOT-INF/classes/, libraries under BOOT-INF/lib/, one of
+    // them holding another jar
+    let inner = work.join("inner.jar");
+    zip_bytes(&inner, &[("r/C.class", read(&c))]);
+    let outer = work.join("outer.jar");
+    zip_bytes(
+        &outer,
+        &[
+            (
+                "META-INF/MANIFEST.MF",
+                b"Manifest-Version: 1.0\r\n\r\n".to_vec(),
+            ),
+            ("lib/inner.jar", read(&inner)),
+        ],
+    );
+    let lib = work.join("b.jar");
+    zip_bytes(&lib, &[("q/B.class", read(&b))]);
+    let fat = work.join("app-fat.jar");
+    zip_bytes(
+        &fat,
+        &[
+            ("BOOT-INF/classes/p/A.class", read(&a)),
+            ("BOOT-INF/lib/b.jar", read(&lib)),
+            ("WEB-INF/lib/outer.jar", read(&outer)),
+        ],
+    );
+    for path in [&libs, &fat] {
+        let (code, out, err) = run_bci(&[os("report"), os(&data), os("--classes"), os(path)]);
+        assert_eq!(
+            (code, err.as_str()),
+            (Some(0), ""),
+            "{}: {out}",
+            path.display()
+        );
+        assert!(
+            out.contains("\n3 classes analysed, 3 with data; 1 sessions in"),
+            "{}: {out}",
+            path.display()
+        );
+        assert!(!out.contains("note:"), "{out}");
+    }
+    // none of the data's classes under --classes: said on stderr, exit 1 (reports written)
+    let empty = work.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let csv = work.join("empty.csv");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&empty),
+        os("--csv"),
+        os(&csv),
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("\n0 classes analysed, 0 with data;"), "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: error: none of the 3 classes in the data is under the --classes paths \
+             ({}): no class was analysed; give the directories or jars of the classes that \
+             ran (p.A, q.B, r.C)\n",
+            empty.display()
+        )
+    );
+    assert!(csv.exists());
     let _ = std::fs::remove_dir_all(&work);
 }

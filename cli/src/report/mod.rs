@@ -11,6 +11,7 @@
 //! `META-INF/versions/N/` entries of a multi-release jar are builds of the class of the base
 //! entry: the one the data has is reported ([`choose`]), never a second class of that name.
 
+mod classpath;
 mod cobertura;
 mod console;
 mod csv;
@@ -80,6 +81,9 @@ pub struct Report {
     pub stale: Vec<Stale>,
     /// Classes that could not be analysed (the report is incomplete: exit 1).
     pub errors: Vec<String>,
+    /// What makes the report wrong as a whole (`--classes` that holds none of the data's
+    /// classes): said on stderr as `bci: error: …`, exit 1 (the reports are still written).
+    pub input_errors: Vec<String>,
     /// Named on stderr; the report is whole.
     pub warnings: Vec<String>,
     /// Classes that had data.
@@ -126,7 +130,8 @@ impl Stale {
 
 /// A class file under a `--classes` path.
 struct Entry {
-    /// Index into the `--classes` paths.
+    /// Index into the containers read from the `--classes` paths (a path, or a jar in or
+    /// under it: [`classpath::read`]), in `--classes` order.
     root: usize,
     /// Its name in the jar or directory.
     path: String,
@@ -267,6 +272,7 @@ impl Report {
             classes: Vec::new(),
             stale: Vec::new(),
             errors: Vec::new(),
+            input_errors: Vec::new(),
             warnings: Vec::new(),
             with_data: 0,
             not_found: Vec::new(),
@@ -274,33 +280,37 @@ impl Report {
             data_files: a.data.to_vec(),
             per_test: None,
         };
-        for (ri, root) in a.classes.iter().enumerate() {
-            for (entry, bytes) in crate::io::read_classes(root)? {
-                if entry.ends_with("module-info.class") {
-                    continue;
+        let mut containers: Vec<String> = Vec::new();
+        for root in a.classes {
+            for c in classpath::read(root, &mut r.errors, &mut r.warnings)? {
+                let ri = containers.len();
+                containers.push(c.name);
+                let root = &containers[ri];
+                for (entry, bytes) in c.classes {
+                    if entry.ends_with("module-info.class") {
+                        continue;
+                    }
+                    let release = crate::io::release_of(&entry);
+                    if release.is_none() && entry.starts_with("META-INF/") {
+                        continue;
+                    }
+                    let Ok(cf) = bci::ClassFile::parse(&bytes) else {
+                        r.errors.push(format!("{root}: {entry}: not a class file"));
+                        continue;
+                    };
+                    let Ok(name) = cf.name().map(|n| n.into_owned()) else {
+                        r.errors.push(format!("{root}: {entry}: no class name"));
+                        continue;
+                    };
+                    let hash = class_hash(&bytes);
+                    by_name.entry(name).or_default().push(Entry {
+                        root: ri,
+                        path: entry,
+                        release,
+                        bytes,
+                        hash,
+                    });
                 }
-                let release = crate::io::release_of(&entry);
-                if release.is_none() && entry.starts_with("META-INF/") {
-                    continue;
-                }
-                let Ok(cf) = bci::ClassFile::parse(&bytes) else {
-                    r.errors
-                        .push(format!("{}: {entry}: not a class file", root.display()));
-                    continue;
-                };
-                let Ok(name) = cf.name().map(|n| n.into_owned()) else {
-                    r.errors
-                        .push(format!("{}: {entry}: no class name", root.display()));
-                    continue;
-                };
-                let hash = class_hash(&bytes);
-                by_name.entry(name).or_default().push(Entry {
-                    root: ri,
-                    path: entry,
-                    release,
-                    bytes,
-                    hash,
-                });
             }
         }
         progress.start(by_name.len());
@@ -339,7 +349,7 @@ impl Report {
             let others: Vec<String> = roots
                 .iter()
                 .filter(|&&o| o != first && hashes(o) != hashes(first))
-                .map(|&o| a.classes[o].display().to_string())
+                .map(|&o| containers[o].clone())
                 .collect();
             if !others.is_empty() {
                 let why = if entries.iter().any(|e| has_data(e.hash)) {
@@ -352,7 +362,7 @@ impl Report {
                 r.warnings.push(format!(
                     "{name}: another build of it is in {}; the one in {} is reported ({why})",
                     others.join(", "),
-                    a.classes[first].display()
+                    containers[first]
                 ));
             }
             let entries: Vec<Entry> = entries.into_iter().filter(|e| e.root == first).collect();
@@ -395,11 +405,11 @@ impl Report {
                     other_entry: None,
                 });
             }
-            let root = &a.classes[first];
+            let root = &containers[first];
             let plan = match plan_class(bytes, Split::AfterCalls) {
                 Ok(p) => p,
                 Err(e) => {
-                    r.errors.push(format!("{}: {name}: {e}", root.display()));
+                    r.errors.push(format!("{root}: {name}: {e}"));
                     continue;
                 }
             };
@@ -410,7 +420,7 @@ impl Report {
                 }
                 Ok(_) => continue,
                 Err(e) => {
-                    r.errors.push(format!("{}: {name}: {e}", root.display()));
+                    r.errors.push(format!("{root}: {name}: {e}"));
                     continue;
                 }
             }
@@ -435,16 +445,14 @@ impl Report {
                     }
                     match analyze_plan(bytes, &plan, Some(tc)) {
                         Ok(c) => pt.classes[t].push(c),
-                        Err(e) => r.errors.push(format!(
-                            "{}: {name}: test {}: {e}",
-                            root.display(),
-                            pt.tests[t]
-                        )),
+                        Err(e) => r
+                            .errors
+                            .push(format!("{root}: {name}: test {}: {e}", pt.tests[t])),
                     }
                 }
                 match analyze_plan(bytes, &plan, Some(&outside)) {
                     Ok(c) => pt.outside.push(c),
-                    Err(e) => r.errors.push(format!("{}: {name}: {e}", root.display())),
+                    Err(e) => r.errors.push(format!("{root}: {name}: {e}")),
                 }
             }
         }
@@ -457,6 +465,28 @@ impl Report {
             .cloned()
             .collect();
         r.not_found.dedup();
+        // --classes that holds none of the data's classes (a directory of jars before they
+        // were read, the wrong module): a report of nothing, which CI would take for a pass
+        let mut in_data: Vec<&str> = data.classes.keys().map(|(n, _)| n.as_str()).collect();
+        in_data.dedup();
+        if r.classes.is_empty() && !in_data.is_empty() && r.not_found.len() == in_data.len() {
+            let mut some: Vec<String> = in_data
+                .iter()
+                .take(5)
+                .map(|c| c.replace('/', "."))
+                .collect();
+            if in_data.len() > 5 {
+                some.push("…".into());
+            }
+            let paths: Vec<String> = a.classes.iter().map(|p| p.display().to_string()).collect();
+            r.input_errors.push(format!(
+                "none of the {} classes in the data is under the --classes paths ({}): no \
+                 class was analysed; give the directories or jars of the classes that ran ({})",
+                in_data.len(),
+                paths.join(", "),
+                some.join(", ")
+            ));
+        }
         r.classes.sort_by(|x, y| x.name.cmp(&y.name));
         r.stale.sort_by(|x, y| x.class.cmp(&y.class));
         if let Some(mut pt) = per_test {
@@ -559,7 +589,8 @@ fn write_file(p: &Path, text: &str) -> Result<(), String> {
 }
 
 /// `bci report` on coverage data: writes the files asked for, returns the console summary and
-/// whether a class could not be analysed (its `error:` lines end the summary; exit 1).
+/// whether a class could not be analysed (its `error:` lines end the summary) or the inputs
+/// are wrong as a whole (said on stderr): exit 1.
 pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
     let progress = Progress::new("classes");
     let r = Report::build(a, &progress)?;
@@ -583,6 +614,9 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
     }
     for s in &r.stale {
         progress.line(&s.line());
+    }
+    for e in &r.input_errors {
+        progress.line(&format!("bci: error: {e}"));
     }
     let packages = r.packages();
     if let Some(p) = a.xml {
@@ -637,7 +671,10 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
             progress.line(&format!("bci: warning: --html {}: {w}", d.display()));
         }
     }
-    Ok((console::write(&r, &packages), !r.errors.is_empty()))
+    Ok((
+        console::write(&r, &packages),
+        !r.errors.is_empty() || !r.input_errors.is_empty(),
+    ))
 }
 
 /// Escapes text for XML and HTML (content and double-quoted attributes).
