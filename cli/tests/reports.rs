@@ -2945,3 +2945,67 @@ fn jars_in_class_directories_and_nested_jars_are_read() {
     assert!(csv.exists());
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// `--classes` naming what `bci instrument` wrote (app-cov.jar) instead of its input: every
+/// class was called stale and reported 0%, exit 0. Instrumented copies carry the
+/// BciInstrumented marker: they are never analysed, and a path of them is an error on stderr
+/// that says what to give instead (exit 1); next to the originals, they are left out with a
+/// warning.
+#[test]
+fn instrumented_copies_given_as_classes_are_refused() {
+    let work = fresh_work("instrumented-classes");
+    let orig = work.join("classes");
+    javac_into(
+        &work,
+        &orig,
+        &[(
+            "p/A.java",
+            "package p;\npublic class A {\n    public static int f(int x) {\n        \
+             return x > 0 ? 1 : 2;\n    }\n}\n",
+        )],
+    );
+    let (cov, cpu) = (work.join("app-cov.jar"), work.join("app-cpu"));
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&cov)]);
+    bci(&[os("instrument"), os(&orig), os(&cpu)]);
+    let data = work.join("run.cov");
+    std::fs::write(
+        &data,
+        loaded_data("host-1-1", &[&orig.join("p/A.class")]).to_bytes(),
+    )
+    .unwrap();
+    for (copy, kind) in [(&cov, "coverage counters"), (&cpu, "cpu=times probes")] {
+        let (code, out, err) = run_bci(&[os("report"), os(&data), os("--classes"), os(copy)]);
+        assert_eq!(code, Some(1), "{out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: error: {}: 1 classes instrumented by bci instrument (with {kind}), not \
+                 the original classes: they cannot be analysed and are left out (p.A; the data \
+                 is of their original build); give --classes the classes bci instrument read\n",
+                copy.display()
+            )
+        );
+        assert!(out.contains("\n0 classes analysed, 0 with data;"), "{out}");
+        assert!(!out.contains("note:"), "{out}");
+        // next to the original classes: left out, said once
+        let (code, out, err) = run_bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(copy),
+            os("--classes"),
+            os(&orig),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: warning: {}: 1 classes instrumented by bci instrument left out (p.A): \
+                 the original classes are reported\n",
+                copy.display()
+            )
+        );
+        assert!(out.contains("\n1 classes analysed, 1 with data;"), "{out}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

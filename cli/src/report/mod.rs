@@ -141,6 +141,29 @@ struct Entry {
     hash: u64,
 }
 
+/// A class under a `--classes` path that `bci instrument` wrote (it has the `BciInstrumented`
+/// marker): never analysed.
+struct Copy {
+    /// Internal name.
+    name: String,
+    /// The data's key of its original build ([`original_hash`]).
+    original: u64,
+    /// Instrumented with coverage counters (else cpu=times probes).
+    coverage: bool,
+}
+
+/// The data's hash of a class ([`class_hash`]) from the hash of its bytes alone
+/// (`bci_rewriter::offline::class_hash`, FNV-1a 64 without the layout tag, in the marker of a
+/// class `bci instrument` gave cpu=times probes): the coverage hash goes on from the same
+/// state through [`bci_rewriter::coverage::LAYOUT_TAG`].
+fn original_hash(marker_hash: u64) -> u64 {
+    bci_rewriter::coverage::LAYOUT_TAG
+        .iter()
+        .fold(marker_hash, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
 /// Which of one path's entries of a class is reported: the build that ran (the entry whose
 /// hash the data has; of several, the highest release), else the base entry (what JaCoCo and
 /// a JVM before 9 read), else the highest release (what the newest JVM loads). None for no
@@ -281,6 +304,7 @@ impl Report {
             per_test: None,
         };
         let mut containers: Vec<String> = Vec::new();
+        let mut copies: BTreeMap<usize, Vec<Copy>> = BTreeMap::new();
         for root in a.classes {
             for c in classpath::read(root, &mut r.errors, &mut r.warnings)? {
                 let ri = containers.len();
@@ -302,6 +326,21 @@ impl Report {
                         r.errors.push(format!("{root}: {entry}: no class name"));
                         continue;
                     };
+                    // what `bci instrument` wrote, not an original: never analysed
+                    if let Ok(Some(m)) = bci_rewriter::offline::marker(&bytes) {
+                        copies.entry(ri).or_default().push(Copy {
+                            name,
+                            // a coverage marker has the data's hash; a cpu=times one the
+                            // hash of the bytes alone
+                            original: if m.coverage {
+                                m.hash
+                            } else {
+                                original_hash(m.hash)
+                            },
+                            coverage: m.coverage,
+                        });
+                        continue;
+                    }
                     let hash = class_hash(&bytes);
                     by_name.entry(name).or_default().push(Entry {
                         root: ri,
@@ -313,8 +352,53 @@ impl Report {
                 }
             }
         }
-        progress.start(by_name.len());
+        // Instrumented copies: left out, said once per path; an error (exit 1) unless the
+        // originals of them all are under --classes too.
         let mut present = std::collections::BTreeSet::new();
+        for (ri, cs) in &copies {
+            let mut names: Vec<String> = cs.iter().map(|c| c.name.replace('/', ".")).collect();
+            names.sort();
+            names.dedup();
+            let n = names.len();
+            if names.len() > 5 {
+                names.truncate(5);
+                names.push("…".into());
+            }
+            if cs.iter().all(|c| by_name.contains_key(&c.name)) {
+                r.warnings.push(format!(
+                    "{}: {n} classes instrumented by bci instrument left out ({}): the original \
+                     classes are reported",
+                    containers[*ri],
+                    names.join(", ")
+                ));
+                continue;
+            }
+            let kind = match (cs.iter().any(|c| c.coverage), cs.iter().all(|c| c.coverage)) {
+                (true, true) => "with coverage counters",
+                (false, _) => "with cpu=times probes",
+                (true, false) => "with coverage counters or cpu=times probes",
+            };
+            let matches = cs
+                .iter()
+                .filter(|c| data.counts(&c.name, c.original).is_some())
+                .count();
+            let of_data = if matches == 0 {
+                ""
+            } else if matches == cs.len() {
+                "; the data is of their original build"
+            } else {
+                "; the data is of the original build of some"
+            };
+            r.input_errors.push(format!(
+                "{}: {n} classes instrumented by bci instrument ({kind}), not the original \
+                 classes: they cannot be analysed and are left out ({}{of_data}); give \
+                 --classes the classes bci instrument read",
+                containers[*ri],
+                names.join(", ")
+            ));
+            present.extend(cs.iter().map(|c| c.name.clone()));
+        }
+        progress.start(by_name.len());
         for (name, entries) in by_name {
             progress.inc();
             present.insert(name.clone());
@@ -697,6 +781,16 @@ pub fn esc(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::simple_name;
+
+    #[test]
+    fn the_data_hash_of_an_original_follows_from_its_marker_hash() {
+        for b in [&b""[..], b"\xca\xfe\xba\xbe", b"any bytes at all"] {
+            assert_eq!(
+                super::original_hash(bci_rewriter::offline::class_hash(b)),
+                bci_rewriter::coverage::class_hash(b)
+            );
+        }
+    }
 
     #[test]
     fn simple_names_keep_dollars_that_do_not_nest() {
