@@ -1004,7 +1004,12 @@ unsafe extern "C" fn class_file_load_hook(
         if let Ok(crate::rewrite::Rewritten { left: methods, .. }) = &result {
             if !methods.is_empty() {
                 for m in methods {
-                    log(&format!("method left original: {m}"));
+                    // a part of the whole class (`name: …`), or a method (`name.m(…)…: …`)
+                    if m.starts_with(&format!("{name}: ")) {
+                        log(m);
+                    } else {
+                        log(&format!("method left original: {m}"));
+                    }
                 }
                 let mut l = a.left.lock().unwrap_or_else(|p| p.into_inner());
                 l.methods.extend(methods.iter().cloned());

@@ -387,7 +387,9 @@ mod imp {
                         cur = Some(b);
                     }
                     Ok((Outcome::Unchanged, cc)) => r.marked_uncovered = cc.marked == Some(false),
-                    Err(e) => r.left.push(format!("{name}: no coverage: {e}")),
+                    Err(e) => r
+                        .left
+                        .push(format!("{name}: class left without coverage: {e}")),
                 }
             }
             // tracing rules next, on the covered class (its lines and calls are unchanged)

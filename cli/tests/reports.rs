@@ -3009,3 +3009,110 @@ fn instrumented_copies_given_as_classes_are_refused() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// A class that would need more than 32768 coverage counters is never instrumented (bci
+/// instrument and the agent leave it original): the report showed it 0% with no word of why,
+/// and the agent said "method left original: h/Big: no coverage: h/Big: 35209 coverage
+/// counters (at most 32768)" of a whole class. Now the console and the HTML report say which
+/// classes these are and why they show as not run, and both instrumenters say the class is
+/// left without coverage.
+#[test]
+fn a_class_past_the_counter_limit_is_named_in_the_report() {
+    let work = fresh_work("counter-limit");
+    let classes = work.join("classes");
+    // four conditions a statement: about four counters each
+    let mut big = String::from(
+        "package h;\npublic class Big {\n    static int s;\n    public static void main(String[] a) \
+         {\n        Small.hi();\n    }\n",
+    );
+    for m in 0..9 {
+        big.push_str(&format!(
+            "    static void m{m}(int x, int y, int z, int w) {{\n"
+        ));
+        for k in 0..1000 {
+            big.push_str(&format!(
+                "        if (x == {k} || y == {k} || z == {k} || w == {k}) s++;\n"
+            ));
+        }
+        big.push_str("    }\n");
+    }
+    big.push_str("}\n");
+    javac_into(
+        &work,
+        &classes,
+        &[
+            ("h/Big.java", &big),
+            (
+                "h/Small.java",
+                "package h;\npublic class Small {\n    static void hi() {\n        \
+                 System.out.println(\"hi\");\n    }\n}\n",
+            ),
+        ],
+    );
+    let bytes = std::fs::read(classes.join("h/Big.class")).unwrap();
+    let n = bci_rewriter::coverage::plan_class(&bytes, Split::AfterCalls)
+        .unwrap()
+        .counters;
+    assert!(n > 32768, "{n}");
+    let why = format!("needs {n} coverage counters, more than a class may have (32768)");
+    // bci instrument
+    let (code, out, err) = run_bci(&[
+        os("instrument"),
+        os("--coverage"),
+        os(&classes),
+        os(&work.join("inst")),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains(&format!("bci: h/Big.class: left original: {why}\n")),
+        "{err}"
+    );
+    // the agent
+    let data = work.join("run.cov");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg(format!(
+            "-agentpath:{}=coverage=y,include=h.*,covfile={}",
+            agent_common::agent_lib().display(),
+            data.display()
+        ))
+        .arg("-cp")
+        .arg(&classes)
+        .arg("h.Big")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "bciagent: h/Big: class left without coverage: {why}\n"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("method left original"), "{err}");
+    // the report: console and HTML
+    let html = work.join("html");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes),
+        os("--html"),
+        os(&html),
+    ]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    assert!(out.contains("\n2 classes analysed, 1 with data;"), "{out}");
+    let note = format!(
+        "note: 1 classes would need more coverage counters than a class may have (32768): never \
+         instrumented (bci instrument and the agent leave them without coverage), they show as \
+         not run: h.Big ({n} counters)\n"
+    );
+    assert!(out.contains(&note), "{out}");
+    for page in ["index.html", "h/Big.html"] {
+        let t = std::fs::read_to_string(html.join(page)).unwrap();
+        assert!(
+            t.contains(&format!("{n} ")) && t.contains("than a class may have (32768)"),
+            "{page}: {t}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -73,6 +73,9 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
             if r.not_found.len() > 5 { ", …" } else { "" }
         );
     }
+    if let Some(note) = r.too_big_note() {
+        let _ = writeln!(s, "note: {note}");
+    }
     let not_analysed: Vec<String> = r
         .classes
         .iter()

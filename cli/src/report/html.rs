@@ -228,6 +228,9 @@ fn pages(r: &Report, packages: &[Package<'_>], dir: &Path, s: &mut Staged) -> Re
         r.classes.len(),
         r.sessions.len()
     );
+    if let Some(note) = r.too_big_note() {
+        let _ = write!(body, "<p class=\"note\">{}.</p>", esc(&note));
+    }
     if !r.stale.is_empty() {
         body.push_str(
             "<p>Stale data (from another build of the class, left out of the counts):</p><ul>",
@@ -318,6 +321,15 @@ fn pages(r: &Report, packages: &[Package<'_>], dir: &Path, s: &mut Staged) -> Re
                 let _ = write!(rows, "<td data-v=\"{0}\">{0}</td></tr>", m.entries);
             }
             let mut body = String::new();
+            if let Some((_, n)) = r.too_big.iter().find(|(x, _)| *x == c.name) {
+                let _ = write!(
+                    body,
+                    "<p class=\"note\">Not instrumented: it would need {n} coverage counters, \
+                     more than a class may have ({}); bci instrument and the agent leave it \
+                     without coverage, so it shows as not run.</p>",
+                    bci_rewriter::coverage::MAX_COUNTERS
+                );
+            }
             table(
                 &mut body,
                 "Method",

@@ -88,6 +88,10 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// Classes that had data.
     pub with_data: usize,
+    /// Classes without data that would need more counters than a class may have
+    /// ([`bci_rewriter::coverage::MAX_COUNTERS`]): never instrumented, so never run as far as
+    /// the data knows (internal name, counters), sorted.
+    pub too_big: Vec<(String, u32)>,
     /// Classes in the data that are under none of the `--classes` paths (sorted).
     pub not_found: Vec<String>,
     pub sources: Vec<PathBuf>,
@@ -298,6 +302,7 @@ impl Report {
             input_errors: Vec::new(),
             warnings: Vec::new(),
             with_data: 0,
+            too_big: Vec::new(),
             not_found: Vec::new(),
             sources: a.sources.to_vec(),
             data_files: a.data.to_vec(),
@@ -500,6 +505,9 @@ impl Report {
             match analyze_plan(bytes, &plan, counts) {
                 Ok(c) if c.counters.instructions.total() > 0 => {
                     r.with_data += counts.is_some() as usize;
+                    if counts.is_none() && plan.counters > bci_rewriter::coverage::MAX_COUNTERS {
+                        r.too_big.push((name.clone(), plan.counters));
+                    }
                     r.classes.push(c);
                 }
                 Ok(_) => continue,
@@ -647,6 +655,31 @@ impl Report {
             t.add(&p.counters);
         }
         t
+    }
+
+    /// The line that says which classes are never instrumented for their size
+    /// ([`Report::too_big`]), if any.
+    pub fn too_big_note(&self) -> Option<String> {
+        if self.too_big.is_empty() {
+            return None;
+        }
+        let mut some: Vec<String> = self
+            .too_big
+            .iter()
+            .take(5)
+            .map(|(c, n)| format!("{} ({n} counters)", c.replace('/', ".")))
+            .collect();
+        if self.too_big.len() > 5 {
+            some.push("…".into());
+        }
+        Some(format!(
+            "{} classes would need more coverage counters than a class may have ({}): never \
+             instrumented (bci instrument and the agent leave them without coverage), they show \
+             as not run: {}",
+            self.too_big.len(),
+            bci_rewriter::coverage::MAX_COUNTERS,
+            some.join(", ")
+        ))
     }
 
     /// Where a source file (`a/b/C.java`) is under the source roots, if it is.

@@ -291,8 +291,8 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         return Err(Error::new(
             ErrorKind::TooLarge,
             format!(
-                "{}: {} coverage counters (at most {MAX_COUNTERS})",
-                cov.name, cov.counters
+                "needs {} coverage counters, more than a class may have ({MAX_COUNTERS})",
+                cov.counters
             ),
         ));
     }
