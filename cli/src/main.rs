@@ -129,6 +129,11 @@ enum Cmd {
         /// line tooltips, one LCOV TN: section per test.
         #[arg(long)]
         per_test: bool,
+        /// Coverage: the encoding of the source files (as javac's -encoding): UTF-8 (the
+        /// default; a file that is not is read as windows-1252, said once), ISO-8859-1
+        /// (latin1), windows-1252 (Cp1252), US-ASCII.
+        #[arg(long, value_name = "NAME")]
+        source_encoding: Option<String>,
     },
     /// Sum coverage data files (counts add up exactly; the same class from two builds is an
     /// error unless --ignore-stale).
@@ -210,6 +215,7 @@ fn coverage_options_given(a: &report::Args<'_>) -> Vec<&'static str> {
         ("--csv", a.csv.is_some()),
         ("--html", a.html.is_some()),
         ("--per-test", a.per_test),
+        ("--source-encoding", a.source_encoding.is_some()),
     ]
     .into_iter()
     .filter(|(_, given)| *given)
@@ -244,7 +250,7 @@ fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<(String, bool)
                     "{s}: options in the agent's syntax apply to cpu=times data (bci.data) \
                      only; a coverage report takes --classes, --sources, --include, \
                      --exclude, --title, --xml, --cobertura, --lcov, --csv, --html, \
-                     --per-test, -o"
+                     --per-test, --source-encoding, -o"
                 ));
             }
             if offline::is_profile_data(p) {
@@ -588,6 +594,7 @@ fn main() -> ExitCode {
             csv,
             html,
             per_test,
+            source_encoding,
         } => {
             let args = report::Args {
                 data: &inputs,
@@ -602,6 +609,7 @@ fn main() -> ExitCode {
                 csv: csv.as_deref(),
                 html: html.as_deref(),
                 per_test,
+                source_encoding: source_encoding.as_deref(),
             };
             match check_report_paths(&inputs, &args, output.as_deref())
                 .and_then(|()| report_cmd(&inputs, &args))

@@ -815,7 +815,7 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
         text(&o.stderr),
         "bci: thread=y: options in the agent's syntax apply to cpu=times data (bci.data) only; \
          a coverage report takes --classes, --sources, --include, --exclude, --title, --xml, \
-         --cobertura, --lcov, --csv, --html, --per-test, -o\n"
+         --cobertura, --lcov, --csv, --html, --per-test, --source-encoding, -o\n"
     );
     let o = bci(&[&"report", &cov, &data, &"--classes", &classes]);
     assert_eq!(o.status.code(), Some(2));

@@ -3116,3 +3116,101 @@ fn a_class_past_the_counter_limit_is_named_in_the_report() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// The text of the `<td class="code">` cells of an HTML source page, in order (unescaped
+/// enough for the sources below).
+fn code_cells(page: &str) -> Vec<String> {
+    page.split("<td class=\"code\">")
+        .skip(1)
+        .map(|c| c[..c.find("</td>").unwrap()].replace("&quot;", "\""))
+        .collect()
+}
+
+/// A Latin-1 source file (javac -encoding ISO-8859-1; CRLF line ends) was "not found under the
+/// --sources roots" in the HTML report, its text left out, while LCOV and Cobertura named it.
+/// Without --source-encoding a file that is not UTF-8 is read as windows-1252 (Latin-1), with
+/// one warning naming it; --source-encoding NAME (as javac's -encoding) reads it as that;
+/// "not found" is said only of a file that is not there.
+#[test]
+fn a_source_file_that_is_not_utf8_is_shown_decoded() {
+    let work = fresh_work("source-encoding");
+    let (src, classes) = (work.join("src"), work.join("classes"));
+    std::fs::create_dir_all(src.join("e")).unwrap();
+    let text = "package e;\r\n// Grüße, café: \u{a7}5\r\npublic class Lat {\r\n    \
+                public static String s() {\r\n        return \"é\";\r\n    }\r\n}\r\n";
+    let latin1: Vec<u8> = text.chars().map(|c| c as u32 as u8).collect();
+    std::fs::write(src.join("e/Lat.java"), &latin1).unwrap();
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .args(["-g", "-encoding", "ISO-8859-1", "-d"])
+        .arg(&classes)
+        .arg(src.join("e/Lat.java"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let data = work.join("run.cov");
+    std::fs::write(
+        &data,
+        loaded_data("host-1-1", &[&classes.join("e/Lat.class")]).to_bytes(),
+    )
+    .unwrap();
+    let want: Vec<String> = text.lines().map(str::to_string).collect();
+    let html = work.join("html");
+    let report = |extra: &[&str]| {
+        let mut args = vec![
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&classes),
+            os("--sources"),
+            os(&src),
+            os("--html"),
+            os(&html),
+        ];
+        args.extend(extra.iter().map(os));
+        let (code, out, err) = run_bci(&args);
+        let page = std::fs::read_to_string(html.join("e/Lat.java.html")).unwrap_or_default();
+        (code, out, err, page)
+    };
+    let (code, out, err, page) = report(&[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: warning: --html {}: 1 source files are not UTF-8, read as windows-1252 \
+             (Latin-1): {}; give --source-encoding NAME (as javac's -encoding) if they are in \
+             another\n",
+            html.display(),
+            src.join("e/Lat.java").display()
+        )
+    );
+    assert!(!page.contains("not found"), "{page}");
+    assert_eq!(code_cells(&page), want);
+    for name in ["ISO-8859-1", "latin1", "Cp1252", "windows-1252"] {
+        let (code, out, err, page) = report(&["--source-encoding", name]);
+        assert_eq!((code, err.as_str()), (Some(0), ""), "{name}: {out}");
+        assert_eq!(code_cells(&page), want, "{name}");
+    }
+    // said to be UTF-8: shown with U+FFFD for the bytes that are not, and said
+    let (code, out, err, page) = report(&["--source-encoding", "UTF-8"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(err.contains("not valid UTF-8"), "{err}");
+    assert!(code_cells(&page)[1].contains('\u{fffd}'), "{page}");
+    // UTF-8 with a byte order mark: the mark is not text
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend_from_slice(text.as_bytes());
+    std::fs::write(src.join("e/Lat.java"), &bom).unwrap();
+    let (code, out, err, page) = report(&[]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    assert_eq!(code_cells(&page), want);
+    // an unknown encoding is refused before anything is written
+    let (code, _, err, _) = report(&["--source-encoding", "EBCDIC"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with(
+            "bci: --source-encoding 'EBCDIC': unknown encoding; bci knows UTF-8, \
+                         ISO-8859-1 (latin1), windows-1252 (Cp1252) and US-ASCII"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

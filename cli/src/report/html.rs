@@ -190,14 +190,62 @@ fn source_page_name(f: &str) -> String {
 pub fn write(r: &Report, packages: &[Package<'_>], dir: &Path) -> Result<Vec<String>, String> {
     let named = |e: String| format!("--html {}: {e}", dir.display());
     let mut s = Staged::new(dir).map_err(named)?;
-    match pages(r, packages, dir, &mut s) {
-        Ok(()) => s.commit(),
+    let mut notes = SourceNotes::default();
+    match pages(r, packages, dir, &mut s, &mut notes) {
+        Ok(()) => s.commit().map(|mut w| {
+            w.extend(notes.warnings());
+            w
+        }),
         Err(e) => Err(s.abort(e)),
     }
     .map_err(named)
 }
 
-fn pages(r: &Report, packages: &[Package<'_>], dir: &Path, s: &mut Staged) -> Result<(), String> {
+/// Source files whose text needed more than decoding as said ([`encoding::Note`]), for one
+/// warning each kind.
+#[derive(Default)]
+struct SourceNotes {
+    read_as_1252: Vec<String>,
+    invalid: Vec<String>,
+}
+
+impl SourceNotes {
+    fn warnings(&self) -> Vec<String> {
+        let list = |files: &[String]| {
+            let mut some: Vec<&str> = files.iter().take(5).map(String::as_str).collect();
+            if files.len() > 5 {
+                some.push("…");
+            }
+            some.join(", ")
+        };
+        let mut w = Vec::new();
+        if !self.read_as_1252.is_empty() {
+            w.push(format!(
+                "{} source files are not UTF-8, read as windows-1252 (Latin-1): {}; give \
+                 --source-encoding NAME (as javac's -encoding) if they are in another",
+                self.read_as_1252.len(),
+                list(&self.read_as_1252)
+            ));
+        }
+        if !self.invalid.is_empty() {
+            w.push(format!(
+                "{} source files are not valid UTF-8 as --source-encoding says: {}; the bytes \
+                 that are not are shown as U+FFFD",
+                self.invalid.len(),
+                list(&self.invalid)
+            ));
+        }
+        w
+    }
+}
+
+fn pages(
+    r: &Report,
+    packages: &[Package<'_>],
+    dir: &Path,
+    s: &mut Staged,
+    notes: &mut SourceNotes,
+) -> Result<(), String> {
     s.write(&dir.join("bci-report.css"), CSS)?;
     s.write(&dir.join("bci-sort.js"), JS)?;
     let total = Report::total(packages);
@@ -350,7 +398,7 @@ fn pages(r: &Report, packages: &[Package<'_>], dir: &Path, s: &mut Staged) -> Re
                 esc(&pname),
                 esc(&f.name)
             );
-            let body = source(r, f);
+            let body = source(r, f, notes);
             s.write(
                 &pd.join(source_page_name(&f.name)),
                 &page(&f.name, "../", &crumbs, &body),
@@ -372,18 +420,42 @@ pub fn branch_tip(l: &Line) -> String {
     }
 }
 
-fn source(r: &Report, f: &SourceFile<'_>) -> String {
-    let text = r
-        .find_source(&f.path)
-        .and_then(|p| std::fs::read_to_string(p).ok());
+fn source(r: &Report, f: &SourceFile<'_>, notes: &mut SourceNotes) -> String {
     let mut o = String::new();
-    if text.is_none() {
-        let _ = write!(
-            o,
-            "<p class=\"note\">Source file {} not found under the --sources roots; lines without text.</p>",
-            esc(&f.path)
-        );
-    }
+    let text = match r.find_source(&f.path) {
+        None => {
+            let _ = write!(
+                o,
+                "<p class=\"note\">Source file {} not found under the --sources roots; lines without text.</p>",
+                esc(&f.path)
+            );
+            None
+        }
+        Some(p) => match std::fs::read(&p) {
+            Ok(bytes) => {
+                let (text, note) = super::encoding::decode(&bytes, r.source_encoding);
+                match note {
+                    Some(super::encoding::Note::ReadAs1252) => {
+                        notes.read_as_1252.push(p.display().to_string())
+                    }
+                    Some(super::encoding::Note::Invalid) => {
+                        notes.invalid.push(p.display().to_string())
+                    }
+                    None => {}
+                }
+                Some(text)
+            }
+            Err(e) => {
+                let _ = write!(
+                    o,
+                    "<p class=\"note\">Source file {} cannot be read: {}; lines without text.</p>",
+                    esc(&p.display().to_string()),
+                    esc(&e.to_string())
+                );
+                None
+            }
+        },
+    };
     let src: Vec<&str> = text.as_deref().map_or(Vec::new(), |t| t.lines().collect());
     let last = f.lines.keys().next_back().copied().unwrap_or(0) as usize;
     let n = src.len().max(last);

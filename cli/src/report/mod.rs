@@ -15,6 +15,7 @@ mod classpath;
 mod cobertura;
 mod console;
 mod csv;
+mod encoding;
 mod html;
 mod jacoco_xml;
 mod staged;
@@ -43,6 +44,8 @@ pub struct Args<'a> {
     pub html: Option<&'a Path>,
     /// Per-test coverage: which tests ran each line.
     pub per_test: bool,
+    /// The source files' encoding (`--source-encoding`; default UTF-8, else windows-1252).
+    pub source_encoding: Option<&'a str>,
 }
 
 /// Per-test coverage (data version 2): each test's classes analysed with the counts while it
@@ -95,6 +98,8 @@ pub struct Report {
     /// Classes in the data that are under none of the `--classes` paths (sorted).
     pub not_found: Vec<String>,
     pub sources: Vec<PathBuf>,
+    /// `--source-encoding`.
+    pub source_encoding: Option<encoding::Encoding>,
     pub data_files: Vec<PathBuf>,
     /// With `--per-test`.
     pub per_test: Option<PerTest>,
@@ -255,6 +260,10 @@ impl Report {
                 Glob::check(p).map_err(|e| format!("{opt} '{p}': bad glob: {e}"))?;
             }
         }
+        let source_encoding = a
+            .source_encoding
+            .map(encoding::Encoding::parse)
+            .transpose()?;
         let include: Vec<Glob> = a.include.iter().map(|p| Glob::class(p)).collect();
         let exclude: Vec<Glob> = a.exclude.iter().map(|p| Glob::class(p)).collect();
         // Data of several files: counts of one (class, hash) add up; the same class under two
@@ -305,6 +314,7 @@ impl Report {
             too_big: Vec::new(),
             not_found: Vec::new(),
             sources: a.sources.to_vec(),
+            source_encoding,
             data_files: a.data.to_vec(),
             per_test: None,
         };
