@@ -1890,26 +1890,34 @@ fn per_test(agent: bool) {
             continue;
         };
         let nr = i + 1;
+        let outside = line[p + 9..].contains("(outside)");
         let mut want: Vec<String> = line[p + 9..]
             .split(',')
             .map(str::trim)
-            .filter(|t| !t.is_empty())
+            .filter(|t| !t.is_empty() && *t != "(outside)")
             .map(|t| format!("ShapesTest#{t}()"))
             .collect();
         want.sort();
-        let listed = if want.is_empty() {
-            "-".to_string()
-        } else {
-            want.join(" ")
+        // a line run outside the tests (@BeforeAll) is told from one never run
+        let listed = match (want.is_empty(), outside) {
+            (true, false) => "-".to_string(),
+            (true, true) => "(outside tests)".to_string(),
+            (false, false) => want.join(" "),
+            (false, true) => format!("{} (outside tests)", want.join(" ")),
         };
         assert!(
             console.contains(&format!("\nShapes.java:{nr}\t{listed}\n")),
             "line {nr}: want {listed} in\n{console}"
         );
-        let tip = if want.is_empty() {
-            "Run by no test".to_string()
-        } else {
-            format!("Run by {} test(s): {}", want.len(), want.join(", "))
+        let tip = match (want.is_empty(), outside) {
+            (true, false) => "Run by no test".to_string(),
+            (true, true) => "Run outside tests only".to_string(),
+            (false, o) => format!(
+                "Run by {} test(s): {}{}",
+                want.len(),
+                want.join(", "),
+                if o { "; and outside tests" } else { "" }
+            ),
         };
         let row = &page[page.find(&format!("<tr id=\"L{nr}\"")).unwrap()..];
         let row = &row[..row.find('>').unwrap()];
@@ -1919,7 +1927,7 @@ fn per_test(agent: bool) {
         );
         checked += 1;
     }
-    assert_eq!(checked, 7);
+    assert_eq!(checked, 8);
 
     // LCOV: a section per test and one outside them; bothTest ran the throw line once a run.
     let lcov = std::fs::read_to_string(&info).unwrap();

@@ -112,7 +112,8 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     } else if let Some(pt) = &r.per_test {
         let _ = writeln!(
             s,
-            "per test: {} tests; each line with code and the tests that ran it (- for none):",
+            "per test: {} tests; each line with code and the tests that ran it ((outside tests): \
+             also run outside every test, e.g. by a @BeforeAll; - for a line never run):",
             pt.tests.len()
         );
         for p in packages {
@@ -121,7 +122,10 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
                     if l.status() == Status::Empty {
                         continue;
                     }
-                    let t = pt.tests_of(&f.path, *nr);
+                    let mut t = pt.tests_of(&f.path, *nr);
+                    if pt.ran_outside(&f.path, *nr) {
+                        t.push("(outside tests)");
+                    }
                     let t = if t.is_empty() {
                         "-".to_string()
                     } else {

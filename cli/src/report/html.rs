@@ -494,10 +494,16 @@ fn source(r: &Report, f: &SourceFile<'_>, notes: &mut SourceNotes) -> String {
         let tip = match (&r.per_test, status) {
             (Some(pt), s) if s != Status::Empty => {
                 let t = pt.tests_of(&f.path, i as u32);
-                let t = if t.is_empty() {
-                    "Run by no test".to_string()
-                } else {
-                    format!("Run by {} test(s): {}", t.len(), t.join(", "))
+                let outside = pt.ran_outside(&f.path, i as u32);
+                let t = match (t.is_empty(), outside) {
+                    (true, false) => "Run by no test".to_string(),
+                    (true, true) => "Run outside tests only".to_string(),
+                    (false, o) => format!(
+                        "Run by {} test(s): {}{}",
+                        t.len(),
+                        t.join(", "),
+                        if o { "; and outside tests" } else { "" }
+                    ),
                 };
                 format!(" title=\"{}\"", esc(&t))
             }

@@ -61,9 +61,18 @@ pub struct PerTest {
     pub outside: Vec<Class>,
     /// (source path `a/b/C.java`, line) -> indexes into `tests` of the tests that ran it.
     pub lines: BTreeMap<(String, u32), Vec<usize>>,
+    /// (source path, line) of the lines run outside every test (`outside`'s lines with hits):
+    /// told apart from lines never run.
+    pub outside_lines: std::collections::BTreeSet<(String, u32)>,
 }
 
 impl PerTest {
+    /// Whether a line ran outside every test (before, between or after them: a
+    /// `@BeforeAll`, class loading, a `main`).
+    pub fn ran_outside(&self, path: &str, line: u32) -> bool {
+        self.outside_lines.contains(&(path.to_string(), line))
+    }
+
     /// The names of the tests that ran a line.
     pub fn tests_of(&self, path: &str, line: u32) -> Vec<&str> {
         self.lines
@@ -607,6 +616,14 @@ impl Report {
                 }
             }
             pt.outside.sort_by(|x, y| x.name.cmp(&y.name));
+            for c in &pt.outside {
+                let path = lcov::source_path(c);
+                for (l, x) in &c.lines {
+                    if x.max_hits > 0 {
+                        pt.outside_lines.insert((path.clone(), *l));
+                    }
+                }
+            }
             r.per_test = Some(pt);
         }
         Ok(r)
