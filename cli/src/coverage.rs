@@ -154,35 +154,172 @@ impl Sessions {
     }
 }
 
-/// `bci merge`: sums the inputs into `output`.
-pub fn merge(inputs: &[PathBuf], output: &Path, ignore_stale: bool) -> Result<String, String> {
-    let mut all = CovData::default();
+/// `bci merge`: sums the inputs into `output`. Data of two builds of a class is an error; with
+/// `ignore_stale` one build of it is kept ([`choose_builds`]) and the others are left out,
+/// each named.
+pub fn merge(
+    inputs: &[PathBuf],
+    output: &Path,
+    ignore_stale: bool,
+    classes: &[PathBuf],
+) -> Result<String, String> {
     let mut notes = String::new();
     let mut sessions = Sessions::default();
+    let mut read_all = Vec::with_capacity(inputs.len());
     for p in inputs {
         let d = read(p)?;
         if let Some(note) = sessions.add(p, &d)? {
             let _ = writeln!(notes, "{note}");
         }
-        let skipped = all
-            .merge(&d, ignore_stale)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
-        for c in skipped {
-            let _ = writeln!(
-                notes,
-                "bci: {}: {c}: stale (another build), skipped",
-                p.display()
-            );
+        read_all.push(d);
+    }
+    let mut all = CovData::default();
+    let mut left_out = false;
+    if ignore_stale {
+        let gone = choose_builds(inputs, &read_all, classes, &mut notes)?;
+        left_out = !gone.is_empty();
+        for (i, d) in read_all.iter().enumerate() {
+            let keep = |(name, hash): &(String, u64)| !gone.contains(&(i, name.clone(), *hash));
+            let mut kept = CovData {
+                sessions: d.sessions.clone(),
+                ..CovData::default()
+            };
+            kept.classes = d
+                .classes
+                .iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            for (t, cs) in &d.tests {
+                let cs: std::collections::BTreeMap<_, _> = cs
+                    .iter()
+                    .filter(|(k, _)| keep(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !cs.is_empty() {
+                    kept.tests.insert(t.clone(), cs);
+                }
+            }
+            all.add_all(&kept)
+                .map_err(|e| format!("{}: {e}", inputs[i].display()))?;
+        }
+    } else {
+        for (p, d) in inputs.iter().zip(&read_all) {
+            all.merge(d, false)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
         }
     }
     crate::io::create_parent(output)?;
     crate::io::write_replacing(output, &all.to_bytes())?;
     let _ = writeln!(
         notes,
-        "bci: wrote {}: {} classes, {} sessions",
+        "bci: wrote {}: {} classes, {} sessions{}",
         output.display(),
         all.classes.len(),
-        all.sessions.len()
+        all.sessions.len(),
+        if left_out {
+            " (a session whose data was left out stays listed: its other classes keep their \
+             counts)"
+        } else {
+            ""
+        }
     );
     Ok(notes)
+}
+
+/// `bci merge --ignore-stale`: of each class with data of several builds, the build to keep:
+/// the one under the `classes` paths (the classes the report will be made of), else the
+/// build of the first input that has the class; an input that itself holds two builds of it
+/// (one covfile both builds ran into) cannot tell which is newer: an error, unless `classes`
+/// chooses. Returns what is left out, as (input index, class, hash), each named in `notes`.
+fn choose_builds(
+    inputs: &[PathBuf],
+    data: &[CovData],
+    classes: &[PathBuf],
+    notes: &mut String,
+) -> Result<std::collections::BTreeSet<(usize, String, u64)>, String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    // class -> hash -> the inputs that hold it
+    let mut builds: BTreeMap<&str, BTreeMap<u64, Vec<usize>>> = BTreeMap::new();
+    for (i, d) in data.iter().enumerate() {
+        for (name, hash) in d.classes.keys() {
+            builds
+                .entry(name)
+                .or_default()
+                .entry(*hash)
+                .or_default()
+                .push(i);
+        }
+    }
+    let under = builds_under(classes)?;
+    let mut gone = BTreeSet::new();
+    for (name, bs) in builds.iter().filter(|(_, bs)| bs.len() > 1) {
+        let there: Vec<u64> = under
+            .get(*name)
+            .map(|hs| bs.keys().filter(|h| hs.contains(h)).copied().collect())
+            .unwrap_or_default();
+        let (kept, why): (Vec<u64>, String) = if !there.is_empty() {
+            (there, "the one under --classes".into())
+        } else {
+            let first = bs.values().map(|f| f[0]).min().unwrap_or(0);
+            let of_first: Vec<u64> = bs
+                .iter()
+                .filter(|(_, f)| f.contains(&first))
+                .map(|(h, _)| *h)
+                .collect();
+            if of_first.len() > 1 {
+                let hs: Vec<String> = of_first.iter().map(|h| format!("{h:016x}")).collect();
+                return Err(format!(
+                    "{}: {name}: data of two builds ({}) in this one file: which is newer cannot \
+                     be told from the data; give --classes PATH with the classes whose build \
+                     to keep, or merge data of one build",
+                    inputs[first].display(),
+                    hs.join(", ")
+                ));
+            }
+            (
+                of_first,
+                format!(
+                    "of {}, the first input that has the class",
+                    inputs[first].display()
+                ),
+            )
+        };
+        let kept_s: Vec<String> = kept.iter().map(|h| format!("{h:016x}")).collect();
+        for (h, files) in bs.iter().filter(|(h, _)| !kept.contains(h)) {
+            for &i in files {
+                let _ = writeln!(
+                    notes,
+                    "bci: {}: {name}: data of build {h:016x} left out; kept: build {} ({why})",
+                    inputs[i].display(),
+                    kept_s.join(", ")
+                );
+                gone.insert((i, name.to_string(), *h));
+            }
+        }
+    }
+    Ok(gone)
+}
+
+/// The data's hashes of the classes under `bci merge --classes` paths, by class name: of the
+/// original classes, and of copies `bci instrument` wrote (their marker says of which build).
+fn builds_under(
+    classes: &[PathBuf],
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeSet<u64>>, String> {
+    let mut out: std::collections::BTreeMap<String, std::collections::BTreeSet<u64>> =
+        Default::default();
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    for root in classes {
+        for c in crate::report::classpath::read(root, &mut errors, &mut warnings)? {
+            for (_, bytes) in c.classes {
+                if let Some((name, hash)) = crate::report::data_key(&bytes) {
+                    out.entry(name).or_default().insert(hash);
+                }
+            }
+        }
+    }
+    if let Some(e) = errors.first() {
+        return Err(format!("--classes: {e}"));
+    }
+    Ok(out)
 }

@@ -137,16 +137,24 @@ enum Cmd {
     },
     /// Sum coverage data files (counts add up exactly; the same class from two builds is an
     /// error unless --ignore-stale).
-    #[command(override_usage = "bci merge DATA... --output <OUTPUT> [--ignore-stale]")]
+    #[command(
+        override_usage = "bci merge DATA... --output <OUTPUT> [--ignore-stale [--classes PATH]...]"
+    )]
     Merge {
         /// Coverage data files (bci.cov); at least one.
         #[arg(value_name = "DATA")]
         inputs: Vec<PathBuf>,
         #[arg(short, long)]
         output: PathBuf,
-        /// Skip classes whose data comes from another build instead of failing.
+        /// Of a class with data of several builds, keep one instead of failing: the build under
+        /// --classes, else the first input's (an input with two builds of it is then an error);
+        /// the data left out is named.
         #[arg(long)]
         ignore_stale: bool,
+        /// With --ignore-stale: a directory or jar of the classes whose builds to keep (as bci
+        /// report's --classes); repeatable.
+        #[arg(long, requires = "ignore_stale")]
+        classes: Vec<PathBuf>,
     },
     /// Verify every class of a directory or jar (independent verifier, no JVM needed).
     Verify(bci_verify::cli::VerifyArgs),
@@ -570,7 +578,8 @@ fn main() -> ExitCode {
             inputs,
             output,
             ignore_stale,
-        } => match coverage::merge(&inputs, &output, ignore_stale) {
+            classes,
+        } => match coverage::merge(&inputs, &output, ignore_stale, &classes) {
             Ok(notes) => {
                 eprint!("{notes}");
                 ExitCode::SUCCESS

@@ -86,7 +86,7 @@ fn merge_without_data_files_is_a_usage_error() {
     assert_eq!(
         text(&o),
         "error: bci merge needs at least one data file\n\n\
-         Usage: bci merge DATA... --output <OUTPUT> [--ignore-stale]\n\n\
+         Usage: bci merge DATA... --output <OUTPUT> [--ignore-stale [--classes PATH]...]\n\n\
          For more information, try '--help'.\n"
     );
     assert!(!out.exists());

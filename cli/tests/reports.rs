@@ -767,7 +767,7 @@ fn stale_data_alone_reports_the_class_as_not_covered() {
 
 /// Data of both builds: each build's class gets its own build's counts, exactly, and stderr
 /// names the other file's data as stale. `bci merge` of the two is an error naming the class,
-/// or with --ignore-stale keeps the first file's build and names what it skipped.
+/// or with --ignore-stale keeps the first file's build and names what it left out.
 #[test]
 fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
     let r = setup("stale-both", &["CovBasics"]);
@@ -849,9 +849,13 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
     assert_eq!(
         err,
         format!(
-            "bci: {}: CovBasics: stale (another build), skipped\nbci: wrote {}: 1 classes, 2 \
-             sessions\n",
+            "bci: {}: CovBasics: data of build {:016x} left out; kept: build {:016x} (of {}, the \
+             first input that has the class)\nbci: wrote {}: 1 classes, 2 sessions (a session \
+             whose data was left out stays listed: its other classes keep their counts)\n",
             other_data.display(),
+            class_hash(&std::fs::read(other.join("CovBasics.class")).unwrap()),
+            class_hash(&std::fs::read(r.orig.join("CovBasics.class")).unwrap()),
+            r.data.display(),
             merged.display()
         )
     );
@@ -3220,5 +3224,126 @@ fn a_source_file_that_is_not_utf8_is_shown_decoded() {
         ),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `bci merge --ignore-stale` of data holding two builds of a class: it kept the build seen
+/// first, which in one file (a covfile the old and the new build both ran into) was the lower
+/// hash, whatever ran last, and said only "stale (another build), skipped". Now: of files, the
+/// first input's build (said, with both hashes); of one file, which build is newer cannot be
+/// told, so it is an error naming both hashes and the way out: `--classes PATH` keeps the
+/// build found there (the one to report).
+#[test]
+fn merge_ignore_stale_keeps_a_build_it_names() {
+    let work = fresh_work("ignore-stale");
+    let (old, new) = (work.join("old"), work.join("new"));
+    let src = |text: &str| {
+        format!(
+            "package p;\npublic class A {{\n    public static void main(String[] a) {{\n        \
+             System.out.println(\"{text}\");\n    }}\n}}\n"
+        )
+    };
+    javac_into(&work.join("o"), &old, &[("p/A.java", &src("old"))]);
+    javac_into(&work.join("n"), &new, &[("p/A.java", &src("new"))]);
+    let hash = |d: &Path| class_hash(&std::fs::read(d.join("p/A.class")).unwrap());
+    let (h_old, h_new) = (hash(&old), hash(&new));
+    let a_old = loaded_data("host-1-1", &[&old.join("p/A.class")]);
+    let a_new = loaded_data("host-2-2", &[&new.join("p/A.class")]);
+    let (f_old, f_new, both) = (
+        work.join("old.cov"),
+        work.join("new.cov"),
+        work.join("both.cov"),
+    );
+    std::fs::write(&f_old, a_old.to_bytes()).unwrap();
+    std::fs::write(&f_new, a_new.to_bytes()).unwrap();
+    let mut one = a_old.clone();
+    one.add_all(&a_new).unwrap();
+    std::fs::write(&both, one.to_bytes()).unwrap();
+    let merged = work.join("m.cov");
+    let kept = |p: &Path| -> Vec<u64> {
+        let d = CovData::parse(&std::fs::read(p).unwrap()).unwrap();
+        d.classes.keys().map(|(_, h)| *h).collect()
+    };
+    // files: the first input's build, whichever it is, named with the one left out
+    for (first, second, h1, h2) in [
+        (&f_old, &f_new, h_old, h_new),
+        (&f_new, &f_old, h_new, h_old),
+    ] {
+        let (code, out, err) = run_bci(&[
+            os("merge"),
+            os(first),
+            os(second),
+            os("-o"),
+            os(&merged),
+            os("--ignore-stale"),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: {}: p/A: data of build {h2:016x} left out; kept: build {h1:016x} (of {}, \
+                 the first input that has the class)\nbci: wrote {}: 1 classes, 2 sessions (a \
+                 session whose data was left out stays listed: its other classes keep their \
+                 counts)\n",
+                second.display(),
+                first.display(),
+                merged.display()
+            )
+        );
+        assert_eq!(kept(&merged), [h1]);
+    }
+    // one file of both builds: an error naming both, nothing written
+    std::fs::remove_file(&merged).unwrap();
+    let (code, out, err) = run_bci(&[
+        os("merge"),
+        os(&both),
+        os("-o"),
+        os(&merged),
+        os("--ignore-stale"),
+    ]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    let (lo, hi) = (h_old.min(h_new), h_old.max(h_new));
+    assert_eq!(
+        err,
+        format!(
+            "bci: {}: p/A: data of two builds ({lo:016x}, {hi:016x}) in this one file: which \
+             is newer cannot be told from the data; give --classes PATH with the classes whose \
+             build to keep, or merge data of one build\n",
+            both.display()
+        )
+    );
+    assert!(!merged.exists());
+    // --classes chooses: the build found there, in one file or in several
+    for (classes, h, gone) in [(&old, h_old, h_new), (&new, h_new, h_old)] {
+        for inputs in [vec![&both], vec![&f_old, &f_new]] {
+            let mut args = vec![os("merge")];
+            args.extend(inputs.iter().map(os));
+            args.extend([
+                os("-o"),
+                os(&merged),
+                os("--ignore-stale"),
+                os("--classes"),
+                os(classes),
+            ]);
+            let (code, out, err) = run_bci(&args);
+            assert_eq!(code, Some(0), "{out}{err}");
+            assert!(
+                err.starts_with(&format!(
+                    "bci: {}: p/A: data of build {gone:016x} left out; kept: build {h:016x} (the \
+                     one under --classes)\n",
+                    if inputs.len() == 1 {
+                        &both
+                    } else if gone == h_old {
+                        &f_old
+                    } else {
+                        &f_new
+                    }
+                    .display()
+                )),
+                "{err}"
+            );
+            assert_eq!(kept(&merged), [h]);
+        }
+    }
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -11,7 +11,7 @@
 //! `META-INF/versions/N/` entries of a multi-release jar are builds of the class of the base
 //! entry: the one the data has is reported ([`choose`]), never a second class of that name.
 
-mod classpath;
+pub mod classpath;
 mod cobertura;
 mod console;
 mod csv;
@@ -180,6 +180,19 @@ fn original_hash(marker_hash: u64) -> u64 {
         .fold(marker_hash, |h, &b| {
             (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
         })
+}
+
+/// The data's key (internal name, hash) of a class file: of its bytes, or for a copy `bci
+/// instrument` wrote, of its original (from the marker). None for bytes that are no class.
+pub fn data_key(bytes: &[u8]) -> Option<(String, u64)> {
+    let cf = bci::ClassFile::parse(bytes).ok()?;
+    let name = cf.name().ok()?.into_owned();
+    let hash = match bci_rewriter::offline::marker(bytes) {
+        Ok(Some(m)) if m.coverage => m.hash,
+        Ok(Some(m)) => original_hash(m.hash),
+        _ => class_hash(bytes),
+    };
+    Some((name, hash))
 }
 
 /// Which of one path's entries of a class is reported: the build that ran (the entry whose
