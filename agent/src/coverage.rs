@@ -226,6 +226,17 @@ mod data_file {
         ) {
             for (name, counts) in tests {
                 for (id, v) in counts {
+                    if *id == 0 {
+                        // no class has id 0: BciCov counts there the times the test overlapped
+                        // another (tests run in parallel)
+                        let _ = run.add_test_class(
+                            name,
+                            bci_rewriter::coverage::data::OVERLAP_CLASS,
+                            0,
+                            &v[..v.len().min(1)],
+                        );
+                        continue;
+                    }
                     let Some(Some(c)) = classes.get(*id) else {
                         continue;
                     };

@@ -1886,6 +1886,9 @@ fn per_test(agent: bool) {
         os(&html),
     ]);
     let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    // tests one at a time: nothing said of tests that overlap
+    assert!(!console.contains("same time"), "{console}");
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
     let page = std::fs::read_to_string(html.join("default/Shapes.java.html")).unwrap();
     let text_src = std::fs::read_to_string(src.join("Shapes.java")).unwrap();
     let mut checked = 0;
@@ -3344,6 +3347,120 @@ fn merge_ignore_stale_keeps_a_build_it_names() {
             );
             assert_eq!(kept(&merged), [h]);
         }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Per-test coverage under JUnit's parallel execution (cli/tests/fixtures/pertest/ParTest.java:
+/// two tests that wait for each other), offline-instrumented and under the agent: the counts of
+/// tests that run at the same time cannot be told apart (every thread's counts go to the
+/// window open), and were silently misattributed. The runtime now tells that a test ended
+/// after another began (the JUnit listener ends each test by its name), says so on stderr once,
+/// and records it with the test's counts; `bci report --per-test` names those tests on the
+/// console and on stderr.
+#[test]
+fn per_test_coverage_of_tests_run_in_parallel_says_they_overlap() {
+    if !Path::new(JUNIT).exists() {
+        eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
+        return;
+    }
+    let work = fresh_work("partests");
+    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
+    std::fs::create_dir_all(&tests).unwrap();
+    let src = common::workspace().join("cli/tests/fixtures/pertest");
+    for (cp, out, file) in [
+        (String::new(), &orig, "Shapes.java"),
+        (
+            format!("{}:{JUNIT}", orig.display()),
+            &tests,
+            "ParTest.java",
+        ),
+    ] {
+        let st = Command::new(common::java_home().join("bin/javac"))
+            .args(["-g", "-cp", &cp, "-d"])
+            .arg(out)
+            .arg(src.join(file))
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac {file}");
+    }
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    for agent in [false, true] {
+        let data = work.join(format!("run-{agent}.cov"));
+        let mut java = Command::new(common::java_home().join("bin/java"));
+        let classes = if agent {
+            java.arg(format!(
+                "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
+                agent_common::agent_lib().display(),
+                data.display()
+            ));
+            &orig
+        } else {
+            java.arg(format!("-Dbci.covfile={}", data.display()));
+            &inst
+        };
+        let o = java
+            .arg("-jar")
+            .arg(JUNIT)
+            .arg("-cp")
+            .arg(format!(
+                "{}:{}:{}",
+                classes.display(),
+                tests.display(),
+                rt.display()
+            ))
+            .args([
+                "--select-class",
+                "ParTest",
+                "--disable-banner",
+                "--config=junit.jupiter.execution.parallel.enabled=true",
+                "--config=junit.jupiter.execution.parallel.mode.default=concurrent",
+                "--config=junit.jupiter.execution.parallel.config.strategy=fixed",
+                "--config=junit.jupiter.execution.parallel.config.fixed.parallelism=2",
+            ])
+            .output()
+            .unwrap();
+        let out = text(&o);
+        assert!(o.status.success(), "agent {agent}: {out}");
+        assert!(out.contains("2 tests successful"), "{out}");
+        let said: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("tests ran at the same time"))
+            .collect();
+        assert_eq!(said.len(), 1, "agent {agent}: {out}");
+        assert!(
+            said[0].contains("per-test counts of tests that overlap are not separable"),
+            "{out}"
+        );
+        let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+        for t in ["ParTest#one()", "ParTest#two()"] {
+            let k = d.tests[t]
+                .get(&(bci_rewriter::coverage::data::OVERLAP_CLASS.to_string(), 0))
+                .unwrap_or_else(|| panic!("agent {agent}: {t}: {:?}", d.tests[t].keys()));
+            assert!(k[0] >= 1, "{t}: {k:?}");
+        }
+        let (code, console, err) = run_bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&orig),
+            os("--per-test"),
+        ]);
+        assert_eq!(code, Some(0), "{console}{err}");
+        let note = "2 of the 2 tests ran at the same time as another (parallel execution?): \
+                    their per-test counts are not separable (each can hold the other's); the \
+                    run's totals are exact: ParTest#one(), ParTest#two()";
+        assert_eq!(
+            err,
+            format!("bci: warning: per test: {note}\n"),
+            "agent {agent}"
+        );
+        assert!(
+            console.contains(&format!("\nper test: {note}\n")),
+            "{console}"
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
 }

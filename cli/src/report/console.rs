@@ -116,6 +116,9 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
              also run outside every test, e.g. by a @BeforeAll; - for a line never run):",
             pt.tests.len()
         );
+        if let Some(note) = pt.overlap_note() {
+            let _ = writeln!(s, "per test: {note}");
+        }
         for p in packages {
             for f in &p.files {
                 for (nr, l) in &f.lines {

@@ -279,6 +279,9 @@ fn pages(
     if let Some(note) = r.too_big_note() {
         let _ = write!(body, "<p class=\"note\">{}.</p>", esc(&note));
     }
+    if let Some(note) = r.per_test.as_ref().and_then(|pt| pt.overlap_note()) {
+        let _ = write!(body, "<p class=\"note\">Per test: {}.</p>", esc(&note));
+    }
     if !r.stale.is_empty() {
         body.push_str(
             "<p>Stale data (from another build of the class, left out of the counts):</p><ul>",

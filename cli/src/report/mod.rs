@@ -22,7 +22,7 @@ mod staged;
 
 use crate::progress::Progress;
 use bci_rewriter::coverage::analysis::{analyze_plan, Class, Counter, Counters, Line, Status};
-use bci_rewriter::coverage::data::{CovData, Session};
+use bci_rewriter::coverage::data::{CovData, Session, OVERLAP_CLASS};
 use bci_rewriter::coverage::{class_hash, lcov, plan_class};
 use bci_rewriter::flow::Split;
 use bci_rewriter::Glob;
@@ -64,9 +64,36 @@ pub struct PerTest {
     /// (source path, line) of the lines run outside every test (`outside`'s lines with hits):
     /// told apart from lines never run.
     pub outside_lines: std::collections::BTreeSet<(String, u32)>,
+    /// Indexes into `tests` of the tests whose window overlapped another test's (run in
+    /// parallel: the data's [`OVERLAP_CLASS`] record).
+    pub overlapped: Vec<usize>,
 }
 
 impl PerTest {
+    /// The note on tests that ran at the same time, if any did.
+    pub fn overlap_note(&self) -> Option<String> {
+        if self.overlapped.is_empty() {
+            return None;
+        }
+        let mut some: Vec<&str> = self
+            .overlapped
+            .iter()
+            .take(5)
+            .map(|&t| self.tests[t].as_str())
+            .collect();
+        if self.overlapped.len() > 5 {
+            some.push("…");
+        }
+        Some(format!(
+            "{} of the {} tests ran at the same time as another (parallel execution?): their \
+             per-test counts are not separable (each can hold the other's); the run's totals \
+             are exact: {}",
+            self.overlapped.len(),
+            self.tests.len(),
+            some.join(", ")
+        ))
+    }
+
     /// Whether a line ran outside every test (before, between or after them: a
     /// `@BeforeAll`, class loading, a `main`).
     pub fn ran_outside(&self, path: &str, line: u32) -> bool {
@@ -318,6 +345,13 @@ impl Report {
         let mut per_test = a.per_test.then(|| PerTest {
             tests: data.tests.keys().cloned().collect(),
             classes: vec![Vec::new(); data.tests.len()],
+            overlapped: (data.tests.values().enumerate())
+                .filter(|(_, cs)| {
+                    cs.get(&(OVERLAP_CLASS.to_string(), 0))
+                        .is_some_and(|v| v.iter().any(|&k| k > 0))
+                })
+                .map(|(t, _)| t)
+                .collect(),
             ..PerTest::default()
         });
         // Every class file of every --classes path, grouped by class name (in --classes order,
@@ -774,6 +808,9 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
     }
     for e in &r.input_errors {
         progress.line(&format!("bci: error: {e}"));
+    }
+    if let Some(note) = r.per_test.as_ref().and_then(PerTest::overlap_note) {
+        progress.line(&format!("bci: warning: per test: {note}"));
     }
     let packages = r.packages();
     if let Some(p) = a.xml {

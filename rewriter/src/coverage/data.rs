@@ -9,7 +9,8 @@
 //!   name str (internal form), hash u64, counters u32, counts u64 × counters
 //! version 2 only, per-test coverage:
 //! tests    u32, then per test (sorted by name):
-//!   name str, classes u32, then per class as above (the counts while the test ran)
+//!   name str, classes u32, then per class as above (the counts while the test ran; a
+//!   record named OVERLAP_CLASS, hash 0, one counter: the times the test overlapped another)
 //! str = u32 byte length + UTF-8
 //! ```
 //!
@@ -23,6 +24,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub const MAGIC: &[u8; 8] = b"BCICOV\0\n";
+/// The name of a test's class record that counts, in its one counter (hash 0), the times the
+/// test's window overlapped another test's (tests run in parallel): not a class (`;` is in no
+/// class name), left out of every class's counts.
+pub const OVERLAP_CLASS: &str = ";overlapped";
 /// The newest version written (only when there are per-test counts; else 1).
 pub const VERSION: u16 = 2;
 

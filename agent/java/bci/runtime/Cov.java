@@ -37,7 +37,9 @@ import java.util.Map;
  * <p>Per-test coverage: {@link #begin} and {@link #end} (called by a test harness, e.g. the
  * runtime jar's JUnit listener) bracket a test; what every thread counted in between is the
  * test's (threads a test starts count for it; tests that run at the same time are not told
- * apart). The counting path is unchanged: begin and end take a snapshot of all counts.
+ * apart: tests that end by name, {@link #end(String)}, after another began are recorded as
+ * overlapping, said once on stderr). The counting path is unchanged: begin and end take a
+ * snapshot of all counts.
  */
 public final class Cov {
     private Cov() {}
@@ -204,6 +206,10 @@ public final class Cov {
                     }
                 }
                 tests.put(e.getKey(), tc);
+            }
+            for (Map.Entry<String, long[]> e : OVERLAPS.entrySet()) {
+                addKey(tests.computeIfAbsent(e.getKey(), x -> new HashMap<>()), new ArrayList<>(),
+                        OVERLAP_CLASS + '\0' + 0L, e.getValue().clone());
             }
         }
         File f = new File(path);
@@ -672,19 +678,145 @@ public final class Cov {
     private static long[][] testBase;
     /** Per test: what was counted while it ran, by class id. Guarded by the class lock. */
     private static final Map<String, long[][]> TESTS = new HashMap<>();
+    /** Per test, the times it overlapped another test (ran in parallel). Class lock. */
+    private static final Map<String, long[]> OVERLAPS = new HashMap<>();
+    /** The data's class record of a test's overlaps (the Rust crate's data::OVERLAP_CLASS, hash 0). */
+    static final String OVERLAP_CLASS = ";overlapped";
 
     /**
      * Test {@code name} begins: what is counted from now until {@link #end} is also kept as the
      * test's (a test still running ends first).
      */
     public static synchronized void begin(String name) {
-        end();
+        String n = name == null ? "" : name;
+        opened(n);
+        close();
         testBase = snapshot();
-        test = name == null ? "" : name;
+        test = n;
+    }
+
+    /**
+     * Test {@code name} ends (the JUnit listener's end): as {@link #end()} when it is the test
+     * running, else nothing more is counted for it (another test's begin closed its window).
+     * A test that began before it ended overlapped it: see {@link #closed}.
+     */
+    public static synchronized void end(String name) {
+        String n = name == null ? "" : name;
+        if (n.equals(test)) {
+            close();
+        }
+        closed(n);
+    }
+
+    private static void overlap(String t) {
+        long[] k = OVERLAPS.computeIfAbsent(t, x -> new long[1]);
+        k[0]++;
+    }
+
+    /**
+     * Tests begun and not yet ended (the last {@link #MAX_OPEN}: a harness that only calls
+     * begin leaves them here), each with the tests that began while it was open (at most
+     * {@link #MAX_OPEN} names). Class lock.
+     */
+    private static String[] openNames = new String[0];
+    private static String[][] openLater = new String[0][];
+    private static final int MAX_OPEN = 64;
+    private static boolean overlapSaid;
+
+    /** Test {@code n} begins: it is open, and began while every open test ran. */
+    private static void opened(String n) {
+        for (int i = 0; i < openNames.length; i++) {
+            if (openLater[i].length < MAX_OPEN) {
+                openLater[i] = plus(openLater[i], n);
+            }
+        }
+        if (openNames.length == MAX_OPEN) {
+            openNames = minus(openNames, 0);
+            openLater = minus(openLater, 0);
+        }
+        openNames = plus(openNames, n);
+        openLater = plus(openLater, new String[0]);
+    }
+
+    /**
+     * Test {@code n} ends by name: when tests began while it was open (tests run in parallel),
+     * it and they overlapped (their counts cannot be told apart: what any thread counts goes
+     * to the one window open): recorded for each, said once on stderr.
+     */
+    private static void closed(String n) {
+        for (int i = 0; i < openNames.length; i++) {
+            if (!openNames[i].equals(n)) {
+                continue;
+            }
+            String[] later = openLater[i];
+            openNames = minus(openNames, i);
+            openLater = minus(openLater, i);
+            if (later.length == 0) {
+                return;
+            }
+            overlap(n);
+            for (String b : later) {
+                if (!b.equals(n)) {
+                    overlap(b);
+                }
+            }
+            if (!overlapSaid) {
+                overlapSaid = true;
+                System.err.println("bci: per-test coverage: tests ran at the same time (" + n
+                        + " ended after " + later[0] + " began): the per-test counts of tests that"
+                        + " overlap are not separable; run tests one at a time for exact per-test"
+                        + " coverage (JUnit: junit.jupiter.execution.parallel.enabled=false)");
+            }
+            return;
+        }
+    }
+
+    private static String[] plus(String[] a, String x) {
+        String[] r = new String[a.length + 1];
+        System.arraycopy(a, 0, r, 0, a.length);
+        r[a.length] = x;
+        return r;
+    }
+
+    private static String[][] plus(String[][] a, String[] x) {
+        String[][] r = new String[a.length + 1][];
+        System.arraycopy(a, 0, r, 0, a.length);
+        r[a.length] = x;
+        return r;
+    }
+
+    private static String[] minus(String[] a, int i) {
+        String[] r = new String[a.length - 1];
+        System.arraycopy(a, 0, r, 0, i);
+        System.arraycopy(a, i + 1, r, i, a.length - i - 1);
+        return r;
+    }
+
+    private static String[][] minus(String[][] a, int i) {
+        String[][] r = new String[a.length - 1][];
+        System.arraycopy(a, 0, r, 0, i);
+        System.arraycopy(a, i + 1, r, i, a.length - i - 1);
+        return r;
     }
 
     /** The running test (if any) ends: the counts since its {@link #begin} are added to it. */
     public static synchronized void end() {
+        String t = test;
+        close();
+        if (t != null) {
+            // ended, though not by name: later tests did not overlap it
+            for (int i = 0; i < openNames.length; i++) {
+                if (openNames[i].equals(t)) {
+                    openNames = minus(openNames, i);
+                    openLater = minus(openLater, i);
+                    break;
+                }
+            }
+        }
+    }
+
+    /** The running test's window (if any) closes: the counts since its begin are added to it. */
+    private static void close() {
         if (test == null) {
             return;
         }

@@ -10,12 +10,14 @@ import org.junit.platform.launcher.TestIdentifier;
  * Per-test coverage under the JUnit Platform: found through ServiceLoader
  * ({@code META-INF/services/org.junit.platform.launcher.TestExecutionListener} in the runtime jar)
  * when the runtime jar is on the class path; each test runs between {@link Cov#begin} and
- * {@link Cov#end} under its name ({@code package.Class#method(parameter types)}, or its display
+ * {@link Cov#end(String)} under its name ({@code package.Class#method(parameter types)}, or its display
  * name when it is not a method). Compiled against stand-ins of the three JUnit types it names, so
  * the runtime jar needs no JUnit; never fails a test run (a runtime without begin/end is ignored).
  */
 public final class JUnitListener implements TestExecutionListener {
     private static volatile boolean off;
+    /** The runtime has no end(String) (an agent of an older bci): end() instead. */
+    private static volatile boolean byName = true;
 
     @Override
     public void executionStarted(TestIdentifier id) {
@@ -32,6 +34,15 @@ public final class JUnitListener implements TestExecutionListener {
     public void executionFinished(TestIdentifier id, TestExecutionResult result) {
         if (!off && id.isTest()) {
             try {
+                if (byName) {
+                    try {
+                        // by name: under parallel execution another test may be running
+                        Cov.end(name(id));
+                        return;
+                    } catch (NoSuchMethodError e) {
+                        byName = false;
+                    }
+                }
                 Cov.end();
             } catch (LinkageError e) {
                 off = true;

@@ -418,22 +418,135 @@ public final class BciCov {
 
     /**
      * Test {@code name} begins (bci.runtime.Cov.begin, e.g. from the runtime jar's JUnit
-     * listener): what every thread counts until {@link #end} is also the test's.
+     * listener): what every thread counts until {@link #end} is also the test's (a test still
+     * running ends first).
      */
     public static synchronized void begin(String name) {
-        end();
+        String n = name == null ? "" : name;
+        opened(n);
+        close();
         testBase = sums();
-        test = name == null ? "" : name;
+        test = n;
     }
 
-    /** The running test (if any) ends: the counts since its {@link #begin} are added to it. */
-    public static synchronized void end() {
-        if (test == null) {
+    /**
+     * Test {@code name} ends (bci.runtime.Cov.end(String), the JUnit listener's end): as
+     * {@link #end()} when it is the test running, else nothing more is counted for it (another
+     * test's begin closed its window). A test that began before it ended overlapped it: see
+     * {@link #closed}; the overlaps are kept in the test's sums at class id 0, which no class
+     * has (the data's OVERLAP_CLASS).
+     */
+    public static synchronized void end(String name) {
+        String n = name == null ? "" : name;
+        if (n.equals(test)) {
+            close();
+        }
+        closed(n);
+    }
+
+    /**
+     * Tests begun and not yet ended (the last {@link #MAX_OPEN}: a harness that only calls
+     * begin leaves them here), each with the tests that began while it was open (at most
+     * {@link #MAX_OPEN} names). Class lock.
+     */
+    private static String[] openNames = new String[0];
+    private static String[][] openLater = new String[0][];
+    private static final int MAX_OPEN = 64;
+    private static boolean overlapSaid;
+
+    /** Test {@code n} begins: it is open, and began while every open test ran. */
+    private static void opened(String n) {
+        for (int i = 0; i < openNames.length; i++) {
+            if (openLater[i].length < MAX_OPEN) {
+                openLater[i] = plus(openLater[i], n);
+            }
+        }
+        if (openNames.length == MAX_OPEN) {
+            openNames = minus(openNames, 0);
+            openLater = minus(openLater, 0);
+        }
+        openNames = plus(openNames, n);
+        openLater = plus(openLater, new String[0]);
+    }
+
+    /**
+     * Test {@code n} ends by name: when tests began while it was open (tests run in parallel),
+     * it and they overlapped (their counts cannot be told apart: what any thread counts goes
+     * to the one window open): recorded for each, said once on stderr.
+     */
+    private static void closed(String n) {
+        for (int i = 0; i < openNames.length; i++) {
+            if (!openNames[i].equals(n)) {
+                continue;
+            }
+            String[] later = openLater[i];
+            openNames = minus(openNames, i);
+            openLater = minus(openLater, i);
+            if (later.length == 0) {
+                return;
+            }
+            overlap(n);
+            for (String b : later) {
+                if (!b.equals(n)) {
+                    overlap(b);
+                }
+            }
+            if (!overlapSaid) {
+                overlapSaid = true;
+                System.err.println("bci: per-test coverage: tests ran at the same time (" + n
+                        + " ended after " + later[0] + " began): the per-test counts of tests that"
+                        + " overlap are not separable; run tests one at a time for exact per-test"
+                        + " coverage (JUnit: junit.jupiter.execution.parallel.enabled=false)");
+            }
             return;
         }
-        long[][] now = sums();
+    }
+
+    private static String[] plus(String[] a, String x) {
+        String[] r = new String[a.length + 1];
+        System.arraycopy(a, 0, r, 0, a.length);
+        r[a.length] = x;
+        return r;
+    }
+
+    private static String[][] plus(String[][] a, String[] x) {
+        String[][] r = new String[a.length + 1][];
+        System.arraycopy(a, 0, r, 0, a.length);
+        r[a.length] = x;
+        return r;
+    }
+
+    private static String[] minus(String[] a, int i) {
+        String[] r = new String[a.length - 1];
+        System.arraycopy(a, 0, r, 0, i);
+        System.arraycopy(a, i + 1, r, i, a.length - i - 1);
+        return r;
+    }
+
+    private static String[][] minus(String[][] a, int i) {
+        String[][] r = new String[a.length - 1][];
+        System.arraycopy(a, 0, r, 0, i);
+        System.arraycopy(a, i + 1, r, i, a.length - i - 1);
+        return r;
+    }
+
+    /** One more overlap of test {@code name}: its sums' counter at class id 0. */
+    private static void overlap(String name) {
+        int t = testIndex(name);
+        long[][] sum = testSums[t];
+        if (sum.length == 0) {
+            testSums[t] = sum = new long[1][];
+        }
+        if (sum[0] == null) {
+            sum[0] = new long[1];
+        }
+        sum[0][0]++;
+    }
+
+    /** The index of test {@code name} in testNames (added if new). */
+    private static int testIndex(String name) {
         int t = 0;
-        while (t < testNames.length && !testNames[t].equals(test)) {
+        while (t < testNames.length && !testNames[t].equals(name)) {
             t++;
         }
         if (t == testNames.length) {
@@ -441,11 +554,37 @@ public final class BciCov {
             long[][][] v = new long[t + 1][][];
             System.arraycopy(testNames, 0, n, 0, t);
             System.arraycopy(testSums, 0, v, 0, t);
-            n[t] = test;
+            n[t] = name;
             v[t] = new long[0][];
             testNames = n;
             testSums = v;
         }
+        return t;
+    }
+
+    /** The running test (if any) ends: the counts since its {@link #begin} are added to it. */
+    public static synchronized void end() {
+        String t = test;
+        close();
+        if (t != null) {
+            // ended, though not by name: later tests did not overlap it
+            for (int i = 0; i < openNames.length; i++) {
+                if (openNames[i].equals(t)) {
+                    openNames = minus(openNames, i);
+                    openLater = minus(openLater, i);
+                    break;
+                }
+            }
+        }
+    }
+
+    /** The running test's window (if any) closes: the counts since its begin are added to it. */
+    private static void close() {
+        if (test == null) {
+            return;
+        }
+        long[][] now = sums();
+        int t = testIndex(test);
         long[][] sum = testSums[t];
         if (sum.length < now.length) {
             long[][] g = new long[now.length][];

@@ -50,4 +50,8 @@ public final class Cov {
     public static void end() {
         java.lang.BciCov.end();
     }
+
+    public static void end(String test) {
+        java.lang.BciCov.end(test);
+    }
 }
