@@ -504,12 +504,6 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
         // (at VMInit, not VMStart: on JDK 17 the lookup throws NoSuchFieldError, and an
         // exception made that early crashed the JVM in Throwable.<clinit>)
         init_thread_holder(jni);
-        let trace_rules = a.engine.trace_rules();
-        let trace_class = if trace_rules.is_empty() {
-            None
-        } else {
-            Some(crate::trace::runtime_class(jni))
-        };
         if let Err(e) = runtime::switch_on(jni) {
             log(&format!(
                 "cannot switch the runtime on ({e}); the program runs without probes recording"
@@ -517,17 +511,15 @@ fn cpu_vm_init(a: &Agent, jni: &Jni) {
             return;
         }
         a.live.store(true, Ordering::Release);
-        if let Some(cls) = trace_class {
-            if let Err(e) = cls.and_then(|cls| {
-                crate::trace::start(
-                    jni,
-                    cls,
-                    a.opts.tracefile.as_deref(),
-                    a.opts.trace_text,
-                    a.opts.trace_max,
-                    &trace_rules,
-                )
-            }) {
+        let trace_rules = a.engine.trace_rules();
+        if !trace_rules.is_empty() {
+            if let Err(e) = crate::trace::start(
+                jni,
+                a.opts.tracefile.as_deref(),
+                a.opts.trace_text,
+                a.opts.trace_max,
+                &trace_rules,
+            ) {
                 log(&format!("tracing: {e}; no trace event will be written"));
             }
         }

@@ -2,7 +2,7 @@
 //! early VMStart when the rule file has tracing rules, started at VMInit, finished at exit
 //! (remaining events written, the per-rule summary returned for the report).
 
-use crate::jvm::{JRef, Jni};
+use crate::jvm::Jni;
 
 pub const CLASS: &str = "java/lang/BciTrace";
 
@@ -47,24 +47,16 @@ pub fn define(jni: &Jni) -> Result<(), String> {
     Ok(())
 }
 
-/// The runtime's class, looked up before the cpu=times probes are switched on: JNI's
-/// FindClass at VMInit goes through the application class loader (`ClassLoader.loadClass`
-/// and what it calls), which the profile would otherwise count as the program's.
-pub fn runtime_class(jni: &Jni) -> Result<JRef, String> {
-    jni.find_class(CLASS)
-}
-
 /// Switches recording on: events to `tracefile` (none: summary only) as JSON lines or `text`,
-/// at most `max_bytes` of them (0: no limit), `rules` named in the summary in this order;
-/// `cls` is [`runtime_class`].
+/// at most `max_bytes` of them (0: no limit), `rules` named in the summary in this order.
 pub fn start(
     jni: &Jni,
-    cls: JRef,
     tracefile: Option<&str>,
     text: bool,
     max_bytes: u64,
     rules: &[String],
 ) -> Result<(), String> {
+    let cls = jni.find_class(CLASS)?;
     let id = jni.static_field_id(cls, "maxBytes", "J")?;
     jni.set_static_long(cls, &id, i64::try_from(max_bytes).unwrap_or(i64::MAX));
     let m = jni.static_method_id(cls, "start", "(Ljava/lang/String;)V")?;
