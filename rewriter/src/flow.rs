@@ -26,6 +26,17 @@
 //! catch (a constructor before its super()/this() call), the edge after the call carries the
 //! counter instead, as before.
 //!
+//! Instructions that throw implicitly in the normal run of a program (division by zero, an
+//! array index out of bounds, a field access on null, a failed cast …: [`throws_implicitly`])
+//! end a block the same way ([`Cfg::build_method`] with [`Implicit`]: the source line of each
+//! instruction), where code of another line or a jump follows them in the block before the
+//! next such instruction or call of their line: the block gets a counted [`EdgeKind::Thrown`]
+//! exit besides the [`EdgeKind::Fall`] into the code after it. So a line after an implicit
+//! exception, and a branch that follows it, count exactly; what such an exception can still
+//! make count once more is the rest of its own line (up to its next such instruction or call,
+//! or the end of a block that returns) and what follows instructions only linkage, class
+//! initialization or the machine make throw (`new`, `getstatic` …).
+//!
 //! The plan is a pure function of the method's code: the agent and the offline instrumenter
 //! number counters identically, and the report can solve counts from the class bytes alone.
 
@@ -42,7 +53,8 @@ pub enum Split {
     /// Every call (invoke*) ends a block with two ways out: the edge after the call and an
     /// [`EdgeKind::Thrown`] exit counted by the method's handlers (or, where no handler can
     /// catch, a counter on the edge after the call): exceptions thrown by calls are counted
-    /// exactly.
+    /// exactly. With [`Implicit`] ([`Cfg::build_method`]) so are those of instructions that
+    /// throw implicitly, up to the rest of their line.
     AfterCalls,
 }
 
@@ -69,7 +81,8 @@ pub enum EdgeKind {
     Throw,
     /// The block's call, or an instruction before it in the block, threw (to a handler or out
     /// of the method; not followed): the exceptional exit of a block that ends in a call
-    /// ([`Split::AfterCalls`]), counted by the method's handlers ([`Site::Thrown`]).
+    /// ([`Split::AfterCalls`]) or that may throw implicitly ([`Cfg::build_method`]), counted
+    /// by the method's handlers ([`Site::Thrown`]).
     Thrown,
 }
 
@@ -187,6 +200,60 @@ impl<'a> IntoIterator for &'a Adjacency {
     }
 }
 
+/// Whether an instruction can throw (conservative): everything but constants, local loads and
+/// stores, stack shuffles, arithmetic other than integer division, conversions, compares,
+/// jumps, switches and returns. Where such an instruction runs, the exit local of the
+/// coverage code must name the running block's exceptional exit or [`crate::coverage::LOST`].
+pub fn may_throw(opcode: u8) -> bool {
+    let quiet = matches!(opcode,
+        op::NOP..=op::SIPUSH
+            | op::ILOAD..=op::ALOAD_3
+            | op::ISTORE..=op::ASTORE_3
+            | op::POP..=op::RETURN
+            | op::IFNULL..=op::GOTO_W
+            | op::WIDE);
+    !quiet || matches!(opcode, op::IDIV | op::LDIV | op::IREM | op::LREM)
+}
+
+/// Whether an instruction that is not a call throws in the normal run of a program: integer
+/// division and remainder (ArithmeticException), array loads and stores (NullPointerException,
+/// ArrayIndexOutOfBoundsException, ArrayStoreException), `arraylength`, `getfield` and
+/// `putfield` (NullPointerException), `checkcast` (ClassCastException), array creation
+/// (NegativeArraySizeException), `monitorenter`/`monitorexit`. The plan counts the exceptions
+/// of these ([`Implicit`]); it leaves out those only linkage, class initialization or the
+/// machine can throw (`new`, `getstatic`, `ldc`, `instanceof` …: NoClassDefFoundError,
+/// ExceptionInInitializerError, OutOfMemoryError).
+pub fn throws_implicitly(opcode: u8) -> bool {
+    matches!(
+        opcode,
+        op::IDIV
+            | op::LDIV
+            | op::IREM
+            | op::LREM
+            | op::IALOAD..=op::SALOAD
+            | op::IASTORE..=op::SASTORE
+            | op::ARRAYLENGTH
+            | op::GETFIELD
+            | op::PUTFIELD
+            | op::CHECKCAST
+            | op::NEWARRAY
+            | op::ANEWARRAY
+            | op::MULTIANEWARRAY
+            | op::MONITORENTER
+            | op::MONITOREXIT
+    )
+}
+
+/// What splits a method's blocks besides control flow and calls ([`Cfg::build_method`]): per
+/// instruction, its source line (`None` where the LineNumberTable gives none, or without one)
+/// and whether it throws an exception the plan counts (typically [`throws_implicitly`], less
+/// the field accesses on `this`, which cannot throw NullPointerException).
+#[derive(Clone, Copy, Debug)]
+pub struct Implicit<'a> {
+    pub lines: &'a [Option<u32>],
+    pub throws: &'a [bool],
+}
+
 fn is_call(opcode: u8) -> bool {
     matches!(
         opcode,
@@ -216,6 +283,24 @@ impl Cfg {
         handlers: &[Handler],
         split: Split,
         super_calls: &[usize],
+    ) -> Result<Cfg> {
+        Cfg::build_method(code, insns, handlers, split, super_calls, None)
+    }
+
+    /// [`Cfg::build_ctor`] that, with [`Split::AfterCalls`] and `implicit`, also ends a block
+    /// after an instruction that throws implicitly (`implicit.throws`) where code of another
+    /// line, or a jump, follows it in the block before the next such instruction or call of
+    /// its line: the block gets an [`EdgeKind::Thrown`] exit besides the edge to the code
+    /// after it, as a call's block does, so the code after it counts exactly. The rest of a
+    /// line after such an instruction (up to its next one) counts as run when the instruction
+    /// throws; so does the rest of a block that ends in a return or athrow on the same line.
+    pub fn build_method(
+        code: &[u8],
+        insns: &[Insn],
+        handlers: &[Handler],
+        split: Split,
+        super_calls: &[usize],
+        implicit: Option<&Implicit<'_>>,
     ) -> Result<Cfg> {
         let n = insns.len();
         if n == 0 {
@@ -266,6 +351,11 @@ impl Cfg {
                 }
             }
         }
+        let implicit = implicit
+            .filter(|x| split == Split::AfterCalls && x.lines.len() == n && x.throws.len() == n);
+        if let Some(x) = implicit {
+            split_after_throws(insns, x, &mut leader);
+        }
         let mut block_of = vec![u32::MAX; n];
         let mut blocks = Vec::new();
         let mut start = 0;
@@ -311,12 +401,20 @@ impl Cfg {
                     } else {
                         EdgeKind::Fall
                     };
+                    // a block that may end by an exception its code throws implicitly has
+                    // that exit counted too (split_after_throws ends such blocks after the
+                    // instruction)
+                    let throws = implicit.is_some_and(|x| {
+                        x.throws[blk.first as usize..blk.end as usize]
+                            .iter()
+                            .any(|&t| t)
+                    });
                     edges.push(Edge {
                         from: b,
                         to: Some(next_block()?),
                         kind: kind.clone(),
                     });
-                    if kind == EdgeKind::AfterCall && !uncaught[b as usize] {
+                    if (kind == EdgeKind::AfterCall || throws) && !uncaught[b as usize] {
                         edges.push(Edge {
                             from: b,
                             to: None,
@@ -405,6 +503,39 @@ impl Cfg {
     pub fn block_of(&self, k: u32) -> Option<u32> {
         let i = self.blocks.partition_point(|b| b.end <= k);
         (i < self.blocks.len() && self.blocks[i].first <= k).then_some(i as u32)
+    }
+}
+
+/// Ends blocks after instructions that throw implicitly ([`Cfg::build_method`]): after
+/// instruction `k` unless the block ends there anyway, or the instructions after it up to
+/// the next one that throws (implicitly or by a call) are all of `k`'s line, or they all are
+/// up to the end of a block that leaves the method (return, athrow). `leader` are the
+/// block starts so far (control flow, calls; `leader[n]` set).
+fn split_after_throws(insns: &[Insn], x: &Implicit<'_>, leader: &mut [bool]) {
+    let n = insns.len();
+    for k in 0..n.saturating_sub(1) {
+        if !x.throws[k] || leader[k + 1] {
+            continue;
+        }
+        let line = x.lines[k];
+        let mut j = k + 1;
+        let split = loop {
+            if leader[j] {
+                // the rest of the block is of k's line: split unless it leaves the method
+                break !matches!(insns[j - 1].flow(), Flow::Return | Flow::Throw);
+            }
+            if x.lines[j] != line {
+                break true;
+            }
+            if x.throws[j] || is_call(insns[j].opcode) {
+                // the next one on the same line ends this one's stretch
+                break false;
+            }
+            j += 1;
+        };
+        if split {
+            leader[k + 1] = true;
+        }
     }
 }
 
@@ -742,18 +873,24 @@ fn edge_site(cfg: &Cfg, e: u32) -> Site {
             return Site::Before(tb.first);
         }
     }
-    if cfg.out[edge.from as usize].len() == 1 {
+    // the block's exits other than by an exception (counted by the handlers)
+    let normal = cfg.out[edge.from as usize]
+        .iter()
+        .filter(|&&x| cfg.edges[x as usize].kind != EdgeKind::Thrown)
+        .count();
+    if normal == 1 {
         let last = from.end - 1;
         return match edge.kind {
+            // after the last instruction: it returned (a call) or did not throw
             EdgeKind::Fall | EdgeKind::AfterCall => Site::After(last),
             // A goto, a switch with one target, a return or athrow: everything that reaches
-            // the instruction takes this edge. (A conditional jump always has two edges.)
+            // the instruction takes this edge (none of them throws). (A conditional jump
+            // always has two edges.)
             _ => Site::Before(last),
         };
     }
-    if matches!(edge.kind, EdgeKind::NotTaken | EdgeKind::AfterCall) {
-        // Code after a conditional jump runs only when it falls through; after a call only
-        // when it returns.
+    if edge.kind == EdgeKind::NotTaken {
+        // Code after a conditional jump runs only when it falls through.
         return Site::After(from.end - 1);
     }
     Site::Trampoline(e)

@@ -434,19 +434,9 @@ fn analyze_method(
         .ok_or_else(|| Error::new(bci::ErrorKind::Format, "method without Code"))?;
     let code = bci::CodeAttr::parse(cf, a)?;
     let insns = code.decode_all()?;
-    let mut table: Vec<(u16, u16)> = match cf.find_attr(&code.attributes, "LineNumberTable") {
-        Some((_, lnt)) => bci::attrs::LineNumbers::parse(lnt.data, 0)?.entries,
-        None => Vec::new(),
-    };
-    // In pc order; of several entries for one pc the later one in the table gives its line
-    // (JaCoCo: ASM visits them in table order, each setting the current line; scalac writes
-    // `line 80: 0` then `line 79: 0`). The sort is stable, and `line_of` takes the last entry
-    // at or before a pc.
-    table.sort_by_key(|&(pc, _)| pc);
-    let line_of = |pc: u32| -> Option<u32> {
-        let at = table.partition_point(|&(p, _)| p as u32 <= pc);
-        (at > 0).then(|| table[at - 1].1 as u32)
-    };
+    // the lines the plan split blocks at (its blocks end where the code after an implicit
+    // exception is of another line)
+    let table = super::line_table(cf, &code)?;
     let zeros;
     let values = match counts {
         Some(c) => super::method_counts(m, c),
@@ -461,7 +451,7 @@ fn analyze_method(
         .unwrap_or(0);
     // Per instruction: its line and how often it ran; per decision (a block's last
     // instruction with two or more branch outcomes): each outcome's count.
-    let lines_of: Vec<Option<u32>> = insns.iter().map(|i| line_of(i.pc)).collect();
+    let lines_of = super::lines_of(&insns, &table);
     let mut runs: Vec<u64> = vec![0; insns.len()];
     let mut outcomes: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     for (b, blk) in m.cfg.blocks.iter().enumerate() {

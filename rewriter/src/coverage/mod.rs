@@ -17,10 +17,15 @@
 //! A block that ends in a call has an exceptional exit ([`crate::flow::EdgeKind::Thrown`])
 //! instead of a counter after the call: while it runs, the int local X holds that exit's
 //! counter, and every handler of the method (its own, at their start, and a catch-all
-//! around the body that re-throws) adds one to the counter X names. Elsewhere X is [`LOST`]
-//! where an instruction can throw, so an implicit exception there never counts as an earlier
-//! call's exit. On the normal path the stores are constants (free once compiled): no memory
-//! is touched after a call, and the count after it is the block's minus its exits.
+//! around the body that re-throws) adds one to the counter X names. So does a block that
+//! ends after an instruction that throws implicitly (division, array access, a field access
+//! on what may be null, a cast …) where another line or a jump follows it in the original
+//! block ([`crate::flow::Cfg::build_method`], with the method's LineNumberTable): the code
+//! after an implicit exception counts exactly but for the rest of its line. Elsewhere X is
+//! [`LOST`] where an instruction can throw, so an exception there never counts as an earlier
+//! block's exit. On the normal path the stores are constants (free once compiled), most of
+//! them an `iinc` (consecutive blocks' exits are consecutive counters): no memory is touched
+//! after a call, and the count after it is the block's minus its exits.
 //!
 //! `bci$a` is a method the class gets ([`add_helper`]): for the thread that initialized the
 //! class (its `<clinit>` first keeps that thread's array from the runtime's `own(II)[J` in the
@@ -48,7 +53,7 @@ pub mod analysis;
 pub mod data;
 pub mod lcov;
 
-use crate::flow::{Cfg, Counter, Plan, Site, Split};
+use crate::flow::{may_throw, Cfg, Counter, Implicit, Plan, Site, Split};
 use crate::Outcome;
 use bci::class::{ACC_ABSTRACT, ACC_MODULE, ACC_NATIVE};
 use bci::opcodes::op;
@@ -164,14 +169,14 @@ pub fn huge_note(class: &str, name: &str, desc: &str, before: u32, after: u32) -
 }
 
 /// The counter layout [`class_hash`] is tagged with: data recorded with another numbering of
-/// the counters (3: counter 0 of a class is [`LOST`] and calls have exceptional exits; 2: the
+/// the counters (4: blocks also end, with a counted exit, after instructions that throw
+/// implicitly; 3: counter 0 of a class is [`LOST`] and calls have exceptional exits; 2: the
 /// entry counter is each method's last; before, its first) has other keys, so it shows as
 /// stale instead of being misread.
-pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-3";
+pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-4";
 
-/// Counter 0 of every class: exceptions thrown where no call's exceptional exit is counted
-/// (implicit exceptions outside blocks that end in a call, athrow), which a method's handlers
-/// add there. Not part of any method's counters; the analysis does not use it.
+/// Counter 0 of every class: exceptions thrown where no block's exceptional exit is counted
+/// (implicit exceptions in blocks without one, athrow), which a method's handlers add there. Not part of any method's counters; the analysis does not use it.
 pub const LOST: u32 = 0;
 
 /// Data recorded for a class is keyed by the 64-bit hash of its original bytes (the same id
@@ -247,7 +252,22 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
             } else {
                 Vec::new()
             };
-            let cfg = Cfg::build_ctor(code.code, &insns, &code.handlers, split, &supers)?;
+            // blocks also end after instructions that throw implicitly (with their exits
+            // counted), where a line or a jump follows
+            let lines = lines_of(&insns, &line_table(cf, &code).unwrap_or_default());
+            let throws = implicit_throws(cf, &code, &insns, m.access);
+            let implicit = Implicit {
+                lines: &lines,
+                throws: &throws,
+            };
+            let cfg = Cfg::build_method(
+                code.code,
+                &insns,
+                &code.handlers,
+                split,
+                &supers,
+                Some(&implicit),
+            )?;
             let plan = Plan::new(&cfg);
             Ok((cfg, plan))
         })();
@@ -271,6 +291,154 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
         }
     }
     Ok(out)
+}
+
+/// The LineNumberTable of a method's code (the first, as the analysis reads it), in pc order;
+/// of several entries for one pc the later one in the table last (it gives the pc its line).
+pub(crate) fn line_table(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Result<Vec<(u16, u16)>> {
+    let mut table = match cf.find_attr(&code.attributes, "LineNumberTable") {
+        Some((_, lnt)) => bci::attrs::LineNumbers::parse(lnt.data, 0)?.entries,
+        None => Vec::new(),
+    };
+    // stable: entries for one pc keep their order
+    table.sort_by_key(|&(pc, _)| pc);
+    Ok(table)
+}
+
+/// The line of each instruction: that of the last entry of `table` ([`line_table`]) at or
+/// before its pc (JaCoCo: ASM visits the entries in table order, each setting the current
+/// line; scalac writes `line 80: 0` then `line 79: 0`).
+pub(crate) fn lines_of(insns: &[bci::Insn], table: &[(u16, u16)]) -> Vec<Option<u32>> {
+    insns
+        .iter()
+        .map(|i| {
+            let at = table.partition_point(|&(p, _)| p as u32 <= i.pc);
+            (at > 0).then(|| table[at - 1].1 as u32)
+        })
+        .collect()
+}
+
+/// Per instruction: whether it throws implicitly ([`crate::flow::throws_implicitly`]) as far
+/// as the plan counts it: not `getfield`/`putfield` on `this` (local 0 of an instance method
+/// that never stores it), which cannot throw NullPointerException. The receiver is followed
+/// through the operand stack within straight code (loads, `dup`s, the stack effect of
+/// everything else); at jump targets and handlers nothing is known of the stack.
+fn implicit_throws(
+    cf: &ClassFile<'_>,
+    code: &bci::CodeAttr<'_>,
+    insns: &[bci::Insn],
+    access: u16,
+) -> Vec<bool> {
+    let mut out: Vec<bool> = insns
+        .iter()
+        .map(|i| crate::flow::throws_implicitly(i.opcode))
+        .collect();
+    let fields = insns
+        .iter()
+        .any(|i| matches!(i.opcode, op::GETFIELD | op::PUTFIELD));
+    let this_kept = access & bci::class::ACC_STATIC == 0
+        && !insns.iter().any(|i| {
+            matches!(
+                i.opcode,
+                op::ISTORE..=op::ASTORE | op::ISTORE_0..=op::ASTORE_3 | op::IINC
+            ) && i.local(code.code) == Some(0)
+        });
+    if !fields || !this_kept {
+        return out;
+    }
+    // where the stack's contents come from elsewhere: jump targets and handlers
+    let mut entered = vec![false; insns.len()];
+    let index_of = |pc: i64| insns.binary_search_by_key(&pc, |i| i.pc as i64).ok();
+    for h in &code.handlers {
+        if let Some(k) = index_of(h.handler as i64) {
+            entered[k] = true;
+        }
+    }
+    for i in insns {
+        i.for_each_target(code.code, |t| {
+            if let Some(k) = index_of(t) {
+                entered[k] = true;
+            }
+        });
+    }
+    // the operand stack, one entry per slot: true where it holds `this`; deeper slots than
+    // the vector holds are unknown (not `this`)
+    let mut stack: Vec<bool> = Vec::new();
+    let deep = |stack: &mut Vec<bool>, n: usize| {
+        if stack.len() < n {
+            let pad = n - stack.len();
+            stack.splice(0..0, std::iter::repeat_n(false, pad));
+        }
+    };
+    for (k, i) in insns.iter().enumerate() {
+        if entered[k] {
+            stack.clear();
+        }
+        match i.opcode {
+            op::GETFIELD => {
+                deep(&mut stack, 1);
+                if stack[stack.len() - 1] {
+                    out[k] = false;
+                }
+            }
+            op::PUTFIELD => {
+                if let Ok((p, _)) = bci::sim::depth_effect(i, code.code, &cf.cp) {
+                    let p = p as usize;
+                    deep(&mut stack, p);
+                    if stack[stack.len() - p] {
+                        out[k] = false;
+                    }
+                }
+            }
+            _ => {}
+        }
+        let l = stack.len();
+        match i.opcode {
+            op::ALOAD_0 => stack.push(true),
+            op::ALOAD if i.local(code.code) == Some(0) => stack.push(true),
+            op::DUP => {
+                deep(&mut stack, 1);
+                stack.push(stack[stack.len() - 1]);
+            }
+            op::DUP_X1 | op::DUP_X2 | op::DUP2 | op::DUP2_X1 | op::DUP2_X2 | op::SWAP => {
+                // the top one or two slots, copied (or swapped) under the next one or two
+                let (top, under) = match i.opcode {
+                    op::DUP_X1 => (1, 1),
+                    op::DUP_X2 => (1, 2),
+                    op::DUP2 => (2, 0),
+                    op::DUP2_X1 => (2, 1),
+                    op::DUP2_X2 => (2, 2),
+                    _ => (1, 1),
+                };
+                deep(&mut stack, top + under);
+                let l = stack.len();
+                let t: Vec<bool> = stack[l - top..].to_vec();
+                if i.opcode == op::SWAP {
+                    stack.swap(l - 1, l - 2);
+                } else {
+                    stack.splice(l - top - under..l - top - under, t);
+                }
+            }
+            _ => match bci::sim::depth_effect(i, code.code, &cf.cp) {
+                Ok((p, q)) => {
+                    let p = p as usize;
+                    stack.truncate(l.saturating_sub(p));
+                    stack.extend(std::iter::repeat_n(false, q as usize));
+                }
+                Err(_) => stack.clear(),
+            },
+        }
+        if matches!(
+            i.flow(),
+            bci::opcodes::Flow::Goto
+                | bci::opcodes::Flow::Return
+                | bci::opcodes::Flow::Throw
+                | bci::opcodes::Flow::Switch
+        ) {
+            stack.clear();
+        }
+    }
+    out
 }
 
 /// Instruments every method of a class with its counters. Returns the rewritten class (or
@@ -593,8 +761,8 @@ fn emit(
     };
     let local = ed.new_local(VType::Object(array))?;
     entry.store('A', local)?;
-    // Exceptional exits of blocks that end in a call: the block keeps its counter's number in
-    // an int local, and every handler (the method's own, at their start, and a catch-all
+    // Exceptional exits of blocks that end in a call or may throw implicitly: the block keeps
+    // its counter's number in an int local, and every handler (the method's own, at their start, and a catch-all
     // that re-throws) adds one to the counter the local names.
     let thrown: Vec<(u32, u32)> = (0..last)
         .filter_map(|i| match m.plan.site(&m.cfg, i) {
@@ -966,10 +1134,11 @@ fn store_len(v: u32, local: u16) -> usize {
     push + store
 }
 
-/// The local must name the block's counter wherever an instruction of a block that ends in a
-/// counted call (`thrown`: block, counter) can throw, and [`LOST`] wherever another
-/// instruction can throw (otherwise an exception there would count as the exit of an earlier
-/// call, and code that ran could show as missed). Stores go at block starts, only where the
+/// The local must name the block's counter wherever an instruction of a block with a counted
+/// exit (`thrown`: block, counter; blocks that end in a call or fall through after an
+/// instruction that throws implicitly) can throw, and [`LOST`] wherever another instruction
+/// can throw (otherwise an exception there would count as the exit of an earlier block, and
+/// code that ran could show as missed). Stores go at block starts, only where the
 /// value coming in (forward data flow over the blocks) differs; a block that falls or jumps
 /// into a handler's start leaves [`LOST`] (the handler's count runs on such arrivals too).
 fn exit_stores(cfg: &Cfg, insns: &[bci::Insn], thrown: &[(u32, u32)]) -> ExitStores {
@@ -995,13 +1164,14 @@ fn exit_stores(cfg: &Cfg, insns: &[bci::Insn], thrown: &[(u32, u32)]) -> ExitSto
                 .then_some(LOST)
         })
         .collect();
-    let mut is_call = vec![false; nb];
+    // blocks with an exit end in a call or an instruction that falls through
+    let mut has_exit = vec![false; nb];
     for &(b, c) in thrown {
         need[b as usize] = Some(c);
-        is_call[b as usize] = true;
+        has_exit[b as usize] = true;
     }
-    // calls without a counted exit (a constructor's before super(), or the only call of a
-    // method) need LOST like any instruction that can throw: need[b] stays so
+    // calls without a counted exit (a constructor's before super()) need LOST like any
+    // instruction that can throw: need[b] stays so
     // blocks entering a handler's start by a normal edge leave LOST
     let mut reset_after = vec![false; nb];
     for (b, outs) in cfg.out.iter().enumerate() {
@@ -1011,7 +1181,7 @@ fn exit_stores(cfg: &Cfg, insns: &[bci::Insn], thrown: &[(u32, u32)]) -> ExitSto
                 .is_some_and(|t| cfg.blocks[t as usize].handler)
         });
         if into_handler {
-            if is_call[b] {
+            if has_exit[b] {
                 reset_after[b] = true;
             } else {
                 need[b] = Some(LOST);
@@ -1064,20 +1234,6 @@ fn exit_stores(cfg: &Cfg, insns: &[bci::Insn], thrown: &[(u32, u32)]) -> ExitSto
         }
     }
     ExitStores { init, stores }
-}
-
-/// Whether an instruction can throw (conservative): everything but constants, local loads and
-/// stores, stack shuffles, arithmetic other than integer division, conversions, compares,
-/// jumps, switches and returns.
-fn may_throw(opcode: u8) -> bool {
-    let quiet = matches!(opcode,
-        op::NOP..=op::SIPUSH
-            | op::ILOAD..=op::ALOAD_3
-            | op::ISTORE..=op::ASTORE_3
-            | op::POP..=op::RETURN
-            | op::IFNULL..=op::GOTO_W
-            | op::WIDE);
-    !quiet || matches!(opcode, op::IDIV | op::LDIV | op::IREM | op::LREM)
 }
 
 fn insn(cfg: &Cfg, k: u32) -> Result<usize> {
