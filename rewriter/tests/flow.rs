@@ -107,9 +107,10 @@ struct Truth {
 }
 
 /// Runs the method `runs` times along random edges. A block whose only way on is an
-/// `AfterCall` edge may throw (the call threw) to a handler or out of the method; with
-/// `leaks`, any block may also throw (an implicit exception). Runs that do not end within
-/// 300 blocks are abandoned (not recorded).
+/// `AfterCall` edge, or that has a `Thrown` exit, may throw (the call or an instruction of the
+/// block threw) to a handler or out of the method; with `leaks`, any block may also throw (an
+/// implicit exception the plan does not model). Runs that do not end within 300 blocks are
+/// abandoned (not recorded).
 fn walk(cfg: &Cfg, r: &mut Rng, runs: usize, leaks: bool) -> Truth {
     let nb = cfg.blocks.len();
     let handlers: Vec<u32> = (0..nb as u32)
@@ -130,9 +131,12 @@ fn walk(cfg: &Cfg, r: &mut Rng, runs: usize, leaks: bool) -> Truth {
         for _ in 0..300 {
             blocks[b as usize] += 1;
             let outs = &cfg.out[b as usize];
-            let after_call = outs
-                .iter()
-                .any(|&e| cfg.edges[e as usize].kind == EdgeKind::AfterCall);
+            let after_call = outs.iter().any(|&e| {
+                matches!(
+                    cfg.edges[e as usize].kind,
+                    EdgeKind::AfterCall | EdgeKind::Thrown
+                )
+            });
             let throws = (after_call && r.below(5) == 0) || (leaks && r.below(9) == 0);
             if throws {
                 // a counted exceptional exit (EdgeKind::Thrown) sees every exception of its block
@@ -273,11 +277,22 @@ fn random_graphs_never_undercount_with_implicit_exceptions() {
 
 /// `cfg` with an [`EdgeKind::Thrown`] exit added to every block that ends in a call (what
 /// `Cfg::build` gives such blocks where a handler can catch), except every `keep`-th one (a
-/// constructor's calls before super()).
+/// constructor's calls before super()), and to every other block that falls through (what
+/// `Cfg::build_method` gives a block that ends after an instruction that throws implicitly).
 fn with_thrown_exits(cfg: &Cfg, keep: usize) -> Cfg {
     let mut edges = cfg.edges.clone();
-    let mut n = 0;
+    let (mut n, mut falls) = (0, 0);
     for e in &cfg.edges {
+        if e.kind == EdgeKind::Fall {
+            falls += 1;
+            if falls % 2 == 0 {
+                edges.push(Edge {
+                    from: e.from,
+                    to: None,
+                    kind: EdgeKind::Thrown,
+                });
+            }
+        }
         if e.kind == EdgeKind::AfterCall {
             n += 1;
             if keep == 0 || n % keep != 0 {
@@ -295,14 +310,31 @@ fn with_thrown_exits(cfg: &Cfg, keep: usize) -> Cfg {
 #[test]
 fn random_graphs_with_counted_exits_exact_when_only_calls_throw() {
     let mut r = Rng(0x1234_5678_9abc_def1);
-    let (mut exits, mut after) = (0usize, 0usize);
+    let (mut exits, mut after, mut falls) = (0usize, 0usize, 0usize);
     for k in 0..3000 {
         let cfg = with_thrown_exits(&random_cfg(&mut r), k % 4);
         let plan = Plan::new(&cfg);
         assert!(plan.is_complete(&cfg), "incomplete plan for {cfg:?}");
         for (i, c) in plan.counters.iter().enumerate() {
             let site = plan.site(&cfg, i);
+            // the instrumenter has trampolines for switch cases only
+            if let Some(Site::Trampoline(e)) = site {
+                assert!(
+                    matches!(cfg.edges[e as usize].kind, EdgeKind::Switch { .. }),
+                    "trampoline on edge {e} of {cfg:?}\nplan {plan:?}"
+                );
+            }
             if let Counter::Edge(e) = c {
+                let from = cfg.edges[*e as usize].from as usize;
+                if cfg.edges[*e as usize].kind == EdgeKind::Fall && cfg.out[from].len() > 1 {
+                    // the edge on from a block that may throw implicitly, counted (a cycle): at
+                    // the start of its target, or after the block's last instruction
+                    let to = cfg.edges[*e as usize].to.unwrap();
+                    let after = Site::After(cfg.blocks[from].end - 1);
+                    let before = Site::Before(cfg.blocks[to as usize].first);
+                    assert!(site == Some(after) || site == Some(before), "{site:?}");
+                    falls += (site == Some(after)) as usize;
+                }
                 match cfg.edges[*e as usize].kind {
                     EdgeKind::Thrown => {
                         assert_eq!(site, Some(Site::Thrown(cfg.edges[*e as usize].from)));
@@ -318,10 +350,11 @@ fn random_graphs_with_counted_exits_exact_when_only_calls_throw() {
         assert_eq!(got.blocks, t.blocks, "blocks of {cfg:?}\nplan {plan:?}");
         assert_eq!(got.edges, t.edges, "edges of {cfg:?}\nplan {plan:?}");
     }
-    // both kinds were planned: exits counted by handlers, edges after calls without one
+    // both kinds were planned: exits counted by handlers, edges after calls without one, and
+    // edges on from blocks with an exit, counted after their last instruction
     assert!(
-        exits > 1000 && after > 100,
-        "{exits} exits, {after} after-call counters"
+        exits > 1000 && after > 100 && falls > 10,
+        "{exits} exits, {after} after-call counters, {falls} counted edges after a block with an exit"
     );
 }
 
@@ -438,6 +471,7 @@ fn test_classes_get_complete_plans() {
 fn jdk_methods_get_complete_plans() {
     let root = common::jdk_corpus();
     let (mut methods, mut counters, mut trampolines, mut insns_total) = (0, 0, 0, 0);
+    let (mut planned, mut exits) = (0, 0);
     for p in common::class_files(&root) {
         let bytes = std::fs::read(&p).unwrap();
         for (path, code, insns, handlers) in methods_of(&bytes) {
@@ -447,9 +481,48 @@ fn jdk_methods_get_complete_plans() {
             trampolines += t;
             insns_total += insns.len();
         }
+        // coverage's plans (blocks also end after instructions that throw implicitly, by the
+        // line table): complete, with trampolines on switch cases only (the instrumenter has
+        // no other), and exits after such instructions
+        let Ok(cov) = bci_rewriter::coverage::plan_class(&bytes, Split::AfterCalls) else {
+            continue;
+        };
+        for m in &cov.methods {
+            let (cfg, plan) = (&m.cfg, &m.plan);
+            assert!(
+                plan.is_complete(cfg),
+                "{}.{}: incomplete plan",
+                cov.name,
+                m.name
+            );
+            for i in 0..plan.counters.len() {
+                match plan.site(cfg, i) {
+                    Some(Site::Trampoline(e)) => assert!(
+                        matches!(cfg.edges[e as usize].kind, EdgeKind::Switch { .. }),
+                        "{}.{}: trampoline on {:?}",
+                        cov.name,
+                        m.name,
+                        cfg.edges[e as usize]
+                    ),
+                    Some(Site::Thrown(b)) => {
+                        let last = cfg.out[b as usize]
+                            .iter()
+                            .any(|&e| cfg.edges[e as usize].kind == EdgeKind::Fall);
+                        exits += last as usize;
+                    }
+                    _ => {}
+                }
+            }
+            planned += 1;
+        }
     }
     println!(
-        "{methods} methods, {insns_total} instructions: {counters} counters ({trampolines} on trampolines)"
+        "{methods} methods, {insns_total} instructions: {counters} counters ({trampolines} on trampolines); \
+         coverage: {planned} methods, {exits} exits after implicit throws"
     );
     assert!(methods > 100_000, "only {methods} JDK methods");
+    assert!(
+        planned > 100_000 && exits > 10_000,
+        "{planned} planned, {exits} exits"
+    );
 }
