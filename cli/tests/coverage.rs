@@ -623,6 +623,46 @@ fn exceptional_exits_of_calls_are_counted_exactly() {
     let _ = std::fs::remove_dir_all(&run.work);
 }
 
+/// Instructions that throw implicitly end their block, with an exit counted by the handlers,
+/// only where they can throw (test-classes/coverage/CovImplicit.java): not a field of
+/// `this`, a cast after `instanceof`, an array initializer; and once per line.
+#[test]
+fn implicit_exits_only_where_an_exception_can_happen() {
+    let work = common::workspace().join(format!(
+        "target/test-out/coverage-implicit-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let src = common::workspace().join("test-classes/coverage/CovImplicit.java");
+    javac_with(&common::java_home(), &["-g"], &work, &[src]);
+    let bytes = std::fs::read(work.join("CovImplicit.class")).unwrap();
+    let cov = bci_rewriter::coverage::plan_class(&bytes, Split::AfterCalls).unwrap();
+    // per method: exits of blocks that fall through (not after a call)
+    let implicit = |name: &str| {
+        let m = cov.methods.iter().find(|m| m.name == name).unwrap();
+        (0..m.plan.counters.len())
+            .filter(|&i| match m.plan.site(&m.cfg, i) {
+                Some(bci_rewriter::flow::Site::Thrown(b)) => m.cfg.out[b as usize]
+                    .iter()
+                    .any(|&e| m.cfg.edges[e as usize].kind == bci_rewriter::flow::EdgeKind::Fall),
+                _ => false,
+            })
+            .count()
+    };
+    // the division; the load; the load and the field of null; the division (before ifle)
+    assert_eq!(implicit("ratio"), 1);
+    assert_eq!(implicit("element"), 1);
+    assert_eq!(implicit("mixed"), 2);
+    assert_eq!(implicit("cond"), 1);
+    // the division only (`this.f` cannot throw)
+    assert_eq!(implicit("own"), 1);
+    // the division only (the cast follows instanceof; `{1, 2, 3}` cannot throw; `a[2]` ends
+    // the method on its line)
+    assert_eq!(implicit("known"), 1);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Compiles the sources of `dir` into `<work>/orig`, covers them with `bci instrument
 /// --coverage` into `<work>/inst` and writes the runtime jar `<work>/rt.jar`: (work, orig,
 /// inst, rt).

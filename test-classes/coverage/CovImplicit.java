@@ -67,6 +67,25 @@ public class CovImplicit {
         return n; // hits=1
     }
 
+    /** A lock of null: monitorenter throws. */
+    static int locked(Object lock) {
+        sink++; // hits=2 jacoco=not 0/0 (ran before the exception)
+        synchronized (lock) { // hits=2 jacoco=not 0/0 (monitorenter, the last instruction of the line, threw)
+            sink++; // hits=0
+        }
+        return sink; // hits=0
+    }
+
+    /** What cannot throw (a cast after instanceof, array initializers) changes nothing. */
+    static int known(Object o, int d) {
+        int[] a = {1, 2, 3}; // hits=3
+        if (o instanceof String) { // hits=3 br=2/2
+            String s = (String) o; // hits=2
+            sink += s.length() / d; // hits=2
+        }
+        return a[2]; // hits=2
+    }
+
     /** Fields of `this` cannot throw NullPointerException: no exit of their own. */
     int own(int d) {
         int x = f; // hits=2
@@ -140,6 +159,20 @@ public class CovImplicit {
         one.own(1); // hits=1
         try {
             one.own(0); // hits=1 st=partly jacoco=not 0/0 (cut short)
+        } catch (ArithmeticException e) { // hits=1
+            sink++; // hits=1
+        }
+        for (int i = 0; i < 2; i++) { // hits=1 br=2/2
+            try {
+                locked(null); // hits=2 st=partly jacoco=not 0/0 (cut short)
+            } catch (NullPointerException e) { // hits=2
+                sink++; // hits=2
+            }
+        }
+        known(1, 1); // hits=1
+        known("ab", 1); // hits=1
+        try {
+            known("ab", 0); // hits=1 st=partly jacoco=not 0/0 (cut short)
         } catch (ArithmeticException e) { // hits=1
             sink++; // hits=1
         }

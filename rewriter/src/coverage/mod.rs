@@ -319,23 +319,50 @@ pub(crate) fn lines_of(insns: &[bci::Insn], table: &[(u16, u16)]) -> Vec<Option<
 }
 
 /// Per instruction: whether it throws implicitly ([`crate::flow::throws_implicitly`]) as far
-/// as the plan counts it: not `getfield`/`putfield` on `this` (local 0 of an instance method
-/// that never stores it), which cannot throw NullPointerException. The receiver is followed
-/// through the operand stack within straight code (loads, `dup`s, the stack effect of
-/// everything else); at jump targets and handlers nothing is known of the stack.
+/// as the plan counts it. Left out, in straight code (facts are dropped at jump targets and
+/// handlers), what cannot throw:
+///
+/// * `getfield`, `putfield`, `arraylength`, `monitorenter`, `monitorexit` of a reference
+///   known not to be null: `this` (local 0 of an instance method that never stores it), what
+///   `new` or an array creation made, and a local after an instruction dereferenced it (a
+///   field or array access, a call on it, `monitorenter`) or `ifnull` fell through on it,
+///   until it is stored again;
+/// * `checkcast` of a local to the class an `instanceof` of it just tested (the `ifeq` fell
+///   through);
+/// * array creation of a constant length, and stores and loads at a constant index into an
+///   array just created of a constant length (array initializers; javac's static types rule
+///   out ArrayStoreException there).
+///
+/// A mistake here could only lose precision: the exit local stays valid wherever anything
+/// can throw ([`may_throw`]).
 fn implicit_throws(
     cf: &ClassFile<'_>,
     code: &bci::CodeAttr<'_>,
     insns: &[bci::Insn],
     access: u16,
 ) -> Vec<bool> {
+    /// What a stack slot holds, as far as known.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Val {
+        Other,
+        /// A reference that is not null.
+        NotNull,
+        /// The value of a local, loaded since it was last stored.
+        Local(u16),
+        /// An int constant.
+        Int(i32),
+        /// A new array of this length.
+        Array(i32),
+        /// `instanceof` (of this Class constant) of a local.
+        InstanceOf(u16, u16),
+    }
     let mut out: Vec<bool> = insns
         .iter()
         .map(|i| crate::flow::throws_implicitly(i.opcode))
         .collect();
-    let fields = insns
-        .iter()
-        .any(|i| matches!(i.opcode, op::GETFIELD | op::PUTFIELD));
+    if !out.iter().any(|&t| t) {
+        return out;
+    }
     let this_kept = access & bci::class::ACC_STATIC == 0
         && !insns.iter().any(|i| {
             matches!(
@@ -343,10 +370,7 @@ fn implicit_throws(
                 op::ISTORE..=op::ASTORE | op::ISTORE_0..=op::ASTORE_3 | op::IINC
             ) && i.local(code.code) == Some(0)
         });
-    if !fields || !this_kept {
-        return out;
-    }
-    // where the stack's contents come from elsewhere: jump targets and handlers
+    // where the stack's contents and the locals' come from elsewhere: jump targets, handlers
     let mut entered = vec![false; insns.len()];
     let index_of = |pc: i64| insns.binary_search_by_key(&pc, |i| i.pc as i64).ok();
     for h in &code.handlers {
@@ -361,44 +385,160 @@ fn implicit_throws(
             }
         });
     }
-    // the operand stack, one entry per slot: true where it holds `this`; deeper slots than
-    // the vector holds are unknown (not `this`)
-    let mut stack: Vec<bool> = Vec::new();
-    let deep = |stack: &mut Vec<bool>, n: usize| {
+    // the operand stack, one entry per slot; slots deeper than the vector holds are Other
+    let mut stack: Vec<Val> = Vec::new();
+    let deep = |stack: &mut Vec<Val>, n: usize| {
         if stack.len() < n {
             let pad = n - stack.len();
-            stack.splice(0..0, std::iter::repeat_n(false, pad));
+            stack.splice(0..0, std::iter::repeat_n(Val::Other, pad));
         }
     };
+    // per local: known not null; the class an instanceof found it to be
+    let nl = code.max_locals as usize + 2;
+    let mut not_null = vec![false; nl];
+    let mut is_a: Vec<Option<u16>> = vec![None; nl];
+    let known = |v: Val, not_null: &[bool]| match v {
+        Val::NotNull | Val::Array(_) => true,
+        Val::Local(n) => not_null.get(n as usize).copied().unwrap_or(false),
+        _ => false,
+    };
+    let cp_index = |i: &bci::Insn| i.cp_index(code.code).unwrap_or(0);
     for (k, i) in insns.iter().enumerate() {
         if entered[k] {
             stack.clear();
+            not_null.iter_mut().for_each(|x| *x = false);
+            is_a.iter_mut().for_each(|x| *x = None);
         }
-        match i.opcode {
-            op::GETFIELD => {
-                deep(&mut stack, 1);
-                if stack[stack.len() - 1] {
-                    out[k] = false;
-                }
+        let effect = bci::sim::depth_effect(i, code.code, &cf.cp).ok();
+        let at = |stack: &Vec<Val>, d: usize| stack[stack.len() - d];
+        // the reference the instruction dereferences: its depth on the stack, in slots
+        let object = match i.opcode {
+            op::GETFIELD | op::ARRAYLENGTH | op::MONITORENTER | op::MONITOREXIT | op::IFNULL => {
+                Some(1)
             }
-            op::PUTFIELD => {
-                if let Ok((p, _)) = bci::sim::depth_effect(i, code.code, &cf.cp) {
-                    let p = p as usize;
-                    deep(&mut stack, p);
-                    if stack[stack.len() - p] {
-                        out[k] = false;
+            op::IALOAD..=op::SALOAD => Some(2),
+            op::LASTORE | op::DASTORE => Some(4),
+            op::IASTORE..=op::SASTORE => Some(3),
+            op::PUTFIELD | op::INVOKEVIRTUAL | op::INVOKEINTERFACE | op::INVOKESPECIAL => {
+                effect.map(|(p, _)| p as usize)
+            }
+            _ => None,
+        };
+        if let Some(d) = object.filter(|&d| d > 0) {
+            deep(&mut stack, d);
+            let v = at(&stack, d);
+            let quiet = match i.opcode {
+                op::GETFIELD
+                | op::PUTFIELD
+                | op::ARRAYLENGTH
+                | op::MONITORENTER
+                | op::MONITOREXIT => known(v, &not_null),
+                // at a constant index of an array just made of a constant length
+                op::IALOAD..=op::SALOAD | op::IASTORE..=op::SASTORE => {
+                    match (v, at(&stack, d - 1)) {
+                        (Val::Array(n), Val::Int(x)) => 0 <= x && x < n,
+                        _ => false,
                     }
                 }
+                _ => false,
+            };
+            if quiet {
+                out[k] = false;
             }
-            _ => {}
+            // past it (it did not throw, or ifnull fell through) the local is not null
+            // (invokespecial: a constructor's receiver is not yet initialized, but not null)
+            if let Val::Local(n) = v {
+                if let Some(x) = not_null.get_mut(n as usize) {
+                    *x = true;
+                }
+            }
         }
         let l = stack.len();
         match i.opcode {
-            op::ALOAD_0 => stack.push(true),
-            op::ALOAD if i.local(code.code) == Some(0) => stack.push(true),
+            op::ALOAD_0..=op::ALOAD_3 | op::ALOAD => {
+                let n = i.local(code.code).unwrap_or(u16::MAX);
+                stack.push(if n == 0 && this_kept {
+                    Val::NotNull
+                } else {
+                    Val::Local(n)
+                });
+            }
+            op::ICONST_M1..=op::ICONST_5 => stack.push(Val::Int(i.opcode as i32 - 3)),
+            op::BIPUSH | op::SIPUSH => stack.push(Val::Int(i.immediate(code.code).unwrap_or(-1))),
+            op::NEW => stack.push(Val::NotNull),
+            op::NEWARRAY | op::ANEWARRAY => {
+                deep(&mut stack, 1);
+                let v = match stack.pop() {
+                    Some(Val::Int(n)) if n >= 0 => {
+                        out[k] = false;
+                        Val::Array(n)
+                    }
+                    _ => Val::NotNull,
+                };
+                stack.push(v);
+            }
+            op::INSTANCEOF => {
+                deep(&mut stack, 1);
+                let v = match stack.pop() {
+                    Some(Val::Local(n)) => Val::InstanceOf(n, cp_index(i)),
+                    _ => Val::Other,
+                };
+                stack.push(v);
+            }
+            op::IFEQ => {
+                deep(&mut stack, 1);
+                if let Some(Val::InstanceOf(n, c)) = stack.pop() {
+                    // falls through: the local is an instance of the class (so not null)
+                    if let (Some(x), Some(y)) =
+                        (not_null.get_mut(n as usize), is_a.get_mut(n as usize))
+                    {
+                        *x = true;
+                        *y = Some(c);
+                    }
+                }
+            }
+            op::CHECKCAST => {
+                // the same reference, known to be of the class if the cast returns
+                deep(&mut stack, 1);
+                if let Val::Local(n) = at(&stack, 1) {
+                    if let Some(y) = is_a.get_mut(n as usize) {
+                        if *y == Some(cp_index(i)) {
+                            out[k] = false;
+                        }
+                        *y = Some(cp_index(i));
+                    }
+                }
+            }
+            op::ISTORE..=op::ASTORE | op::ISTORE_0..=op::ASTORE_3 => {
+                let n = i.local(code.code).unwrap_or(u16::MAX);
+                let size = i.local_size() as usize;
+                deep(&mut stack, size);
+                let v = at(&stack, 1);
+                stack.truncate(stack.len() - size);
+                let set = matches!(i.opcode, op::ASTORE | op::ASTORE_0..=op::ASTORE_3)
+                    && known(v, &not_null);
+                for slot in n as usize..n as usize + size {
+                    if let (Some(x), Some(y)) = (not_null.get_mut(slot), is_a.get_mut(slot)) {
+                        *x = false;
+                        *y = None;
+                    }
+                    // what was loaded from it before is no longer what it holds
+                    for s in stack.iter_mut() {
+                        if matches!(*s, Val::Local(m) | Val::InstanceOf(m, _) if m as usize == slot)
+                        {
+                            *s = Val::Other;
+                        }
+                    }
+                }
+                if set {
+                    if let Some(x) = not_null.get_mut(n as usize) {
+                        *x = true;
+                    }
+                }
+            }
             op::DUP => {
                 deep(&mut stack, 1);
-                stack.push(stack[stack.len() - 1]);
+                stack.push(at(&stack, 1));
             }
             op::DUP_X1 | op::DUP_X2 | op::DUP2 | op::DUP2_X1 | op::DUP2_X2 | op::SWAP => {
                 // the top one or two slots, copied (or swapped) under the next one or two
@@ -412,20 +552,19 @@ fn implicit_throws(
                 };
                 deep(&mut stack, top + under);
                 let l = stack.len();
-                let t: Vec<bool> = stack[l - top..].to_vec();
+                let t: Vec<Val> = stack[l - top..].to_vec();
                 if i.opcode == op::SWAP {
                     stack.swap(l - 1, l - 2);
                 } else {
                     stack.splice(l - top - under..l - top - under, t);
                 }
             }
-            _ => match bci::sim::depth_effect(i, code.code, &cf.cp) {
-                Ok((p, q)) => {
-                    let p = p as usize;
-                    stack.truncate(l.saturating_sub(p));
-                    stack.extend(std::iter::repeat_n(false, q as usize));
+            _ => match effect {
+                Some((p, q)) => {
+                    stack.truncate(l.saturating_sub(p as usize));
+                    stack.extend(std::iter::repeat_n(Val::Other, q as usize));
                 }
-                Err(_) => stack.clear(),
+                None => stack.clear(),
             },
         }
         if matches!(
