@@ -247,7 +247,7 @@ pub fn throws_implicitly(opcode: u8) -> bool {
 /// What splits a method's blocks besides control flow and calls ([`Cfg::build_method`]): per
 /// instruction, its source line (`None` where the LineNumberTable gives none, or without one)
 /// and whether it throws an exception the plan counts (typically [`throws_implicitly`], less
-/// the field accesses on `this`, which cannot throw NullPointerException).
+/// what the caller can tell cannot throw: a field of `this` …).
 #[derive(Clone, Copy, Debug)]
 pub struct Implicit<'a> {
     pub lines: &'a [Option<u32>],
@@ -883,9 +883,9 @@ fn edge_site(cfg: &Cfg, e: u32) -> Site {
         return match edge.kind {
             // after the last instruction: it returned (a call) or did not throw
             EdgeKind::Fall | EdgeKind::AfterCall => Site::After(last),
-            // A goto, a switch with one target, a return or athrow: everything that reaches
-            // the instruction takes this edge (none of them throws). (A conditional jump
-            // always has two edges.)
+            // A goto, a switch with one target, a return or athrow (blocks without an
+            // exceptional exit): everything that reaches the instruction takes this edge. (A
+            // conditional jump always has two edges.)
             _ => Site::Before(last),
         };
     }
