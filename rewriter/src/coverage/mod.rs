@@ -176,7 +176,8 @@ pub fn huge_note(class: &str, name: &str, desc: &str, before: u32, after: u32) -
 pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-4";
 
 /// Counter 0 of every class: exceptions thrown where no block's exceptional exit is counted
-/// (implicit exceptions in blocks without one, athrow), which a method's handlers add there. Not part of any method's counters; the analysis does not use it.
+/// (implicit exceptions in blocks without one, athrow), which a method's handlers add there.
+/// Not part of any method's counters; the analysis does not use it.
 pub const LOST: u32 = 0;
 
 /// Data recorded for a class is keyed by the 64-bit hash of its original bytes (the same id
@@ -293,8 +294,9 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
     Ok(out)
 }
 
-/// The LineNumberTable of a method's code (the first, as the analysis reads it), in pc order;
-/// of several entries for one pc the later one in the table last (it gives the pc its line).
+/// The LineNumberTable of a method's code (the first one), in pc order: of several entries for
+/// one pc, the one later in the table comes last (it gives the pc its line). The plan splits
+/// blocks by it and the analysis reports lines by it.
 pub(crate) fn line_table(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Result<Vec<(u16, u16)>> {
     let mut table = match cf.find_attr(&code.attributes, "LineNumberTable") {
         Some((_, lnt)) => bci::attrs::LineNumbers::parse(lnt.data, 0)?.entries,
