@@ -1490,3 +1490,55 @@ fn the_first_class_registered_offline_gets_a_base_id_other_than_0() {
     assert_eq!(method_counts(&r).get("Fib.fib"), Some(&177), "{r}");
     assert!(!r.contains("id 0"), "{r}");
 }
+
+/// Work the program's own shutdown hooks do is counted by the runtime jar, cpu=times and
+/// coverage alike: the runtime's hook waits for the program's other threads (the JVM starts
+/// every hook at once), here a hook that spins ~300 ms before it calls work() 1000 times and
+/// one that runs a thread of its own (work() 500 times); before, both were missed (work 10).
+/// With System.exit and a non-daemon thread parked forever the wait ends once nothing
+/// progresses (the run ends; the counts are the same).
+#[test]
+fn work_in_the_programs_shutdown_hooks_is_counted() {
+    let out = fresh("hooks");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("OfflHook.java")]);
+    let rt = runtime_jar(&out);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let cov = out.join("cov");
+    let o = bci(&[&"instrument", &"--coverage", &classes, &cov]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for mode in ["end", "exit"] {
+        let data = out.join(format!("{mode}.data"));
+        let run = java(&[
+            &format!("-Dbci.file={}", data.display()),
+            &"-cp",
+            &format!("{}:{}", inst.display(), rt.display()),
+            &"OfflHook",
+            &mode,
+        ]);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let o = bci(&[&"report", &data, &"format=methods"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let counts = method_counts(&text(&o.stdout));
+        assert_eq!(counts.get("OfflHook.work"), Some(&1510), "{mode}: {counts:?}");
+        assert_eq!(counts.get("OfflHook.inHook"), Some(&1), "{mode}: {counts:?}");
+
+        let covdata = out.join(format!("{mode}.cov"));
+        let run = java(&[
+            &format!("-Dbci.covfile={}", covdata.display()),
+            &"-cp",
+            &format!("{}:{}", cov.display(), rt.display()),
+            &"OfflHook",
+            &mode,
+        ]);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let lcov = out.join(format!("{mode}.info"));
+        let o = bci(&[&"report", &covdata, &"--classes", &classes, &"--lcov", &lcov]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let lcov = std::fs::read_to_string(&lcov).unwrap();
+        assert!(lcov.contains("FNDA:1510,OfflHook.work(I)I"), "{mode}: {lcov}");
+        assert!(lcov.contains("FNDA:1,OfflHook.inHook()V"), "{mode}: {lcov}");
+    }
+}

@@ -160,6 +160,7 @@ public final class Cov {
     }
 
     private static void writeAtExit() {
+        Offline.awaitOtherThreads();
         try {
             end();
             String at = write(covfile);

@@ -5,8 +5,11 @@ import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Date;
+import java.util.HashMap;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Method ids for classes instrumented offline ({@code bci instrument}), and the standalone mode
@@ -403,6 +406,169 @@ public final class Offline {
         }
     }
 
+    /** {@link #awaitOtherThreads}: how long no other thread may progress before it returns. */
+    static final int IDLE_MS = 100;
+    /** {@link #awaitOtherThreads}: the longest it waits. */
+    static final int HOOK_WAIT_MS = 5000;
+
+    /**
+     * Called by the runtime's shutdown hooks (this class's and {@link Cov}'s) before they read
+     * the data: waits for the program's threads that still run. The JVM starts every shutdown
+     * hook at once and halts when the last one ends, so the work of the program's own hooks
+     * (closing, flushing, a framework's shutdown) was counted only if it happened to run
+     * before the data was read. Waited for: live threads that are not daemons, other than
+     * the caller and the thread running the shutdown (the caller of System.exit, or
+     * DestroyJavaVM). It returns when none is left, when none has made progress (its CPU time,
+     * where ThreadMXBean gives it, or its stack) for {@link #IDLE_MS} (an idle pool worker or a
+     * thread blocked in accept: the JVM does not wait for those), or after
+     * {@link #HOOK_WAIT_MS} at most. Public: the runtime jar's Cov may run where this class
+     * was defined by another loader (see {@link #expand(String, String)}).
+     */
+    public static void awaitOtherThreads() {
+        try {
+            awaitOthers();
+        } catch (Throwable e) {
+            // fail open: the data is written as it is
+        }
+    }
+
+    private static void awaitOthers() throws InterruptedException {
+        Thread self = Thread.currentThread();
+        long start = System.nanoTime();
+        long limit = HOOK_WAIT_MS * 1_000_000L;
+        // 1. The thread running the shutdown starts every hook before it joins the first: until
+        // it waits in join() more hook threads are to come, and a list of the live threads
+        // taken before would miss them.
+        while (startingHooks(self)) {
+            if (System.nanoTime() - start >= limit) {
+                return;
+            }
+            Thread.sleep(1);
+        }
+        // 2. The other threads, until none is left or none progresses.
+        long progressAt = System.nanoTime();
+        Map<Thread, StackTraceElement[]> stacks = new HashMap<>();
+        Map<Thread, Long> cpu = new HashMap<>();
+        CpuTimes times = null;
+        boolean triedTimes = false;
+        while (true) {
+            boolean any = false;
+            boolean progress = false;
+            for (Thread t : liveThreads()) {
+                if (t == self || t.isDaemon() || !t.isAlive()) {
+                    continue;
+                }
+                StackTraceElement[] st = t.getStackTrace();
+                if (frame(st, "java.lang.Shutdown", null) >= 0) {
+                    continue; // the caller of System.exit, or DestroyJavaVM
+                }
+                if (!triedTimes) {
+                    triedTimes = true;
+                    times = CpuTimes.make();
+                }
+                any = true;
+                StackTraceElement[] before = stacks.put(t, st);
+                if (before == null || !Arrays.equals(before, st)) {
+                    progress = true;
+                }
+                if (times != null) {
+                    long c = times.of(t);
+                    Long was = cpu.put(t, c);
+                    if (was == null || c > was) {
+                        progress = true;
+                    }
+                }
+            }
+            long now = System.nanoTime();
+            if (!any) {
+                return;
+            }
+            if (progress) {
+                progressAt = now;
+            }
+            if (now - progressAt >= IDLE_MS * 1_000_000L || now - start >= limit) {
+                return;
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    /**
+     * Whether a thread (other than {@code self}) runs the application's shutdown hooks and has
+     * not yet started them all: it is in ApplicationShutdownHooks.runHooks but not in join().
+     */
+    private static boolean startingHooks(Thread self) {
+        for (Thread t : liveThreads()) {
+            if (t == self) {
+                continue;
+            }
+            StackTraceElement[] st = t.getStackTrace();
+            int hooks = frame(st, "java.lang.ApplicationShutdownHooks", "runHooks");
+            if (hooks >= 0) {
+                for (int i = 0; i < hooks; i++) {
+                    if ("java.lang.Thread".equals(st[i].getClassName())
+                            && st[i].getMethodName().equals("join")) {
+                        return false;
+                    }
+                }
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The live threads of the root thread group (platform threads). */
+    private static Thread[] liveThreads() {
+        ThreadGroup g = Thread.currentThread().getThreadGroup();
+        while (g.getParent() != null) {
+            g = g.getParent();
+        }
+        Thread[] all = new Thread[g.activeCount() + 16];
+        int n;
+        while ((n = g.enumerate(all, true)) == all.length) {
+            all = new Thread[all.length * 2];
+        }
+        return Arrays.copyOf(all, n);
+    }
+
+    /** The index of the first frame of {@code cls}.{@code method} (any method if null), or -1. */
+    private static int frame(StackTraceElement[] st, String cls, String method) {
+        for (int i = 0; i < st.length; i++) {
+            if (cls.equals(st[i].getClassName())
+                    && (method == null || method.equals(st[i].getMethodName()))) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * Threads' CPU times through ThreadMXBean: its own class, so that a program without
+     * java.management fails in {@link #make} (caught: null) and not in Offline.
+     */
+    private static final class CpuTimes {
+        private final java.lang.management.ThreadMXBean mx;
+
+        private CpuTimes(java.lang.management.ThreadMXBean mx) {
+            this.mx = mx;
+        }
+
+        static CpuTimes make() {
+            try {
+                java.lang.management.ThreadMXBean mx =
+                        java.lang.management.ManagementFactory.getThreadMXBean();
+                return mx.isThreadCpuTimeSupported() ? new CpuTimes(mx) : null;
+            } catch (Throwable e) {
+                return null;
+            }
+        }
+
+        @SuppressWarnings("deprecation")
+        long of(Thread t) {
+            return mx.getThreadCpuTime(t.getId());
+        }
+    }
+
     /**
      * Writes the data file (shutdown hook). The snapshot comes first, before any work of the
      * dump's own: with clock=wall it charges the frames still open (System.exit from deep
@@ -416,6 +582,7 @@ public final class Offline {
         if (!standalone) {
             return;
         }
+        awaitOtherThreads();
         long at = System.currentTimeMillis();
         if (sampler != null) {
             sampler.running = false;
