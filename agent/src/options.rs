@@ -465,18 +465,8 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
                     }
                 };
             }
-            "include" => o.include.extend(
-                need(value)?
-                    .split(':')
-                    .filter(|p| !p.is_empty())
-                    .map(String::from),
-            ),
-            "exclude" => o.exclude.extend(
-                need(value)?
-                    .split(':')
-                    .filter(|p| !p.is_empty())
-                    .map(String::from),
-            ),
+            "include" => o.include.extend(patterns("include", &need(value)?)?),
+            "exclude" => o.exclude.extend(patterns("exclude", &need(value)?)?),
             "format" => {
                 let v = need(value)?;
                 o.format = match v.as_str() {
@@ -550,9 +540,38 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     Ok(o)
 }
 
+/// The class patterns of `include=`/`exclude=` (separated by `:`; empty ones between
+/// separators are skipped): a value without any (`include=:`) is refused, since it would
+/// otherwise mean no filter at all.
+fn patterns(name: &str, v: &str) -> Result<Vec<String>, OptionError> {
+    let p: Vec<String> = v
+        .split(':')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect();
+    if p.is_empty() {
+        return Err(OptionError(format!(
+            "bad value for option {name}: '{v}' (no pattern: class globs separated by ':', e.g. {name}=com.acme.*:org.x.Y)"
+        )));
+    }
+    Ok(p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn include_without_a_pattern_is_refused() {
+        for v in ["include=:", "exclude=::", "cpu=times,include=:"] {
+            let e = parse(Some(v)).err().map(|e| e.0).unwrap_or_default();
+            assert!(e.contains("no pattern"), "{v}: {e}");
+        }
+        assert_eq!(
+            parse(Some("include=a.*::b.C")).unwrap().include,
+            vec!["a.*", "b.C"]
+        );
+    }
 
     #[test]
     #[cfg(feature = "rewriter")]

@@ -1522,8 +1522,16 @@ fn work_in_the_programs_shutdown_hooks_is_counted() {
         let o = bci(&[&"report", &data, &"format=methods"]);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let counts = method_counts(&text(&o.stdout));
-        assert_eq!(counts.get("OfflHook.work"), Some(&1510), "{mode}: {counts:?}");
-        assert_eq!(counts.get("OfflHook.inHook"), Some(&1), "{mode}: {counts:?}");
+        assert_eq!(
+            counts.get("OfflHook.work"),
+            Some(&1510),
+            "{mode}: {counts:?}"
+        );
+        assert_eq!(
+            counts.get("OfflHook.inHook"),
+            Some(&1),
+            "{mode}: {counts:?}"
+        );
 
         let covdata = out.join(format!("{mode}.cov"));
         let run = java(&[
@@ -1535,10 +1543,20 @@ fn work_in_the_programs_shutdown_hooks_is_counted() {
         ]);
         assert!(run.status.success(), "{}", text(&run.stderr));
         let lcov = out.join(format!("{mode}.info"));
-        let o = bci(&[&"report", &covdata, &"--classes", &classes, &"--lcov", &lcov]);
+        let o = bci(&[
+            &"report",
+            &covdata,
+            &"--classes",
+            &classes,
+            &"--lcov",
+            &lcov,
+        ]);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let lcov = std::fs::read_to_string(&lcov).unwrap();
-        assert!(lcov.contains("FNDA:1510,OfflHook.work(I)I"), "{mode}: {lcov}");
+        assert!(
+            lcov.contains("FNDA:1510,OfflHook.work(I)I"),
+            "{mode}: {lcov}"
+        );
         assert!(lcov.contains("FNDA:1,OfflHook.inHook()V"), "{mode}: {lcov}");
     }
 }

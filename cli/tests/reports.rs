@@ -1275,7 +1275,6 @@ fn a_class_path_given_as_data_is_named_as_one() {
             &class,
             "a class file",
         ),
-        (vec![os(&jar)], &jar, "a jar"),
     ] {
         let mut a = vec![os("report")];
         a.extend(args);
@@ -1291,6 +1290,17 @@ fn a_class_path_given_as_data_is_named_as_one() {
         );
     }
     // one path per flag, repeated: both read
+    // no --classes at all: the jar was given in the data's place
+    let (code, out, err) = run_bci(&[os("report"), os(&jar)]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: {j}: a jar, not a coverage data file: give the data file a run wrote first, \
+             then the classes with --classes (bci report bci.cov --classes {j})\n",
+            j = jar.display()
+        )
+    );
     let (code, out, err) = run_bci(&[
         os("report"),
         os(&data),

@@ -323,6 +323,16 @@ impl Report {
         let mut sessions = crate::coverage::Sessions::default();
         for (i, p) in a.data.iter().enumerate() {
             if let Some(what) = crate::coverage::class_path_kind(p) {
+                if a.classes.is_empty() {
+                    // no --classes at all: the classes were given in the data's place
+                    return Err(format!(
+                        "{}: {what}, not a coverage data file: give the data file a run \
+                         wrote first, then the classes with --classes (bci report bci.cov \
+                         --classes {})",
+                        p.display(),
+                        p.display()
+                    ));
+                }
                 return Err(format!(
                     "{}: {what}, not a coverage data file: it looks like a class path; \
                      --classes takes one path per flag (--classes a.jar --classes b.jar)",
