@@ -827,3 +827,64 @@ public class Sequential {
         "call-path nodes: {nodes_small} for 200 threads, {nodes} for 2,000"
     );
 }
+
+/// `(self ms, total ms)` of the METHODS row whose method starts with `m`, 0 if absent.
+fn methods_ms(text: &str, m: &str) -> (f64, f64) {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.len() == 7 && w[6].starts_with(m))
+        .map(|w| (w[4].parse().unwrap(), w[5].parse().unwrap()))
+        .unwrap_or((0.0, 0.0))
+}
+
+/// JDK 25, clock=cpu: a virtual thread's clock is its own CPU time, running only while it is
+/// mounted, and a carrier's frames are not charged the time of the virtual threads it runs.
+/// VtCpuClock: one virtual thread sleeps 500 ms while another spins 400 ms on the one carrier.
+/// Before: the probes read the carrier's CPU clock, so sleeper() was charged the spinner's
+/// time (~390 ms), and so were yieldContinuation (self) and the carrier's runContinuation
+/// (self): the total was ~1.4 s for a process that used ~1 s.
+#[test]
+fn virtual_thread_cpu_clock_is_its_own() {
+    let Some(jdk) = jdk25() else { return };
+    let cp = compile(&jdk, "jdk21/VtCpuClock.java", "vt-cpu-clock");
+    let (text, o) = run_jvm(
+        &jdk,
+        &cp,
+        &["-Xmx256m", "-Djdk.virtualThreadScheduler.parallelism=1"],
+        "VtCpuClock",
+        &[],
+        "clock=cpu",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let process: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("process cpu ms "))
+        .unwrap_or_else(|| panic!("no process CPU time: {out}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let (_, sleeper) = methods_ms(&text, "VtCpuClock.sleeper(");
+    let (_, spinner) = methods_ms(&text, "VtCpuClock.spinner(");
+    let (yield_self, _) = methods_ms(&text, "java.lang.VirtualThread.yieldContinuation(");
+    let (run_self, _) = methods_ms(&text, "java.lang.VirtualThread.runContinuation(");
+    // (the spinner gets less than 400 ms of CPU on a busy machine, never the sleeper's share)
+    assert!(
+        sleeper < 20.0 && sleeper * 5.0 < spinner,
+        "sleeper {sleeper} ms, spinner {spinner} ms:\n{text}"
+    );
+    assert!(
+        yield_self < 20.0 && run_self < 50.0,
+        "yieldContinuation self {yield_self} ms, runContinuation self {run_self} ms:\n{text}"
+    );
+    let total: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("METHODS BEGIN (total = "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no METHODS total:\n{text}"));
+    // the report is written after the program measured itself: a margin for the exit
+    assert!(
+        total <= process + 100.0,
+        "total {total} ms, the process used {process} ms:\n{text}"
+    );
+}

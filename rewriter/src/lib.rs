@@ -211,6 +211,15 @@ const MOUNTS: (&str, &[&str]) = (
     &["mount", "switchToVirtualThread"],
 );
 
+/// The methods at whose entry a virtual thread (JDK 21+) is about to stop running as itself
+/// on its carrier (`Thread.currentThread()` is still the virtual thread): `VirtualThread.unmount`,
+/// and JDK 21-23's `switchToCarrierThread` (code run as the carrier). [`Options::mount_hook`]
+/// calls the runtime's `unmounting()V` there.
+const UNMOUNTS: (&str, &[&str]) = (
+    "java/lang/VirtualThread",
+    &["unmount", "switchToCarrierThread"],
+);
+
 /// Whether `class.name` is in [`THREAD_SWITCHING`].
 pub fn switches_threads(class: &str, name: &str) -> bool {
     THREAD_SWITCHING
@@ -283,7 +292,10 @@ pub struct Options {
     /// `VirtualThread.mount` and `switchToVirtualThread` (JDK 21+) call the runtime's
     /// `mounted()V` before they return, whether or not the rules select the class: the
     /// current thread has just become the virtual thread on a carrier (the agent's runtime
-    /// then gives it the carrier's cache). They get no probes of their own
+    /// then gives it the carrier's cache, and with clock=cpu starts its clock and stops the
+    /// carrier's). `VirtualThread.unmount` and `switchToCarrierThread` call `unmounting()V`
+    /// at their entry, while the current thread is still the virtual thread (clock=cpu: its
+    /// clock stops, the carrier's goes on). They get no probes of their own
     /// ([`switches_threads`]).
     pub mount_hook: bool,
 }
@@ -454,7 +466,15 @@ pub fn instrument_methods(
         text_is(m.name_index, "<clinit>") && text_is(m.descriptor_index, "()V")
     };
     for (k, m) in cf.methods.iter().enumerate() {
-        if mounts && position[k].is_none() && MOUNTS.1.contains(&&*cf.member_name(m)) {
+        let mname = cf.member_name(m);
+        if mounts && position[k].is_none() && UNMOUNTS.1.contains(&&*mname) {
+            let hook = unmount_hook(&cf, k, &mut w.cp, runtime)
+                .map_err(|e| with_path(e, || cf.method_path(m)))?;
+            w.set_code(k, hook)?;
+            changed = true;
+            continue;
+        }
+        if mounts && position[k].is_none() && MOUNTS.1.contains(&&*mname) {
             let hook = mount_hook(&cf, k, &mut w.cp, runtime)
                 .map_err(|e| with_path(e, || cf.method_path(m)))?;
             w.set_code(k, hook)?;
@@ -556,6 +576,22 @@ fn mount_hook(
     call.invokestatic_ref(m, "()V")?;
     let mut ed = MethodEditor::new(cf, k)?;
     ed.insert_before_returns(|_| Ok(call.clone()))?;
+    ed.finish(cp)
+}
+
+/// Method `k` with `invokestatic <runtime>.unmounting()V` at its entry
+/// ([`Options::mount_hook`]).
+fn unmount_hook(
+    cf: &ClassFile<'_>,
+    k: usize,
+    cp: &mut bci::CpBuilder<'_>,
+    runtime: &str,
+) -> bci::Result<Vec<u8>> {
+    let mut call = Snippet::new();
+    let m = cp.runtime_methodref(runtime, "unmounting", "()V")?;
+    call.invokestatic_ref(m, "()V")?;
+    let mut ed = MethodEditor::new(cf, k)?;
+    ed.insert_entry(&call)?;
     ed.finish(cp)
 }
 

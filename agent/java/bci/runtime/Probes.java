@@ -406,15 +406,19 @@ public final class Probes {
             return System.nanoTime();
         }
         try {
+            if (s.cpuHeld) {
+                // a virtual thread not mounted, a carrier running one (see mounted)
+                return s.cpuAt;
+            }
             Thread t = s.thread;
             if (t == null || s.virt) {
                 return Long.MIN_VALUE;
             }
             if (t == Thread.currentThread()) {
-                return cpuNanos();
+                return cpuNanos() - s.cpuOff;
             }
             long v = cpuNanosOf(t);
-            return v < 0 ? Long.MIN_VALUE : v;
+            return v < 0 ? Long.MIN_VALUE : v - s.cpuOff;
         } catch (Throwable e) {
             // the native is not bound (a runtime build without it): no in-flight time
             return Long.MIN_VALUE;
@@ -732,13 +736,61 @@ public final class Probes {
      */
     public static void mounted() {
         hooked = true;
-        if (!on || perThread) {
+        if (!on) {
             return;
         }
         try {
             T s = cur();
-            if (s != null && s.virt) {
+            if (clock == 2) {
+                T c = carrierState();
+                long x = cpuNanos();
+                if (c != null && !c.cpuHeld) {
+                    c.cpuAt = x - c.cpuOff;
+                    c.cpuHeld = true;
+                }
+                if (s != null && s.virt && s.cpuHeld) {
+                    s.cpuOff = x - s.cpuAt;
+                    s.cpuHeld = false;
+                }
+            }
+            if (s != null && s.virt && !perThread) {
                 s.borrow(carrierState());
+            }
+        } catch (RuntimeException e) {
+            fail(e, BUG_PROBE);
+        }
+    }
+
+    // clock=cpu and virtual threads: a probe reads the CPU time of the OS thread it runs on,
+    // which for a virtual thread is its carrier's, running on while the virtual thread is not
+    // mounted (other virtual threads, the scheduler), and a carrier's frames (runContinuation)
+    // are open while it runs virtual threads. So each state's clock is the OS thread's CPU
+    // time minus T.cpuOff, and it stands still at T.cpuAt while T.cpuHeld: a virtual thread's
+    // from its unmount to its next mount, a carrier's while a virtual thread is mounted on it.
+    // mounted() stops the carrier's clock and starts the virtual thread's, unmounting() the
+    // other way round, so every CPU nanosecond of the OS thread is on one clock at a time.
+
+    /**
+     * A virtual thread is about to be unmounted (or, JDK 21-23, to run code as its carrier):
+     * the rewriter calls this at the entry of {@code VirtualThread.unmount} (and
+     * {@code switchToCarrierThread}), while {@code Thread.currentThread()} is still the
+     * virtual thread. clock=cpu: its clock stops, its carrier's goes on (see above).
+     */
+    public static void unmounting() {
+        if (clock != 2 || !on) {
+            return;
+        }
+        try {
+            T s = cur();
+            T c = carrierState();
+            long y = cpuNanos();
+            if (s != null && s.virt && !s.cpuHeld) {
+                s.cpuAt = y - s.cpuOff;
+                s.cpuHeld = true;
+            }
+            if (c != null && c.cpuHeld) {
+                c.cpuOff = y - c.cpuAt;
+                c.cpuHeld = false;
             }
         } catch (RuntimeException e) {
             fail(e, BUG_PROBE);
@@ -1254,6 +1306,10 @@ public final class Probes {
                 maxLive = nLive;
             }
             s.virt = virt;
+            if (virt && clock == 2 && hooked) {
+                // its clock starts now, at 0 (mounted: the OS thread is its own)
+                s.cpuOff = cpuNanos();
+            }
             if (virt && !perThread && hooked) {
                 T c = carrierState();
                 if (c != null) {
@@ -2117,6 +2173,23 @@ public final class Probes {
         // the pure leaf running now (its node), 0 = none; read by the sampler
         int leaf;
 
+        /**
+         * clock=cpu: this thread's clock is the OS thread's CPU time minus cpuOff, and stands
+         * at cpuAt while cpuHeld (a virtual thread not mounted, a carrier running one; see
+         * Probes.mounted).
+         */
+        long cpuOff;
+        long cpuAt;
+        boolean cpuHeld;
+
+        /** This thread's clock now (timed clocks; see {@link #cpuOff}). */
+        long ownClock() {
+            if (clock == 1) {
+                return System.nanoTime();
+            }
+            return cpuNanos() - cpuOff;
+        }
+
         /** Exits that matched no frame (and frames that lost their exit). */
         long mismatches;
         /**
@@ -2183,6 +2256,9 @@ public final class Probes {
             sp = 2;
             leaf = 0;
             paused = false;
+            cpuOff = 0;
+            cpuAt = 0;
+            cpuHeld = false;
             mismatches = 0;
             early = false;
             misses = 0;
@@ -2307,7 +2383,7 @@ public final class Probes {
                     grew();
                 }
                 ft[b + 1] = 0;
-                ft[b] = clockNow();
+                ft[b] = ownClock();
             }
             sp = b + 2;
         }
@@ -2444,7 +2520,7 @@ public final class Probes {
                 sp = b - 2;
                 return;
             }
-            long t = timed ? clockNow() : 0;
+            long t = timed ? ownClock() : 0;
             if ((int) (f >>> 32) != id) {
                 int k = b - 4;
                 while (k >= 2 && (int) (fr[k] >>> 32) != id) {
@@ -2471,7 +2547,7 @@ public final class Probes {
             if (b <= t) {
                 return;
             }
-            long now = timed ? clockNow() : 0;
+            long now = timed ? ownClock() : 0;
             while (b - 2 > t) {
                 // frames above the token's lost their exit (e.g. an error inside a probe)
                 mismatches++;
