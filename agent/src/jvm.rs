@@ -318,6 +318,12 @@ impl Jni {
         unsafe { f(self.0, cls.0, id.0, v) };
     }
 
+    pub fn get_static_long(&self, cls: JRef, id: &FieldId) -> i64 {
+        let f: sys::GetStaticLongFieldFn = self.f(ns::GET_STATIC_LONG_FIELD);
+        // SAFETY: valid env; id is a static long field of cls (FieldId only comes from this class).
+        unsafe { f(self.0, cls.0, id.0) }
+    }
+
     fn static_method(&self, cls: JRef, name: &str, sig: &str) -> Result<sys::jmethodID, String> {
         let f: sys::GetMethodIdFn = self.f(ns::GET_STATIC_METHOD_ID);
         let n = CString::new(name).map_err(|e| e.to_string())?;

@@ -228,7 +228,8 @@ pub fn define(
             jni.define_boot_class(PROBES, PROBES_CLASS)?
         }
     };
-    if o.clock == Clock::Cpu && !early {
+    if o.clock != Clock::Wall && !early {
+        // (clock=sample: a thread's CPU time at its registration, end and at VM death)
         // java.lang.BciProbes (java.base) is not given its native this way: HotSpot logs
         // "Re-registering of platform native method" to stdout when agent code registers a
         // native of a named module's class. The VM finds it by its JNI name in this library
@@ -353,46 +354,66 @@ pub fn thread_ended(jni: &Jni, thread: JRef) {
 }
 
 /// Body of the sampler thread: every `ms` ms, reads each profiled thread's CPU time (JVMTI
-/// GetThreadCpuTime) and hands the CPU time used since the previous sample to `Probes.sample`,
-/// which charges it to that thread's current call path. Live threads sit in slots that are
-/// reused once their thread ended: per slot the sampler keeps the thread's serial, a global
-/// reference (deleted when the slot changes hands, so that ended threads can be collected)
-/// and its CPU time at the previous sample.
+/// GetThreadCpuTime) and hands it to `Probes.sample`, which charges the CPU time used since
+/// the thread was last charged (its registration, its previous sample) to that thread's
+/// current call path. Live threads sit in slots that are reused once their thread ended: per
+/// slot the sampler keeps the thread's serial and a global reference (deleted when the slot
+/// changes hands, so that ended threads can be collected). The runtime keeps each thread's
+/// CPU time at its last charge, so that the thread's end and VM death charge the rest.
 pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
     let Some(rt) = get() else { return };
     struct Slot {
         serial: i64,
         thread: Option<JRef>,
-        last: i64,
     }
     let mut slots: Vec<Slot> = Vec::new();
-    // [version, (serial, ns)*]; version -1 = never read
+    // [version, (serial, cpu)*]; version -1 = never read
     let mut msg: Vec<i64> = vec![-1];
+    // A platform thread that starts between two samples is sampled within two steps of its
+    // start too, not only at the next interval: the runtime charges the CPU time of its last
+    // moments (its end, VM death) to what its last sample saw when its stack is empty (run()
+    // returned), so a thread shorter than the interval must have been sampled once. The
+    // runtime's `version` changes when a platform thread registers or ends: the first round
+    // after the change learns of the thread's slot, the second one samples it.
+    let step = ms.min(10);
+    let version = jni.static_field_id(rt.class.0, "version", "J").ok();
+    let mut seen = -1;
+    let mut owed = 0;
+    let mut waited = 0;
     while !TICK_STOP.load(Ordering::Relaxed) {
-        sleep_us(ms * 1000);
+        sleep_us(step * 1000);
         if TICK_STOP.load(Ordering::Relaxed) {
             break;
         }
+        waited += step;
+        if let Some(f) = &version {
+            let v = jni.get_static_long(rt.class.0, f);
+            if v != seen {
+                seen = v;
+                owed = 2;
+            }
+        }
+        if waited < ms && owed == 0 {
+            continue;
+        }
+        owed = if owed > 0 { owed - 1 } else { 0 };
+        waited = 0;
         msg.truncate(1);
         for s in slots.iter_mut() {
-            let d = match s.thread {
+            let cpu = match s.thread {
                 Some(g) => match jvmti.thread_cpu_time(g) {
-                    Ok(cpu) => {
-                        let d = cpu - s.last;
-                        s.last = cpu;
-                        d.max(0)
-                    }
+                    Ok(cpu) => cpu,
                     Err(_) => {
                         // ended, or a virtual thread (no CPU time of its own)
                         jni.delete_global_ref(g);
                         s.thread = None;
-                        0
+                        -1
                     }
                 },
-                None => 0,
+                None => -1,
             };
             msg.push(s.serial);
-            msg.push(d);
+            msg.push(cpu);
         }
         let table = match jni.call_static_longs_longs(rt.class.0, &rt.sample, &msg) {
             Ok(Some(t)) if !t.is_empty() => t,
@@ -405,7 +426,6 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
                 slots.push(Slot {
                     serial: -1,
                     thread: None,
-                    last: 0,
                 });
             }
             let s = &mut slots[i];
@@ -416,7 +436,6 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
                 jni.delete_global_ref(g);
             }
             s.serial = serial;
-            s.last = 0;
             if serial < 0 {
                 continue;
             }
@@ -428,10 +447,7 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
                 let g = jni.new_global_ref(t);
                 jni.delete_local_ref(t);
                 match jvmti.thread_cpu_time(g) {
-                    Ok(cpu) => {
-                        s.thread = Some(g);
-                        s.last = cpu;
-                    }
+                    Ok(_) => s.thread = Some(g),
                     Err(_) => jni.delete_global_ref(g),
                 }
             }

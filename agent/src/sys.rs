@@ -179,6 +179,7 @@ pub mod jni_slot {
     pub const CALL_STATIC_VOID_METHOD_A: usize = 143;
     pub const GET_STATIC_FIELD_ID: usize = 144;
     pub const SET_STATIC_BOOLEAN_FIELD: usize = 155;
+    pub const GET_STATIC_LONG_FIELD: usize = 151;
     pub const SET_STATIC_INT_FIELD: usize = 159;
     pub const SET_STATIC_LONG_FIELD: usize = 160;
     pub const NEW_STRING_UTF: usize = 167;
@@ -256,6 +257,7 @@ pub type GetStaticFieldIdFn =
 pub type SetStaticBooleanFieldFn = unsafe extern "C" fn(*mut JNIEnv, jclass, jfieldID, jboolean);
 pub type SetStaticIntFieldFn = unsafe extern "C" fn(*mut JNIEnv, jclass, jfieldID, jint);
 pub type SetStaticLongFieldFn = unsafe extern "C" fn(*mut JNIEnv, jclass, jfieldID, jlong);
+pub type GetStaticLongFieldFn = unsafe extern "C" fn(*mut JNIEnv, jclass, jfieldID) -> jlong;
 pub type NewStringUtfFn = unsafe extern "C" fn(*mut JNIEnv, *const c_char) -> jstring;
 pub type GetStringLengthFn = unsafe extern "C" fn(*mut JNIEnv, jstring) -> jsize;
 pub type GetStringUtfLengthFn = unsafe extern "C" fn(*mut JNIEnv, jstring) -> jsize;

@@ -1595,3 +1595,47 @@ fn offline_file_expands_pid_and_start_time() {
         "{err}"
     );
 }
+
+/// clock=sample: the CPU time a thread used since its last sample is charged when it ends
+/// (JVMTI ThreadEnd) and, for the threads still live, at VM death, to its current frames or,
+/// when its stack is already empty, to those of its last sample; and a platform thread is
+/// sampled soon after it starts, not only at the next interval. SampleTail: four threads one
+/// after the other and then main each burn 200 ms of CPU time, with interval=500. Before:
+/// burn() showed 0-20 % of it and so did the total (every thread's time since its last sample
+/// was lost, and a thread shorter than the interval was never sampled), now nearly all of it.
+#[test]
+fn sampled_time_of_ended_threads() {
+    let dir = tmp("sample-tail");
+    let f = dir.join("r.txt");
+    let o = java(
+        classes(),
+        "SampleTail",
+        &format!("cpu=times,interval=500,format=methods,file={}", f.display()),
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let burnt: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("burnt ms "))
+        .unwrap_or_else(|| panic!("no burnt time: {out}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let text = std::fs::read_to_string(&f).unwrap();
+    let burn = methods_total_ms(&text, "SampleTail.burn(").unwrap_or(0.0);
+    let total: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("METHODS BEGIN (total = "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no METHODS total:\n{text}"));
+    // every thread's time is charged: the four threads' to burn() (each was sampled soon
+    // after it started), main's last 200 ms at VM death to burn() or, if its last sample
+    // came before (the sampler's rounds after t3 ended found main still in join(), a busy
+    // machine), to join(): in the total either way
+    assert!(
+        burn >= 0.75 * burnt && burn <= 1.1 * burnt + 20.0 && total >= 0.95 * burnt,
+        "burn() {burn} ms (all threads: {total} ms) of the {burnt} ms it used:\n{text}"
+    );
+}

@@ -644,7 +644,8 @@ public final class Offline {
 
     /**
      * clock=sample without an agent: every interval, each profiled thread's CPU time
-     * (ThreadMXBean) used since the previous sample goes to {@link Probes#sample}. Its own
+     * (ThreadMXBean) goes to {@link Probes#sample}, which charges what it used since the
+     * previous sample. Its own
      * class, so that a program without java.management fails here (caught) and not in Offline.
      */
     static final class Sampler extends Thread {
@@ -667,14 +668,13 @@ public final class Offline {
 
         /**
          * The agent's sampler protocol ({@link Probes#sample}): per slot, the serial of the
-         * thread read and the CPU time it used since the last round; the runtime answers with
-         * the slots' serials when they changed.
+         * thread read and its CPU time now; the runtime answers with the slots' serials when
+         * they changed.
          */
         @Override
         public void run() {
             long version = -1;
             long[] serial = new long[0];
-            long[] last = new long[0];
             long[] tid = new long[0];
             int rounds = 0;
             while (running) {
@@ -691,18 +691,17 @@ public final class Offline {
                 long[] msg = new long[1 + 2 * n];
                 msg[0] = version;
                 for (int i = 0; i < n; i++) {
-                    long d = 0;
+                    // the thread's CPU time now (-1: not read); Probes.sample charges what it
+                    // used since its last sample (the first one only starts its count)
+                    long cpu = -1;
                     if (tid[i] >= 0) {
-                        long cpu = mx.getThreadCpuTime(tid[i]);
+                        cpu = mx.getThreadCpuTime(tid[i]);
                         if (cpu < 0) {
                             tid[i] = -1; // ended
-                        } else {
-                            d = Math.max(0, cpu - last[i]);
-                            last[i] = cpu;
                         }
                     }
                     msg[1 + 2 * i] = serial[i];
-                    msg[2 + 2 * i] = d;
+                    msg[2 + 2 * i] = cpu;
                 }
                 if (!running) {
                     return;
@@ -714,27 +713,20 @@ public final class Offline {
                 version = table[0];
                 int m = table.length - 1;
                 long[] ns = new long[m];
-                long[] nl = new long[m];
                 long[] nt = new long[m];
                 for (int i = 0; i < m; i++) {
                     ns[i] = table[1 + i];
                     if (i < n && serial[i] == ns[i]) {
-                        nl[i] = last[i];
                         nt[i] = tid[i];
                         continue;
                     }
                     nt[i] = -1;
                     Thread t = ns[i] < 0 ? null : Probes.thread(i);
-                    if (t != null) {
-                        long cpu = mx.getThreadCpuTime(t.getId());
-                        if (cpu >= 0) {
-                            nt[i] = t.getId();
-                            nl[i] = cpu;
-                        }
+                    if (t != null && mx.getThreadCpuTime(t.getId()) >= 0) {
+                        nt[i] = t.getId();
                     }
                 }
                 serial = ns;
-                last = nl;
                 tid = nt;
             }
         }

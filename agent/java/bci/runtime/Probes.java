@@ -586,11 +586,12 @@ public final class Probes {
 
     /**
      * Called by the agent's sampler thread every interval with {@code in = [version, (serial,
-     * ns)*]}: per slot, the serial of the thread the agent read and the CPU time that thread
-     * used since the previous call, charged to the thread's current call path (self) and once
-     * to every method on its shadow stack (total), if the slot still holds that thread. Reads
-     * other threads' stacks racily; writes only sampler-owned data. Returns null if the slots
-     * did not change since {@code version}, else {@code [version, serial per slot (-1 free)]}.
+     * cpu)*]}: per slot, the serial of the thread the agent read and that thread's CPU time
+     * now (-1: not read). The CPU time it used since it was last charged ({@link T#sCpu}) is
+     * charged to the thread's current call path (self) and once to every method on its shadow
+     * stack (total), if the slot still holds that thread. Reads other threads' stacks racily;
+     * writes only sampler-owned data. Returns null if the slots did not change since
+     * {@code version}, else {@code [version, serial per slot (-1 free)]}.
      */
     public static long[] sample(long[] in) {
         synchronized (Probes.class) {
@@ -605,9 +606,18 @@ public final class Probes {
                 }
                 for (int i = 0; i < n; i++) {
                     T s = a[i];
-                    long ns = in[2 + 2 * i];
-                    if (s != null && s.serial == in[1 + 2 * i] && ns > 0) {
-                        s.sample(ns, ++mark);
+                    long cpu = in[2 + 2 * i];
+                    if (s != null && s.serial == in[1 + 2 * i] && cpu >= 0) {
+                        long ns = s.sCpu < 0 ? 0 : cpu - s.sCpu;
+                        if (cpu > s.sCpu) {
+                            s.sCpu = cpu;
+                        }
+                        if (ns > 0 || (s.sNode == 0 && s.sCpu >= 0)) {
+                            // (0 ns: a thread not sampled yet that got no CPU time since it
+                            // registered, a busy machine; where it is now is kept for
+                            // lastSample, which has nothing else to go by)
+                            s.sample(ns, ++mark);
+                        }
                     }
                 }
                 if (in.length > 0 && in[0] == version) {
@@ -624,6 +634,23 @@ public final class Probes {
                 fail(e, "out of memory in the sampler");
                 return null;
             }
+        }
+    }
+
+    /**
+     * clock=sample: the CPU time of platform thread {@code t} now (JVMTI GetThreadCpuTime;
+     * the current thread's own clock), -1 if it cannot be read (not under the agent, a thread
+     * that ended).
+     */
+    static long cpuOf(Thread t) {
+        if (!jniLock || t == null) {
+            return -1;
+        }
+        try {
+            long v = t == Thread.currentThread() ? cpuNanos() : cpuNanosOf(t);
+            return v < 0 ? -1 : v;
+        } catch (Throwable e) {
+            return -1; // the natives are not bound (a runtime build without them)
         }
     }
 
@@ -1306,6 +1333,10 @@ public final class Probes {
                 maxLive = nLive;
             }
             s.virt = virt;
+            if (!virt && clock == 0) {
+                // the sampler charges its CPU time from here (-1: from its first sample)
+                s.sCpu = cpuOf(t);
+            }
             if (virt && clock == 2 && hooked) {
                 // its clock starts now, at 0 (mounted: the OS thread is its own)
                 s.cpuOff = cpuNanos();
@@ -1387,6 +1418,11 @@ public final class Probes {
                 return; // recording stopped: its data is dropped, to give memory back
             }
             try {
+                if (clock == 0 && !s.virt) {
+                    // the CPU time since its last sample (a thread shorter than the interval:
+                    // all of it, when it was sampled once)
+                    s.lastSample(cpuOf(t));
+                }
                 A a = s.sink;
                 if (a != null) {
                     a.addThread(s, true);
@@ -1485,10 +1521,29 @@ public final class Probes {
         on = true;
     }
 
-    /** Stops recording (called by the agent before it reads the data at VM death). */
+    /**
+     * Stops recording (called by the agent before it reads the data at VM death). clock=sample:
+     * then takes a last sample of every live platform thread (see {@link T#lastSample}), after
+     * the sampler's last one: the CPU time they used since it is charged too.
+     */
     public static void stop() {
         fast = false;
         on = false;
+        if (clock != 0 || !jniLock) {
+            return;
+        }
+        synchronized (Probes.class) {
+            try {
+                for (int i = 0; i < live.n; i++) {
+                    T s = live.a[i];
+                    if (s != null) {
+                        s.lastSample(cpuOf(s.thread));
+                    }
+                }
+            } catch (RuntimeException | OutOfMemoryError e) {
+                fail(e, "out of memory in the sampler");
+            }
+        }
     }
 
     // The dump: snapshot() takes every thread's data under the class lock (no thread is folded
@@ -2190,6 +2245,16 @@ public final class Probes {
             return cpuNanos() - cpuOff;
         }
 
+        /**
+         * clock=sample (platform threads; under the class lock): its CPU time when it was last
+         * charged (its registration, a sample), -1 = not known yet; and what its last sample
+         * charged: the node (self) and the methods (total) in sIds[0..sN).
+         */
+        long sCpu = -1;
+        int sNode;
+        int[] sIds = NO_INTS;
+        int sN;
+
         /** Exits that matched no frame (and frames that lost their exit). */
         long mismatches;
         /**
@@ -2259,6 +2324,9 @@ public final class Probes {
             cpuOff = 0;
             cpuAt = 0;
             cpuHeld = false;
+            sCpu = -1;
+            sNode = 0;
+            sN = 0;
             mismatches = 0;
             early = false;
             misses = 0;
@@ -2663,10 +2731,10 @@ public final class Probes {
          * The sampler (under the class lock): {@code ns} of CPU time to the thread's current
          * call path in its sink (self) and once to each method on its shadow stack (total).
          */
-        void sample(long ns, int ep) {
+        boolean sample(long ns, int ep) {
             A a = sink;
             if (a == null) {
-                return;
+                return false;
             }
             // read racily while the owner runs: each value once, then checked
             int g = gNodes;
@@ -2684,13 +2752,13 @@ public final class Probes {
                 // a pure leaf is running on top of the shadow stack
                 long kk = gkey(lf);
                 if (lf >= g || kk == 0) {
-                    return;
+                    return false;
                 }
                 node = lf;
                 topId = (int) ~kk;
             } else {
                 if (b <= 2) {
-                    return;
+                    return false;
                 }
                 // the top frame is read once: its node (self) and method (total) must agree
                 // even if the owner pushes and pops while we look
@@ -2700,15 +2768,61 @@ public final class Probes {
                 k = b - 4;
             }
             if (node <= 0 || node >= g || topId < 0) {
-                return;
+                return false;
             }
             a.add(node, 0, ns);
             charge(topId, ns, ep);
+            // kept for lastSample: what it charged (the frames below the top, each method once
+            // per sample by charge's mark)
+            int[] ids = sIds;
+            int need = 1 + (k >= 2 ? (k >> 1) : 0);
+            if (ids.length < need) {
+                ids = new int[need < 8 ? 8 : need + (need >> 1)];
+                sIds = ids;
+            }
+            int n = 0;
+            ids[n++] = topId;
             for (; k >= 2; k -= 2) {
                 int id = (int) (fr[k] >>> 32);
                 if (id >= 0) {
                     charge(id, ns, ep);
+                    ids[n++] = id;
                 }
+            }
+            sNode = node;
+            sN = n;
+            return true;
+        }
+
+        /**
+         * clock=sample, under the class lock: a last sample of this platform thread, whose CPU
+         * time is {@code cpu} now (-1: unknown), when it ends or at VM death. The CPU time
+         * since it was last charged goes where the sampler would put it: its current call
+         * path, or, if its stack is empty (a thread ends after its run() returned; the main
+         * thread at VM death after main() returned), what its last sample charged. A thread
+         * never sampled (it lived less than an interval between two samples) with an empty
+         * stack has nowhere to go: not charged.
+         */
+        void lastSample(long cpu) {
+            if (cpu < 0 || sCpu < 0 || cpu <= sCpu) {
+                return;
+            }
+            long ns = cpu - sCpu;
+            sCpu = cpu;
+            int mk = ++mark;
+            if (sample(ns, mk)) {
+                return;
+            }
+            A a = sink;
+            int node = sNode;
+            if (a == null || node <= 0 || node >= gNodes) {
+                return;
+            }
+            a.add(node, 0, ns);
+            int[] ids = sIds;
+            int n = sN < ids.length ? sN : ids.length;
+            for (int i = 0; i < n; i++) {
+                charge(ids[i], ns, mk);
             }
         }
 
