@@ -376,7 +376,11 @@ pub fn sample_loop(jvmti: &Jvmti, jni: &Jni, ms: u64) {
     // runtime's `version` changes when a platform thread registers or ends: the first round
     // after the change learns of the thread's slot, the second one samples it.
     let step = ms.min(10);
-    let version = jni.static_field_id(rt.class.0, "version", "J").ok();
+    let version = if step < ms {
+        jni.static_field_id(rt.class.0, "version", "J").ok()
+    } else {
+        None // a round every step already
+    };
     let mut seen = -1;
     let mut owed = 0;
     let mut waited = 0;

@@ -134,7 +134,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// The agent's form of the probes: pure leaves get leafEnter/leafExit, other methods keep
 /// enterT's token in a new local for exitT/unwindT (the plain form: the wide-jumps test), and
-/// JDK 21+'s VirtualThread.mount calls the runtime's `mounted()`.
+/// JDK 21+'s VirtualThread.mount calls the runtime's `mounted()`, unmount its `unmounting()`.
 fn agent_options() -> Options {
     Options {
         leaf_probes: true,

@@ -643,7 +643,7 @@ public final class Probes {
      * that ended).
      */
     static long cpuOf(Thread t) {
-        if (!jniLock || t == null) {
+        if (!cpuLinked || t == null) {
             return -1;
         }
         try {
@@ -653,6 +653,13 @@ public final class Probes {
             return -1; // the natives are not bound (a runtime build without them)
         }
     }
+
+    /**
+     * clock=sample under the agent: {@link #cpuNanos} and {@link #cpuNanosOf} were linked by
+     * {@link #start} (a boot class's native is looked up through ClassLoader.findNative, which
+     * is instrumented: not from a probe's locked registration).
+     */
+    static boolean cpuLinked;
 
     /** The thread in slot {@code i} (for the sampler), null if free. */
     public static Thread thread(int i) {
@@ -1511,6 +1518,16 @@ public final class Probes {
         }
         if (timed) {
             clockNow();
+        }
+        if (clock == 0 && jniLock) {
+            try {
+                cpuNanos();
+                cpuNanosOf(Thread.currentThread());
+                cpuLinked = true;
+            } catch (Throwable e) {
+                // a runtime without the natives: threads' last moments are not charged
+                cpuLinked = false;
+            }
         }
         synchronized (Probes.class) {
             sTotal = new long[0]; // the self-test's sample
