@@ -209,7 +209,6 @@ pub fn merge(
                 .map_err(|e| format!("{}: {e}", p.display()))?;
         }
     }
-    crate::io::create_parent(output)?;
     crate::io::write_replacing(output, &all.to_bytes())?;
     let _ = writeln!(
         notes,

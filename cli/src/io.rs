@@ -18,33 +18,179 @@ fn named(p: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
     move |e| format!("{}: {e}", p.display())
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory renamed over it,
-/// so that a write that fails partway (a full disk, a file-size limit) leaves `path` as it
-/// was, never truncated: the output may even be one of the inputs (`bci merge a.cov b.cov -o
-/// a.cov`); reports and `--map` files are written this way too. A file replaced keeps its permissions.
-pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    // through a link to the file it names (the link stays)
-    let resolved = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).ok(),
-        _ => None,
+/// Whether `p` is one of the kernel's links to an open file (`/proc/<pid>/fd/N`,
+/// `/proc/self/fd/N`, `/dev/fd/N`): what it names is the open file itself (a pipe, a
+/// terminal, the file stdout was redirected to), not a path to replace.
+fn is_fd_link(p: &Path) -> bool {
+    p.parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == "fd")
+        && (p.starts_with("/proc") || p.starts_with("/dev/fd"))
+}
+
+/// The file a write to output `path` goes to: a symbolic link followed to its final target
+/// (a link to nothing: where its target would be; up to 40 links in a row, as the kernel
+/// follows them), each relative target taken from its link's directory. A link through
+/// `/dev/fd/N` or `/proc/…/fd/N` (`/dev/stdout`) stops there: see [`is_fd_link`].
+pub fn follow_links(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        if is_fd_link(&p) {
+            break;
+        }
+        let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        let Some(target) = is_link.then(|| std::fs::read_link(&p).ok()).flatten() else {
+            break;
+        };
+        p = match p.parent() {
+            Some(d) if target.is_relative() => d.join(target),
+            _ => target,
+        };
+    }
+    p
+}
+
+/// An output written but not yet in place ([`stage`]): committed, or dropped (its temporary
+/// file removed).
+pub struct StagedFile {
+    /// The path given, for messages.
+    given: PathBuf,
+    /// The file replaced ([`follow_links`]).
+    target: PathBuf,
+    /// A temporary file beside `target`, renamed over it; None for an output written as it is
+    /// (not a regular file: its bytes are kept until commit).
+    tmp: Option<PathBuf>,
+    direct: Vec<u8>,
+}
+
+impl StagedFile {
+    /// The output named for a message: the path given, and the file it leads to if another.
+    fn name(&self) -> String {
+        name_of(&self.given, &self.target)
+    }
+
+    /// Puts the file in place (renames the temporary file over the target), or, for an
+    /// output that is not a regular file, writes it.
+    pub fn commit(mut self) -> Result<(), String> {
+        match self.tmp.take() {
+            Some(tmp) => std::fs::rename(&tmp, &self.target).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("{}: {e}", self.name())
+            }),
+            None => {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&self.given)
+                    .map_err(|e| format!("{}: {e}", self.name()))?;
+                f.write_all(&self.direct)
+                    .and_then(|()| f.flush())
+                    .map_err(|e| format!("{}: {e}", self.name()))
+            }
+        }
+    }
+}
+
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+fn name_of(given: &Path, target: &Path) -> String {
+    if given == target {
+        given.display().to_string()
+    } else {
+        format!("{} (a link to {})", given.display(), target.display())
+    }
+}
+
+/// How every output file of bci is written (reports, `-o`, `bci merge -o`, `--map`): an
+/// output that is a symbolic link is followed ([`follow_links`]) and its final target is
+/// replaced, through a temporary file in the target's directory renamed over it (the missing
+/// directories on the way to it created first), so that a write that fails partway (a full
+/// disk, a file-size limit) leaves the target as it was, never truncated: the output may even
+/// be one of the inputs (`bci merge a.cov b.cov -o a.cov`); a file replaced keeps its
+/// permissions. An existing output that is not a regular file (a fifo, a terminal or other
+/// device, `/dev/stdout`, a shell's `>(…)` pipe `/dev/fd/N`, a socket) is opened and written
+/// as it is, at [`StagedFile::commit`]. This writes the temporary file; `commit` puts it in
+/// place.
+pub fn stage(path: &Path, bytes: Vec<u8>) -> Result<StagedFile, String> {
+    let target = follow_links(path);
+    let mut s = StagedFile {
+        given: path.to_path_buf(),
+        target,
+        tmp: None,
+        direct: Vec::new(),
     };
-    let path = resolved.as_deref().unwrap_or(path);
-    let name = path
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(format!("{}: is a directory", s.name())),
+        Ok(m) if !m.is_file() || is_fd_link(&s.target) => {
+            s.direct = bytes;
+            return Ok(s);
+        }
+        _ => {}
+    }
+    if is_fd_link(&s.target) {
+        // a descriptor that is not open: said by the open at commit
+        s.direct = bytes;
+        return Ok(s);
+    }
+    create_parent(&s.target).map_err(|e| format!("{}: {e}", s.name()))?;
+    let fname = s
+        .target
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let res = std::fs::write(&tmp, bytes)
-        .and_then(|()| match std::fs::metadata(path) {
+    let tmp = s
+        .target
+        .with_file_name(format!(".{fname}.{}.tmp", std::process::id()));
+    s.tmp = Some(tmp.clone());
+    std::fs::write(&tmp, &bytes)
+        .and_then(|()| match std::fs::metadata(&s.target) {
             // a file replaced keeps its permissions (the temporary one has the default mode)
             Ok(m) => std::fs::set_permissions(&tmp, m.permissions()),
             Err(_) => Ok(()),
         })
-        .and_then(|()| std::fs::rename(&tmp, path));
-    res.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
-    })
+        .map_err(|e| format!("{}: {e}", s.name()))?;
+    Ok(s)
+}
+
+/// Writes one output file as [`stage`] says, at once.
+pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    stage(path, bytes.to_vec())?.commit()
+}
+
+/// Checks, before anything is written, that output `path` of option `opt` can be made: not a
+/// directory (unless `dir`, for `--html DIR`: then not a file), and the nearest existing
+/// directory on the way to it (links followed) is a directory, not a file. The error names
+/// the option and the path: `--lcov notadir/x.info: notadir is a file, not a directory`.
+pub fn check_output(opt: &str, path: &Path, dir: bool) -> Result<(), String> {
+    let given = path.display();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() && !dir => return Err(format!("{opt} {given}: is a directory")),
+        Ok(m) if dir && !m.is_dir() => return Err(format!("{opt} {given}: not a directory")),
+        Ok(_) => return Ok(()),
+        Err(_) => {}
+    }
+    let target = follow_links(path);
+    let mut up = target.parent();
+    while let Some(d) = up.filter(|d| !d.as_os_str().is_empty()) {
+        match std::fs::metadata(d) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(format!(
+                    "{opt} {given}: {} is a file, not a directory",
+                    d.display()
+                ))
+            }
+            Err(_) => up = d.parent(),
+        }
+    }
+    Ok(())
 }
 
 /// Writes to stdout (the `out!`/`outln!` macros). A reader that went away (`bci … | head`)

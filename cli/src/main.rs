@@ -341,6 +341,11 @@ fn check_report_paths(
     .into_iter()
     .filter_map(|(o, p)| Some((o, p?)))
     .collect();
+    // every output can be made (not a directory; no file on the way to it), before any is
+    // written: all of them or none
+    for (opt, out) in &outs {
+        io::check_output(opt, out, *opt == "--html")?;
+    }
     for (k, (opt, out)) in outs.iter().enumerate() {
         if let Some((what, input)) = ins.iter().find(|(_, i)| offline::same_path(i, out)) {
             return Err(format!(
@@ -518,8 +523,7 @@ fn main() -> ExitCode {
             if let Some(m) = map {
                 let mut s = reg.map.join("\n");
                 s.push('\n');
-                let res =
-                    io::create_parent(&m).and_then(|()| io::write_replacing(&m, s.as_bytes()));
+                let res = io::write_replacing(&m, s.as_bytes()).map_err(|e| format!("--map {e}"));
                 if let Err(e) = res {
                     eprintln!("bci: {e}");
                     return ExitCode::from(2);
@@ -625,8 +629,9 @@ fn main() -> ExitCode {
             {
                 Ok((text, errors)) => {
                     let res = match &output {
-                        Some(p) => io::create_parent(p)
-                            .and_then(|()| io::write_replacing(p, text.as_bytes())),
+                        Some(p) => {
+                            io::write_replacing(p, text.as_bytes()).map_err(|e| format!("-o {e}"))
+                        }
                         None => {
                             out!("{text}");
                             Ok(())

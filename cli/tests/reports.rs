@@ -2469,6 +2469,213 @@ fn report_file_that_fails_partway_leaves_the_previous_one() {
     assert_eq!(beside.len(), 1, "files beside the report: {beside:?}");
 }
 
+/// An output that is a symbolic link is written through it: the link stays and its final
+/// target gets the report (replaced atomically in the target's directory, as any report file),
+/// a link to nothing yet included, for every output (`--xml`, `--cobertura`, `--lcov`, `--csv`,
+/// `-o`, an HTML page, `bci merge -o`). An existing output that is not a regular file (a fifo,
+/// a pipe through `/dev/fd/N`) is opened and written as it is. Before: each link to nothing was
+/// replaced by a regular file (the target never written), a fifo was replaced by a regular
+/// file, and `/dev/fd/N` failed (a temporary file in /proc/self/fd).
+#[test]
+fn outputs_are_written_through_links_and_into_fifos_and_pipes() {
+    use std::os::unix::fs::{symlink, FileTypeExt};
+    let r = setup("through-links", &["CovBasics"]);
+    let (lt, real) = (r.work.join("lt"), r.work.join("real"));
+    std::fs::create_dir_all(&lt).unwrap();
+    let outs = [
+        ("--xml", "xml"),
+        ("--cobertura", "cobertura"),
+        ("--lcov", "lcov"),
+        ("--csv", "csv"),
+        ("-o", "o"),
+    ];
+    for (_, n) in outs {
+        // relative, to a directory not there yet: taken from the link's directory
+        symlink(format!("../real/{n}.out"), lt.join(format!("{n}.lnk"))).unwrap();
+    }
+    let links: Vec<PathBuf> = outs
+        .iter()
+        .map(|(_, n)| lt.join(format!("{n}.lnk")))
+        .collect();
+    let report = |title: &str| {
+        let mut args = vec![os("report"), os(&r.data), os("--classes"), os(&r.orig)];
+        args.extend([os("--title"), os(title)]);
+        for ((opt, _), l) in outs.iter().zip(&links) {
+            args.extend([os(*opt), os(l)]);
+        }
+        bci(&args)
+    };
+    for title in ["first", "second"] {
+        report(title);
+        for (opt, n) in outs {
+            let link = lt.join(format!("{n}.lnk"));
+            assert!(link.is_symlink(), "{opt}: the link was replaced");
+            let t = std::fs::read_to_string(real.join(format!("{n}.out"))).unwrap();
+            // (the console summary, -o, names packages and counts)
+            let want = if opt == "-o" {
+                "(default)"
+            } else {
+                "CovBasics"
+            };
+            assert!(t.contains(want), "{opt}: {t}");
+            if opt == "--xml" {
+                assert!(t.contains(title), "{opt}: not the {title} report");
+            }
+        }
+    }
+    let names: Vec<String> = std::fs::read_dir(&real)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".out"))
+        .collect();
+    assert!(names.is_empty(), "left beside the targets: {names:?}");
+    // bci merge -o a link to nothing
+    let m = lt.join("m.lnk");
+    symlink(real.join("sub/m.cov"), &m).unwrap();
+    bci(&[os("merge"), os(&r.data), os("-o"), os(&m)]);
+    assert!(m.is_symlink());
+    assert_eq!(
+        std::fs::read(real.join("sub/m.cov")).unwrap(),
+        std::fs::read(&r.data).unwrap()
+    );
+    // an HTML page that is a link: its target replaced
+    let html = r.work.join("html");
+    std::fs::create_dir_all(&html).unwrap();
+    symlink("../real/index.html", html.join("index.html")).unwrap();
+    bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--html"),
+        os(&html),
+    ]);
+    assert!(html.join("index.html").is_symlink());
+    let index = std::fs::read_to_string(real.join("index.html")).unwrap();
+    assert!(index.contains("<html"), "{index}");
+    // a link to an output given as well, and a link to an input: refused as before
+    let (code, _, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--csv"),
+        os(&lt.join("csv.lnk")),
+        os("--lcov"),
+        os(&real.join("csv.out")),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("are one file"), "{err}");
+    let to_data = lt.join("data.lnk");
+    symlink(&r.data, &to_data).unwrap();
+    let (code, _, err) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--lcov"),
+        os(&to_data),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is the data file"), "{err}");
+    // a fifo is written, and stays a fifo; so is a link to one (its reader opened first,
+    // not blocking: the report fits in the pipe's buffer)
+    let fifo = r.work.join("fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    symlink(&fifo, lt.join("fifo.lnk")).unwrap();
+    for out in [fifo.clone(), lt.join("fifo.lnk")] {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(0o4000) // O_NONBLOCK
+            .open(&fifo)
+            .unwrap();
+        bci(&[
+            os("report"),
+            os(&r.data),
+            os("--classes"),
+            os(&r.orig),
+            os("--lcov"),
+            os(&out),
+        ]);
+        let mut got = String::new();
+        let _ = reader.read_to_string(&mut got);
+        assert!(
+            got.contains("SF:") && got.contains("end_of_record"),
+            "{got}"
+        );
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo(),
+            "the fifo was replaced"
+        );
+    }
+    // the pipe of the child's stdout through /dev/fd/1 (a shell's `>(…)` is /dev/fd/63)
+    let o = bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--csv"),
+        os("/dev/fd/1"),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("GROUP,PACKAGE,CLASS"), "{out}");
+    assert!(out.contains("classes analysed"), "{out}");
+}
+
+/// Every output path is checked before any is written, and a bad one is named with its
+/// option: a report with one output that cannot be made writes none (before: `--xml
+/// nodir/sub/x.xml --lcov notadir/x.info` wrote the XML, then failed on the LCOV with
+/// `notadir: a file, not a directory`).
+#[test]
+fn an_output_that_cannot_be_made_is_named_before_anything_is_written() {
+    let r = setup("out-check", &["CovBasics"]);
+    let notadir = r.work.join("notadir");
+    std::fs::write(&notadir, "x").unwrap();
+    let dir = r.work.join("out/html");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |extra: &[(&str, &str)]| {
+        let mut c = Command::new(BCI);
+        c.current_dir(&r.work)
+            .args([os("report"), os(&r.data), os("--classes"), os(&r.orig)]);
+        for (o, p) in extra {
+            c.args([o, p]);
+        }
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (
+            &[("--xml", "nodir/sub/x.xml"), ("--lcov", "notadir/x.info")],
+            "bci: --lcov notadir/x.info: notadir is a file, not a directory\n",
+        ),
+        (
+            &[("--csv", "nodir/c.csv"), ("--lcov", "out/html")],
+            "bci: --lcov out/html: is a directory\n",
+        ),
+        (
+            &[("--xml", "nodir/x.xml"), ("--html", "notadir/h")],
+            "bci: --html notadir/h: notadir is a file, not a directory\n",
+        ),
+        (
+            &[("--html", "nodir/h"), ("-o", "notadir/sub/s.txt")],
+            "bci: -o notadir/sub/s.txt: notadir is a file, not a directory\n",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(run(args), (Some(2), want.to_string()), "{args:?}");
+        assert!(!r.work.join("nodir").exists(), "{args:?}: written");
+    }
+}
+
 /// Dup.class from cli/tests/fixtures/asm/GenDup.java (ASM, Debian libasm-java) written into
 /// `out`; `mode` "samepc" adds a second LineNumberTable entry for pc 0.
 fn gen_dup(work: &Path, out: &Path, mode: &str) {

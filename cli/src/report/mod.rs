@@ -784,11 +784,6 @@ impl Report {
     }
 }
 
-fn write_file(p: &Path, text: &str) -> Result<(), String> {
-    crate::io::create_parent(p)?;
-    crate::io::write_replacing(p, text.as_bytes())
-}
-
 /// `bci report` on coverage data: writes the files asked for, returns the console summary and
 /// whether a class could not be analysed (its `error:` lines end the summary) or the inputs
 /// are wrong as a whole (said on stderr): exit 1.
@@ -823,11 +818,20 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
         progress.line(&format!("bci: warning: per test: {note}"));
     }
     let packages = r.packages();
+    // Every report file is written to a temporary file first, then the HTML directory (whole
+    // or not at all), and only then are the files put in place: a report that cannot be
+    // written leaves every output as it was.
+    let mut staged = Vec::new();
+    let mut stage = |opt: &str, p: &Path, text: String| -> Result<(), String> {
+        let f = crate::io::stage(p, text.into_bytes()).map_err(|e| format!("{opt} {e}"))?;
+        staged.push((opt.to_string(), f));
+        Ok(())
+    };
     if let Some(p) = a.xml {
-        write_file(p, &jacoco_xml::write(&r, &packages))?;
+        stage("--xml", p, jacoco_xml::write(&r, &packages))?;
     }
     if let Some(p) = a.cobertura {
-        write_file(p, &cobertura::write(&r, &packages))?;
+        stage("--cobertura", p, cobertura::write(&r, &packages))?;
     }
     if let Some(p) = a.lcov {
         let path = |rel: &str| r.source_name(rel);
@@ -836,15 +840,29 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
             // add up to the whole run.
             Some(pt) => {
                 let mut t = String::new();
-                for (name, classes) in pt.tests.iter().zip(&pt.classes) {
+                let names = lcov::test_names(&pt.tests);
+                for (name, classes) in names.iter().zip(&pt.classes) {
                     t.push_str(&lcov::write(classes, name, &path));
                 }
-                t.push_str(&lcov::write(&pt.outside, "outside tests", &path));
+                t.push_str(&lcov::write(&pt.outside, lcov::OUTSIDE_TESTS, &path));
                 t
             }
             None => lcov::write(&r.classes, &r.title, &path),
         };
-        write_file(p, &text)?;
+        stage("--lcov", p, text)?;
+    }
+    if let Some(p) = a.csv {
+        stage("--csv", p, csv::write(&r, &packages))?;
+    }
+    if let Some(d) = a.html {
+        for w in html::write(&r, &packages, d)? {
+            progress.line(&format!("bci: warning: --html {}: {w}", d.display()));
+        }
+    }
+    for (opt, f) in staged {
+        f.commit().map_err(|e| format!("{opt} {e}"))?;
+    }
+    if let Some(p) = a.lcov {
         let left = lcov::without_lines(&r.classes);
         if !left.is_empty() {
             let mut names: Vec<String> = left
@@ -865,14 +883,6 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
                 if left.len() == 1 { "it" } else { "them" },
                 names.join(", ")
             ));
-        }
-    }
-    if let Some(p) = a.csv {
-        write_file(p, &csv::write(&r, &packages))?;
-    }
-    if let Some(d) = a.html {
-        for w in html::write(&r, &packages, d)? {
-            progress.line(&format!("bci: warning: --html {}: {w}", d.display()));
         }
     }
     Ok((

@@ -83,8 +83,12 @@ impl Staged {
         Ok(())
     }
 
-    /// Writes the file `p` (put in place by [`Staged::commit`]).
+    /// Writes the file `p` (put in place by [`Staged::commit`]); a page that is a symbolic
+    /// link is followed, its target replaced, as every output of bci
+    /// ([`crate::io::follow_links`]).
     pub fn write(&mut self, p: &Path, text: &str) -> Result<(), String> {
+        let target = crate::io::follow_links(p);
+        let p = target.as_path();
         if p.is_dir() {
             return Err(named(p, "a directory, not a file"));
         }

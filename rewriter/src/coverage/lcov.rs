@@ -139,6 +139,33 @@ pub fn write(classes: &[Class], test: &str, path: &dyn Fn(&str) -> String) -> St
 }
 
 /// LCOV test names may hold letters, digits and underscores only.
+/// The name of the per-test section of what ran outside every test (`TN:outside_tests`).
+pub const OUTSIDE_TESTS: &str = "outside tests";
+
+/// The `TN:` names of tests (in the order given; `bci report` gives them sorted by full
+/// name), one per test and each its own: the name with every character other than an ASCII
+/// letter, digit or `_` made `_` (what lcov accepts), and when that is the name of an earlier
+/// test or of [`OUTSIDE_TESTS`]' section (`a.T#x$y()` and `a.T#x_y()` are both
+/// `a_T_x_y__`), `_2`, `_3`, … appended, the first suffix free; genhtml would merge two
+/// sections of one name.
+pub fn test_names<S: AsRef<str>>(tests: &[S]) -> Vec<String> {
+    let mut taken: std::collections::HashSet<String> =
+        std::iter::once(sanitize(OUTSIDE_TESTS)).collect();
+    tests
+        .iter()
+        .map(|t| {
+            let base = sanitize(t.as_ref());
+            let mut name = base.clone();
+            let mut k = 1;
+            while !taken.insert(name.clone()) {
+                k += 1;
+                name = format!("{base}_{k}");
+            }
+            name
+        })
+        .collect()
+}
+
 fn sanitize(t: &str) -> String {
     t.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
