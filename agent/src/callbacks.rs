@@ -206,7 +206,10 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     // stderr, see dump): it is not opened, so that no empty file is left behind.
     let trace_only = !engine.profiles() && !engine.trace_rules().is_empty();
     let out = if opts.cpu && !(trace_only && opts.format == options::Format::Collapsed) {
-        match outfile::expand(&opts.file, pid, secs).and_then(|p| OutFile::open(&p, pid)) {
+        // through a link, its target: a file this JVM creates there is removed, if unwritten,
+        // instead of the link
+        let file = outfile::expand(&opts.file, pid, secs).map(|p| outfile::follow_links(&p));
+        match file.and_then(|p| OutFile::open(&p, pid)) {
             Ok((out, warnings)) => {
                 for w in warnings {
                     log(&w);
@@ -223,7 +226,11 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     };
     // the coverage file too: a directory that does not exist stops the JVM here
     let covfile = if opts.coverage {
-        match outfile::expand_option("covfile", &opts.covfile, pid, secs).and_then(|p| {
+        // through a link, its target: the data is merged into it under `<target>.lck` and
+        // replaced by rename, the link left as it is
+        let covfile = outfile::expand_option("covfile", &opts.covfile, pid, secs)
+            .map(|p| outfile::follow_links(&p));
+        match covfile.and_then(|p| {
             std::fs::OpenOptions::new()
                 .create(true)
                 .truncate(false)

@@ -51,6 +51,40 @@ pub fn expand_option(
     Ok(out)
 }
 
+/// An output path (`file=`, `covfile=`, after `%p`/`%t` expansion) with its symbolic links
+/// followed to the final target (a link to nothing: where its target would be; up to 40
+/// links, as the kernel follows them; a relative target taken from its link's directory), so
+/// that the files made beside it (`<covfile>.lck`, the temporary file renamed over the data)
+/// are the target's and the link stays a link. A chain that reaches one of the kernel's links
+/// to an open file (`/dev/stderr`, `/proc/self/fd/N`) leaves the path as given.
+pub fn follow_links(path: &str) -> String {
+    use std::path::{Path, PathBuf};
+    let fd_link = |p: &Path| {
+        p.parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d == "fd")
+            && (p.starts_with("/proc") || p.starts_with("/dev/fd"))
+    };
+    let mut p = PathBuf::from(path);
+    for _ in 0..40 {
+        if fd_link(&p) {
+            return path.to_string();
+        }
+        let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        let Some(target) = is_link.then(|| std::fs::read_link(&p).ok()).flatten() else {
+            break;
+        };
+        p = match p.parent() {
+            Some(d) if target.is_relative() => d.join(target),
+            _ => target,
+        };
+    }
+    match p.into_os_string().into_string() {
+        Ok(s) => s,
+        Err(_) => path.to_string(),
+    }
+}
+
 /// (year, month, day) of a day counted from 1970-01-01, proleptic Gregorian (H. Hinnant,
 /// "chrono-Compatible Low-Level Date Algorithms", civil_from_days).
 pub fn civil_from_days(days: i64) -> (i64, u32, u32) {

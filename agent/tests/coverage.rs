@@ -718,6 +718,71 @@ fn agent_and_runtime_jar_share_one_file() {
     assert_eq!(class_counts(&d, "CovBasics").1, want.as_slice());
 }
 
+/// A covfile that is a symbolic link (here to a file not there yet, by a relative target) is
+/// written to the link's target, by the agent's `covfile=` and the runtime jar's
+/// `-Dbci.covfile=` alike: the two runs add up in the target, the lock is `<target>.lck`, and
+/// the link stays a link. So is the agent's report `file=`. Before: the link was replaced by a
+/// regular file (the target never got the data), the lock was `<link>.lck`, and `file=` to a
+/// link to nothing stopped the JVM ("No such file or directory").
+#[test]
+fn covfile_and_file_through_a_link_are_written_to_its_target() {
+    use std::os::unix::fs::symlink;
+    let dir = tmp("covfile-link");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let (links, real) = (dir.join("links"), dir.join("real"));
+    std::fs::create_dir_all(&links).unwrap();
+    std::fs::create_dir_all(&real).unwrap();
+    let (cov, prof) = (links.join("a.cov"), links.join("prof.txt"));
+    symlink("../real/a.cov", &cov).unwrap();
+    symlink("../real/prof.txt", &prof).unwrap();
+    ok(java(
+        &classes.display().to_string(),
+        Some(&format!(
+            "coverage=y,include=CovBasics,covfile={}",
+            cov.display()
+        )),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    ok(Command::new(jdk_tool("java"))
+        .arg(format!("-Dbci.covfile={}", cov.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("CovBasics")
+        .output()
+        .unwrap());
+    assert!(cov.is_symlink(), "the covfile link was replaced");
+    let d = read(&real.join("a.cov"));
+    assert_eq!(d.sessions.len(), 2, "{:?}", d.sessions);
+    class_counts(&d, "CovBasics");
+    assert!(real.join("a.cov.lck").is_file());
+    assert!(
+        !links.join("a.cov.lck").exists(),
+        "the lock beside the link"
+    );
+    ok(java(
+        &classes.display().to_string(),
+        Some(&format!("cpu=times,file={}", prof.display())),
+        "CovBasics",
+        &[],
+    )
+    .output()
+    .unwrap());
+    assert!(prof.is_symlink(), "the file= link was replaced");
+    let report = std::fs::read_to_string(real.join("prof.txt")).unwrap();
+    assert!(report.contains("CPU TIME (ms) BEGIN"), "{report}");
+    let mut left: Vec<String> = std::fs::read_dir(&links)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a.cov", "prof.txt"]);
+}
+
 /// The session id is `<host>-<pid>-<start ms>` with the machine's host name
 /// (/proc/sys/kernel/hostname), from the agent and from the runtime jar's writer alike, whether
 /// or not the shell exported $HOSTNAME (bash does not). Before: both read $HOSTNAME only and

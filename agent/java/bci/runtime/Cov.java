@@ -93,7 +93,7 @@ public final class Cov {
             // %p, %t and %% as in -Dbci.file= and the agent's covfile= (one expansion: the
             // same start time in both paths); another % sequence stops the program here
             try {
-                covfile = Offline.expand("bci.covfile", System.getProperty("bci.covfile", "bci.cov"));
+                covfile = followLinks(Offline.expand("bci.covfile", System.getProperty("bci.covfile", "bci.cov")));
             } catch (IllegalArgumentException e) {
                 System.err.println("bci: " + e.getMessage());
                 Runtime.getRuntime().halt(2);
@@ -125,6 +125,27 @@ public final class Cov {
         sizes[cid] = n;
         IDS.put(key, cid);
         return cid;
+    }
+
+    /**
+     * {@code path} with its symbolic links followed to the final target (a link to nothing:
+     * where its target would be; up to 40, as the kernel follows them; a relative target taken
+     * from its link's directory), as the agent's covfile= (outfile::follow_links): the data is
+     * merged into the target under {@code <target>.lck} and renamed over it, and the link
+     * stays a link.
+     */
+    static String followLinks(String path) {
+        try {
+            java.nio.file.Path p = java.nio.file.Paths.get(path);
+            for (int i = 0; i < 40 && java.nio.file.Files.isSymbolicLink(p); i++) {
+                java.nio.file.Path t = java.nio.file.Files.readSymbolicLink(p);
+                java.nio.file.Path dir = p.getParent();
+                p = t.isAbsolute() || dir == null ? t : dir.resolve(t);
+            }
+            return p.toString();
+        } catch (java.io.IOException | RuntimeException e) {
+            return path;
+        }
     }
 
     /**
