@@ -3358,6 +3358,62 @@ fn code_cells(page: &str) -> Vec<String> {
         .collect()
 }
 
+/// A source file whose lines end in a lone CR (classic Mac line ends; Java and javac's
+/// LineNumberTable count a lone CR as a line end) is shown line by line on its HTML page, each
+/// line next to its own status (before: line 1 held the whole file, the other rows were empty);
+/// CRLF and LF mixed in alike.
+#[test]
+fn a_source_file_with_cr_line_ends_is_shown_line_by_line() {
+    let work = fresh_work("cr-lines");
+    let classes = work.join("classes");
+    let lines = [
+        "package cr;",
+        "public class Cr {",
+        "    static int f(int x) {",
+        "        if (x != 0) {",
+        "            return 1;",
+        "        }",
+        "        return 0;",
+        "    }",
+        "    public static void main(String[] a) {",
+        "        f(1);",
+        "    }",
+        "}",
+    ];
+    // lone CRs, then a CRLF and an LF
+    let mut text = lines[..10].join("\r") + "\r";
+    text += &format!("{}\r\n{}\n", lines[10], lines[11]);
+    javac_into(&work, &classes, &[("cr/Cr.java", &text)]);
+    let data = work.join("run.cov");
+    std::fs::write(
+        &data,
+        loaded_data("host-1-1", &[&classes.join("cr/Cr.class")]).to_bytes(),
+    )
+    .unwrap();
+    let html = work.join("html");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes),
+        os("--sources"),
+        os(&work.join("src")),
+        os("--html"),
+        os(&html),
+    ]);
+    assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
+    let page = std::fs::read_to_string(html.join("cr/Cr.java.html")).unwrap();
+    assert_eq!(code_cells(&page), lines);
+    // `return 1;` is line 5 of the class's line table: its row holds its text, not run
+    let row = &page[page.find("<tr id=\"L5\"").unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(
+        row.contains("class=\"nc\"") && row.contains("return 1;"),
+        "{row}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// A Latin-1 source file (javac -encoding ISO-8859-1; CRLF line ends) was "not found under the
 /// --sources roots" in the HTML report, its text left out, while LCOV and Cobertura named it.
 /// Without --source-encoding a file that is not UTF-8 is read as windows-1252 (Latin-1), with

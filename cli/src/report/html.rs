@@ -423,6 +423,34 @@ pub fn branch_tip(l: &Line) -> String {
     }
 }
 
+/// The lines of a source file as Java counts them (JLS 3.4, and so javac's LineNumberTable):
+/// ended by `\r\n`, `\n` or a lone `\r` (a file saved with classic Mac line ends); a last
+/// line without an end counts, an empty one after the last end does not.
+pub fn source_lines(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let b = text.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                out.push(&text[start..i]);
+                i += 1;
+                start = i;
+            }
+            b'\r' => {
+                out.push(&text[start..i]);
+                i += if b.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    if start < b.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
 fn source(r: &Report, f: &SourceFile<'_>, notes: &mut SourceNotes) -> String {
     let mut o = String::new();
     let text = match r.find_source(&f.path) {
@@ -459,7 +487,7 @@ fn source(r: &Report, f: &SourceFile<'_>, notes: &mut SourceNotes) -> String {
             }
         },
     };
-    let src: Vec<&str> = text.as_deref().map_or(Vec::new(), |t| t.lines().collect());
+    let src: Vec<&str> = text.as_deref().map_or(Vec::new(), source_lines);
     let last = f.lines.keys().next_back().copied().unwrap_or(0) as usize;
     let n = src.len().max(last);
     o.push_str("<table class=\"src\"><tbody>");
