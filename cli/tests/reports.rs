@@ -2102,6 +2102,63 @@ fn per_test_lcov_keeps_the_classes_that_never_ran() {
     assert!(outside.contains(&format!("SF:{flow}\n")), "{per_test_text}");
 }
 
+/// `--per-test` LCOV: each test has a `TN:` name of its own, though names are made of letters,
+/// digits and `_` only: a test whose name so made is an earlier test's (or `outside_tests`)
+/// gets `_2`, `_3`, …, the first free, in the order of the tests' full names. Before:
+/// `a.T#x$y()` and `a.T#x_y()` were both `TN:a_T_x_y__`, and genhtml merged the two tests.
+#[test]
+fn per_test_lcov_names_each_test_apart() {
+    let r = setup("pertest-tn", &["CovBasics"]);
+    let run = CovData::parse(&std::fs::read(&r.data).unwrap()).unwrap();
+    let mut d = CovData::default();
+    d.add_all(&run).unwrap();
+    let tests = [
+        "com.acme.ColTest#x$y()",
+        "com.acme.ColTest#x_y()",
+        "com.acme.ColTest#x_y()_2",
+        "outside tests",
+    ];
+    for t in tests {
+        for ((name, hash), counts) in &run.classes {
+            let third: Vec<u64> = counts.iter().map(|c| c / 3).collect();
+            d.add_test_class(t, name, *hash, &third).unwrap();
+        }
+    }
+    let data = r.work.join("pertest.cov");
+    std::fs::write(&data, d.to_bytes()).unwrap();
+    let info = r.work.join("pertest.info");
+    bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&r.orig),
+        os("--sources"),
+        os(&r.src_dir),
+        os("--per-test"),
+        os("--lcov"),
+        os(&info),
+    ]);
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    let sections: Vec<&str> = lcov.lines().filter_map(|l| l.strip_prefix("TN:")).collect();
+    assert_eq!(
+        sections,
+        [
+            "com_acme_ColTest_x_y__",
+            "com_acme_ColTest_x_y___2",
+            "com_acme_ColTest_x_y___2_2",
+            "outside_tests_2",
+            "outside_tests"
+        ]
+    );
+    let o = Command::new("genhtml")
+        .arg("-o")
+        .arg(r.work.join("genhtml"))
+        .arg(&info)
+        .output()
+        .expect("genhtml (Debian lcov)");
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 /// A `--sources` root that is not a directory is named once on stderr (only each HTML page
 /// said so, as "not found under the --sources roots"); the report is still made, and a root
 /// that exists next to it is used.
