@@ -212,10 +212,10 @@ pub fn merge(
     crate::io::write_replacing(output, &all.to_bytes())?;
     let _ = writeln!(
         notes,
-        "bci: wrote {}: {} classes, {} sessions{}",
+        "bci: wrote {}: {}, {}{}",
         output.display(),
-        all.classes.len(),
-        all.sessions.len(),
+        crate::io::count(all.classes.len(), "class", "classes"),
+        crate::io::count(all.sessions.len(), "session", "sessions"),
         if left_out {
             " (a session whose data was left out stays listed: its other classes keep their \
              counts)"

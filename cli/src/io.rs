@@ -193,6 +193,11 @@ pub fn check_output(opt: &str, path: &Path, dir: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// `n` and the noun for it: `1 class`, `2 classes`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Writes to stdout (the `out!`/`outln!` macros). A reader that went away (`bci … | head`)
 /// ends the program quietly with the status a shell gives a command killed by SIGPIPE
 /// (128 + 13) instead of a panic; another write error ends it with status 2.

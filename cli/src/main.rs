@@ -459,6 +459,7 @@ fn main() -> ExitCode {
             let mut other_kind = 0usize;
             let mut reg = Registry::default();
             let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);
+            let (mut no_code, mut not_selected) = (0usize, 0usize);
             let progress = progress::Progress::new("classes");
             let res = io::transform(&input, &output, &progress, |name, bytes| {
                 classes += 1;
@@ -499,7 +500,20 @@ fn main() -> ExitCode {
                         rewritten += 1;
                         Some(b)
                     }
-                    Ok(Outcome::Unchanged) => None,
+                    Ok(Outcome::Unchanged) => {
+                        // left out by --include/--exclude, or nothing to instrument (an
+                        // interface without code, a module descriptor)
+                        let selected = bci::ClassFile::parse(bytes)
+                            .ok()
+                            .and_then(|cf| cf.name().ok().map(|n| r.selects_class(&n)))
+                            .unwrap_or(true);
+                        if selected {
+                            no_code += 1;
+                        } else {
+                            not_selected += 1;
+                        }
+                        None
+                    }
                     Err(e) => {
                         failed += 1;
                         progress.line(&format!("bci: {name}: left original: {e}"));
@@ -529,16 +543,32 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-            if coverage {
-                outln!(
-                    "bci: {classes} classes, {rewritten} instrumented with coverage counters, {failed} left original"
-                );
+            // every class in one of the parts: the summary adds up
+            let mut parts = vec![io::count(classes, "class", "classes")];
+            parts.push(if coverage {
+                format!("{rewritten} instrumented with coverage counters")
             } else {
-                outln!(
-                    "bci: {classes} classes, {rewritten} instrumented ({} methods), {failed} left original",
-                    reg.map.len()
-                );
+                format!(
+                    "{rewritten} instrumented ({})",
+                    io::count(reg.map.len(), "method", "methods")
+                )
+            });
+            if no_code > 0 {
+                parts.push(format!(
+                    "{no_code} without code to {}",
+                    if coverage { "count" } else { "probe" }
+                ));
             }
+            if not_selected > 0 {
+                parts.push(format!(
+                    "{not_selected} not selected by --include/--exclude"
+                ));
+            }
+            if marked > 0 {
+                parts.push(format!("{marked} instrumented already"));
+            }
+            parts.push(format!("{failed} left original"));
+            outln!("bci: {}", parts.join(", "));
             if runtime_ids && rewritten > 0 {
                 outln!(
                     "bci: run it with the runtime jar (bci runtime-jar bci-runtime.jar) on the class path; it writes {} at exit for bci report",
@@ -547,7 +577,11 @@ fn main() -> ExitCode {
             }
             if marked > 0 {
                 outln!(
-                    "bci: {marked} classes were instrumented already and were copied as they are"
+                    "bci: {} instrumented already and {} copied as {} {}",
+                    io::count(marked, "class was", "classes were"),
+                    if marked == 1 { "was" } else { "were" },
+                    if marked == 1 { "it" } else { "they" },
+                    if marked == 1 { "is" } else { "are" }
                 );
             }
             if strict && failed + other_kind > 0 {

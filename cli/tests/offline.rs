@@ -1559,4 +1559,58 @@ fn work_in_the_programs_shutdown_hooks_is_counted() {
         );
         assert!(lcov.contains("FNDA:1,OfflHook.inHook()V"), "{mode}: {lcov}");
     }
+
+/// The summary of `bci instrument` adds up: every class is instrumented, left original, or
+/// named for why it was copied as it is (an interface without code: nothing to count; left
+/// out by --exclude; instrumented already), and a count of 1 is singular. Before: `3 classes,
+/// 1 instrumented with coverage counters, 0 left original` for a class, an interface without
+/// code and a class excluded, and `1 classes were instrumented already`.
+#[test]
+fn instrument_summary_adds_up() {
+    let out = fresh("summary");
+    let (classes, cov, again) = (out.join("classes"), out.join("cov"), out.join("again"));
+    let src = out.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for (f, t) in [
+        ("A.java", "public class A { int f() { return 1; } }"),
+        ("B.java", "public class B { int g() { return 2; } }"),
+        ("I.java", "public interface I { int f(); }"),
+    ] {
+        std::fs::write(src.join(f), t).unwrap();
+    }
+    javac(
+        &classes,
+        &["A.java", "B.java", "I.java"].map(|f| src.join(f)),
+    );
+    let o = bci(&[
+        &"instrument",
+        &"--coverage",
+        &classes,
+        &cov,
+        &"--exclude",
+        &"B",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout).lines().next().unwrap(),
+        "bci: 3 classes, 1 instrumented with coverage counters, 1 without code to count, 1 not \
+         selected by --include/--exclude, 0 left original"
+    );
+    let o = bci(&[&"instrument", &"--coverage", &cov, &again]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "bci: 3 classes, 1 instrumented with coverage counters, 1 without code to count, 1 \
+         instrumented already, 0 left original\n\
+         bci: run it with the runtime jar (bci runtime-jar bci-runtime.jar) on the class path; \
+         it writes bci.cov at exit for bci report\n\
+         bci: 1 class was instrumented already and was copied as it is\n"
+    );
+    // cpu=times probes: the interface has nothing to probe
+    let o = bci(&[&"instrument", &classes, &out.join("cpu")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout).lines().next().unwrap(),
+        "bci: 3 classes, 2 instrumented (4 methods), 1 without code to probe, 0 left original"
+    );
 }

@@ -475,7 +475,7 @@ fn cobertura_lcov_csv_and_console_from_two_data_files() {
     ]);
     let console = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
-        console.contains("1 classes analysed, 1 with data; 2 sessions"),
+        console.contains("1 class analysed, 1 with data; 2 sessions"),
         "{console}"
     );
     let k = &r.class.counters;
@@ -607,11 +607,11 @@ fn class_filters() {
     let (code, s, err) = run_bci(&[os("report"), os(&r.data), os("--classes"), os(&empty)]);
     assert_eq!(code, Some(1), "{s}{err}");
     assert!(
-        s.contains("note: 1 classes in the data are under no --classes path: CovBasics\n"),
+        s.contains("note: 1 class in the data is under no --classes path: CovBasics\n"),
         "{s}"
     );
     assert!(
-        err.starts_with("bci: error: none of the 1 classes in the data"),
+        err.starts_with("bci: error: the 1 class in the data is not"),
         "{err}"
     );
     let s = report(&r.orig, &["--include", "Nothing.*"]);
@@ -629,7 +629,7 @@ fn class_filters() {
     );
     assert!(!s.contains("CovBasics.java:"), "{s}");
     let s = report(&r.orig, &["--include", "Cov*", "--exclude", "x.*"]);
-    assert!(s.contains("1 classes analysed, 1 with data"), "{s}");
+    assert!(s.contains("1 class analysed, 1 with data"), "{s}");
 
     let o = Command::new(BCI)
         .arg("report")
@@ -754,7 +754,7 @@ fn stale_data_alone_reports_the_class_as_not_covered() {
     assert_eq!(row(&out, "total"), not_run, "{out}");
     assert!(
         out.contains(&format!(
-            "\n1 classes analysed, 0 with data; 1 sessions in {}\n",
+            "\n1 class analysed, 0 with data; 1 session in {}\n",
             r.data.display()
         )),
         "{out}"
@@ -798,7 +798,7 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
         assert_eq!(row(&out, "total"), run_counts, "{out}");
         assert!(
             out.contains(&format!(
-                "\n1 classes analysed, 1 with data; 2 sessions in {}, {}\n",
+                "\n1 class analysed, 1 with data; 2 sessions in {}, {}\n",
                 r.data.display(),
                 other_data.display()
             )),
@@ -850,7 +850,7 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
         err,
         format!(
             "bci: {}: CovBasics: data of build {:016x} left out; kept: build {:016x} (of {}, the \
-             first input that has the class)\nbci: wrote {}: 1 classes, 2 sessions (a session \
+             first input that has the class)\nbci: wrote {}: 1 class, 2 sessions (a session \
              whose data was left out stays listed: its other classes keep their counts)\n",
             other_data.display(),
             class_hash(&std::fs::read(other.join("CovBasics.class")).unwrap()),
@@ -1196,7 +1196,7 @@ fn multi_release_jar_reports_the_entry_that_ran() {
         );
         assert_eq!(row(&out, "total"), want, "{data:?} {out}");
         assert!(
-            out.contains(&format!("\n1 classes analysed, {with_data} with data;")),
+            out.contains(&format!("\n1 class analysed, {with_data} with data;")),
             "{out}"
         );
     }
@@ -1410,7 +1410,7 @@ fn one_runs_data_given_twice_is_refused() {
         format!(
             "bci: {}: session host-10-1 is in it twice: that run's counts are likely counted \
              twice (a merge of data with itself); remake it from the files it was merged from\n\
-             bci: error: none of the 1 classes in the data is under the --classes paths ({}): \
+             bci: error: the 1 class in the data is not under the --classes paths ({}): \
              no class was analysed; give the directories or jars of the classes that ran (a.B)\n",
             twice.display(),
             classes.display()
@@ -1571,7 +1571,7 @@ fn report_outputs_that_are_an_input_or_another_output_are_refused() {
     // (exit 1 only because the data's class a/B is not under --classes)
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(
-        err.starts_with("bci: error: none of the 1 classes in the data is under the --classes"),
+        err.starts_with("bci: error: the 1 class in the data is not under the --classes"),
         "{err}"
     );
     assert!(work.join("r.xml").is_file() && work.join("r.info").is_file());
@@ -2682,7 +2682,7 @@ fn outputs_are_written_through_links_and_into_fifos_and_pipes() {
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("GROUP,PACKAGE,CLASS"), "{out}");
-    assert!(out.contains("classes analysed"), "{out}");
+    assert!(out.contains("class analysed"), "{out}");
 }
 
 /// Every output path is checked before any is written, and a bad one is named with its
@@ -3088,6 +3088,42 @@ fn javac_into(work: &Path, out: &Path, sources: &[(&str, &str)]) {
     assert!(st.success(), "javac {sources:?}");
 }
 
+/// A class file under --classes that is no class file (cut short) is an error naming it, and
+/// its class is not also said to be "under no --classes path" (its file is there).
+#[test]
+fn an_unreadable_class_file_is_not_called_absent() {
+    let work = fresh_work("unreadable-class");
+    let classes = work.join("classes");
+    javac_into(
+        &work,
+        &classes,
+        &[(
+            "com/acme/Calc.java",
+            "package com.acme; public class Calc { int f() { return 1; } }",
+        )],
+    );
+    let file = classes.join("com/acme/Calc.class");
+    let data = work.join("run.cov");
+    std::fs::write(&data, loaded_data("host-1-1", &[&file]).to_bytes()).unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..40]).unwrap();
+    let (code, out, err) = run_bci(&[os("report"), os(&data), os("--classes"), os(&classes)]);
+    assert_eq!((code, err.as_str()), (Some(1), ""), "{out}");
+    assert!(
+        out.contains(&format!(
+            "\nerror: {}: com/acme/Calc.class: not a class file\n",
+            classes.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("under no --classes path"), "{out}");
+    assert!(
+        out.contains("\n0 classes analysed, 0 with data; 1 session in"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Data of one run (session `id`) in which each class file of `classes` was loaded and none of
 /// its code ran (every counter 0): each class is "with data", under the hash of its bytes.
 fn loaded_data(id: &str, classes: &[&Path]) -> CovData {
@@ -3202,7 +3238,7 @@ fn jars_in_class_directories_and_nested_jars_are_read() {
             path.display()
         );
         assert!(
-            out.contains("\n3 classes analysed, 3 with data; 1 sessions in"),
+            out.contains("\n3 classes analysed, 3 with data; 1 session in"),
             "{}: {out}",
             path.display()
         );
@@ -3268,9 +3304,9 @@ fn instrumented_copies_given_as_classes_are_refused() {
         assert_eq!(
             err,
             format!(
-                "bci: error: {}: 1 classes instrumented by bci instrument (with {kind}), not \
-                 the original classes: they cannot be analysed and are left out (p.A; the data \
-                 is of their original build); give --classes the classes bci instrument read\n",
+                "bci: error: {}: 1 class instrumented by bci instrument (with {kind}), not \
+                 the original class: it cannot be analysed and is left out (p.A; the data \
+                 is of its original build); give --classes the classes bci instrument read\n",
                 copy.display()
             )
         );
@@ -3289,12 +3325,12 @@ fn instrumented_copies_given_as_classes_are_refused() {
         assert_eq!(
             err,
             format!(
-                "bci: warning: {}: 1 classes instrumented by bci instrument left out (p.A): \
-                 the original classes are reported\n",
+                "bci: warning: {}: 1 class instrumented by bci instrument left out (p.A): \
+                 the original class is reported\n",
                 copy.display()
             )
         );
-        assert!(out.contains("\n1 classes analysed, 1 with data;"), "{out}");
+        assert!(out.contains("\n1 class analysed, 1 with data;"), "{out}");
     }
     let _ = std::fs::remove_dir_all(&work);
 }
@@ -3391,8 +3427,8 @@ fn a_class_past_the_counter_limit_is_named_in_the_report() {
     assert_eq!((code, err.as_str()), (Some(0), ""), "{out}");
     assert!(out.contains("\n2 classes analysed, 1 with data;"), "{out}");
     let note = format!(
-        "note: 1 classes would need more coverage counters than a class may have (32768): never \
-         instrumented (bci instrument and the agent leave them without coverage), they show as \
+        "note: 1 class would need more coverage counters than a class may have (32768): never \
+         instrumented (bci instrument and the agent leave it without coverage), it shows as \
          not run: h.Big ({n} counters)\n"
     );
     assert!(out.contains(&note), "{out}");
@@ -3521,8 +3557,8 @@ fn a_source_file_that_is_not_utf8_is_shown_decoded() {
     assert_eq!(
         err,
         format!(
-            "bci: warning: --html {}: 1 source files are not UTF-8, read as windows-1252 \
-             (Latin-1): {}; give --source-encoding NAME (as javac's -encoding) if they are in \
+            "bci: warning: --html {}: 1 source file is not UTF-8, read as windows-1252 \
+             (Latin-1): {}; give --source-encoding NAME (as javac's -encoding) if it is in \
              another\n",
             html.display(),
             src.join("e/Lat.java").display()
@@ -3615,7 +3651,7 @@ fn merge_ignore_stale_keeps_a_build_it_names() {
             err,
             format!(
                 "bci: {}: p/A: data of build {h2:016x} left out; kept: build {h1:016x} (of {}, \
-                 the first input that has the class)\nbci: wrote {}: 1 classes, 2 sessions (a \
+                 the first input that has the class)\nbci: wrote {}: 1 class, 2 sessions (a \
                  session whose data was left out stays listed: its other classes keep their \
                  counts)\n",
                 second.display(),

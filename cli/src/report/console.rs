@@ -3,6 +3,7 @@
 //! on stderr: [`super::run`]).
 
 use super::{dotted_package, Package, Report};
+use crate::io::count;
 use bci_rewriter::coverage::analysis::{Counter, Counters, Status};
 use std::fmt::Write;
 
@@ -52,10 +53,10 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
         .collect();
     let _ = writeln!(
         s,
-        "{} classes analysed, {} with data; {} sessions in {}",
-        r.classes.len(),
+        "{} analysed, {} with data; {} in {}",
+        count(r.classes.len(), "class", "classes"),
         r.with_data,
-        r.sessions.len(),
+        count(r.sessions.len(), "session", "sessions"),
         files.join(", ")
     );
     if !r.not_found.is_empty() {
@@ -67,8 +68,9 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "note: {} classes in the data are under no --classes path: {}{}",
-            r.not_found.len(),
+            "note: {} in the data {} under no --classes path: {}{}",
+            count(r.not_found.len(), "class", "classes"),
+            if r.not_found.len() == 1 { "is" } else { "are" },
             some.join(", "),
             if r.not_found.len() > 5 { ", …" } else { "" }
         );
@@ -88,9 +90,10 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     if !not_analysed.is_empty() {
         let _ = writeln!(
             s,
-            "note: {} methods could take no counters and are in no count above (neither covered \
-             nor missed):",
-            not_analysed.len()
+            "note: {} could take no counters and {} in no count above (neither covered nor \
+             missed):",
+            count(not_analysed.len(), "method", "methods"),
+            if not_analysed.len() == 1 { "is" } else { "are" }
         );
         for m in not_analysed.iter().take(20) {
             let _ = writeln!(s, "  {m}");
@@ -112,9 +115,9 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     } else if let Some(pt) = &r.per_test {
         let _ = writeln!(
             s,
-            "per test: {} tests; each line with code and the tests that ran it ((outside tests): \
+            "per test: {}; each line with code and the tests that ran it ((outside tests): \
              also run outside every test, e.g. by a @BeforeAll; - for a line never run):",
-            pt.tests.len()
+            count(pt.tests.len(), "test", "tests")
         );
         if let Some(note) = pt.overlap_note() {
             let _ = writeln!(s, "per test: {note}");

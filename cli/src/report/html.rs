@@ -221,17 +221,28 @@ impl SourceNotes {
         let mut w = Vec::new();
         if !self.read_as_1252.is_empty() {
             w.push(format!(
-                "{} source files are not UTF-8, read as windows-1252 (Latin-1): {}; give \
-                 --source-encoding NAME (as javac's -encoding) if they are in another",
-                self.read_as_1252.len(),
-                list(&self.read_as_1252)
+                "{} not UTF-8, read as windows-1252 (Latin-1): {}; give \
+                 --source-encoding NAME (as javac's -encoding) if {} in another",
+                match self.read_as_1252.len() {
+                    1 => "1 source file is".to_string(),
+                    n => format!("{n} source files are"),
+                },
+                list(&self.read_as_1252),
+                if self.read_as_1252.len() == 1 {
+                    "it is"
+                } else {
+                    "they are"
+                }
             ));
         }
         if !self.invalid.is_empty() {
             w.push(format!(
-                "{} source files are not valid UTF-8 as --source-encoding says: {}; the bytes \
+                "{} not valid UTF-8 as --source-encoding says: {}; the bytes \
                  that are not are shown as U+FFFD",
-                self.invalid.len(),
+                match self.invalid.len() {
+                    1 => "1 source file is".to_string(),
+                    n => format!("{n} source files are"),
+                },
                 list(&self.invalid)
             ));
         }
@@ -272,9 +283,9 @@ fn pages(
     );
     let _ = write!(
         body,
-        "<p class=\"note\">{} classes, {} sessions.</p>",
-        r.classes.len(),
-        r.sessions.len()
+        "<p class=\"note\">{}, {}.</p>",
+        crate::io::count(r.classes.len(), "class", "classes"),
+        crate::io::count(r.sessions.len(), "session", "sessions")
     );
     if let Some(note) = r.too_big_note() {
         let _ = write!(body, "<p class=\"note\">{}.</p>", esc(&note));

@@ -385,6 +385,8 @@ impl Report {
             per_test: None,
         };
         let mut containers: Vec<String> = Vec::new();
+        // names of class files that are no class file (an error each, said above)
+        let mut unreadable = std::collections::BTreeSet::new();
         let mut copies: BTreeMap<usize, Vec<Copy>> = BTreeMap::new();
         for root in a.classes {
             for c in classpath::read(root, &mut r.errors, &mut r.warnings)? {
@@ -401,6 +403,15 @@ impl Report {
                     }
                     let Ok(cf) = bci::ClassFile::parse(&bytes) else {
                         r.errors.push(format!("{root}: {entry}: not a class file"));
+                        // the class its path names is there, if unreadable: not "under no
+                        // --classes path"
+                        let rel = match release {
+                            Some(_) => entry.splitn(4, '/').nth(3).unwrap_or(&entry),
+                            None => entry.as_str(),
+                        };
+                        if let Some(n) = rel.strip_suffix(".class") {
+                            unreadable.insert(n.to_string());
+                        }
                         continue;
                     };
                     let Ok(name) = cf.name().map(|n| n.into_owned()) else {
@@ -447,10 +458,12 @@ impl Report {
             }
             if cs.iter().all(|c| by_name.contains_key(&c.name)) {
                 r.warnings.push(format!(
-                    "{}: {n} classes instrumented by bci instrument left out ({}): the original \
-                     classes are reported",
+                    "{}: {} instrumented by bci instrument left out ({}): the original {} \
+                     reported",
                     containers[*ri],
-                    names.join(", ")
+                    crate::io::count(n, "class", "classes"),
+                    names.join(", "),
+                    if n == 1 { "class is" } else { "classes are" }
                 ));
                 continue;
             }
@@ -466,15 +479,23 @@ impl Report {
             let of_data = if matches == 0 {
                 ""
             } else if matches == cs.len() {
-                "; the data is of their original build"
+                if n == 1 {
+                    "; the data is of its original build"
+                } else {
+                    "; the data is of their original build"
+                }
             } else {
                 "; the data is of the original build of some"
             };
             r.input_errors.push(format!(
-                "{}: {n} classes instrumented by bci instrument ({kind}), not the original \
-                 classes: they cannot be analysed and are left out ({}{of_data}); give \
+                "{}: {} instrumented by bci instrument ({kind}), not the original \
+                 {}: {} cannot be analysed and {} left out ({}{of_data}); give \
                  --classes the classes bci instrument read",
                 containers[*ri],
+                crate::io::count(n, "class", "classes"),
+                if n == 1 { "class" } else { "classes" },
+                if n == 1 { "it" } else { "they" },
+                if n == 1 { "is" } else { "are" },
                 names.join(", ")
             ));
             present.extend(cs.iter().map(|c| c.name.clone()));
@@ -629,7 +650,7 @@ impl Report {
             .classes
             .keys()
             .map(|(n, _)| n)
-            .filter(|n| !present.contains(*n))
+            .filter(|n| !present.contains(*n) && !unreadable.contains(*n))
             .cloned()
             .collect();
         r.not_found.dedup();
@@ -648,9 +669,12 @@ impl Report {
             }
             let paths: Vec<String> = a.classes.iter().map(|p| p.display().to_string()).collect();
             r.input_errors.push(format!(
-                "none of the {} classes in the data is under the --classes paths ({}): no \
-                 class was analysed; give the directories or jars of the classes that ran ({})",
-                in_data.len(),
+                "{} under the --classes paths ({}): no class was analysed; give the \
+                 directories or jars of the classes that ran ({})",
+                match in_data.len() {
+                    1 => "the 1 class in the data is not".to_string(),
+                    n => format!("none of the {n} classes in the data is"),
+                },
                 paths.join(", "),
                 some.join(", ")
             ));
@@ -757,11 +781,24 @@ impl Report {
             some.push("…".into());
         }
         Some(format!(
-            "{} classes would need more coverage counters than a class may have ({}): never \
-             instrumented (bci instrument and the agent leave them without coverage), they show \
+            "{} more coverage counters than a class may have ({}): never \
+             instrumented (bci instrument and the agent leave {} without coverage), {} \
              as not run: {}",
-            self.too_big.len(),
+            match self.too_big.len() {
+                1 => "1 class would need".to_string(),
+                n => format!("{n} classes would need"),
+            },
             bci_rewriter::coverage::MAX_COUNTERS,
+            if self.too_big.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            if self.too_big.len() == 1 {
+                "it shows"
+            } else {
+                "they show"
+            },
             some.join(", ")
         ))
     }
