@@ -1980,6 +1980,80 @@ fn per_test(agent: bool) {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// Under the JUnit Platform each invocation of a parameterized or repeated test and each
+/// dynamic test of a test factory is a test of its own, named by its method and its
+/// invocation indexes (cli/tests/fixtures/pertest/InvocationsTest.java: 7 tests, as JUnit
+/// counts them). Before: they were named by their method alone, `per test: 4 tests`, each
+/// method's invocations one test.
+#[test]
+fn per_test_names_each_invocation_apart() {
+    if !Path::new(JUNIT).exists() {
+        eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
+        return;
+    }
+    let work = fresh_work("pertest-invocations");
+    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
+    let src = common::workspace().join("cli/tests/fixtures/pertest");
+    for (cp, out, file) in [
+        (String::new(), &orig, "Shapes.java"),
+        (
+            format!("{}:{JUNIT}", orig.display()),
+            &tests,
+            "InvocationsTest.java",
+        ),
+    ] {
+        let st = Command::new(common::java_home().join("bin/javac"))
+            .args(["-g", "-cp", &cp, "-d"])
+            .arg(out)
+            .arg(src.join(file))
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac {file}");
+    }
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    let data = work.join("run.cov");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-jar")
+        .arg(JUNIT)
+        .arg("-cp")
+        .arg(format!(
+            "{}:{}:{}",
+            inst.display(),
+            tests.display(),
+            rt.display()
+        ))
+        .args(["--select-class", "InvocationsTest", "--disable-banner"])
+        .output()
+        .unwrap();
+    assert!(text(&o).contains("7 tests successful"), "{}", text(&o));
+    let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+    assert_eq!(
+        d.tests.keys().collect::<Vec<_>>(),
+        [
+            "InvocationsTest#dynamic()[1]",
+            "InvocationsTest#dynamic()[2][1]",
+            "InvocationsTest#param(int)[1]",
+            "InvocationsTest#param(int)[2]",
+            "InvocationsTest#plain()",
+            "InvocationsTest#repeated()[1]",
+            "InvocationsTest#repeated()[2]",
+        ]
+    );
+    let o = bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&orig),
+        os("--per-test"),
+    ]);
+    let console = String::from_utf8_lossy(&o.stdout);
+    assert!(console.contains("\nper test: 7 tests;"), "{console}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// An LCOV tracefile merged as genhtml and `lcov -a` merge its `TN:` sections: per source file
 /// (`SF:`), each line's `DA` count and each branch outcome's `BRDA` count (`-` is 0) summed over
 /// the sections.
