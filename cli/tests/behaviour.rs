@@ -246,7 +246,7 @@ fn old_class_with_jsr_ret_is_instrumented_and_runs() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(
-        report.contains("note: 1 methods could take no counters")
+        report.contains("note: 1 method could take no counters and is in no count")
             && report.lines().any(|l| l.starts_with("  Old.f(I)I: ")),
         "{report}"
     );
