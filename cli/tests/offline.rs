@@ -1559,6 +1559,7 @@ fn work_in_the_programs_shutdown_hooks_is_counted() {
         );
         assert!(lcov.contains("FNDA:1,OfflHook.inHook()V"), "{mode}: {lcov}");
     }
+}
 
 /// The summary of `bci instrument` adds up: every class is instrumented, left original, or
 /// named for why it was copied as it is (an interface without code: nothing to count; left
