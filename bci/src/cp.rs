@@ -88,7 +88,7 @@ pub fn tag_name(t: u8) -> &'static str {
 }
 
 /// Payload length after the tag byte, for fixed-size tags.
-fn fixed_len(t: u8) -> Option<usize> {
+const fn fixed_len(t: u8) -> Option<usize> {
     Some(match t {
         tag::INTEGER | tag::FLOAT => 4,
         tag::LONG | tag::DOUBLE => 8,
@@ -104,8 +104,77 @@ fn fixed_len(t: u8) -> Option<usize> {
     })
 }
 
+/// The constant pool's entries from index 1 on, as long as they are well formed and fit
+/// (`rest` starts at entry 1, at `base` in the class bytes): notes their offsets, tags and the
+/// first Utf8 `StackMapTable`, returns the index of the first entry not read and the bytes
+/// read. The length comes from the tag (Utf8's from its own length).
+#[inline(never)]
+fn scan_entries(
+    rest: &[u8],
+    base: usize,
+    major: u16,
+    offsets: &mut [u32],
+    tags: &mut [u8],
+    smt_name: &mut u16,
+) -> (usize, usize) {
+    let count = offsets.len().min(tags.len());
+    let mut i = 1;
+    let mut p = 0usize;
+    while i < count {
+        let Some(&t) = rest.get(p) else { break };
+        let len = match t {
+            tag::UTF8 => match rest.get(p + 1..p + 3) {
+                Some(h) => 3 + u16::from_be_bytes([h[0], h[1]]) as usize,
+                None => break,
+            },
+            _ => ENTRY_LEN[t as usize] as usize,
+        };
+        let slots = 1 + (t == tag::LONG || t == tag::DOUBLE) as usize;
+        if len == 0 || p + len > rest.len() || MIN_MAJOR[t as usize] > major || i + slots > count {
+            break;
+        }
+        if t == tag::UTF8
+            && len == 3 + SMT.len()
+            && *smt_name == 0
+            && rest.get(p + 3..p + len) == Some(SMT)
+        {
+            *smt_name = i as u16;
+        }
+        offsets[i] = (base + p) as u32;
+        tags[i] = t;
+        p += len;
+        i += slots;
+    }
+    (i, p)
+}
+
+/// [`fixed_len`] with the tag byte, per tag; 0 for Utf8 and invalid tags.
+const ENTRY_LEN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = match fixed_len(i as u8) {
+            Some(n) => n as u8 + 1,
+            None => 0,
+        };
+        i += 1;
+    }
+    t
+};
+
+/// [`min_major`] per tag.
+const MIN_MAJOR: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = min_major(i as u8);
+        i += 1;
+    }
+    t
+};
+
 /// Minimum major version for a tag (JVMS table 4.4-B).
-fn min_major(t: u8) -> u16 {
+const fn min_major(t: u8) -> u16 {
     match t {
         tag::METHOD_HANDLE | tag::METHOD_TYPE | tag::INVOKE_DYNAMIC => 51,
         tag::MODULE | tag::PACKAGE => 53,
@@ -120,6 +189,8 @@ pub struct ConstantPool<'a> {
     bytes: &'a [u8],
     /// Offset of each entry's tag byte; 0 for index 0 and the unusable slot after Long/Double.
     offsets: Vec<u32>,
+    /// Each entry's tag; 0 for index 0 and the unusable slot after Long/Double.
+    tags: Vec<u8>,
     /// Byte range of all entries (after the count) in the class bytes.
     pub start: usize,
     pub end: usize,
@@ -142,8 +213,19 @@ impl<'a> ConstantPool<'a> {
         }
         let start = r.abs();
         let mut offsets = vec![0u32; count];
+        let mut tags = vec![0u8; count];
         let mut smt_name = 0u16;
-        let mut i = 1;
+        // Fast path over well-formed entries that fit: the first entry that is not stops it,
+        // and the checked loop below takes over from there (it reports the error).
+        let (mut i, len) = scan_entries(
+            r.rest(),
+            r.abs(),
+            major,
+            &mut offsets,
+            &mut tags,
+            &mut smt_name,
+        );
+        r.skip(len)?;
         while i < count {
             let at = r.abs();
             // Fast path: a well-formed entry that fits (anything else takes the checked path
@@ -168,6 +250,7 @@ impl<'a> ConstantPool<'a> {
                         smt_name = i as u16;
                     }
                     offsets[i] = at as u32;
+                    tags[i] = t;
                     r.skip(len)?;
                     i += slots;
                     continue;
@@ -183,6 +266,7 @@ impl<'a> ConstantPool<'a> {
                 .at(at));
             }
             offsets[i] = at as u32;
+            tags[i] = t;
             match t {
                 tag::UTF8 => {
                     let n = r.u16()? as usize;
@@ -216,6 +300,7 @@ impl<'a> ConstantPool<'a> {
         let cp = ConstantPool {
             bytes,
             offsets,
+            tags,
             start,
             end: r.abs(),
             smt_name,
@@ -226,18 +311,26 @@ impl<'a> ConstantPool<'a> {
 
     /// Checks that every entry refers to entries of the right kinds (JVMS 4.4).
     fn check_refs(&self) -> Result<()> {
-        for i in 1..self.offsets.len() {
-            let off = self.offsets[i] as usize;
-            if off == 0 {
+        let tags = &self.tags[..];
+        // the tag of entry `idx` (0: none)
+        let tag_of = |idx: u16| tags.get(idx as usize).copied().unwrap_or(0);
+        for (i, &t) in tags.iter().enumerate() {
+            // the entries that refer to none first (Utf8, numbers, unusable slots)
+            if matches!(
+                t,
+                0 | tag::UTF8 | tag::INTEGER | tag::FLOAT | tag::LONG | tag::DOUBLE
+            ) {
                 continue;
             }
-            let t = self.bytes[off];
+            let off = self.offsets[i] as usize;
             let p = off + 1;
             // the check inline, the error out of line
             let want = |idx: u16, tags: &[u8], what: &str| -> Result<()> {
-                match self.tag(idx) {
-                    Some(g) if tags.contains(&g) => Ok(()),
-                    got => Err(bad_ref(i, t, off, idx, got, tags, what)),
+                let g = tag_of(idx);
+                if g != 0 && tags.contains(&g) {
+                    Ok(())
+                } else {
+                    Err(bad_ref(i, t, off, idx, self.tag(idx), tags, what))
                 }
             };
             match t {
@@ -283,6 +376,12 @@ impl<'a> ConstantPool<'a> {
         Ok(())
     }
 
+    /// The first Utf8 entry `StackMapTable` (0: none): another with the same text has a
+    /// higher index.
+    #[inline]
+    pub(crate) fn smt_name(&self) -> u16 {
+        self.smt_name
+    }
     /// Number of slots (constant_pool_count).
     pub fn count(&self) -> u16 {
         self.offsets.len() as u16
@@ -293,11 +392,9 @@ impl<'a> ConstantPool<'a> {
     }
     #[inline]
     pub fn tag(&self, i: u16) -> Option<u8> {
-        let off = *self.offsets.get(i as usize)? as usize;
-        if off == 0 {
-            None
-        } else {
-            Some(self.bytes[off])
+        match self.tags.get(i as usize) {
+            Some(&t) if t != 0 => Some(t),
+            _ => None,
         }
     }
     /// Offset of the entry's payload (after the tag), checked to have tag `t`.
@@ -718,11 +815,19 @@ impl<'a> CpBuilder<'a> {
         }
         let b = self.cp.bytes;
         let fixed = fixed_len(t).unwrap_or(0);
-        for (i, &off) in self.cp.offsets.iter().enumerate().skip(1).rev() {
-            let off = off as usize;
-            if off == 0 || b[off] != t {
+        for (i, (&off, &ti)) in self
+            .cp
+            .offsets
+            .iter()
+            .zip(&self.cp.tags)
+            .enumerate()
+            .skip(1)
+            .rev()
+        {
+            if ti != t {
                 continue;
             }
+            let off = off as usize;
             let len = if t == tag::UTF8 {
                 2 + be16(b, off + 1) as usize
             } else {
@@ -895,9 +1000,9 @@ impl<'a> CpBuilder<'a> {
         let list = self.classes.get_or_insert_with(|| {
             // (about one entry in eight is a Class entry)
             let mut v = Vec::with_capacity(cp.offsets.len() / 6);
-            for (i, &off) in cp.offsets.iter().enumerate().skip(1) {
+            for (i, (&off, &t)) in cp.offsets.iter().zip(&cp.tags).enumerate().skip(1) {
                 let off = off as usize;
-                if off != 0 && b[off] == tag::CLASS {
+                if t == tag::CLASS {
                     if let Some(raw) = name_at(off) {
                         v.push(((raw_hash(tag::UTF8, raw) >> 32) as u32, i as u16));
                     }

@@ -17,6 +17,14 @@ use crate::snippet::Snippet;
 
 const NONE: u32 = u32::MAX;
 
+/// What the instruction buffer is filled with before it is decoded into.
+const NO_INSN: Insn = Insn {
+    pc: 0,
+    opcode: 0,
+    wide: false,
+    len: 0,
+};
+
 /// Per opcode, for the decoding pass: 1 = uses a local variable, 2 = branch or switch
 /// (relocated on finish), 3 = return, 0 = none of these.
 const KIND: [u8; 256] = {
@@ -35,6 +43,116 @@ const KIND: [u8; 256] = {
     }
     t
 };
+
+/// Per opcode, for the decoding pass's fast path (instructions of a fixed length): the length
+/// (0: not fixed), what [`KIND`] says with local-variable uses split by where the index is
+/// ([`D_LOCAL_IMPLICIT`]: in the opcode, [`D_LOCAL_U8`]: the byte after it), the end of the
+/// local slots an instruction with an implicit index uses (0 for the others) and the number of
+/// slots an instruction with a u8 index uses.
+#[derive(Clone, Copy)]
+struct Dec {
+    len: u8,
+    kind: u8,
+    local: u8,
+    size: u8,
+}
+const D_NONE: u8 = 0;
+const D_LOCAL_IMPLICIT: u8 = 1;
+const D_LOCAL_U8: u8 = 2;
+const D_SPECIAL: u8 = 3;
+const D_RETURN: u8 = 4;
+const DEC: [Dec; 256] = {
+    let mut t = [Dec {
+        len: 0,
+        kind: D_NONE,
+        local: 0,
+        size: 0,
+    }; 256];
+    let mut o = 0;
+    while o < 256 {
+        let b = o as u8;
+        let size = match b {
+            op::LLOAD | op::DLOAD | op::LSTORE | op::DSTORE => 2,
+            op::LLOAD_0..=op::LLOAD_3 | op::DLOAD_0..=op::DLOAD_3 => 2,
+            op::LSTORE_0..=op::LSTORE_3 | op::DSTORE_0..=op::DSTORE_3 => 2,
+            _ => 1,
+        };
+        let (kind, local) = match KIND[o] {
+            1 => match b {
+                op::ILOAD_0..=op::ALOAD_3 => (D_LOCAL_IMPLICIT, (b - op::ILOAD_0) % 4 + size),
+                op::ISTORE_0..=op::ASTORE_3 => (D_LOCAL_IMPLICIT, (b - op::ISTORE_0) % 4 + size),
+                _ => (D_LOCAL_U8, 0),
+            },
+            2 => (D_SPECIAL, 0),
+            3 => (D_RETURN, 0),
+            _ => (D_NONE, 0),
+        };
+        t[o] = Dec {
+            len: opcodes::fixed_len(b),
+            kind,
+            local,
+            size,
+        };
+        o += 1;
+    }
+    t
+};
+
+/// Decodes the instructions of a fixed length ([`DEC`]) from `pc` on, as `MethodEditor::open`
+/// does, the next one into `insns[k]`, and returns where it stopped (the end of the code or an
+/// instruction the checked decoder must read: `wide`, a switch, an undefined opcode, one that
+/// runs past the end) and the number of instructions then. `index_of` and `insns` have an
+/// entry per code byte.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn decode_fixed(
+    c: &[u8],
+    mut pc: usize,
+    insns: &mut [Insn],
+    mut k: usize,
+    index_of: &mut [u32],
+    specials: &mut Vec<u32>,
+    returns: &mut Vec<u32>,
+    locals_end: &mut u32,
+) -> (usize, usize) {
+    let n = c.len().min(index_of.len()).min(insns.len());
+    let mut end = *locals_end;
+    while pc < n {
+        let opcode = c[pc];
+        let d = DEC[opcode as usize];
+        let fixed = d.len as usize;
+        if fixed == 0 || pc + fixed > n {
+            break;
+        }
+        index_of[pc] = k as u32;
+        // 0 but for loads and stores of locals 0 to 3
+        end = end.max(d.local as u32);
+        if d.kind > D_LOCAL_IMPLICIT {
+            match d.kind {
+                D_LOCAL_U8 => {
+                    // fixed length 2 or 3: the index byte is in the code
+                    let l = c.get(pc + 1).copied().unwrap_or(0);
+                    end = end.max(l as u32 + d.size as u32);
+                }
+                D_SPECIAL => specials.push(k as u32),
+                _ => returns.push(k as u32),
+            }
+        }
+        // k <= pc < n: every instruction has a byte
+        if let Some(slot) = insns.get_mut(k) {
+            *slot = Insn {
+                pc: pc as u32,
+                opcode,
+                wide: false,
+                len: fixed as u32,
+            };
+        }
+        k += 1;
+        pc += fixed;
+    }
+    *locals_end = end;
+    (pc, k)
+}
 
 /// Buffers reused from one method to the next on a thread: an editor takes them when it is
 /// opened and gives them back when dropped, so editing a method allocates almost nothing for
@@ -74,6 +192,22 @@ fn take<T>(f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) -> Vec<T> {
         .unwrap_or_default()
 }
 
+/// [`give`] keeping the buffer's length (its entries are overwritten before they are read):
+/// the next editor on the thread need not fill it again.
+fn give_filled<T>(v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
+    if v.capacity() == 0 || v.capacity() * std::mem::size_of::<T>() > KEEP {
+        return;
+    }
+    let _ = SCRATCH.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            let slot = f(&mut s);
+            if slot.len() < v.len() {
+                *slot = v;
+            }
+        }
+    });
+}
+
 /// Gives a buffer back to this thread's scratch (kept if larger than the one there).
 fn give<T>(mut v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
     if v.capacity() == 0 || v.capacity() * std::mem::size_of::<T>() > KEEP {
@@ -94,7 +228,10 @@ pub struct MethodEditor<'c, 'a> {
     cf: &'c ClassFile<'a>,
     method: &'c Member<'a>,
     code: CodeAttr<'a>,
-    insns: Vec<Insn>,
+    /// The instructions in `insn_buf[..n_insns]` (the buffer has an entry per code byte, and
+    /// keeps its length from one method to the next: see [`decode_fixed`]).
+    insn_buf: Vec<Insn>,
+    n_insns: usize,
     /// pc -> instruction index, NONE inside instructions; has code.len()+1 entries.
     index_of: Vec<u32>,
     prologue: Snippet,
@@ -320,7 +457,7 @@ impl Layout<'_> {
 
 impl Drop for MethodEditor<'_, '_> {
     fn drop(&mut self) {
-        give(std::mem::take(&mut self.insns), |s| &mut s.insns);
+        give_filled(std::mem::take(&mut self.insn_buf), |s| &mut s.insns);
         give(std::mem::take(&mut self.index_of), |s| &mut s.index_of);
         give(std::mem::take(&mut self.specials), |s| &mut s.specials);
         give(std::mem::take(&mut self.returns), |s| &mut s.returns);
@@ -347,28 +484,36 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let code = CodeAttr::parse(cf, a).ctx(|| "Code")?;
         // One pass: decode, index, note branches/switches and the locals used.
         let c = code.code;
+        // An entry per code byte (at most that many instructions), filled only where this
+        // thread's buffer was shorter: the instructions are `insns[..k]`.
         let mut insns = take(|s| &mut s.insns);
-        insns.reserve(c.len() / 2);
+        if insns.len() < c.len() {
+            insns.resize(c.len(), NO_INSN);
+        }
         let mut index_of = take(|s| &mut s.index_of);
         index_of.resize(c.len() + 1, NONE);
         let mut specials = take(|s| &mut s.specials);
         let mut returns = take(|s| &mut s.returns);
         let mut locals_end = 0u32;
+        let mut k = 0usize;
         let mut pc = 0usize;
         while pc < c.len() {
-            let fixed = opcodes::fixed_len(c[pc]) as usize;
-            let i = if fixed != 0 && pc + fixed <= c.len() {
-                Insn {
-                    pc: pc as u32,
-                    opcode: c[pc],
-                    wide: false,
-                    len: fixed as u32,
-                }
-            } else {
-                crate::code::decode(c, pc).ctx(|| "Code")?
-            };
-            let k = insns.len() as u32;
-            index_of[pc] = k;
+            // the instructions of a fixed length in one run, then one the checked decoder reads
+            (pc, k) = decode_fixed(
+                c,
+                pc,
+                &mut insns[..c.len()],
+                k,
+                &mut index_of[..c.len()],
+                &mut specials,
+                &mut returns,
+                &mut locals_end,
+            );
+            if pc >= c.len() {
+                break;
+            }
+            let i = crate::code::decode(c, pc).ctx(|| "Code")?;
+            index_of[pc] = k as u32;
             match KIND[i.opcode as usize] {
                 0 => {}
                 1 => {
@@ -376,19 +521,22 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         locals_end = locals_end.max(l as u32 + i.local_size() as u32);
                     }
                 }
-                2 => specials.push(k),
-                _ => returns.push(k),
+                2 => specials.push(k as u32),
+                _ => returns.push(k as u32),
             }
-            insns.push(i);
+            // k <= pc < c.len(): every instruction has a byte
+            insns[k] = i;
+            k += 1;
             pc += i.len as usize;
         }
-        index_of[c.len()] = insns.len() as u32;
+        index_of[c.len()] = k as u32;
         let next_local = code.max_locals;
         Ok(MethodEditor {
             cf,
             method,
             code,
-            insns,
+            insn_buf: insns,
+            n_insns: k,
             index_of,
             prologue: Snippet::new(),
             before: take(|s| &mut s.before),
@@ -406,7 +554,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     }
 
     pub fn insns(&self) -> &[Insn] {
-        &self.insns
+        self.insn_buf.get(..self.n_insns).unwrap_or_default()
     }
     pub fn code(&self) -> &CodeAttr<'a> {
         &self.code
@@ -474,7 +622,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     /// Code run before instruction `k`; branches to `k` run it too.
     pub fn insert_before(&mut self, k: usize, s: &Snippet) -> Result<()> {
         Self::neutral(s, "before")?;
-        if k >= self.insns.len() {
+        if k >= self.insns().len() {
             return Err(Error::new(ErrorKind::Edit, format!("no instruction {k}")));
         }
         put(&mut self.before, k as u32, s);
@@ -486,7 +634,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     pub fn insert_after(&mut self, k: usize, s: &Snippet) -> Result<()> {
         Self::neutral(s, "after")?;
         let i = *self
-            .insns
+            .insns()
             .get(k)
             .ok_or_else(|| Error::new(ErrorKind::Edit, format!("no instruction {k}")))?;
         if sim::ends_block(&i) || i.flow() == Flow::Jsr {
@@ -509,7 +657,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     ) -> Result<()> {
         for j in 0..self.returns.len() {
             let k = self.returns[j] as usize;
-            let s = f(&self.insns[k])?;
+            let s = f(&self.insns()[k])?;
             Self::neutral(&s, "before")?;
             put_owned(&mut self.before, k as u32, s);
         }
@@ -521,9 +669,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         &mut self,
         mut f: impl FnMut(&Insn) -> Result<Snippet>,
     ) -> Result<()> {
-        for k in 0..self.insns.len() {
-            if self.insns[k].opcode == op::ATHROW {
-                let s = f(&self.insns[k])?;
+        for k in 0..self.insns().len() {
+            if self.insns()[k].opcode == op::ATHROW {
+                let s = f(&self.insns()[k])?;
                 self.insert_before(k, &s)?;
             }
         }
@@ -540,7 +688,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             let (a, b) = (self.idx(h.start as u32)?, self.idx(h.end as u32)?);
             let k = self.idx(h.handler as u32)?;
             // (rows of one handler are usually next to each other: javac's `finally`)
-            if at.last() != Some(&k) && self.insns[a..b.max(a)].iter().any(&mut covers) {
+            if at.last() != Some(&k) && self.insns()[a..b.max(a)].iter().any(&mut covers) {
                 at.push(k);
             }
         }
@@ -564,7 +712,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     pub fn insert_on_switch_edge(&mut self, k: usize, target_pc: u32, s: &Snippet) -> Result<()> {
         Self::neutral(s, "switch edge")?;
         let i = *self
-            .insns
+            .insns()
             .get(k)
             .ok_or_else(|| Error::new(ErrorKind::Edit, format!("no instruction {k}")))?;
         if i.flow() != Flow::Switch {
@@ -615,14 +763,23 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     }
 
     fn smt(&self) -> Option<crate::class::Attribute<'a>> {
+        // the pool's first Utf8 `StackMapTable`, noted by its parse: none, no such attribute;
+        // an entry below it has other text
+        let first = self.cf.cp.smt_name();
+        if first == 0 {
+            return None;
+        }
         self.code
             .attributes
             .iter()
             .find(|a| {
-                self.cf
-                    .cp
-                    .utf8_bytes(a.name_index)
-                    .is_ok_and(|n| n == b"StackMapTable")
+                a.name_index == first
+                    || (a.name_index > first
+                        && self
+                            .cf
+                            .cp
+                            .utf8_bytes(a.name_index)
+                            .is_ok_and(|n| n == b"StackMapTable"))
             })
             .copied()
     }
@@ -651,7 +808,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         let code = self.code.code;
         let this_name = self.cf.name()?;
-        for (k, i) in self.insns.iter().enumerate() {
+        for (k, i) in self.insns().iter().enumerate() {
             while fi < frames.len() && frames[fi].offset < i.pc {
                 fi += 1;
             }
@@ -752,7 +909,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // the first pc that is entered other than by falling through
         let mut limit = u32::MAX;
         for &k in &self.specials {
-            self.insns[k as usize].for_each_target(code, |t| {
+            self.insns()[k as usize].for_each_target(code, |t| {
                 limit = limit.min(u32::try_from(t).unwrap_or(0));
             });
         }
@@ -761,7 +918,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         // operand stack slots, bit j: whether slot j holds `this` (deeper stacks: None)
         let mut st = ThisSlots::default();
-        for (k, i) in self.insns.iter().enumerate() {
+        for (k, i) in self.insns().iter().enumerate() {
             if i.pc >= limit || i.flow() != Flow::Next {
                 return None;
             }
@@ -825,7 +982,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let cp = &self.cf.cp;
         let mut calls = Vec::new();
         self.simulate(&mut Untyped, |k, s| {
-            let i = &self.insns[k];
+            let i = &self.insns()[k];
             if i.opcode == op::INVOKESPECIAL {
                 let m = cp.member_ref(i.cp_index(code).unwrap_or(0))?;
                 if m.name == "<init>" {
@@ -847,7 +1004,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     /// Forward data flow over the original code (branches, switches, handlers, jsr/ret): at
     /// each instruction, whether `this` has been initialized by one of `calls`.
     fn this_states(&self, calls: &[usize]) -> Result<Vec<u8>> {
-        let n = self.insns.len();
+        let n = self.insns().len();
         let code = self.code.code;
         let mut state = vec![UNREACHED; n];
         let mut work = vec![0usize];
@@ -855,12 +1012,12 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             state[0] = THIS_UNINIT;
         }
         let after_jsr: Vec<usize> = (0..n)
-            .filter(|&k| self.insns[k].flow() == Flow::Jsr && k + 1 < n)
+            .filter(|&k| self.insns()[k].flow() == Flow::Jsr && k + 1 < n)
             .map(|k| k + 1)
             .collect();
         let mut succ: Vec<(usize, u8)> = Vec::new();
         while let Some(k) = work.pop() {
-            let i = self.insns[k];
+            let i = self.insns()[k];
             succ.clear();
             let st_in = state[k];
             let st_out = if calls.binary_search(&k).is_ok() {
@@ -901,20 +1058,20 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         format!(
                             "constructor: pc {} is reached both before and after a \
                              super()/this() call",
-                            self.insns[j].pc
+                            self.insns()[j].pc
                         ),
                     ));
                 }
             }
         }
         if let Some(k) =
-            (0..n).find(|&k| self.insns[k].flow() == Flow::Return && state[k] == THIS_UNINIT)
+            (0..n).find(|&k| self.insns()[k].flow() == Flow::Return && state[k] == THIS_UNINIT)
         {
             return Err(Error::new(
                 ErrorKind::Edit,
                 format!(
                     "constructor: return at pc {} without a super()/this() call found before it",
-                    self.insns[k].pc
+                    self.insns()[k].pc
                 ),
             ));
         }
@@ -932,7 +1089,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
     /// Size of instruction `k` placed at `pos`.
     fn size(&self, k: usize, pos: u32, wide: bool) -> u32 {
-        let i = &self.insns[k];
+        let i = &self.insns()[k];
         match i.operands() {
             Operands::Branch16 if wide => match i.flow() {
                 Flow::Goto | Flow::Jsr => 5,
@@ -967,8 +1124,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             return Ok(());
         }
         let code = self.code.code;
-        let mut entered = vec![false; self.insns.len()];
-        for i in &self.insns {
+        let mut entered = vec![false; self.insns().len()];
+        for i in self.insns() {
             i.for_each_target(code, |t| {
                 if let Some(&k) = usize::try_from(t).ok().and_then(|t| self.index_of.get(t)) {
                     if k != NONE {
@@ -989,7 +1146,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 continue;
             };
             let straight = (kh..ke).all(|k| {
-                self.insns[k].flow() == Flow::Next
+                self.insns()[k].flow() == Flow::Next
                     && self
                         .after
                         .binary_search_by_key(&(k as u32), |e| e.0)
@@ -1014,7 +1171,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
     fn finish_inner(mut self, cp: &mut CpBuilder<'_>) -> Result<Vec<u8>> {
         self.relocate_self_covered()?;
-        let n = self.insns.len();
+        let n = self.insns().len();
         let code = self.code.code;
         let code_len = code.len() as u32;
         // The layout only differs from a plain copy of the original code at "events":
@@ -1058,7 +1215,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         let mut targets_zero = self.code.handlers.iter().any(|h| h.handler == 0);
         for e in ev.iter_mut() {
-            let i = &self.insns[e.k as usize];
+            let i = &self.insns()[e.k as usize];
             if let Some(o) = i.branch_offset(code) {
                 let t = i.pc as i64 + o as i64;
                 if t < 0 || t >= code_len as i64 {
@@ -1097,7 +1254,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         };
         let mut lay = Layout {
             ev,
-            insns: &self.insns,
+            insns: &self.insns(),
             prologue: self.prologue.len() as u32,
             end: 0,
         };
@@ -1106,7 +1263,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             let mut shift = lay.prologue as i64;
             for e in lay.ev.iter_mut() {
                 let k = e.k as usize;
-                let i = &self.insns[k];
+                let i = &self.insns()[k];
                 e.before_pos = (i.pc as i64 + shift) as u32;
                 shift += snip_len(&self.before, e.before);
                 let at = (i.pc as i64 + shift) as u32;
@@ -1139,7 +1296,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 let e = lay.ev[j];
                 if e.target != NONE
                     && !e.wide
-                    && self.insns[e.k as usize].operands() == Operands::Branch16
+                    && self.insns()[e.k as usize].operands() == Operands::Branch16
                 {
                     let off = lay.before_pos(e.target as usize) as i64 - e.insn_pos as i64;
                     if off < i16::MIN as i64 || off > i16::MAX as i64 {
@@ -1180,7 +1337,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         out.extend_from_slice(self.prologue.bytes());
         let mut copied = 0usize;
         for e in &lay.ev {
-            let i = &self.insns[e.k as usize];
+            let i = &self.insns()[e.k as usize];
             out.extend_from_slice(&code[copied..i.pc as usize]);
             copied = (i.pc + i.len) as usize;
             if let Some((_, s)) = self.before.get(e.before as usize) {
@@ -1417,7 +1574,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     bump(din + s.max_depth() as u32);
                 }
                 if let Some((_, s)) = self.after.get(e.after as usize) {
-                    let (p, q) = sim::depth_effect(&self.insns[k], code, &self.cf.cp)?;
+                    let (p, q) = sim::depth_effect(&self.insns()[k], code, &self.cf.cp)?;
                     bump(din - p as u32 + q as u32 + s.max_depth() as u32);
                 }
             }
@@ -1454,7 +1611,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let widened_cond: Vec<usize> = lay
             .ev
             .iter()
-            .filter(|e| e.wide && matches!(self.insns[e.k as usize].flow(), Flow::Cond))
+            .filter(|e| e.wide && matches!(self.insns()[e.k as usize].flow(), Flow::Cond))
             .map(|e| e.k as usize)
             .collect();
 
@@ -1540,7 +1697,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         .after
                         .binary_search_by_key(&(k as u32), |e| e.0)
                         .is_err()
-                        && has_frame_at(self.insns[k].pc + self.insns[k].len);
+                        && has_frame_at(self.insns()[k].pc + self.insns()[k].len);
                     if !next_has {
                         want.push((k, pos));
                     }
@@ -1561,13 +1718,13 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                                 ErrorKind::Edit,
                                 format!(
                                     "no frame can be derived for the widened branch at pc {}",
-                                    self.insns[k].pc
+                                    self.insns()[k].pc
                                 ),
                             )
                         })?;
                         sim::exec(
                             &mut s,
-                            &self.insns[k],
+                            &self.insns()[k],
                             code,
                             &self.cf.cp,
                             &self.cf.name()?,
@@ -1811,7 +1968,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     }
 
     fn depths_with(&self, cache: &mut Vec<u32>) -> Result<Depths> {
-        let n = self.insns.len();
+        let n = self.insns().len();
         let code = self.code.code;
         let mut din: Vec<u32> = take(|s| &mut s.depth_in);
         din.resize(n, NONE);
@@ -1830,7 +1987,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             set(&mut din, &mut work, k, 1);
         }
         let mut max = 0u32;
-        let insns = &self.insns[..];
+        let insns = &self.insns()[..];
         while let Some(k0) = work.pop() {
             let mut k = k0;
             let mut d = din[k];

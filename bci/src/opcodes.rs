@@ -389,7 +389,7 @@ const LEN: [u8; 256] = {
 /// The length of an instruction with this opcode when it does not depend on its operands
 /// (0 for `wide`, tableswitch, lookupswitch and undefined opcodes).
 #[inline]
-pub fn fixed_len(opcode: u8) -> u8 {
+pub const fn fixed_len(opcode: u8) -> u8 {
     LEN[opcode as usize]
 }
 
