@@ -148,6 +148,9 @@ fn scan_entries(
     (i, p)
 }
 
+/// The most class names a [`CpBuilder`] remembers.
+const CLASS_MEMO: usize = 16;
+
 /// [`fixed_len`] with the tag byte, per tag; 0 for Utf8 and invalid tags.
 const ENTRY_LEN: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -665,6 +668,12 @@ pub struct CpBuilder<'a> {
     classes: Option<Vec<(u32, u16)>>,
     throwable: Option<u16>,
     stack_map_table: Option<u16>,
+    /// Names [`CpBuilder::class`] has answered (their bytes in `class_names`: end offset,
+    /// index), at most [`CLASS_MEMO`]: a class's methods ask for the same few (the class itself
+    /// and its parameters' classes, for their first frames). The same name always gets the
+    /// same index from a builder (found in the pool, or appended and then found there).
+    class_memo: Vec<(u32, u16)>,
+    class_names: Vec<u8>,
     /// Stack-effect cache of field and method references by original constant index, shared
     /// by the methods of the class (see `MethodEditor::finish`); 0 = not computed.
     pub(crate) ref_effects: Vec<u32>,
@@ -763,6 +772,8 @@ impl<'a> CpBuilder<'a> {
             classes: None,
             throwable: None,
             stack_map_table: None,
+            class_memo: Vec::new(),
+            class_names: Vec::new(),
             ref_effects: Vec::new(),
         }
     }
@@ -1068,13 +1079,31 @@ impl<'a> CpBuilder<'a> {
     }
     /// The Class entry of `internal_name`: the original pool's first, else appended.
     pub fn class(&mut self, internal_name: &str) -> Result<u16> {
-        self.with_utf8_payload(internal_name, |cb, p| match cb.original_class(p) {
+        let name = internal_name.as_bytes();
+        let mut start = 0usize;
+        for &(end, i) in &self.class_memo {
+            let end = end as usize;
+            if self.class_names.get(start..end) == Some(name) {
+                return Ok(i);
+            }
+            start = end;
+        }
+        let i = self.with_utf8_payload(internal_name, |cb, p| match cb.original_class(p) {
             Some(i) => Ok(i),
             None => {
                 let n = cb.add_raw(tag::UTF8, p)?;
                 cb.ref1(tag::CLASS, n)
             }
-        })
+        })?;
+        if self.class_memo.len() < CLASS_MEMO && self.class_names.len() + name.len() <= 4096 {
+            if self.class_memo.is_empty() {
+                self.class_memo.reserve(CLASS_MEMO);
+                self.class_names.reserve(512);
+            }
+            self.class_names.extend_from_slice(name);
+            self.class_memo.push((self.class_names.len() as u32, i));
+        }
+        Ok(i)
     }
     pub fn string(&mut self, s: &str) -> Result<u16> {
         let n = self.utf8(s)?;

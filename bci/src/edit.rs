@@ -192,34 +192,36 @@ fn take<T>(f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) -> Vec<T> {
         .unwrap_or_default()
 }
 
-/// [`give`] keeping the buffer's length (its entries are overwritten before they are read):
-/// the next editor on the thread need not fill it again.
-fn give_filled<T>(v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
-    if v.capacity() == 0 || v.capacity() * std::mem::size_of::<T>() > KEEP {
-        return;
-    }
-    let _ = SCRATCH.try_with(|s| {
-        if let Ok(mut s) = s.try_borrow_mut() {
-            let slot = f(&mut s);
-            if slot.len() < v.len() {
-                *slot = v;
-            }
-        }
-    });
-}
-
-/// Gives a buffer back to this thread's scratch (kept if larger than the one there).
-fn give<T>(mut v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
+/// What [`give`] does with the scratch's slot: `v` emptied replaces it if larger.
+fn keep<T>(slot: &mut Vec<T>, mut v: Vec<T>) {
     if v.capacity() == 0 || v.capacity() * std::mem::size_of::<T>() > KEEP {
         return;
     }
     v.clear();
+    if slot.capacity() < v.capacity() {
+        *slot = v;
+    }
+}
+
+/// [`keep`] keeping the buffer's length (its entries are overwritten before they are read):
+/// the next editor on the thread need not fill it again.
+fn keep_filled<T>(slot: &mut Vec<T>, v: Vec<T>) {
+    if v.capacity() == 0 || v.capacity() * std::mem::size_of::<T>() > KEEP {
+        return;
+    }
+    if slot.len() < v.len() {
+        *slot = v;
+    }
+}
+
+/// Gives a buffer back to this thread's scratch (kept if larger than the one there).
+fn give<T>(v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
+    if v.capacity() == 0 || v.capacity() * std::mem::size_of::<T>() > KEEP {
+        return;
+    }
     let _ = SCRATCH.try_with(|s| {
         if let Ok(mut s) = s.try_borrow_mut() {
-            let slot = f(&mut s);
-            if slot.capacity() < v.capacity() {
-                *slot = v;
-            }
+            keep(f(&mut s), v);
         }
     });
 }
@@ -274,6 +276,15 @@ enum At {
     Before,
     /// The instruction itself (Uninitialized(offset)).
     Insn,
+}
+
+#[cold]
+#[inline(never)]
+fn reached_both(pc: u32) -> Error {
+    Error::new(
+        ErrorKind::Edit,
+        format!("constructor: pc {pc} is reached both before and after a super()/this() call"),
+    )
 }
 
 #[cold]
@@ -457,12 +468,17 @@ impl Layout<'_> {
 
 impl Drop for MethodEditor<'_, '_> {
     fn drop(&mut self) {
-        give_filled(std::mem::take(&mut self.insn_buf), |s| &mut s.insns);
-        give(std::mem::take(&mut self.index_of), |s| &mut s.index_of);
-        give(std::mem::take(&mut self.specials), |s| &mut s.specials);
-        give(std::mem::take(&mut self.returns), |s| &mut s.returns);
-        give(std::mem::take(&mut self.before), |s| &mut s.before);
-        give(std::mem::take(&mut self.new_locals), |s| &mut s.new_locals);
+        // the editor's buffers back in one visit to the thread's scratch
+        let _ = SCRATCH.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                keep_filled(&mut s.insns, std::mem::take(&mut self.insn_buf));
+                keep(&mut s.index_of, std::mem::take(&mut self.index_of));
+                keep(&mut s.specials, std::mem::take(&mut self.specials));
+                keep(&mut s.returns, std::mem::take(&mut self.returns));
+                keep(&mut s.before, std::mem::take(&mut self.before));
+                keep(&mut s.new_locals, std::mem::take(&mut self.new_locals));
+            }
+        });
     }
 }
 
@@ -486,14 +502,27 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let c = code.code;
         // An entry per code byte (at most that many instructions), filled only where this
         // thread's buffer was shorter: the instructions are `insns[..k]`.
-        let mut insns = take(|s| &mut s.insns);
+        // the editor's buffers in one visit to the thread's scratch
+        let (mut insns, mut index_of, mut specials, mut returns, before, new_locals) = SCRATCH
+            .try_with(|s| {
+                s.try_borrow_mut()
+                    .map(|mut s| {
+                        (
+                            std::mem::take(&mut s.insns),
+                            std::mem::take(&mut s.index_of),
+                            std::mem::take(&mut s.specials),
+                            std::mem::take(&mut s.returns),
+                            std::mem::take(&mut s.before),
+                            std::mem::take(&mut s.new_locals),
+                        )
+                    })
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
         if insns.len() < c.len() {
             insns.resize(c.len(), NO_INSN);
         }
-        let mut index_of = take(|s| &mut s.index_of);
         index_of.resize(c.len() + 1, NONE);
-        let mut specials = take(|s| &mut s.specials);
-        let mut returns = take(|s| &mut s.returns);
         let mut locals_end = 0u32;
         let mut k = 0usize;
         let mut pc = 0usize;
@@ -539,11 +568,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             n_insns: k,
             index_of,
             prologue: Snippet::new(),
-            before: take(|s| &mut s.before),
+            before,
             after: Vec::new(),
             catch_all: None,
             trampolines: Vec::new(),
-            new_locals: take(|s| &mut s.new_locals),
+            new_locals,
             next_local,
             force_wide_jumps: false,
             ctor: std::cell::OnceCell::new(),
@@ -1016,8 +1045,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             .map(|k| k + 1)
             .collect();
         let mut succ: Vec<(usize, u8)> = Vec::new();
+        let insns = self.insns();
+        let no_handlers = self.code.handlers.is_empty();
         while let Some(k) = work.pop() {
-            let i = self.insns()[k];
+            let i = insns[k];
             succ.clear();
             let st_in = state[k];
             let st_out = if calls.binary_search(&k).is_ok() {
@@ -1025,6 +1056,20 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             } else {
                 st_in
             };
+            if no_handlers && i.flow() == Flow::Next {
+                // the usual instruction: it only falls through (no target, no handler, not
+                // the end of a block), as the general way below finds
+                let j = k + 1;
+                if j < n {
+                    if state[j] == UNREACHED {
+                        state[j] = st_out;
+                        work.push(j);
+                    } else if state[j] != st_out {
+                        return Err(reached_both(insns[j].pc));
+                    }
+                }
+                continue;
+            }
             let mut bad = None;
             if !sim::ends_block(&i) && k + 1 < n {
                 succ.push((k + 1, st_out));
@@ -1053,14 +1098,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     state[j] = st;
                     work.push(j);
                 } else if state[j] != st {
-                    return Err(Error::new(
-                        ErrorKind::Edit,
-                        format!(
-                            "constructor: pc {} is reached both before and after a \
-                             super()/this() call",
-                            self.insns()[j].pc
-                        ),
-                    ));
+                    return Err(reached_both(insns[j].pc));
                 }
             }
         }

@@ -23,10 +23,26 @@ impl Bytes {
             Bytes::Heap(v) => v,
         }
     }
+    #[inline]
     fn push(&mut self, b: u8) {
         self.extend_from_slice(&[b]);
     }
+    /// Inline (the probes' few bytes, often a length known where it is called: no call to
+    /// copy them), the rest out of line.
+    #[inline]
     fn extend_from_slice(&mut self, s: &[u8]) {
+        if let Bytes::Inline(n, b) = self {
+            let at = *n as usize;
+            if let Some(dst) = b.get_mut(at..at + s.len()) {
+                dst.copy_from_slice(s);
+                *n += s.len() as u8;
+                return;
+            }
+        }
+        self.extend_slow(s);
+    }
+    #[inline(never)]
+    fn extend_slow(&mut self, s: &[u8]) {
         match self {
             Bytes::Inline(n, b) if *n as usize + s.len() <= Bytes::INLINE => {
                 b[*n as usize..*n as usize + s.len()].copy_from_slice(s);

@@ -621,9 +621,9 @@ pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
         })
     };
     for (k, i) in insns.iter().enumerate() {
-        let safe = match i.opcode {
-            op::NOP..=op::SIPUSH => true,
-            op::LDC | op::LDC_W | op::LDC2_W => matches!(
+        let safe = match THROWS[i.opcode as usize] {
+            T_NEVER => continue,
+            T_LDC => matches!(
                 ed.class().cp.tag(i.cp_index(code).unwrap_or(0)),
                 Some(
                     bci::cp::tag::INTEGER
@@ -632,19 +632,9 @@ pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
                         | bci::cp::tag::DOUBLE
                 )
             ),
-            op::ILOAD..=op::ALOAD_3 => true,
-            op::ISTORE..=op::ASTORE_3 => true,
-            op::POP..=op::SWAP => true,
-            op::IADD..=op::DMUL => true,
-            op::FDIV | op::DDIV | op::FREM | op::DREM => true,
-            op::INEG..=op::LXOR => true,
-            op::IINC..=op::DCMPG => true,
-            op::IFEQ..=op::LOOKUPSWITCH => true,
-            op::IRETURN..=op::RETURN => true,
-            op::IFNULL | op::IFNONNULL | op::GOTO_W | op::JSR_W => true,
-            op::GETFIELD => {
+            T_GETFIELD => {
                 k > 0
-                    && insns[k - 1].opcode == op::ALOAD_0
+                    && insns[k - 1].opcode == bci::opcodes::op::ALOAD_0
                     && is_this_stable()
                     && own_field(ed, i, code)
             }
@@ -656,6 +646,38 @@ pub fn may_throw(ed: &MethodEditor<'_, '_>) -> bool {
     }
     false
 }
+
+/// [`may_throw`] per opcode: cannot throw, an `ldc` (throws unless a number), a `getfield`
+/// (throws unless of an own field of `this`), can throw.
+const T_NEVER: u8 = 0;
+const T_LDC: u8 = 1;
+const T_GETFIELD: u8 = 2;
+const T_MAY: u8 = 3;
+const THROWS: [u8; 256] = {
+    use bci::opcodes::op;
+    let mut t = [T_MAY; 256];
+    let mut o = 0;
+    while o < 256 {
+        t[o] = match o as u8 {
+            op::NOP..=op::SIPUSH => T_NEVER,
+            op::LDC | op::LDC_W | op::LDC2_W => T_LDC,
+            op::ILOAD..=op::ALOAD_3 => T_NEVER,
+            op::ISTORE..=op::ASTORE_3 => T_NEVER,
+            op::POP..=op::SWAP => T_NEVER,
+            op::IADD..=op::DMUL => T_NEVER,
+            op::FDIV | op::DDIV | op::FREM | op::DREM => T_NEVER,
+            op::INEG..=op::LXOR => T_NEVER,
+            op::IINC..=op::DCMPG => T_NEVER,
+            op::IFEQ..=op::LOOKUPSWITCH => T_NEVER,
+            op::IRETURN..=op::RETURN => T_NEVER,
+            op::IFNULL | op::IFNONNULL | op::GOTO_W | op::JSR_W => T_NEVER,
+            op::GETFIELD => T_GETFIELD,
+            _ => T_MAY,
+        };
+        o += 1;
+    }
+    t
+};
 
 /// A field reference to a field this class declares (its resolution cannot fail).
 fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
