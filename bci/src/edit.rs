@@ -1292,7 +1292,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         };
         let mut lay = Layout {
             ev,
-            insns: &self.insns(),
+            insns: self.insns(),
             prologue: self.prologue.len() as u32,
             end: 0,
         };
@@ -2025,7 +2025,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             set(&mut din, &mut work, k, 1);
         }
         let mut max = 0u32;
-        let insns = &self.insns()[..];
+        let insns = self.insns();
         while let Some(k0) = work.pop() {
             let mut k = k0;
             let mut d = din[k];
