@@ -366,11 +366,21 @@ impl Jni {
 
     /// Calls a static `()V` method.
     pub fn call_static_void(&self, cls: JRef, name: &str) -> Result<(), String> {
+        self.static_void(cls, name, true)
+    }
+
+    /// [`call_static_void`](Self::call_static_void), clearing an exception without printing
+    /// it (see [`call_static_int_quiet`](Self::call_static_int_quiet)).
+    pub fn call_static_void_quiet(&self, cls: JRef, name: &str) -> Result<(), String> {
+        self.static_void(cls, name, false)
+    }
+
+    fn static_void(&self, cls: JRef, name: &str, describe: bool) -> Result<(), String> {
         let m = self.static_method(cls, name, "()V")?;
         let f: sys::CallStaticVoidMethodAFn = self.f(ns::CALL_STATIC_VOID_METHOD_A);
         // SAFETY: valid env, static method id of cls with no arguments.
         unsafe { f(self.0, cls.0, m, std::ptr::null()) };
-        if self.take_exception(true) {
+        if self.take_exception(describe) {
             return Err(format!("{name} threw"));
         }
         Ok(())
@@ -378,11 +388,21 @@ impl Jni {
 
     /// Calls a static `()I` method.
     pub fn call_static_int(&self, cls: JRef, name: &str) -> Result<i32, String> {
+        self.static_int(cls, name, true)
+    }
+
+    /// [`call_static_int`](Self::call_static_int), clearing an exception without printing it
+    /// (the dump: an OutOfMemoryError there is ours, not the program's, and the log says it).
+    pub fn call_static_int_quiet(&self, cls: JRef, name: &str) -> Result<i32, String> {
+        self.static_int(cls, name, false)
+    }
+
+    fn static_int(&self, cls: JRef, name: &str, describe: bool) -> Result<i32, String> {
         let m = self.static_method(cls, name, "()I")?;
         let f: sys::CallStaticIntMethodAFn = self.f(ns::CALL_STATIC_INT_METHOD_A);
         // SAFETY: valid env, static method id of cls with no arguments.
         let v = unsafe { f(self.0, cls.0, m, std::ptr::null()) };
-        if self.take_exception(true) {
+        if self.take_exception(describe) {
             return Err(format!("{name} threw"));
         }
         Ok(v)
@@ -396,24 +416,58 @@ impl Jni {
         sig: &str,
         arg: i32,
     ) -> Result<JRef, String> {
-        let m = self.static_method(cls, name, sig)?;
-        let f: sys::CallStaticObjectMethodAFn = self.f(ns::CALL_STATIC_OBJECT_METHOD_A);
-        let args = [sys::jvalue { i: arg }];
-        // SAFETY: valid env, static method id of cls taking one int.
-        let v = unsafe { f(self.0, cls.0, m, args.as_ptr()) };
-        if self.take_exception(true) {
-            return Err(format!("{name} threw"));
-        }
-        Ok(JRef(v))
+        self.static_object(cls, name, sig, Some(arg), true)
+    }
+
+    /// [`call_static_object_i`](Self::call_static_object_i), clearing an exception without
+    /// printing it (see [`call_static_int_quiet`](Self::call_static_int_quiet)).
+    pub fn call_static_object_i_quiet(
+        &self,
+        cls: JRef,
+        name: &str,
+        sig: &str,
+        arg: i32,
+    ) -> Result<JRef, String> {
+        self.static_object(cls, name, sig, Some(arg), false)
     }
 
     /// Calls a static `()<sig-ret>` object method; returns the local reference (may be null).
     pub fn call_static_object(&self, cls: JRef, name: &str, sig: &str) -> Result<JRef, String> {
+        self.static_object(cls, name, sig, None, true)
+    }
+
+    /// [`call_static_object`](Self::call_static_object), clearing an exception without
+    /// printing it (see [`call_static_int_quiet`](Self::call_static_int_quiet)).
+    pub fn call_static_object_quiet(
+        &self,
+        cls: JRef,
+        name: &str,
+        sig: &str,
+    ) -> Result<JRef, String> {
+        self.static_object(cls, name, sig, None, false)
+    }
+
+    /// A static object method taking no argument or one int (`arg`).
+    fn static_object(
+        &self,
+        cls: JRef,
+        name: &str,
+        sig: &str,
+        arg: Option<i32>,
+        describe: bool,
+    ) -> Result<JRef, String> {
         let m = self.static_method(cls, name, sig)?;
         let f: sys::CallStaticObjectMethodAFn = self.f(ns::CALL_STATIC_OBJECT_METHOD_A);
-        // SAFETY: valid env, static method id of cls taking no arguments.
-        let v = unsafe { f(self.0, cls.0, m, std::ptr::null()) };
-        if self.take_exception(true) {
+        let args = [sys::jvalue { i: arg.unwrap_or(0) }];
+        let a = if arg.is_some() {
+            args.as_ptr()
+        } else {
+            std::ptr::null()
+        };
+        // SAFETY: valid env, static method id of cls taking one int (a points to it) or no
+        // arguments (a is null), as its signature says.
+        let v = unsafe { f(self.0, cls.0, m, a) };
+        if self.take_exception(describe) {
             return Err(format!("{name} threw"));
         }
         Ok(JRef(v))

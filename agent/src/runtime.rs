@@ -478,18 +478,57 @@ pub fn memory(jni: &Jni) -> Result<Vec<i64>, String> {
     Ok(v)
 }
 
+/// The runtime class's monitor, held while it lives (JNI MonitorEnter/MonitorExit).
+struct Locked<'a> {
+    jni: &'a Jni,
+    obj: JRef,
+    held: bool,
+}
+
+impl<'a> Locked<'a> {
+    fn new(jni: &'a Jni, obj: JRef) -> Self {
+        let held = jni.monitor(obj, true);
+        Locked { jni, obj, held }
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            self.jni.monitor(self.obj, false);
+        }
+    }
+}
+
 /// Reads the data to report: `Probes.snapshot` takes it under the runtime's lock (ended
-/// threads folded, live threads, thread=y rows), then each entry is read by index. Sampled
-/// per-method totals (clock=sample) are kept for all threads at once and go to the first entry.
+/// threads folded, live threads, thread=y rows), then each entry is read by index, in parts.
+/// The lock is held from before the snapshot to after the last part: the entries are read
+/// from the runtime's aggregates as they are (no copy of a large profile on the Java heap),
+/// so nothing may change them meanwhile (a thread ending, a queue drained, the sampler wait
+/// for the dump). Sampled per-method totals (clock=sample) are kept for all threads at once
+/// and go to the first entry. Exceptions (out of memory in the runtime) are cleared, never
+/// printed on the program's stderr: the runtime then stops recording and says why, and an
+/// entry that could not be read is left out with a note; the others are reported.
 pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
     let rt = get().ok_or("runtime not defined")?;
-    let n = jni.call_static_int(rt.class.0, "snapshot")?;
+    let lock = Locked::new(jni, rt.class.0);
+    let n = jni.call_static_int_quiet(rt.class.0, "snapshot")?;
     let mut out = Vec::with_capacity(n.max(0) as usize);
+    let mut lost = Vec::new();
     for i in 0..n {
-        let name_ref =
-            jni.call_static_object_i(rt.class.0, "threadName", "(I)Ljava/lang/String;", i)?;
-        let name = jni.string(name_ref);
-        jni.delete_local_ref(name_ref);
+        let name = match jni.call_static_object_i_quiet(
+            rt.class.0,
+            "threadName",
+            "(I)Ljava/lang/String;",
+            i,
+        ) {
+            Ok(r) => {
+                let s = jni.string(r);
+                jni.delete_local_ref(r);
+                s
+            }
+            Err(_) => None,
+        };
         // read in parts (Probes.exportNext), decoded as they come: a large profile's whole
         // array (32 bytes a call path) is never in memory, on either side
         let mut err = None;
@@ -504,7 +543,7 @@ pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
             if done {
                 return None;
             }
-            match jni.call_static_object_i(rt.class.0, "exportNext", "(I)[J", i) {
+            match jni.call_static_object_i_quiet(rt.class.0, "exportNext", "(I)[J", i) {
                 Ok(arr) if arr.is_null() => done = true,
                 Ok(arr) => {
                     part = jni.long_array(arr);
@@ -517,18 +556,24 @@ pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
                 }
             }
         });
-        let t = ThreadData::decode_iter(name, values);
-        if let Some(e) = err {
-            return Err(format!("thread {i}: {e}"));
-        }
-        match t {
-            Some(t) => out.push(t),
-            None => return Err(format!("thread {i}: malformed export")),
+        let t = ThreadData::decode_iter(name.clone(), values);
+        match (t, err) {
+            (Some(t), None) => out.push(t),
+            (_, e) => {
+                let why = e.unwrap_or_else(|| "malformed export".into());
+                crate::callbacks::log(&format!("cannot read the profile of entry {i}: {why}"));
+                lost.push(name.unwrap_or_else(|| format!("entry {i}")));
+            }
         }
     }
-    let arr = jni.call_static_object(rt.class.0, "sampledTotals", "()[J")?;
-    let totals = jni.long_array(arr);
-    jni.delete_local_ref(arr);
+    let totals = match jni.call_static_object_quiet(rt.class.0, "sampledTotals", "()[J") {
+        Ok(arr) => {
+            let v = jni.long_array(arr);
+            jni.delete_local_ref(arr);
+            v
+        }
+        Err(_) => Vec::new(),
+    };
     if totals.iter().any(|&t| t > 0) {
         if out.is_empty() {
             out.push(ThreadData::default());
@@ -541,9 +586,30 @@ pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
             *d += (*t).max(0) as u64;
         }
     }
-    let f = jni.call_static_object(rt.class.0, "failure", "()Ljava/lang/String;")?;
-    let failure = jni.string(f);
-    jni.delete_local_ref(f);
+    // the snapshot let go (and what a stop during the dump left for later done)
+    let _ = jni.call_static_void_quiet(rt.class.0, "dumped");
+    let failure = match jni.call_static_object_quiet(rt.class.0, "failure", "()Ljava/lang/String;")
+    {
+        Ok(f) => {
+            let s = jni.string(f);
+            jni.delete_local_ref(f);
+            s
+        }
+        Err(_) => None,
+    };
+    drop(lock);
+    let failure = if lost.is_empty() {
+        failure
+    } else {
+        let note = format!(
+            "the data of {} could not be read (out of memory) and is left out of this report",
+            lost.join(", ")
+        );
+        Some(match failure {
+            Some(f) => format!("{f}; {note}"),
+            None => note,
+        })
+    };
     Ok((out, failure))
 }
 

@@ -588,7 +588,25 @@ public final class Offline {
             sampler.running = false;
         }
         Probes.stop();
-        int threads = Probes.snapshot();
+        // the entries are read under the runtime's lock, taken before the snapshot: they are
+        // read from its aggregates as they are, not copied (see Probes.snapshot)
+        StringBuilder data = new StringBuilder();
+        synchronized (Probes.class) {
+            int threads = Probes.snapshot();
+            for (int i = 0; i < threads; i++) {
+                long[] d = Probes.export(i);
+                if (d == null) {
+                    continue;
+                }
+                data.append("thread\t").append(clean(Probes.threadName(i))).append('\n');
+                data.append("data");
+                for (long v : d) {
+                    data.append('\t').append(v);
+                }
+                data.append('\n');
+            }
+            Probes.dumped();
+        }
         StringBuilder sb = new StringBuilder();
         sb.append("bci-data\t1\n");
         sb.append("clock\t").append(clock).append('\n');
@@ -611,18 +629,7 @@ public final class Offline {
                         .append(Long.toHexString(hashes[i])).append('\n');
             }
         }
-        for (int i = 0; i < threads; i++) {
-            long[] d = Probes.export(i);
-            if (d == null) {
-                continue;
-            }
-            sb.append("thread\t").append(clean(Probes.threadName(i))).append('\n');
-            sb.append("data");
-            for (long v : d) {
-                sb.append('\t').append(v);
-            }
-            sb.append('\n');
-        }
+        sb.append(data);
         long[] totals = Probes.sampledTotals();
         sb.append("totals");
         for (long v : totals) {

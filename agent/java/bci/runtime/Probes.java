@@ -83,7 +83,7 @@ public final class Probes {
      * threads folded in, live threads' counts as they leave their caches. Bounded by the
      * number of distinct call paths, not by the number of threads.
      */
-    static A ended = new A("other threads");
+    static A ended = new A("other threads", true);
     /** thread=y: bytes of the rows of ended threads. */
     static long rowsBytes;
     /** The state a thread's field points to once the thread ended (field build; see ended()). */
@@ -203,8 +203,15 @@ public final class Probes {
         }
     }
 
-    /** Under the class lock: the node of (ctx, id), added if new. */
+    /**
+     * Under the class lock: the node of (ctx, id), added if new; 0 (the root) once recording
+     * stopped, or if adding it would take the tree past the memory budget (recording then
+     * stops here: the call being entered is the first one not counted).
+     */
     static int child(int ctx, int id) {
+        if (failure != null) {
+            return 0; // recording stopped: the tree no longer grows (its table may be gone)
+        }
         long key = ((long) ctx << 32) | (id & 0xffffffffL);
         int[] tab = gTab;
         int m = tab.length - 1;
@@ -221,7 +228,16 @@ public final class Probes {
         }
         int node = gNodes;
         int ch = node >>> GS;
-        if (ch >= gKey.length || gKey[ch] == null) {
+        boolean newChunk = ch >= gKey.length || gKey[ch] == null;
+        boolean newTable = (node + 1) * 4L > tab.length * 3L;
+        // the budget, checked before the tree grows (a chunk, 12 bytes a node; the table,
+        // doubled): not on every node, only when it takes more memory
+        if ((newChunk || newTable)
+                && overBudgetBy((newChunk ? 12L << GS : 0) + (newTable ? 8L * tab.length : 0),
+                        "the call-path tree")) {
+            return 0;
+        }
+        if (newChunk) {
             // a new chunk, in new outer arrays filled before they are published
             int len = gKey.length > ch ? gKey.length : ch * 2;
             long[][] nk = new long[len][];
@@ -235,7 +251,7 @@ public final class Probes {
         }
         gKey[ch][node & GM] = ~key;
         gNodes = node + 1;
-        if ((node + 1) * 4L > tab.length * 3L) {
+        if (newTable) {
             // a new table, filled before it is published (racy readers see the old or the new)
             int[] nt = new int[tab.length * 2];
             int nm = nt.length - 1;
@@ -294,9 +310,12 @@ public final class Probes {
 
     /**
      * Most bytes the recorded data may take (a quarter of the largest heap; 0 = no limit):
-     * checked when a thread registers, against the live threads' states beyond a per-thread
-     * allowance (see {@link #liveCharged}) plus the aggregates and the tree. Above it recording stops: a heap
-     * that fills with profile data makes the program crawl from one full GC to the next.
+     * the live threads' states beyond a per-thread allowance (see {@link #liveCharged}) plus
+     * the aggregates and the tree. Checked when a thread registers and where the data grows:
+     * the tree's chunks and table ({@link #child}), the sinks' maps ({@link NodeMap}, {@link
+     * #overBudgetBy}) and the thread states' arrays ({@link T#grew}), the slow paths that
+     * allocate, never the probes' fast paths. Above it recording stops: a heap that fills
+     * with profile data makes the program crawl from one full GC to the next, or die.
      */
     static long budget;
     /** Tests only (BCIAGENT_TEST_BUDGET): the budget in bytes instead of a quarter of the heap. */
@@ -340,6 +359,26 @@ public final class Probes {
     /** {@link #grown} when the live states were last counted. */
     static int grownCounted;
 
+    /** Growths of states above the allowance since the last {@link #checkLive} (racy). */
+    static int growths;
+
+    /** The budget after a thread state grew: the live states counted, under the class lock. */
+    static void checkLive() {
+        if (jniLock && lock0()) {
+            try {
+                countLive();
+                overBudgetBy(0, "the threads' states");
+            } finally {
+                unlock0();
+            }
+            return;
+        }
+        synchronized (Probes.class) {
+            countLive();
+            overBudgetBy(0, "the threads' states");
+        }
+    }
+
     /** Under the class lock: counts the bytes of the live threads' states. */
     static void countLive() {
         grownCounted = grown;
@@ -381,6 +420,35 @@ public final class Probes {
             est = liveCharged + rest;
         }
         return est > budget ? est : -1;
+    }
+
+    /**
+     * Under the class lock, before recorded data grows by about {@code more} bytes ({@code
+     * what} grows): whether that takes it past the budget, and if so recording stops (see
+     * {@link #fail}). The growth that asked may still be made (counts on their way to a sink
+     * are kept: the data is then over the budget by that one step). The live states are
+     * counted again before a verdict above the budget.
+     */
+    static boolean overBudgetBy(long more, String what) {
+        if (budget <= 0 || failure != null || !on) {
+            return false;
+        }
+        long rest = ended.bytes() + rowsBytes + treeBytes() + more;
+        if (liveCharged + rest <= budget) {
+            return false;
+        }
+        countLive();
+        long est = liveCharged + rest;
+        if (est <= budget) {
+            return false;
+        }
+        // off first: composing the text calls JDK methods, whose probes then return at once
+        fast = false;
+        on = false;
+        fail(null, cat(text("the profile data (about ", est >> 20,
+                " MB) would pass the budget (a quarter of the heap, ", budget >> 20,
+                " MB) as "), what, " grew: recording stopped, counts are incomplete"));
+        return true;
     }
 
     /** Why recording stopped early (null: it did not), for the report. */
@@ -479,8 +547,9 @@ public final class Probes {
     }
 
     /**
-     * Stops recording for good after {@code e} (out of memory inside a probe or the runtime):
-     * the program goes on unprofiled and the report says so. Never throws.
+     * Stops recording for good after {@code e} (out of memory inside a probe or the runtime,
+     * or the budget: {@code e} null): the program goes on unprofiled and the report says so.
+     * Never throws.
      */
     static void fail(Throwable e, String where) {
         fast = false;
@@ -493,9 +562,15 @@ public final class Probes {
     }
 
     /**
-     * After a failure: the live threads' data is dropped too (their fields point to GONE, their
-     * slots are emptied), giving the memory back to the program; no thread registers again.
-     * The aggregates of threads that ended before stay for the report.
+     * After a failure: the live threads' counts so far are moved to their sinks (read racily,
+     * like a dump's: a parked or blocked thread's exactly), then their states are dropped
+     * (their fields point to GONE, their slots are emptied), as are the pooled states and the
+     * tree's lookup table, giving that memory back to the program; no thread registers
+     * again, the tree no longer grows and later ended threads' data is dropped. What was
+     * recorded (the tree's nodes, the aggregates) stays for the report if it is within the
+     * budget, a quarter over it at most (the growth that stopped recording and the live
+     * threads' counts); above that (an OutOfMemoryError with more data than the budget
+     * allows) it is dropped too and the report says so.
      */
     static void dropLive() {
         if (jniLock && lock0()) {
@@ -512,11 +587,51 @@ public final class Probes {
     }
 
     static void dropLiveLocked() {
+        try {
+            for (Slots t = live; t != null; t = t == live ? vlive : null) {
+                T[] a = t.a;
+                for (int i = 0; i < t.n && i < a.length; i++) {
+                    T s = a[i];
+                    A sink = s == null ? null : s.sink;
+                    if (sink != null) {
+                        sink.addThread(s, true);
+                        sink.addOpen(s);
+                        sink.threads++;
+                    }
+                }
+            }
+        } catch (OutOfMemoryError e) {
+            if (failure != null && !failure.endsWith(LIVE_LOST)) {
+                failure = cat(failure, "", LIVE_LOST);
+            }
+        }
         live.dropAll();
         vlive.dropAll();
         nLive = 0;
         version++;
+        for (int i = 0; i < npool; i++) {
+            pool[i] = null;
+        }
+        npool = 0;
+        gTab = new int[1]; // lookups find nothing (child() adds nothing once stopped)
+        if (budget > 0 && ended.bytes() + rowsBytes + treeBytes() > budget + (budget >> 2)) {
+            long mb = (ended.bytes() + rowsBytes + treeBytes()) >> 20;
+            gKey = new long[][] {new long[1 << GS]};
+            int[][] c = {new int[1 << GS]};
+            c[0][0] = 1;
+            gCtx = c;
+            gNodes = 1;
+            ended = new A("other threads", true);
+            rows = new A[0];
+            rowsUsed = 0;
+            rowsBytes = 0;
+            failure = cat(failure == null ? "" : failure,
+                    text("; the data recorded (about ", mb, " MB) was over the budget and was dropped"),
+                    "");
+        }
     }
+
+    static final String LIVE_LOST = "; the live threads' latest counts were lost (no memory to fold them)";
 
     /**
      * A table of live threads' states by slot (null = free; a slot is reused once its thread
@@ -1365,7 +1480,7 @@ public final class Probes {
                     System.arraycopy(rows, 0, r, 0, rows.length);
                     rows = r;
                 }
-                rows[s.row] = new A(name);
+                rows[s.row] = new A(name, true);
                 s.sink = rows[s.row];
             } else {
                 s.sink = ended;
@@ -1421,6 +1536,12 @@ public final class Probes {
             unpublish(s);
             recentlyEnded[recentNext] = t;
             recentNext = (recentNext + 1) & (recentlyEnded.length - 1);
+            // its name now (at registration it may not have had it yet: a thread attaching
+            // through JNI registers inside its own constructor's callees)
+            s.name = nameOf(t, s.name);
+            if (s.row >= 0 && s.row < rows.length && rows[s.row] != null) {
+                rows[s.row].name = s.name;
+            }
             if (failure != null) {
                 return; // recording stopped: its data is dropped, to give memory back
             }
@@ -1513,7 +1634,7 @@ public final class Probes {
         synchronized (Probes.class) {
             t.sample(1, 1);
             a.addThread(t, true);
-            a.copy("self-test").export();
+            new Out(a, a.overlay("self-test"), gNodes).all();
             t.reset();
         }
         if (timed) {
@@ -1564,7 +1685,12 @@ public final class Probes {
     }
 
     // The dump: snapshot() takes every thread's data under the class lock (no thread is folded
-    // or added meanwhile: nothing counted twice or missed), then the agent reads it by index.
+    // or added meanwhile: nothing counted twice or missed), then the agent reads it by index,
+    // still holding the lock (it takes it before the snapshot and leaves it after the last
+    // part, see the agent's runtime::collect; Offline likewise): the aggregates are read as
+    // they are, not copied (a large profile's copy did not fit a tight heap, and the dump
+    // lost everything), and only what live threads hold outside them (their caches and
+    // queues, small) is gathered apart for the dump. The tree does not grow meanwhile either.
     static String[] snapNames = new String[0];
     static Out[] snapData = new Out[0];
 
@@ -1573,9 +1699,37 @@ public final class Probes {
      * thread=y, one entry per row (an ended thread's row or a live thread's) in registration
      * order, then "other threads" (ended and live threads beyond {@link #ROWS}) if any. Returns
      * the number of entries. Live threads are read racily while they run (each value whole).
+     * The caller holds the class lock until it has read the last entry. Never throws: out of
+     * memory here, recording stops (the live threads' counts folded into the aggregates, their
+     * memory given back) and the aggregates alone are taken.
      */
     public static int snapshot() {
         synchronized (Probes.class) {
+            try {
+                return snapshot0();
+            } catch (OutOfMemoryError e) {
+                snapNames = new String[0];
+                snapData = new Out[0];
+                fail(e, "out of memory taking the report's snapshot: recording stopped, counts are"
+                        + " incomplete");
+            } catch (RuntimeException e) {
+                fail(e, BUG_DUMP);
+            }
+            try {
+                return snapshot0();
+            } catch (Throwable e) {
+                snapNames = new String[0];
+                snapData = new Out[0];
+                return 0;
+            }
+        }
+    }
+
+    static final String BUG_DUMP =
+            "internal error in the runtime's dump (a bug): recording stopped, counts are incomplete";
+
+    static int snapshot0() {
+        {
             snapNames = new String[0];
             snapData = new Out[0];
             int n = 0;
@@ -1590,7 +1744,7 @@ public final class Probes {
             if (!perThread) {
                 // one entry for all counts; a live thread with mismatches also gets an entry
                 // of its own, without counts, that names it (the report lists such threads)
-                A sum = ended.copy("ended threads");
+                A sum = ended.overlay("ended threads");
                 for (int i = 0; i < nl; i++) {
                     T s = lv[i];
                     if (s != null) {
@@ -1599,19 +1753,20 @@ public final class Probes {
                     }
                 }
                 names[n] = sum.name;
-                data[n++] = new Out(sum, g);
+                data[n++] = new Out(ended, sum, g);
                 for (int i = 0; i < nl; i++) {
                     T s = lv[i];
                     long mm = s == null ? 0 : s.mismatches;
                     if (mm > 0) {
+                        s.name = nameOf(s.thread, s.name);
                         A one = new A(s.name);
                         one.mismatches = mm;
                         names[n] = s.name;
-                        data[n++] = new Out(one, g);
+                        data[n++] = new Out(null, one, g);
                     }
                 }
             } else {
-                A other = ended.copy("other threads");
+                A other = ended.overlay("other threads");
                 T[] byRow = new T[rowsUsed];
                 for (int i = 0; i < nl; i++) {
                     T s = lv[i];
@@ -1630,22 +1785,54 @@ public final class Probes {
                     if (rows[r] == null) {
                         continue;
                     }
-                    A row = rows[r].copy(rows[r].name);
+                    if (byRow[r] != null) {
+                        // a live thread's name now (see nameOf)
+                        byRow[r].name = nameOf(byRow[r].thread, byRow[r].name);
+                        rows[r].name = byRow[r].name;
+                    }
+                    A row = rows[r].overlay(rows[r].name);
                     if (byRow[r] != null) {
                         row.addThread(byRow[r], true);
                         row.addOpen(byRow[r]);
                     }
                     names[n] = row.name;
-                    data[n++] = new Out(row, g);
+                    data[n++] = new Out(rows[r], row, g);
                 }
                 if (other.threads > 0) {
                     names[n] = "other threads";
-                    data[n++] = new Out(other, g);
+                    data[n++] = new Out(ended, other, g);
                 }
             }
             snapNames = names;
             snapData = data;
             return n;
+        }
+    }
+
+    /**
+     * Thread {@code t}'s name now, {@code old} if it cannot be read. The name taken when a
+     * thread registers may not be its name yet: a thread attaching through JNI (the
+     * launcher's DestroyJavaVM, which runs the shutdown hooks) registers at its first probe,
+     * before the JVM named it, and the report called it "" (thread=y's THREAD START) and
+     * "thread-N" (collapsed). So a dump and a thread's end read it again. The calling
+     * thread's recording is paused meanwhile (Thread.getName is instrumented: not the
+     * program's call).
+     */
+    static String nameOf(Thread t, String old) {
+        if (t == null) {
+            return old;
+        }
+        Object p = null;
+        try {
+            p = pause0();
+            String n = t.getName();
+            return n == null ? old : n;
+        } catch (Throwable e) {
+            return old;
+        } finally {
+            if (p != null) {
+                resume0(p);
+            }
         }
     }
 
@@ -1663,7 +1850,7 @@ public final class Probes {
     public static long[] export(int i) {
         Out[] a = snapData;
         Out o = i >= 0 && i < a.length ? a[i] : null;
-        return o == null ? null : new Out(o.a, o.g).all();
+        return o == null ? null : new Out(o.base, o.a, o.g).all();
     }
 
     /**
@@ -1674,11 +1861,55 @@ public final class Probes {
     public static long[] exportNext(int i) {
         Out[] a = snapData;
         Out o = i >= 0 && i < a.length ? a[i] : null;
-        long[] c = o == null ? null : o.next();
+        long[] c;
+        try {
+            c = o == null ? null : o.next();
+        } catch (OutOfMemoryError e) {
+            // the reserve given back, and parts of a few nodes from here on; recording
+            // stops, the live threads' data dropped once the dump is read ({@link #dumped}):
+            // folding it now would count it twice, in the aggregates and in this dump
+            reserve = null;
+            o.small = true;
+            stopAfterDump("out of memory writing the report: recording stopped, counts are"
+                    + " incomplete");
+            try {
+                c = o.next();
+            } catch (OutOfMemoryError e2) {
+                a[i] = null;
+                throw e2;
+            }
+        }
         if (c == null && o != null) {
-            a[i] = null; // read: its copy of the data is no longer kept
+            a[i] = null; // read: its part of the data is no longer kept
         }
         return c;
+    }
+
+    /** Set when recording stopped during a dump: {@link #dumped} drops the live threads' data. */
+    static boolean dropAfterDump;
+
+    static void stopAfterDump(String why) {
+        fast = false;
+        on = false;
+        if (failure == null) {
+            failure = why;
+        }
+        dropAfterDump = true;
+    }
+
+    /**
+     * The agent read the last snapshot (still under the class lock): its data is let go, and
+     * what recording stopped during the dump left for later is done now (see {@link #fail}).
+     */
+    public static void dumped() {
+        synchronized (Probes.class) {
+            snapNames = new String[0];
+            snapData = new Out[0];
+            if (dropAfterDump) {
+                dropAfterDump = false;
+                fail(null, failure);
+            }
+        }
     }
 
     /** clock=sample: sampled total time per method over all threads (index = method id). */
@@ -1698,6 +1929,24 @@ public final class Probes {
         o = put(out, o, x);
         o = put(out, o, b);
         o = put(out, o, y);
+        o = put(out, o, c);
+        return new String(out, 0, o);
+    }
+
+    /** a + x + b, without the JDK's string concatenation. */
+    static String text(String a, long x, String b) {
+        char[] out = new char[a.length() + b.length() + 20];
+        int o = put(out, 0, a);
+        o = put(out, o, x);
+        o = put(out, o, b);
+        return new String(out, 0, o);
+    }
+
+    /** a + b + c, without the JDK's string concatenation. */
+    static String cat(String a, String b, String c) {
+        char[] out = new char[a.length() + b.length() + c.length()];
+        int o = put(out, 0, a);
+        o = put(out, o, b);
         o = put(out, o, c);
         return new String(out, 0, o);
     }
@@ -1757,7 +2006,8 @@ public final class Probes {
      * Changed only under the class lock.
      */
     static final class A {
-        final String name;
+        /** The thread's name (a thread=y row: renamed when its thread ends, see nameOf). */
+        String name;
         /** Threads folded in. */
         long threads;
         /** Calls per node. */
@@ -1773,6 +2023,13 @@ public final class Probes {
 
         A(String name) {
             this.name = name;
+        }
+
+        /** {@code sink}: recorded data (the budget is checked when its maps grow). */
+        A(String name, boolean sink) {
+            this.name = name;
+            cnt.sink = sink;
+            slf.sink = sink;
         }
 
         /** Adds {@code c} calls and {@code sl} ns of self time to node {@code node}. */
@@ -1929,12 +2186,15 @@ public final class Probes {
             }
         }
 
-        /** A copy named {@code name} (the dump adds live threads to it). */
-        A copy(String name) {
+        /**
+         * For a dump: what the dump adds to this sink, named {@code name}: its per-method data
+         * and statistics copied (a value per method, small), its counts per node not (the dump
+         * reads them from this sink, under the class lock: {@link Out}); the live threads'
+         * counts not yet in the sink are added to the overlay's own maps.
+         */
+        A overlay(String name) {
             A a = new A(name);
             a.threads = threads;
-            a.cnt = cnt.copy();
-            a.slf = slf.copy();
             a.total = total.clone();
             a.mismatches = mismatches;
             a.misses = misses;
@@ -1951,7 +2211,7 @@ public final class Probes {
 
         /** Flattened for the agent (the layout of {@link Probes#export(int)}), whole. */
         long[] export() {
-            return new Out(this, gNodes).all();
+            return new Out(null, this, gNodes).all();
         }
     }
 
@@ -1968,6 +2228,12 @@ public final class Probes {
         int used;
         /** Dense (non-null): the values by node; key and val are then unused. */
         long[][] dense;
+        /**
+         * A sink's map (recorded data): the budget is checked before it grows ({@link
+         * Probes#overBudgetBy}, under the class lock like every change of a sink), not for a
+         * dump's own maps.
+         */
+        boolean sink;
 
         void add(int node, long v) {
             if (dense != null) {
@@ -1978,8 +2244,16 @@ public final class Probes {
             if (key[i] == 0) {
                 if ((used + 1) * 4L > key.length * 3L) {
                     if (24L * key.length >= 8L * gNodes && gNodes > (1 << GS)) {
+                        if (sink && overBudgetBy(8L * gNodes, "the aggregates")) {
+                            add(node, v); // recording stopped (live threads folded in): again
+                            return;
+                        }
                         toDense();
                         addDense(node, v);
+                        return;
+                    }
+                    if (sink && overBudgetBy(24L * key.length, "the aggregates")) {
+                        add(node, v);
                         return;
                     }
                     grow();
@@ -2034,6 +2308,10 @@ public final class Probes {
             }
             long[] a = dense[c];
             if (a == null) {
+                if (sink && overBudgetBy(8L << GS, "the aggregates")) {
+                    addDense(node, v);
+                    return;
+                }
                 a = new long[1 << GS];
                 dense[c] = a;
             }
@@ -2054,21 +2332,6 @@ public final class Probes {
             }
         }
 
-        NodeMap copy() {
-            NodeMap m = new NodeMap();
-            if (dense != null) {
-                m.dense = new long[dense.length][];
-                for (int c = 0; c < dense.length; c++) {
-                    m.dense[c] = dense[c] == null ? null : dense[c].clone();
-                }
-            } else {
-                m.key = key.clone();
-                m.val = val.clone();
-                m.used = used;
-            }
-            return m;
-        }
-
         long bytes() {
             if (dense == null) {
                 return 12L * key.length;
@@ -2087,48 +2350,103 @@ public final class Probes {
      * One entry of a snapshot on its way to the agent, flattened in the layout of {@link
      * Probes#export(int)} and handed out in chunks ({@link #next}): the nodes that have counts
      * and their prefixes, renumbered in tree order (a prefix before its node), then totals,
-     * statistics and timers. The whole array is never built (a large profile's is tens of MB).
+     * statistics and timers. The whole array is never built (a large profile's is tens of MB),
+     * nor is the data copied: a node's values are those of the sink ({@link #base}, read as
+     * it is under the class lock, which the reader holds) plus the dump's overlay ({@link
+     * #a}: the live threads' counts not in the sink yet). What it allocates is a bit per node
+     * and an int per 64 nodes (the numbering; without them, every node of the tree is handed
+     * out, numbered as it is) and one chunk at a time.
      */
     static final class Out {
-        /** Node records per chunk. */
+        /** Node records per chunk ({@link #small}: {@link #SMALL_CHUNK}). */
         static final int CHUNK = 1 << 14;
+        static final int SMALL_CHUNK = 1 << 8;
+        /** The sink read as it is (null: the overlay alone). */
+        final A base;
+        /** The dump's own part, and the per-method data, statistics and timers. */
         final A a;
         /** Nodes in the tree when the entry was taken (the entry has none beyond). */
         final int g;
-        /** loc[k]: node k's index in the output (0: not exported); null until numbered. */
-        int[] loc;
+        /** Bit k: node k is handed out; null until numbered (or if there was no memory). */
+        long[] mark;
+        /** By word of {@link #mark}: the index in the output of its first marked node. */
+        int[] rank;
+        /** Numbered (all: every node, by its own number, when the marks did not fit). */
+        boolean numbered;
         int ne;
-        /** The next node of the tree to hand out; g once all are out, g + 1 after the tail. */
+        /**
+         * The next node of the tree to hand out (0: nothing handed out yet); g once all are
+         * out, g + 1 after the tail.
+         */
         int k;
+        /** Out of memory once: small chunks from here on. */
+        boolean small;
 
-        Out(A a, int g) {
+        Out(A base, A a, int g) {
+            this.base = base;
             this.a = a;
             this.g = g;
         }
 
+        long count(int node) {
+            return (base == null ? 0 : base.cnt.get(node)) + a.cnt.get(node);
+        }
+
+        long self(int node) {
+            return (base == null ? 0 : base.slf.get(node)) + a.slf.get(node);
+        }
+
         private void number() {
             int g = this.g;
-            int[] loc = new int[g];
-            NodeMap c = a.cnt;
-            NodeMap s = a.slf;
+            long[] mark;
+            int[] rank;
+            try {
+                mark = new long[(g + 63) >>> 6];
+                rank = new int[mark.length];
+            } catch (OutOfMemoryError e) {
+                // every node, numbered as it is (nodes without counts come out as zeros)
+                numbered = true;
+                ne = g;
+                return;
+            }
             // from the deepest node numbers down: a prefix has a lower number than its node
             for (int k = g - 1; k > 0; k--) {
-                if (loc[k] != 0 || c.get(k) != 0 || s.get(k) != 0) {
-                    loc[k] = -1;
+                if ((mark[k >>> 6] & (1L << k)) != 0 || count(k) != 0 || self(k) != 0) {
+                    mark[k >>> 6] |= 1L << k;
                     int p = (int) (~gkey(k) >>> 32);
                     if (p > 0 && p < g) {
-                        loc[p] = -1;
+                        mark[p >>> 6] |= 1L << p;
                     }
                 }
             }
             int n = 1;
-            for (int k = 1; k < g; k++) {
-                if (loc[k] != 0) {
-                    loc[k] = n++;
-                }
+            for (int w = 0; w < mark.length; w++) {
+                rank[w] = n;
+                n += bits(mark[w]);
             }
-            this.loc = loc;
+            this.mark = mark;
+            this.rank = rank;
             this.ne = n;
+            numbered = true;
+        }
+
+        /** Node {@code k}'s index in the output, 0 if it is not handed out. */
+        private int loc(int k) {
+            long[] m = mark;
+            if (m == null) {
+                return k; // every node
+            }
+            long w = m[k >>> 6];
+            long bit = 1L << k;
+            return (w & bit) == 0 ? 0 : rank[k >>> 6] + bits(w & (bit - 1));
+        }
+
+        /** Bits set in {@code x} (not Long.bitCount: a JDK method, instrumented). */
+        static int bits(long x) {
+            x = x - ((x >>> 1) & 0x5555555555555555L);
+            x = (x & 0x3333333333333333L) + ((x >>> 2) & 0x3333333333333333L);
+            x = (x + (x >>> 4)) & 0x0f0f0f0f0f0f0f0fL;
+            return (int) ((x * 0x0101010101010101L) >>> 56);
         }
 
         /** The next chunk of the flattened entry; null once all of it was handed out. */
@@ -2136,17 +2454,18 @@ public final class Probes {
             if (k > g) {
                 return null;
             }
-            boolean first = loc == null;
-            if (first) {
+            // (k moves on only once a chunk is made: out of memory, the same chunk is asked again)
+            boolean first = k == 0;
+            if (!numbered) {
                 number();
-                k = 1;
             }
-            if (k < g) {
-                int[] loc = this.loc;
+            int from = first ? 1 : k;
+            if (from < g) {
+                int max = small ? SMALL_CHUNK : CHUNK;
                 int n = 0;
-                int j = k;
-                for (; j < g && n < CHUNK; j++) {
-                    if (loc[j] > 0) {
+                int j = from;
+                for (; j < g && n < max; j++) {
+                    if (loc(j) > 0) {
                         n++;
                     }
                 }
@@ -2156,23 +2475,23 @@ public final class Probes {
                     out[o++] = ne;
                     o += 4; // node 0: the root
                 }
-                for (int x = k; x < j; x++) {
-                    if (loc[x] > 0) {
+                for (int x = from; x < j; x++) {
+                    if (loc(x) > 0) {
                         long kk = ~gkey(x);
                         int p = (int) (kk >>> 32);
-                        out[o++] = p > 0 && p < g ? loc[p] : 0;
+                        out[o++] = p > 0 && p < g ? loc(p) : 0;
                         out[o++] = (int) kk;
-                        out[o++] = a.cnt.get(x);
-                        out[o++] = a.slf.get(x);
+                        out[o++] = count(x);
+                        out[o++] = self(x);
                     }
                 }
                 k = j;
                 return out;
             }
-            k = g + 1;
             long[] total = a.total;
             int nt = a.tmCount.length;
             long[] out = new long[(first ? 5 : 0) + 1 + total.length + 3 + 1 + 2 * nt];
+            k = g + 1;
             int o = 0;
             if (first) {
                 out[o++] = ne;
@@ -2473,10 +2792,20 @@ public final class Probes {
             sp = b + 2;
         }
 
-        /** After an array grew: a state now above the allowance changes {@link Probes#grown}. */
+        /**
+         * After an array grew: a state now above the allowance changes {@link Probes#grown},
+         * and the budget is checked (the live states counted, under the class lock): at every
+         * growth of a state above a 64th of the budget (a few doublings a thread), else once
+         * every (live threads / 8 + 64) such growths, amortized like the registrations' count.
+         */
         void grew() {
-            if (bytes() > ALLOWANCE) {
+            long b = bytes();
+            if (b > ALLOWANCE) {
                 grown++;
+                if (budget > 0 && on && (b > budget >> 6 || ++growths > (nLive >> 3) + 64)) {
+                    growths = 0;
+                    checkLive();
+                }
             }
         }
 
@@ -2580,10 +2909,13 @@ public final class Probes {
         private void drainLocked() {
             drainsLocked++;
             A a = sink;
-            if (a != null && failure == null) {
-                a.addQueue(q, nq);
-            }
+            // emptied first: if recording stops while the queue is added (the budget, as a
+            // sink grows), the live threads' counts folded then do not hold it a second time
+            int n = nq;
             nq = 0;
+            if (a != null && failure == null) {
+                a.addQueue(q, n);
+            }
             // a thread that keeps draining gets a longer queue (fewer locks)
             if ((++drains & 31) == 0 && q.length < Q_MAX) {
                 q = new long[q.length * 2];
