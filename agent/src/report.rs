@@ -629,11 +629,24 @@ fn frame_text(s: &str) -> String {
         .collect()
 }
 
+/// The collapsed output's notice that recording stopped: `RECORDING_STOPPED:_<why>` (spaces
+/// and `;` as `_`, one frame).
+pub fn stopped_frame(why: &str) -> String {
+    frame_text(&format!("RECORDING STOPPED: {why}"))
+}
+
 pub fn collapsed(o: &Options, s: &Snapshot) -> String {
     text(|w| collapsed_to(o, s, w))
 }
 
 fn collapsed_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(f) = &s.failure {
+        // collapsed stacks have no comment syntax: the notice is a stack of one frame with
+        // weight 0, which flame-graph tools read as a stack like any other and draw with no
+        // width (flamegraph.pl, async-profiler's converter, speedscope); a line that is not
+        // `stack weight` would be dropped with a warning by some and stop others
+        writeln!(out, "{} 0", stopped_frame(f))?;
+    }
     let paths = Paths::new(s, o.thread);
     // (thread, frames top first, self): the traces with time, by thread and stack from the root
     let mut all: Vec<(Option<usize>, Vec<u32>, u64)> = paths
