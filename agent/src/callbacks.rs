@@ -209,7 +209,8 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         // through a link, its target: a file this JVM creates there is removed, if unwritten,
         // instead of the link
         let file = outfile::expand(&opts.file, pid, secs).map(|p| outfile::follow_links(&p));
-        match file.and_then(|p| OutFile::open(&p, pid)) {
+        let when = outfile::Replaces::of(opts.doe, opts.format);
+        match file.and_then(|p| OutFile::open_with(&p, pid, when)) {
             Ok((out, warnings)) => {
                 for w in warnings {
                     log(&w);

@@ -137,10 +137,43 @@ fn open_unlocked(path: &str) -> Result<(File, bool), String> {
     }
 }
 
+/// When a dump writes the report file itself, replacing what an earlier run left there (the
+/// start-up warning says which).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replaces {
+    /// At VM death (doe=y).
+    AtExit,
+    /// Only if a dump is asked for with SIGQUIT (doe=n; hprof and methods formats).
+    OnDump,
+    /// Never (doe=n with format=collapsed: its SIGQUIT dumps are files of their own).
+    Never,
+}
+
+impl Replaces {
+    pub fn of(doe: bool, format: Format) -> Replaces {
+        match (doe, format) {
+            (true, _) => Replaces::AtExit,
+            (false, Format::Collapsed) => Replaces::Never,
+            (false, _) => Replaces::OnDump,
+        }
+    }
+}
+
 impl OutFile {
-    /// Opens (creates) and locks the file for `path`, already expanded. Returns the file and
-    /// the warnings to log (another JVM holds the path; an existing file will be replaced).
+    /// Opens (creates) and locks the file for `path`, already expanded, for reports written
+    /// at exit. Returns the file and the warnings to log (another JVM holds the path; an
+    /// existing file will be replaced).
     pub fn open(path: &str, pid: u32) -> Result<(OutFile, Vec<String>), String> {
+        OutFile::open_with(path, pid, Replaces::AtExit)
+    }
+
+    /// [`open`](Self::open), for reports written `when`: the warning about an existing file
+    /// says when it is replaced.
+    pub fn open_with(
+        path: &str,
+        pid: u32,
+        when: Replaces,
+    ) -> Result<(OutFile, Vec<String>), String> {
         let mut warnings = Vec::new();
         let mut path = path.to_string();
         let (mut file, mut created) = open_unlocked(&path)?;
@@ -165,10 +198,19 @@ impl OutFile {
             )),
         }
         if file.metadata().map(|m| m.len() > 0).unwrap_or(false) {
-            warnings.push(format!(
-                "file={path} exists and will be replaced by this run's profile (use %p or %t \
-                 in file= to keep each run's)"
-            ));
+            match when {
+                Replaces::AtExit => warnings.push(format!(
+                    "file={path} exists and will be replaced by this run's profile (use %p or \
+                     %t in file= to keep each run's)"
+                )),
+                Replaces::OnDump => warnings.push(format!(
+                    "file={path} exists and will be replaced if a dump is requested (SIGQUIT; \
+                     doe=n: nothing is written at exit, and without a dump it is left as it \
+                     was; use %p or %t in file= to keep each run's)"
+                )),
+                // its dumps go to <path>.N: the file is left as it was
+                Replaces::Never => {}
+            }
         }
         Ok((
             OutFile {
@@ -287,6 +329,18 @@ mod tests {
         drop(a);
         let (mut c, w) = OutFile::open(&p, 3).unwrap();
         assert!(w.iter().any(|w| w.contains("replaced")), "{w:?}");
+        // doe=n: replaced only by a SIGQUIT dump, or never (collapsed: <path>.N files)
+        drop(c);
+        let (d_, w) = OutFile::open_with(&p, 4, Replaces::OnDump).unwrap();
+        assert!(
+            w.iter().any(|w| w.contains("replaced if a dump is requested")),
+            "{w:?}"
+        );
+        drop(d_);
+        let (d_, w) = OutFile::open_with(&p, 5, Replaces::Never).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        drop(d_);
+        let (mut c, _) = OutFile::open(&p, 3).unwrap();
         c.write("C1\n", Format::Collapsed, false).unwrap();
         c.write("C2\n", Format::Collapsed, true).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "C2\n");
