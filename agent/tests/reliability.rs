@@ -554,3 +554,111 @@ fn loaded_twice_one_report() {
         321
     );
 }
+
+/// thread=y: a thread attaching through JNI (the launcher's DestroyJavaVM, which runs the
+/// shutdown hooks) has its real name in both outputs. It registers at its first probe, inside
+/// its own Thread constructor's callees, before the JVM names it: the name taken then was ""
+/// (`THREAD START (… name="", …)`), which collapsed output called `thread-2`. The name is read
+/// again when a dump is taken and when the thread ends.
+#[test]
+fn threads_attached_through_jni_are_named_in_every_format() {
+    let dir = tmp("jniname");
+    compile(
+        &dir,
+        "Hook",
+        r#"
+public class Hook {
+    static int work(int x) { return x + 1; }
+    static void inHook() { for (int i = 0; i < 1000; i++) work(i); }
+    public static void main(String[] a) {
+        Runtime.getRuntime().addShutdownHook(new Thread(Hook::inHook, "hook"));
+        for (int i = 0; i < 10; i++) work(i);
+    }
+}
+"#,
+        &[],
+    );
+    let cp = dir.display().to_string();
+    let hprof = dir.join("h.txt");
+    let o = java(
+        &cp,
+        "Hook",
+        &format!("cpu=times,thread=y,cutoff=0,file={}", hprof.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let report = std::fs::read_to_string(&hprof).unwrap();
+    let starts: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("THREAD START"))
+        .collect();
+    assert!(
+        starts.iter().any(|l| l.contains("name=\"DestroyJavaVM\"")),
+        "{starts:#?}"
+    );
+    assert!(
+        !starts.iter().any(|l| l.contains("name=\"\"")),
+        "{starts:#?}"
+    );
+    // wall time: the thread waits for the hook, so it has self time (a line) for sure
+    let collapsed = dir.join("c.txt");
+    let o = java(
+        &cp,
+        "Hook",
+        &format!(
+            "cpu=times,thread=y,clock=wall,format=collapsed,file={}",
+            collapsed.display()
+        ),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let c = std::fs::read_to_string(&collapsed).unwrap();
+    assert!(c.lines().any(|l| l.starts_with("DestroyJavaVM;")), "{c}");
+    assert!(!c.lines().any(|l| l.starts_with("thread-")), "{c}");
+}
+
+/// doe=n writes nothing at exit: the start-up warning about a file left by an earlier run
+/// says it is replaced only by a SIGQUIT dump (collapsed: not at all, its dumps are files of
+/// their own), and the file is indeed left as it was. Before, it said "will be replaced by
+/// this run's profile", which doe=n never did without a dump.
+#[test]
+fn doe_n_warning_says_when_the_file_is_replaced() {
+    let dir = tmp("doen");
+    compile(
+        &dir,
+        "Short",
+        "public class Short { public static void main(String[] a) { } }",
+        &[],
+    );
+    let cp = dir.display().to_string();
+    let file = dir.join("pre.txt");
+    for (format, expect) in [
+        ("hprof", Some("will be replaced if a dump is requested (SIGQUIT")),
+        ("collapsed", None),
+    ] {
+        std::fs::write(&file, "earlier run\n").unwrap();
+        let o = java(
+            &cp,
+            "Short",
+            &format!("cpu=times,doe=n,format={format},file={}", file.display()),
+            &[],
+            &[],
+        );
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}\n{err}");
+        assert!(!err.contains("replaced by this run's profile"), "{format}: {err}");
+        match expect {
+            Some(e) => assert!(err.contains(e), "{format}: {err}"),
+            None => assert!(!err.contains("exists"), "{format}: {err}"),
+        }
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "earlier run\n",
+            "{format}"
+        );
+    }
+}
