@@ -125,7 +125,7 @@ fn a_profile_larger_than_a_copy_fits_is_written() {
     // then the program goes on)
     let snap = PathBuf::from(format!("{}.1", file.display()));
     let mut last = None;
-    for _ in 0..600 {
+    for _ in 0..300 {
         std::thread::sleep(Duration::from_millis(200));
         let len = std::fs::metadata(&snap).map(|m| m.len()).ok();
         if len.is_some_and(|l| l > 0) && len == last {
@@ -186,7 +186,10 @@ fn a_growing_tree_stops_at_the_budget_and_the_program_runs_on() {
 /// counted: warm() 5000 on main, work() 777 on a thread parked meanwhile (its counts still in
 /// its own cache when recording stops: moved to the report, not dropped), late() and the
 /// worker's 100 later calls not at all. METHODS table (format=methods, depth=64 so that the
-/// tree grows with every call path), under -Xmx64m; the program finishes and allocates.
+/// tree grows with every call path), under -Xmx64m; the program finishes and allocates. No
+/// include=: the JDK is instrumented too, so a JDK method called by the runtime's own budget
+/// check would come back into the probes (Math.max in the count of the live states did, and
+/// javac under -Xmx48m ended in StackOverflowError).
 #[test]
 fn counts_before_the_budget_stop_are_exact() {
     let cp = compile("exact");
@@ -195,7 +198,7 @@ fn counts_before_the_budget_stop_are_exact() {
         &cp,
         &["-Xmx64m"],
         &file,
-        "cpu=times,format=methods,depth=64,cutoff=0,include=BudgetStop:Paths",
+        "cpu=times,format=methods,depth=64,cutoff=0",
         "BudgetStop",
         &["40000", "20"],
         &[],

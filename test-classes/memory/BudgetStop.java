@@ -27,6 +27,7 @@ public class BudgetStop {
             }
             for (int i = 0; i < 100; i++) work(i);
         }, "worker");
+        w.setDaemon(true); // the JVM ends if main does not come back
         w.start();
         counted.await();
         Paths.main(new String[] {args[0]});
