@@ -458,7 +458,9 @@ impl Jni {
     ) -> Result<JRef, String> {
         let m = self.static_method(cls, name, sig)?;
         let f: sys::CallStaticObjectMethodAFn = self.f(ns::CALL_STATIC_OBJECT_METHOD_A);
-        let args = [sys::jvalue { i: arg.unwrap_or(0) }];
+        let args = [sys::jvalue {
+            i: arg.unwrap_or(0),
+        }];
         let a = if arg.is_some() {
             args.as_ptr()
         } else {

@@ -327,13 +327,14 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "A1\nA2\n");
         assert_eq!(std::fs::read_to_string(format!("{p}.2")).unwrap(), "B\n");
         drop(a);
-        let (mut c, w) = OutFile::open(&p, 3).unwrap();
+        let (c, w) = OutFile::open(&p, 3).unwrap();
         assert!(w.iter().any(|w| w.contains("replaced")), "{w:?}");
         // doe=n: replaced only by a SIGQUIT dump, or never (collapsed: <path>.N files)
         drop(c);
         let (d_, w) = OutFile::open_with(&p, 4, Replaces::OnDump).unwrap();
         assert!(
-            w.iter().any(|w| w.contains("replaced if a dump is requested")),
+            w.iter()
+                .any(|w| w.contains("replaced if a dump is requested")),
             "{w:?}"
         );
         drop(d_);

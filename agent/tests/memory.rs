@@ -23,7 +23,11 @@ fn compile(tag: &str) -> PathBuf {
         cmd.arg(e.unwrap().path());
     }
     let o = cmd.output().unwrap();
-    assert!(o.status.success(), "javac: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "javac: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     out
 }
 
@@ -75,7 +79,9 @@ fn assert_collapsed_profile(text: &str, what: &str) {
         &text[..text.len().min(2000)]
     );
     for l in text.lines() {
-        let (stack, w) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{what}: {l:?}"));
+        let (stack, w) = l
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("{what}: {l:?}"));
         assert!(!stack.is_empty() && !stack.contains(' '), "{what}: {l:?}");
         w.parse::<u64>()
             .unwrap_or_else(|_| panic!("{what}: weight of {l:?}"));
@@ -101,7 +107,11 @@ fn a_profile_larger_than_a_copy_fits_is_written() {
         &file,
         "cpu=times,format=collapsed,include=Paths",
         "BigProfile",
-        &["40000", &ready.display().to_string(), &go.display().to_string()],
+        &[
+            "40000",
+            &ready.display().to_string(),
+            &go.display().to_string(),
+        ],
         &[("BCIAGENT_TEST_BUDGET", "4000000000")],
     )
     .stdout(Stdio::piped())

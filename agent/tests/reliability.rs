@@ -637,7 +637,10 @@ fn doe_n_warning_says_when_the_file_is_replaced() {
     let cp = dir.display().to_string();
     let file = dir.join("pre.txt");
     for (format, expect) in [
-        ("hprof", Some("will be replaced if a dump is requested (SIGQUIT")),
+        (
+            "hprof",
+            Some("will be replaced if a dump is requested (SIGQUIT"),
+        ),
         ("collapsed", None),
     ] {
         std::fs::write(&file, "earlier run\n").unwrap();
@@ -650,7 +653,10 @@ fn doe_n_warning_says_when_the_file_is_replaced() {
         );
         let (out, err) = text(&o);
         assert!(o.status.success(), "{out}\n{err}");
-        assert!(!err.contains("replaced by this run's profile"), "{format}: {err}");
+        assert!(
+            !err.contains("replaced by this run's profile"),
+            "{format}: {err}"
+        );
         match expect {
             Some(e) => assert!(err.contains(e), "{format}: {err}"),
             None => assert!(!err.contains("exists"), "{format}: {err}"),
