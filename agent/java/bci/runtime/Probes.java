@@ -1823,6 +1823,10 @@ public final class Probes {
         if (t == null) {
             return old;
         }
+        // (under the class lock, like every change of `registering`: the calling thread is
+        // not registered meanwhile, which would change the tables the caller reads)
+        Thread was = registering;
+        registering = Thread.currentThread();
         Object p = null;
         try {
             p = pause0();
@@ -1834,6 +1838,7 @@ public final class Probes {
             if (p != null) {
                 resume0(p);
             }
+            registering = was;
         }
     }
 
