@@ -1805,6 +1805,33 @@ fn per_test_coverage_under_junit5_with_the_agent() {
     per_test(true);
 }
 
+/// Per-test fixtures under `work`: cli/tests/fixtures/pertest/Shapes.java compiled into
+/// `orig` and covered offline into `inst`, the JUnit 5 test class `test_file` compiled into
+/// `tests`, and the runtime jar: (orig, inst, tests, runtime jar).
+fn pertest_build(work: &Path, test_file: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
+    for d in [&orig, &tests] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let src = common::workspace().join("cli/tests/fixtures/pertest");
+    for (cp, out, file) in [
+        (String::new(), &orig, "Shapes.java"),
+        (format!("{}:{JUNIT}", orig.display()), &tests, test_file),
+    ] {
+        let st = Command::new(common::java_home().join("bin/javac"))
+            .args(["-g", "-cp", &cp, "-d"])
+            .arg(out)
+            .arg(src.join(file))
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac {file}");
+    }
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    (orig, inst, tests, rt)
+}
+
 fn per_test(agent: bool) {
     if !Path::new(JUNIT).exists() {
         eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
@@ -1816,29 +1843,8 @@ fn per_test(agent: bool) {
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&work);
-    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
-    for d in [&orig, &tests] {
-        std::fs::create_dir_all(d).unwrap();
-    }
+    let (orig, inst, tests, rt) = pertest_build(&work, "ShapesTest.java");
     let src = ws.join("cli/tests/fixtures/pertest");
-    let javac = |cp: &str, out: &Path, file: &str| {
-        let st = Command::new(common::java_home().join("bin/javac"))
-            .args(["-g", "-cp", cp, "-d"])
-            .arg(out)
-            .arg(src.join(file))
-            .status()
-            .unwrap();
-        assert!(st.success(), "javac {file}");
-    };
-    javac("", &orig, "Shapes.java");
-    javac(
-        &format!("{}:{JUNIT}", orig.display()),
-        &tests,
-        "ShapesTest.java",
-    );
-    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
-    let rt = work.join("bci-runtime.jar");
-    bci(&[os("runtime-jar"), os(&rt)]);
     let data = work.join("run.cov");
     for _ in 0..2 {
         let mut java = Command::new(common::java_home().join("bin/java"));
@@ -1992,27 +1998,7 @@ fn per_test_names_each_invocation_apart() {
         return;
     }
     let work = fresh_work("pertest-invocations");
-    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
-    let src = common::workspace().join("cli/tests/fixtures/pertest");
-    for (cp, out, file) in [
-        (String::new(), &orig, "Shapes.java"),
-        (
-            format!("{}:{JUNIT}", orig.display()),
-            &tests,
-            "InvocationsTest.java",
-        ),
-    ] {
-        let st = Command::new(common::java_home().join("bin/javac"))
-            .args(["-g", "-cp", &cp, "-d"])
-            .arg(out)
-            .arg(src.join(file))
-            .status()
-            .unwrap();
-        assert!(st.success(), "javac {file}");
-    }
-    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
-    let rt = work.join("bci-runtime.jar");
-    bci(&[os("runtime-jar"), os(&rt)]);
+    let (orig, inst, tests, rt) = pertest_build(&work, "InvocationsTest.java");
     let data = work.join("run.cov");
     let o = Command::new(common::java_home().join("bin/java"))
         .arg(format!("-Dbci.covfile={}", data.display()))
@@ -3805,28 +3791,7 @@ fn per_test_coverage_of_tests_run_in_parallel_says_they_overlap() {
         return;
     }
     let work = fresh_work("partests");
-    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
-    std::fs::create_dir_all(&tests).unwrap();
-    let src = common::workspace().join("cli/tests/fixtures/pertest");
-    for (cp, out, file) in [
-        (String::new(), &orig, "Shapes.java"),
-        (
-            format!("{}:{JUNIT}", orig.display()),
-            &tests,
-            "ParTest.java",
-        ),
-    ] {
-        let st = Command::new(common::java_home().join("bin/javac"))
-            .args(["-g", "-cp", &cp, "-d"])
-            .arg(out)
-            .arg(src.join(file))
-            .status()
-            .unwrap();
-        assert!(st.success(), "javac {file}");
-    }
-    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
-    let rt = work.join("bci-runtime.jar");
-    bci(&[os("runtime-jar"), os(&rt)]);
+    let (orig, inst, tests, rt) = pertest_build(&work, "ParTest.java");
     for agent in [false, true] {
         let data = work.join(format!("run-{agent}.cov"));
         let mut java = Command::new(common::java_home().join("bin/java"));
