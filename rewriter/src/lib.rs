@@ -466,15 +466,18 @@ pub fn instrument_methods(
         text_is(m.name_index, "<clinit>") && text_is(m.descriptor_index, "()V")
     };
     for (k, m) in cf.methods.iter().enumerate() {
-        let mname = cf.member_name(m);
-        if mounts && position[k].is_none() && UNMOUNTS.1.contains(&&*mname) {
+        // (the name is decoded only in the class that takes the hooks: every other class's
+        // methods skip this)
+        let hooked = (mounts && position[k].is_none()).then(|| cf.member_name(m));
+        let is = |names: &[&str]| hooked.as_deref().is_some_and(|n| names.contains(&n));
+        if is(UNMOUNTS.1) {
             let hook = unmount_hook(&cf, k, &mut w.cp, runtime)
                 .map_err(|e| with_path(e, || cf.method_path(m)))?;
             w.set_code(k, hook)?;
             changed = true;
             continue;
         }
-        if mounts && position[k].is_none() && MOUNTS.1.contains(&&*mname) {
+        if is(MOUNTS.1) {
             let hook = mount_hook(&cf, k, &mut w.cp, runtime)
                 .map_err(|e| with_path(e, || cf.method_path(m)))?;
             w.set_code(k, hook)?;
