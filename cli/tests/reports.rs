@@ -2905,6 +2905,49 @@ fn a_line_in_pieces_that_ran_is_never_written_as_zero() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A Code attribute with two LineNumberTables (JVMS 4.7.12 allows several; ASM, so JaCoCo, reads
+/// them all): the report gives every line of both, with the counts it gives when the entries
+/// are in one table (before, only the first table was read: lines 81 and 82 were missing and
+/// their code counted as line 79's).
+#[test]
+fn every_line_number_table_of_a_method_is_read() {
+    let work = fresh_work("two-tables");
+    let args: &[&str] = &["1", "2", "3", "3"];
+    let lcov = |mode: &str| {
+        let w = work.join(mode);
+        let orig = w.join("classes");
+        gen_dup(&w, &orig, mode);
+        let data = w.join("run.cov");
+        run_dup(&w, &orig, &[(&data, args)]);
+        let info = w.join("run.info");
+        bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&orig),
+            os("--lcov"),
+            os(&info),
+        ]);
+        let text = std::fs::read_to_string(&info).unwrap();
+        let records: Vec<String> = text
+            .lines()
+            .filter(|l| {
+                ["DA:", "BRDA:", "FN:", "FNDA:", "LF:", "LH:"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(str::to_string)
+            .collect();
+        (lcov_da(&info), records)
+    };
+    let (one, one_records) = lcov("split");
+    let (two, two_records) = lcov("twotables");
+    assert!(one.contains_key(&81) && one.contains_key(&82), "{one:?}");
+    assert_eq!(two, one);
+    assert_eq!(two_records, one_records);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Two LineNumberTable entries for one pc (scalac: `line 80: 0`, then `line 79: 0`): the later
 /// one gives the pc its line, as in JaCoCo (ASM visits a pc's entries in table order, and each
 /// sets the current line), so the XML's `<line>` elements and the methods' first lines are

@@ -25,7 +25,7 @@ pub struct MethodInfo<'a> {
     pub desc: &'a str,
     pub access: u16,
     pub source_file: Option<&'a str>,
-    /// Smallest line number in the method's LineNumberTable.
+    /// Smallest line number in the method's LineNumberTables.
     pub first_line: Option<u32>,
 }
 
@@ -58,21 +58,28 @@ pub enum Outcome {
 pub type RewriteError = bci::Error;
 
 fn first_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Option<u32> {
-    let lnt = code.attributes.iter().find(|a| {
+    // Every LineNumberTable (a Code attribute may have several: JVMS 4.7.12), read in place (no
+    // table allocated); a malformed table gives None, as its parse would.
+    let mut first: Option<u32> = None;
+    for lnt in code.attributes.iter().filter(|a| {
         cf.cp
             .utf8_bytes(a.name_index)
             .is_ok_and(|n| n == b"LineNumberTable")
-    })?;
-    // Read in place (no table allocated); a malformed table gives None, as its parse would.
-    let d = lnt.data;
-    let n = u16::from_be_bytes([*d.first()?, *d.get(1)?]) as usize;
-    if d.len() != 2 + 4 * n {
-        return None;
+    }) {
+        let d = lnt.data;
+        let n = u16::from_be_bytes([*d.first()?, *d.get(1)?]) as usize;
+        if d.len() != 2 + 4 * n {
+            return None;
+        }
+        let min = d[2..]
+            .chunks_exact(4)
+            .map(|e| u16::from_be_bytes([e[2], e[3]]) as u32)
+            .min();
+        if let Some(m) = min {
+            first = Some(first.map_or(m, |f| f.min(m)));
+        }
     }
-    d[2..]
-        .chunks_exact(4)
-        .map(|e| u16::from_be_bytes([e[2], e[3]]) as u32)
-        .min()
+    first
 }
 
 /// The probe calls of one class, built once (their constants are shared by all methods).

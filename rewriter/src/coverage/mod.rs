@@ -294,14 +294,18 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
     Ok(out)
 }
 
-/// The LineNumberTable of a method's code (the first one), in pc order: of several entries for
-/// one pc, the one later in the table comes last (it gives the pc its line). The plan splits
-/// blocks by it and the analysis reports lines by it.
+/// The LineNumberTable of a method's code, in pc order: every LineNumberTable attribute of the
+/// Code attribute (JVMS 4.7.12 allows several, in any order; ASM, so JaCoCo, visits them all,
+/// in attribute order), concatenated in attribute order; of several entries for one pc, the one
+/// later in the tables comes last (it gives the pc its line). The plan splits blocks by it and
+/// the analysis reports lines by it. A malformed table is an error.
 pub(crate) fn line_table(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> Result<Vec<(u16, u16)>> {
-    let mut table = match cf.find_attr(&code.attributes, "LineNumberTable") {
-        Some((_, lnt)) => bci::attrs::LineNumbers::parse(lnt.data, 0)?.entries,
-        None => Vec::new(),
-    };
+    let mut table = Vec::new();
+    for a in &code.attributes {
+        if cf.attr_name(a) == "LineNumberTable" {
+            table.extend(bci::attrs::LineNumbers::parse(a.data, 0)?.entries);
+        }
+    }
     // stable: entries for one pc keep their order
     table.sort_by_key(|&(pc, _)| pc);
     Ok(table)
