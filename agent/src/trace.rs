@@ -2,7 +2,8 @@
 //! early VMStart when the rule file has tracing rules, started at VMInit, finished at exit
 //! (remaining events written, the per-rule summary returned for the report).
 
-use crate::jvm::Jni;
+use crate::jvm::{JRef, Jni};
+use std::sync::OnceLock;
 
 pub const CLASS: &str = "java/lang/BciTrace";
 
@@ -38,13 +39,32 @@ const CLASSES: &[(&str, &[u8])] = &[
     ),
 ];
 
+/// A global reference to java.lang.BciTrace, kept when it is defined: a JNI `FindClass` from
+/// the agent (at VMInit and at exit, no Java caller) goes through the system class loader's
+/// `loadClass`, whose instrumented methods would count calls the program never made.
+static TRACE_CLASS: OnceLock<JRef> = OnceLock::new();
+
 /// Defines java.lang.BciTrace and its nested classes in the boot loader (java.base).
 pub fn define(jni: &Jni) -> Result<(), String> {
     for (name, bytes) in CLASSES {
         let c = jni.define_boot_class(name, bytes)?;
+        if *name == CLASS && TRACE_CLASS.get().is_none() {
+            let g = jni.new_global_ref(c);
+            if !g.is_null() {
+                let _ = TRACE_CLASS.set(g);
+            }
+        }
         jni.delete_local_ref(c);
     }
     Ok(())
+}
+
+/// java.lang.BciTrace (see [`TRACE_CLASS`]; looked up if it was not kept).
+fn class(jni: &Jni) -> Result<JRef, String> {
+    match TRACE_CLASS.get() {
+        Some(c) => Ok(*c),
+        None => jni.find_class(CLASS),
+    }
 }
 
 /// Switches recording on: events to `tracefile` (none: summary only) as JSON lines or `text`,
@@ -56,7 +76,7 @@ pub fn start(
     max_bytes: u64,
     rules: &[String],
 ) -> Result<(), String> {
-    let cls = jni.find_class(CLASS)?;
+    let cls = class(jni)?;
     let id = jni.static_field_id(cls, "maxBytes", "J")?;
     jni.set_static_long(cls, &id, i64::try_from(max_bytes).unwrap_or(i64::MAX));
     let m = jni.static_method_id(cls, "start", "(Ljava/lang/String;)V")?;
@@ -100,7 +120,7 @@ pub fn dump(jni: &Jni) -> Result<String, String> {
 }
 
 fn summary(jni: &Jni, method: &str) -> Result<String, String> {
-    let cls = jni.find_class(CLASS)?;
+    let cls = class(jni)?;
     let s = jni.call_static_object(cls, method, "()Ljava/lang/String;")?;
     let text = jni.string(s).unwrap_or_default();
     jni.delete_local_ref(s);
