@@ -1026,11 +1026,18 @@ unsafe extern "C" fn class_file_load_hook(
         if result.as_ref().is_ok_and(|r| r.marked_uncovered) {
             // coverage counters are not put into classes instrumented already
             if a.marked_uncovered.fetch_add(1, Ordering::Relaxed) == 0 {
+                let runtime = if a.opts.cpu {
+                    ""
+                } else {
+                    " Its probes call bci/runtime/Offline and Probes, which coverage=y alone \
+                     does not define: it needs the runtime jar (`bci runtime-jar`) on the \
+                     class path, or cpu=times."
+                };
                 log(&format!(
                     "{name}: instrumented offline by `bci instrument` without --coverage: \
                          it gets no coverage counters (nor does any other such class; \
                          their number is given at exit). Run the original classes, or \
-                         instrument them with --coverage"
+                         instrument them with --coverage.{runtime}"
                 ));
             }
         }
@@ -1213,13 +1220,20 @@ fn cov_dump(a: &Agent, jni: &Jni) {
         let uncovered = a.marked_uncovered.load(Ordering::Relaxed);
         if uncovered > 0 {
             log(&format!(
-                "{uncovered} classes instrumented offline without --coverage have no coverage data"
+                "{uncovered} {} instrumented offline without --coverage {} no coverage data",
+                if uncovered == 1 { "class" } else { "classes" },
+                if uncovered == 1 { "has" } else { "have" }
             ));
         }
         match f.dump(&run, now) {
             Ok(at) => log(&format!(
-                "coverage data of {} classes written to {at}",
-                run.classes.len()
+                "coverage data of {} {} written to {at}",
+                run.classes.len(),
+                if run.classes.len() == 1 {
+                    "class"
+                } else {
+                    "classes"
+                }
             )),
             Err(e) => log(&format!("cannot write coverage data: {e}")),
         }

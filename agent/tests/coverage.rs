@@ -674,7 +674,33 @@ fn offline_cpu_times_classes_under_coverage_are_named() {
     assert_eq!(first.len(), 1, "one line for the first such class:\n{err}");
     // CovBasics runs alone (CovOwner, also instrumented, is not loaded)
     assert!(
-        err.contains("1 classes instrumented offline without --coverage have no coverage data"),
+        err.contains("1 class instrumented offline without --coverage has no coverage data"),
+        "{err}"
+    );
+    // without the runtime jar, coverage=y alone defines no cpu=times runtime: the class stops
+    // at its first use, and the agent's line said why and what to do
+    let o = java(
+        &inst.display().to_string(),
+        Some(&format!(
+            "coverage=y,covfile={}",
+            dir.join("no-rt.cov").display()
+        )),
+        "CovBasics",
+        &[],
+    )
+    .current_dir(&dir)
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("NoClassDefFoundError: bci/runtime/Offline"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "it needs the runtime jar (`bci runtime-jar`) on the class path, or cpu=times"
+        ),
         "{err}"
     );
 }
