@@ -808,6 +808,26 @@ impl Plan {
         (block, edge)
     }
 
+    /// Whether counter values obey flow conservation as [`Plan::solve`] reads them: no block is
+    /// left by more than arrived at it, so no derived edge had to be clamped to 0 (its block's
+    /// other exits already exceeding the block). The counters of whole calls always are
+    /// (exits may fall short of arrivals: an exception out of the method, which a derived edge
+    /// may absorb, over-counted but never clamped); those of part of a call (a per-test window
+    /// that began or ended while the call was under way) need not be, and their solution is
+    /// then no count of anything. Without clamping the solution is linear in the counters: the
+    /// solutions of windows that are all consistent add up to the solution of their sum.
+    pub fn consistent(&self, cfg: &Cfg, values: &[u64]) -> bool {
+        let (block, edge) = self.derive(cfg, values);
+        (0..cfg.blocks.len()).all(|b| {
+            block[b].is_none_or(|c| {
+                let left = (cfg.out[b].iter())
+                    .filter_map(|&e| edge[e as usize])
+                    .fold(0u64, |a, v| a.saturating_add(v));
+                left <= c
+            })
+        })
+    }
+
     /// True when every reachable block and edge count follows from the counters.
     pub fn is_complete(&self, cfg: &Cfg) -> bool {
         let (block, edge) = self.derive(cfg, &vec![0; self.counters.len()]);

@@ -369,6 +369,86 @@ fn random_graphs_with_counted_exits_never_undercount_with_implicit_exceptions() 
     assert!(over > 0, "no run threw implicitly");
 }
 
+/// The counters of whole calls are consistent (`Plan::consistent`): random graphs, with and
+/// without counted exits, with and without implicit exceptions the plan does not model (an
+/// exception out of a block leaves it by fewer exits than arrived, which is no contradiction).
+#[test]
+fn random_graphs_whole_calls_are_consistent() {
+    let mut r = Rng(0x5851_f42d_4c95_7f2d);
+    for k in 0..4000 {
+        let cfg = random_cfg(&mut r);
+        let cfg = if k % 2 == 0 {
+            with_thrown_exits(&cfg, k % 4)
+        } else {
+            cfg
+        };
+        let plan = Plan::new(&cfg);
+        let t = walk(&cfg, &mut r, 20, k % 3 == 0);
+        assert!(
+            plan.consistent(&cfg, &counter_values(&plan, &t)),
+            "whole calls inconsistent: {cfg:?}\nplan {plan:?}"
+        );
+        assert!(plan.consistent(&cfg, &vec![0; plan.counters.len()]));
+    }
+}
+
+/// Counters of part of a call are not consistent where the solution would have to clamp: an
+/// `if` whose measured outcome counted more than the method was entered (a window that began
+/// after the entry), or a block left by more than arrived.
+#[test]
+fn part_of_a_call_is_inconsistent() {
+    // block 0: if, not taken to block 1, taken to block 2; blocks 1 and 2 return
+    let block = |b: u32| Block {
+        first: b,
+        end: b + 1,
+        handler: false,
+    };
+    let ret = |b: u32| Edge {
+        from: b,
+        to: None,
+        kind: EdgeKind::Return,
+    };
+    let cfg = Cfg::from_parts(
+        vec![block(0), block(1), block(2)],
+        vec![
+            Edge {
+                from: 0,
+                to: Some(1),
+                kind: EdgeKind::NotTaken,
+            },
+            Edge {
+                from: 0,
+                to: Some(2),
+                kind: EdgeKind::Taken,
+            },
+            ret(1),
+            ret(2),
+        ],
+    );
+    let plan = Plan::new(&cfg);
+    let measured: Vec<usize> = (plan.counters.iter())
+        .enumerate()
+        .filter(|(_, c)| matches!(c, Counter::Edge(0 | 1)))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(measured.len(), 1, "{plan:?}");
+    let entry = plan
+        .counters
+        .iter()
+        .position(|c| *c == Counter::Entry)
+        .unwrap();
+    let values = |entries: u64, outcome: u64| {
+        let mut v = vec![0; plan.counters.len()];
+        v[entry] = entries;
+        v[measured[0]] = outcome;
+        v
+    };
+    assert!(plan.consistent(&cfg, &values(2, 1)));
+    assert!(plan.consistent(&cfg, &values(2, 2)));
+    assert!(!plan.consistent(&cfg, &values(0, 1)));
+    assert!(!plan.consistent(&cfg, &values(1, 2)));
+}
+
 /// A method: its path, code bytes, instructions and exception table.
 type Method = (String, Vec<u8>, Vec<bci::Insn>, Vec<bci::Handler>);
 
