@@ -2162,6 +2162,193 @@ fn per_test_lcov_keeps_the_classes_that_never_ran() {
     assert!(outside.contains(&format!("SF:{flow}\n")), "{per_test_text}");
 }
 
+/// The records of each `TN:` section of a tracefile of one source file: (DA line -> hits,
+/// BRDA (line, block, branch) -> taken, FNDA method -> entries).
+type Sections = BTreeMap<
+    String,
+    (
+        BTreeMap<u32, u64>,
+        BTreeMap<(u32, u32, u32), u64>,
+        BTreeMap<String, u64>,
+    ),
+>;
+
+fn lcov_sections(text: &str) -> Sections {
+    let mut out = Sections::new();
+    let mut tn = String::new();
+    for l in text.lines() {
+        if let Some(t) = l.strip_prefix("TN:") {
+            tn = t.to_string();
+        }
+        let (da, brda, fnda) = out.entry(tn.clone()).or_default();
+        if let Some(d) = l.strip_prefix("DA:") {
+            let (line, hits) = d.split_once(',').unwrap();
+            *da.entry(line.parse().unwrap()).or_default() += hits.parse::<u64>().unwrap();
+        } else if let Some(b) = l.strip_prefix("BRDA:") {
+            let f: Vec<&str> = b.split(',').collect();
+            let key = (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            );
+            *brda.entry(key).or_default() += f[3].parse::<u64>().unwrap_or(0);
+        } else if let Some(f) = l.strip_prefix("FNDA:") {
+            let (n, name) = f.split_once(',').unwrap();
+            *fnda.entry(name.to_string()).or_default() += n.parse::<u64>().unwrap();
+        }
+    }
+    out
+}
+
+/// A program that brackets its own tests (cli/tests/fixtures/pertest/Harness.java: `main`
+/// calls `Cov.begin`/`Cov.end` around calls to `a` and `b`): main's call spans every window,
+/// and its counters in each window break flow conservation. main's counts are not split: they
+/// are outside the tests, whole, in every per-test output (LCOV, console, HTML), and the `TN:`
+/// sections add up to the whole run for every DA, BRDA and FNDA record; `a` and `b`, called
+/// whole inside a window, keep their exact counts there. Before: main's lines were derived
+/// from clamped counters, `DA` of the loop line 3 in testA plus 1 outside for a line that ran
+/// once, and `b(1); b(2);` (run in testB) listed under testA only.
+#[test]
+fn per_test_a_method_whose_call_spans_tests_is_outside_them_whole() {
+    let work = fresh_work("pertest-harness");
+    let (orig, inst) = (work.join("orig"), work.join("inst"));
+    let rt = work.join("bci-runtime.jar");
+    bci(&[os("runtime-jar"), os(&rt)]);
+    let src = common::workspace().join("cli/tests/fixtures/pertest");
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-cp")
+        .arg(&rt)
+        .arg("-d")
+        .arg(&orig)
+        .arg(src.join("Harness.java"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac Harness.java");
+    bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    let data = work.join("run.cov");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg("-Xverify:all")
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("Harness")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && text(&o).contains("ok"),
+        "{}",
+        text(&o)
+    );
+    let (whole, per_test, html) = (
+        work.join("whole.info"),
+        work.join("pertest.info"),
+        work.join("html"),
+    );
+    let report = |extra: &[&std::ffi::OsStr]| {
+        let mut args = vec![
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&orig),
+            os("--sources"),
+            os(&src),
+        ];
+        args.extend(extra);
+        bci(&args)
+    };
+    report(&[os("--lcov"), os(&whole)]);
+    let o = report(&[
+        os("--per-test"),
+        os("--lcov"),
+        os(&per_test),
+        os("--html"),
+        os(&html),
+    ]);
+    let console = String::from_utf8_lossy(&o.stdout).into_owned();
+    let whole = lcov_sections(&std::fs::read_to_string(&whole).unwrap());
+    let whole = whole.values().next().unwrap();
+    let per_test_text = std::fs::read_to_string(&per_test).unwrap();
+    let sections = lcov_sections(&per_test_text);
+    assert_eq!(
+        sections.keys().collect::<Vec<_>>(),
+        ["Harness_testA__", "Harness_testB__", "outside_tests"],
+        "{per_test_text}"
+    );
+    // (1) the sections add up to the whole run, record by record (no line of this program
+    // has code in pieces that ran without its first piece)
+    let mut sum = whole.clone();
+    sum.0.values_mut().for_each(|v| *v = 0);
+    sum.1.values_mut().for_each(|v| *v = 0);
+    sum.2.values_mut().for_each(|v| *v = 0);
+    for (da, brda, fnda) in sections.values() {
+        for (k, v) in da {
+            *sum.0.get_mut(k).expect("a DA line of the whole run") += v;
+        }
+        for (k, v) in brda {
+            *sum.1.get_mut(k).expect("a BRDA of the whole run") += v;
+        }
+        for (k, v) in fnda {
+            *sum.2.get_mut(k).expect("an FNDA of the whole run") += v;
+        }
+    }
+    assert_eq!(
+        &sum, whole,
+        "sections summed, then the whole run\n{per_test_text}"
+    );
+    // (2), (3): each marked line under exactly the sections its comment names, with its counts
+    let text_src = std::fs::read_to_string(src.join("Harness.java")).unwrap();
+    let page = std::fs::read_to_string(html.join("default/Harness.java.html")).unwrap();
+    let mut checked = 0;
+    for (i, line) in text_src.lines().enumerate() {
+        let nr = (i + 1) as u32;
+        let want: BTreeMap<&str, u64> = if line.ends_with("// main") {
+            [("outside_tests", 1)].into()
+        } else if line.ends_with("// a: 3 in testA, 1 outside") {
+            [("Harness_testA__", 3), ("outside_tests", 1)].into()
+        } else if let Some(p) = line.find("// b: ") {
+            [("Harness_testB__", line[p + 6..p + 7].parse().unwrap())].into()
+        } else {
+            continue;
+        };
+        for (tn, (da, _, _)) in &sections {
+            let w = want.get(tn.as_str()).copied().unwrap_or(0);
+            assert_eq!(da.get(&nr), Some(&w), "line {nr} in {tn}\n{per_test_text}");
+        }
+        let (listed, tip) = if line.ends_with("// main") {
+            ("(outside tests)", "Run outside tests only".to_string())
+        } else if line.contains("// a:") {
+            (
+                "Harness#testA() (outside tests)",
+                "Run by 1 test(s): Harness#testA(); and outside tests".to_string(),
+            )
+        } else {
+            (
+                "Harness#testB()",
+                "Run by 1 test(s): Harness#testB()".to_string(),
+            )
+        };
+        assert!(
+            console.contains(&format!("\nHarness.java:{nr}\t{listed}\n")),
+            "line {nr}: want {listed} in\n{console}"
+        );
+        let row = &page[page.find(&format!("<tr id=\"L{nr}\"")).unwrap()..];
+        let row = &row[..row.find('>').unwrap()];
+        assert!(
+            row.contains(&format!("title=\"{tip}\"")),
+            "line {nr}: {row}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 12);
+    // entries: main's one call outside, b's two calls in testB
+    let fnda = |tn: &str, m: &str| sections[tn].2[&format!("Harness.{m}")];
+    assert_eq!(fnda("outside_tests", "main([Ljava/lang/String;)V"), 1);
+    assert_eq!(fnda("Harness_testA__", "main([Ljava/lang/String;)V"), 0);
+    assert_eq!(fnda("Harness_testB__", "b(I)I"), 2);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// `--per-test` LCOV: each test has a `TN:` name of its own, though names are made of letters,
 /// digits and `_` only: a test whose name so made is an earlier test's (or `outside_tests`)
 /// gets `_2`, `_3`, …, the first free, in the order of the tests' full names. Before:

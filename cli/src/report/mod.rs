@@ -624,14 +624,17 @@ impl Report {
                 (None, _) => None,
             };
             if let Some((pt, total)) = per_test_total {
-                let mut outside = total.to_vec();
-                for (t, classes) in data.tests.values().enumerate() {
-                    let Some(tc) = classes.get(&(name.clone(), hash)) else {
+                // split by the one rule every per-test output shows: a method whose call
+                // spans a test's begin or end is outside the tests, whole
+                let key = (name.clone(), hash);
+                let tests: Vec<Option<&[u64]>> = (data.tests.values())
+                    .map(|classes| classes.get(&key).map(Vec::as_slice))
+                    .collect();
+                let w = bci_rewriter::coverage::split_windows(&plan, total, &tests);
+                for (t, tc) in w.tests.iter().enumerate() {
+                    let Some(tc) = tc else {
                         continue;
                     };
-                    for (o, x) in outside.iter_mut().zip(tc) {
-                        *o = o.saturating_sub(*x);
-                    }
                     match analyze_plan(bytes, &plan, Some(tc)) {
                         Ok(c) => pt.classes[t].push(c),
                         Err(e) => r
@@ -639,7 +642,7 @@ impl Report {
                             .push(format!("{root}: {name}: test {}: {e}", pt.tests[t])),
                     }
                 }
-                match analyze_plan(bytes, &plan, Some(&outside)) {
+                match analyze_plan(bytes, &plan, Some(&w.outside)) {
                     Ok(c) => pt.outside.push(c),
                     Err(e) => r.errors.push(format!("{root}: {name}: {e}")),
                 }

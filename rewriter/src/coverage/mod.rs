@@ -1396,6 +1396,62 @@ pub fn method_counts<'v>(m: &MethodCoverage, class_counts: &'v [u64]) -> &'v [u6
     &class_counts[a..b]
 }
 
+/// One class's counters split into per-test windows ([`split_windows`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Windows {
+    /// Per test, in the order given: its counts (`None` where the test has none of the class).
+    pub tests: Vec<Option<Vec<u64>>>,
+    /// What counted outside every test.
+    pub outside: Vec<u64>,
+    /// The methods (indices into the plan's `methods`) whose counts are not split: outside,
+    /// whole.
+    pub whole_outside: Vec<usize>,
+}
+
+/// Splits a class's counters (`total`, the whole run's) into the windows of its tests (each
+/// test's counts, `None` for a test without the class) and outside every test (the rest).
+/// Block, line and branch counts are derived from counters by flow conservation, which holds
+/// only for whole calls: a method whose counters in some window break it ([`Plan::consistent`]:
+/// a call under way when a test began or ended, a `main` that brackets its own tests) is not
+/// split at all: every test gets zero for it and the outside window its whole-run counters.
+/// So for every method the windows' counters add up to the whole run's, and each window's
+/// derivation is of whole calls (with a whole run whose own counters break conservation, a
+/// thread still running when they were written, the outside window is checked no further).
+pub fn split_windows(plan: &ClassCoverage, total: &[u64], tests: &[Option<&[u64]>]) -> Windows {
+    let mut tests: Vec<Option<Vec<u64>>> = tests.iter().map(|t| t.map(<[u64]>::to_vec)).collect();
+    let mut outside = total.to_vec();
+    for t in tests.iter().flatten() {
+        for (o, x) in outside.iter_mut().zip(t) {
+            *o = o.saturating_sub(*x);
+        }
+    }
+    let mut whole_outside = Vec::new();
+    for (k, m) in plan.methods.iter().enumerate() {
+        let consistent = |v: &[u64]| {
+            let v = method_counts(m, v);
+            v.iter().all(|&c| c == 0) || m.plan.consistent(&m.cfg, v)
+        };
+        if tests.iter().flatten().all(|t| consistent(t))
+            && (consistent(&outside) || !consistent(total))
+        {
+            continue;
+        }
+        let a = (m.first as usize).min(total.len());
+        let b = (m.first as usize + m.plan.counters.len()).min(total.len());
+        for t in tests.iter_mut().flatten() {
+            let (a, b) = (a.min(t.len()), b.min(t.len()));
+            t[a..b].fill(0);
+        }
+        outside[a..b].copy_from_slice(&total[a..b]);
+        whole_outside.push(k);
+    }
+    Windows {
+        tests,
+        outside,
+        whole_outside,
+    }
+}
+
 /// The counter that counts entries (the method's last: the lookup bumps it, see instrument).
 pub fn entry_counter(m: &MethodCoverage) -> Option<u32> {
     m.plan
