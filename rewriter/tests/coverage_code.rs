@@ -576,3 +576,64 @@ fn classes_over_the_counter_limit_are_refused() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A new version of a class loaded with counters (`ClassId::Redefined`, JVMTI
+/// RedefineClasses) gets the same fields and methods as the first (a redefinition may not add
+/// or remove any), but its `bci$a` never reads `bci$s`: that static keeps the first version's
+/// array, numbered for the first version's code. Every call takes `bci$b` (its own class id).
+#[test]
+fn a_redefined_class_has_the_same_members_and_never_uses_the_owner_array() {
+    let orig =
+        std::fs::read(common::jdk_corpus().join("java.base/java/util/ArrayList.class")).unwrap();
+    let members = |out: &[u8]| {
+        let cf = bci::ClassFile::parse(out).unwrap();
+        let f: Vec<(String, u16)> = cf
+            .fields
+            .iter()
+            .map(|m| (cf.member_name(m).to_string(), m.access))
+            .collect();
+        let m: Vec<(String, u16)> = cf
+            .methods
+            .iter()
+            .map(|m| (cf.member_name(m).to_string(), m.access))
+            .collect();
+        (f, m)
+    };
+    let run = |id: ClassId| {
+        let opts = Options {
+            runtime: "java/lang/BciCov",
+            split: Split::AfterCalls,
+            class_id: id,
+        };
+        match instrument(&orig, &opts).unwrap().0 {
+            Outcome::Rewritten(b) => b,
+            Outcome::Unchanged => panic!("unchanged"),
+        }
+    };
+    let (first, again) = (run(ClassId::Constant(4)), run(ClassId::Redefined(9)));
+    assert_eq!(members(&first), members(&again));
+    let cf = bci::ClassFile::parse(&again).unwrap();
+    let reads_shared = |name: &str| {
+        let (insns, code) = code_of(&cf, name, "(I)[J");
+        insns.iter().any(|i| {
+            i.opcode == op::GETSTATIC
+                && cf
+                    .cp
+                    .member_ref(i.cp_index(&code).unwrap())
+                    .unwrap()
+                    .name
+                    .as_ref()
+                    == "bci$s"
+        })
+    };
+    // the owner's path is dead code after `aconst_null ; ifnull`
+    let (insns, _) = code_of(&cf, HELPER, "(I)[J");
+    assert_eq!(
+        (insns[0].opcode, insns[1].opcode),
+        (op::ACONST_NULL, op::IFNULL)
+    );
+    assert!(!reads_shared(SLOW_HELPER));
+    // bci$b names the new id
+    let (insns, code) = code_of(&cf, SLOW_HELPER, "(I)[J");
+    assert_eq!(pushed(&insns[0], &code), Some(9));
+}

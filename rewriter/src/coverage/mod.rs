@@ -70,6 +70,13 @@ pub enum ClassId {
     /// class's module a read edge to the runtime's (classes of a modular jar). The class gets
     /// the `BciInstrumented` marker, so it is never instrumented again.
     Registered { module_reads: bool },
+    /// A constant, for a new version of a class already loaded with counters (JVMTI
+    /// RedefineClasses): the class gets the same fields, `<clinit>` and helpers as with
+    /// [`ClassId::Constant`] (a redefinition may not change them), but its `bci$a` always takes
+    /// `bci$b`: the static `bci$s` still holds the array the first version's `<clinit>` gave
+    /// it (static fields keep their values, and `<clinit>` does not run again), whose counters
+    /// are numbered for the first version's code.
+    Redefined(i32),
 }
 
 /// The most counters a class may have: the runtimes keep a spare array of this length for
@@ -659,8 +666,8 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     let fields: &'static [(&'static str, &'static str)] = match (opts.class_id, helper) {
         (ClassId::Registered { .. }, true) => REGISTERED,
         (ClassId::Registered { .. }, false) => &REGISTERED[..1],
-        (ClassId::Constant(_), true) => &REGISTERED[1..],
-        (ClassId::Constant(_), false) => &[],
+        (ClassId::Constant(_) | ClassId::Redefined(_), true) => &REGISTERED[1..],
+        (ClassId::Constant(_) | ClassId::Redefined(_), false) => &[],
     };
     let prologue = if fields.is_empty() {
         None
@@ -739,7 +746,9 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         }
     }
     cov.methods = kept;
-    if matches!(opts.class_id, ClassId::Constant(_)) && cov.methods.is_empty() {
+    if matches!(opts.class_id, ClassId::Constant(_) | ClassId::Redefined(_))
+        && cov.methods.is_empty()
+    {
         return Ok((Outcome::Unchanged, cov));
     }
     let lines = original_lines_data(&cf, &mut w.cp, &cov.methods)?;
@@ -1031,7 +1040,7 @@ fn push_class_id(
     id: ClassId,
 ) -> Result<()> {
     match id {
-        ClassId::Constant(id) => s.int(cp, id)?,
+        ClassId::Constant(id) | ClassId::Redefined(id) => s.int(cp, id)?,
         ClassId::Registered { .. } => s.getstatic(cp, class, CLASS_ID_FIELD, "I")?,
     };
     Ok(())
@@ -1092,7 +1101,7 @@ fn add_helper(
             runtime,
             hash,
         )?),
-        ClassId::Constant(_) => None,
+        ClassId::Constant(_) | ClassId::Redefined(_) => None,
     };
     let push_id = |s: &mut Snippet, cp: &mut bci::CpBuilder<'_>| -> Result<()> {
         match id_helper {
@@ -1140,8 +1149,14 @@ fn add_helper(
     // bci$a: the owner's array, or bci$b. No bci$s, no owner: Thread.currentThread() is not
     // called then (before VMInit the agent's runtime gives none, and the native may not be
     // linked yet: linking it runs covered ClassLoader code, which would come back here).
-    let mut fast = Snippet::new();
-    fast.getstatic(&mut w.cp, class, SHARED_FIELD, "[J")?;
+    let fast: Vec<u8> = if let ClassId::Redefined(_) = id {
+        // not this version's array: always bci$b (the owner's path below is dead code)
+        vec![op::ACONST_NULL]
+    } else {
+        let mut f = Snippet::new();
+        f.getstatic(&mut w.cp, class, SHARED_FIELD, "[J")?;
+        f.bytes().to_vec()
+    };
     let mut check = Snippet::new();
     check
         .getstatic(&mut w.cp, class, OWNER_FIELD, "Ljava/lang/Object;")?
@@ -1165,7 +1180,7 @@ fn add_helper(
     let at_check = fast.len() + 3;
     let s = at_check + check.len() + 3 + owned.len() + 1;
     let mut code = Vec::with_capacity(s + miss.len() + 1);
-    code.extend_from_slice(fast.bytes());
+    code.extend_from_slice(&fast);
     code.push(op::IFNULL);
     code.extend_from_slice(&((s - fast.len()) as i16).to_be_bytes());
     code.extend_from_slice(check.bytes());
