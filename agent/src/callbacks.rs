@@ -945,9 +945,28 @@ unsafe extern "C" fn class_file_load_hook(
         } else {
             0
         };
-        if !class_being_redefined.is_null() || class_data.is_null() || class_data_len <= 0 {
+        if class_data.is_null() || class_data_len <= 0 {
             return;
         }
+        // A redefinition (JVMTI RedefineClasses, Instrumentation.redefineClasses: a debugger's
+        // HotSwap) gives the class's new bytes: they are instrumented as the loaded version
+        // was, with the same fields and methods (a redefinition may not change them: left
+        // original, the new bytes failed to replace a class that has our fields). Our
+        // environment cannot retransform, so retransformation starts from the bytes this hook
+        // gave at load, and never comes here.
+        let redefined = if class_being_redefined.is_null() {
+            None
+        } else {
+            // SAFETY: the VM passes class_being_redefined as a reference valid for the callback.
+            let class = unsafe { crate::jvm::JRef::from_native_arg(class_being_redefined) };
+            match a.jvmti.class_field_names(class) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    log(&format!("a redefined class is left as given: {e}"));
+                    return;
+                }
+            }
+        };
         // SAFETY: the VM guarantees class_data points to class_data_len bytes for the callback.
         let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
         let named;
@@ -993,8 +1012,14 @@ unsafe extern "C" fn class_file_load_hook(
         }
         let t0 = runtime::monotonic_ns();
         let result = catch_unwind(AssertUnwindSafe(|| {
-            a.engine
-                .instrument(name, bytes, &a.registry, &a.cov, cpu_live)
+            a.engine.instrument(
+                name,
+                bytes,
+                &a.registry,
+                &a.cov,
+                cpu_live,
+                redefined.as_deref(),
+            )
         }))
         .unwrap_or_else(|_| Err("rewriter panicked".into()));
         a.hook_ns.fetch_add(
@@ -1065,7 +1090,10 @@ unsafe extern "C" fn class_file_load_hook(
                             *new_class_data_len = out.len() as sys::jint;
                             *new_class_data = p;
                         }
-                        a.instrumented.fetch_add(1, Ordering::Relaxed);
+                        // (a redefined class was counted at load)
+                        if redefined.is_none() {
+                            a.instrumented.fetch_add(1, Ordering::Relaxed);
+                        }
                         if cpu_fields {
                             a.thread_fields.store(true, Ordering::Release);
                         }
@@ -1074,7 +1102,12 @@ unsafe extern "C" fn class_file_load_hook(
                         }
                         if a.opts.verbose {
                             log(&format!(
-                                "{name}: instrumented ({} -> {} bytes)",
+                                "{name}: instrumented{} ({} -> {} bytes)",
+                                if redefined.is_some() {
+                                    " again (redefined)"
+                                } else {
+                                    ""
+                                },
                                 bytes.len(),
                                 out.len()
                             ));

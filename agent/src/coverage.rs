@@ -59,6 +59,14 @@ impl CovRegistry {
         }
     }
 
+    /// Forgets class `id` (a redefinition whose instrumented bytes were not used).
+    pub fn clear(&self, id: i32) {
+        let mut g = self.lock();
+        if let Some(slot) = g.classes.get_mut(id as usize) {
+            *slot = None;
+        }
+    }
+
     /// `bci/runtime/Cov.register` of an offline-instrumented class: its id.
     pub fn register(&self, rec: ClassRec) -> i32 {
         let mut g = self.lock();

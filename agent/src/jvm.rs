@@ -116,6 +116,44 @@ impl Jvmti {
         Ok(v)
     }
 
+    /// The names of the fields `cls` declares (JVMTI GetClassFields, GetFieldName: no class
+    /// initialization, unlike JNI's GetStaticFieldID).
+    pub fn class_field_names(&self, cls: JRef) -> Result<Vec<String>, String> {
+        let f: sys::GetClassFieldsFn = self.f(js::GET_CLASS_FIELDS);
+        let name_of: sys::GetFieldNameFn = self.f(js::GET_FIELD_NAME);
+        let mut n: sys::jint = 0;
+        let mut arr: *mut sys::jfieldID = std::ptr::null_mut();
+        // SAFETY: valid env and class reference, out pointers to locals.
+        check(
+            unsafe { f(self.0, cls.0, &mut n, &mut arr) },
+            "GetClassFields",
+        )?;
+        let mut v = Vec::with_capacity(n.max(0) as usize);
+        for i in 0..n.max(0) as usize {
+            let mut p: *mut c_char = std::ptr::null_mut();
+            // SAFETY: arr holds n field ids of cls; a null signature/generic pointer is allowed.
+            let e = unsafe {
+                name_of(
+                    self.0,
+                    cls.0,
+                    *arr.add(i),
+                    &mut p,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+            if e == 0 && !p.is_null() {
+                // SAFETY: p is a NUL-terminated modified-UTF-8 string from Allocate.
+                v.push(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
+                self.deallocate(p.cast());
+            }
+        }
+        if !arr.is_null() {
+            self.deallocate(arr.cast());
+        }
+        Ok(v)
+    }
+
     /// Every module the VM knows (live phase), as local references of `jni`'s frame.
     pub fn all_modules(&self) -> Result<Vec<JRef>, String> {
         let f: sys::GetAllModulesFn = self.f(js::GET_ALL_MODULES);

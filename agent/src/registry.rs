@@ -82,6 +82,16 @@ impl Registry {
         base
     }
 
+    /// The id last registered for method `name``desc` of class `class`: a redefined class's
+    /// methods keep their ids (one row per method in the report). A linear search: only
+    /// redefinitions, which are rare, ask.
+    pub fn find(&self, class: &str, name: &str, desc: &str) -> Option<u32> {
+        let v = self.methods.lock().unwrap_or_else(|p| p.into_inner());
+        v.iter()
+            .rposition(|m| m.class == class && m.name == name && m.desc == desc)
+            .map(|k| k as u32)
+    }
+
     pub fn snapshot(&self) -> Vec<MethodRec> {
         self.methods
             .lock()
@@ -118,6 +128,9 @@ mod tests {
         assert_eq!(r.snapshot()[0].dotted_class(), "a.B");
         assert_eq!(r.register_all(vec![m("p"), m("q")]), 2);
         assert_eq!(r.register(m("z")), 4);
+        assert_eq!(r.find("a/B", "y", "()V"), Some(1));
+        assert_eq!(r.find("a/B", "y", "(I)V"), None);
+        assert_eq!(r.find("a/C", "y", "()V"), None);
         assert_eq!(r.snapshot()[3].name, "q");
         // a class instrumented offline registers once per name and hash
         assert_eq!(r.register_offline("a/B", 7, vec![m("s"), m("t")]), 5);

@@ -122,10 +122,17 @@ mod imp {
         }
     }
 
-    struct Reg<'a>(&'a Registry);
+    /// The agent's method table; `reuse` (a redefinition): a method of the class registered
+    /// before keeps its id.
+    struct Reg<'a>(&'a Registry, bool);
 
     impl ProbeRegistry for Reg<'_> {
         fn register(&mut self, m: &MethodInfo<'_>) -> u32 {
+            if self.1 {
+                if let Some(id) = self.0.find(m.class, m.name, m.desc) {
+                    return id;
+                }
+            }
             self.0.register(MethodRec {
                 class: m.class.to_string(),
                 name: m.name.to_string(),
@@ -343,6 +350,14 @@ mod imp {
         /// cpu=times on the result
         /// (`cpu_live`: its runtime is defined). A class whose coverage fails still gets
         /// cpu=times (the reason is in `left`).
+        ///
+        /// `redefined`: the class is being redefined (JVMTI RedefineClasses; `bytes` are its new
+        /// version), and these are the names of the fields its loaded version has. A
+        /// redefinition may not add or remove fields or methods, so the new version gets
+        /// coverage only if the loaded one has it (`bci$s`), with a class id of its own
+        /// ([`ClassId::Redefined`]: its counters are numbered for its own code), and its
+        /// methods keep their cpu=times ids. If the fields this gives differ from the loaded
+        /// version's anyway, the new bytes are left as they are (the reason in `left`).
         pub fn instrument(
             &self,
             name: &str,
@@ -350,15 +365,59 @@ mod imp {
             reg: &Registry,
             cov: &CovRegistry,
             cpu_live: bool,
+            redefined: Option<&[String]>,
+        ) -> Result<Rewritten, String> {
+            let mut r = self.instrument_once(name, bytes, reg, cov, cpu_live, redefined)?;
+            if let (Some(loaded), Some(out)) = (redefined, &r.bytes) {
+                let ours = |names: &mut dyn Iterator<Item = String>| {
+                    let mut v: Vec<String> = names.filter(|n| n.starts_with("bci$")).collect();
+                    v.sort();
+                    v
+                };
+                let before = ours(&mut loaded.iter().cloned());
+                let after = match bci::ClassFile::parse(out) {
+                    Ok(cf) => ours(&mut cf.fields.iter().map(|f| cf.member_name(f).into_owned())),
+                    Err(e) => return Err(e.to_string()),
+                };
+                if before != after {
+                    r.left.push(format!(
+                        "{name}: redefined: its new version is left as given (instrumented, \
+                         it would have the fields {after:?} where the loaded version has \
+                         {before:?}, and a redefinition may not change them)"
+                    ));
+                    r.bytes = None;
+                    if let Some(id) = r.cov_id.take() {
+                        cov.clear(id);
+                    }
+                    r.huge.clear();
+                }
+            }
+            Ok(r)
+        }
+
+        fn instrument_once(
+            &self,
+            name: &str,
+            bytes: &[u8],
+            reg: &Registry,
+            cov: &CovRegistry,
+            cpu_live: bool,
+            redefined: Option<&[String]>,
         ) -> Result<Rewritten, String> {
             let mut r = Rewritten::default();
             let mut cur: Option<Vec<u8>> = None;
-            if self.cov_selects(name) {
+            let covered_before = redefined
+                .is_none_or(|f| f.iter().any(|n| n == bci_rewriter::coverage::SHARED_FIELD));
+            if self.cov_selects(name) && covered_before {
                 let id = cov.reserve();
                 let copts = bci_rewriter::coverage::Options {
                     runtime: COV_RUNTIME_CLASS,
                     split: Split::AfterCalls,
-                    class_id: ClassId::Constant(id),
+                    class_id: if redefined.is_some() {
+                        ClassId::Redefined(id)
+                    } else {
+                        ClassId::Constant(id)
+                    },
                 };
                 match bci_rewriter::coverage::instrument(bytes, &copts) {
                     Ok((Outcome::Rewritten(b), cc)) => {
@@ -425,8 +484,9 @@ mod imp {
             };
             if let Some((rules, opts, is_cpu)) = pass {
                 if (is_cpu && rules.selects_class(name)) || opts.adds_fields_to(name) {
-                    let (o, left) = instrument_methods(input, rules, &mut Reg(reg), opts)
-                        .map_err(|e| e.to_string())?;
+                    let (o, left) =
+                        instrument_methods(input, rules, &mut Reg(reg, redefined.is_some()), opts)
+                            .map_err(|e| e.to_string())?;
                     r.left.extend(left.iter().map(|e| e.to_string()));
                     if let Outcome::Rewritten(b) = o {
                         let adds = |f: &str| {
@@ -488,6 +548,7 @@ mod imp {
             _reg: &Registry,
             _cov: &crate::coverage::CovRegistry,
             _cpu_live: bool,
+            _redefined: Option<&[String]>,
         ) -> Result<Rewritten, String> {
             Ok(Rewritten::default())
         }

@@ -147,6 +147,8 @@ pub mod jvmti_slot {
     pub const RUN_AGENT_THREAD: usize = 11;
     pub const ALLOCATE: usize = 45;
     pub const DEALLOCATE: usize = 46;
+    pub const GET_CLASS_FIELDS: usize = 52;
+    pub const GET_FIELD_NAME: usize = 59;
     pub const ADD_MODULE_READS: usize = 93;
     pub const SET_EVENT_CALLBACKS: usize = 121;
     pub const GET_ERROR_NAME: usize = 127;
@@ -212,6 +214,16 @@ pub type AllocateFn = unsafe extern "C" fn(*mut jvmtiEnv, jlong, *mut *mut c_uch
 pub type GetSystemPropertyFn =
     unsafe extern "C" fn(*mut jvmtiEnv, *const c_char, *mut *mut c_char) -> jvmtiError;
 pub type DeallocateFn = unsafe extern "C" fn(*mut jvmtiEnv, *mut c_uchar) -> jvmtiError;
+pub type GetClassFieldsFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, jclass, *mut jint, *mut *mut jfieldID) -> jvmtiError;
+pub type GetFieldNameFn = unsafe extern "C" fn(
+    *mut jvmtiEnv,
+    jclass,
+    jfieldID,
+    *mut *mut c_char,
+    *mut *mut c_char,
+    *mut *mut c_char,
+) -> jvmtiError;
 pub type AddModuleReadsFn = unsafe extern "C" fn(*mut jvmtiEnv, jobject, jobject) -> jvmtiError;
 pub type SetEventCallbacksFn =
     unsafe extern "C" fn(*mut jvmtiEnv, *const jvmtiEventCallbacks, jint) -> jvmtiError;

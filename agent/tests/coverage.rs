@@ -1323,3 +1323,102 @@ fn reflection_and_serialization_run_under_coverage() {
         }
     }
 }
+
+/// A class redefined by another agent (Instrumentation.redefineClasses, an IDE's HotSwap)
+/// with different code: the redefinition succeeds (before, the new bytes lacked the fields and
+/// methods coverage gave the loaded version, and the JVM refused them: "attempted to change
+/// the schema"), and the new version counts into its own data, under the hash of its own bytes
+/// (its counters are numbered for its code), none in the first version's counters; the first
+/// version keeps its counts from before, retransformation included.
+#[test]
+fn redefined_classes_count_into_their_own_data() {
+    let dir = tmp("redefine");
+    let (classes, v2, jar) = common::redefine_program(&dir);
+    let file = dir.join("r.cov");
+    let o = ok(Command::new(jdk_tool("java"))
+        .arg(format!(
+            "-agentpath:{}=coverage=y,include=Target,covfile={}",
+            agent_lib().display(),
+            file.display()
+        ))
+        .arg(format!("-javaagent:{}", jar.display()))
+        .arg("-Xverify:all")
+        .arg("-cp")
+        .arg(&classes)
+        .arg("Redef")
+        .arg(&v2)
+        .output()
+        .unwrap());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("s=151500"), "{out}");
+    let d = read(&file);
+    for (from, calls) in [(&classes, 300), (&v2, 400)] {
+        let bytes = std::fs::read(from.join("Target.class")).unwrap();
+        let plan = plan_class(&bytes, Split::AfterCalls).unwrap();
+        let counts = d
+            .classes
+            .iter()
+            .find(|((n, h), _)| n == "Target" && *h == plan.hash)
+            .unwrap_or_else(|| panic!("no data for Target of {}", from.display()))
+            .1;
+        assert_eq!(counts.len(), plan.counters as usize);
+        for name in ["f", "g"] {
+            let m = plan.methods.iter().find(|m| m.name == name).unwrap();
+            assert_eq!(
+                counts[entry_counter(m).unwrap() as usize],
+                calls,
+                "Target.{name} of {}",
+                from.display()
+            );
+        }
+    }
+    assert_eq!(d.classes.keys().filter(|(n, _)| n == "Target").count(), 2);
+}
+
+/// The hook's engine on a redefinition: the new bytes get coverage only when the loaded version
+/// has it, and only with the loaded version's fields; otherwise they are left as given (the
+/// redefinition then does what it would without the agent), with the reason, and the class id
+/// reserved for them is forgotten (no empty entry in the data).
+#[test]
+fn a_redefinition_never_changes_the_loaded_fields() {
+    use bciagent::coverage::CovRegistry;
+    use bciagent::registry::Registry;
+    use bciagent::rewrite::Engine;
+    let dir = tmp("redefine-engine");
+    let (_, v2, _) = common::redefine_program(&dir);
+    let bytes = std::fs::read(v2.join("Target.class")).unwrap();
+    let opts = bciagent::options::parse(Some("coverage=y,include=Target")).unwrap();
+    let engine = Engine::new(&opts).unwrap();
+    let (reg, cov) = (Registry::new(), CovRegistry::new());
+    let fields = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let run = |loaded: &[String]| {
+        engine
+            .instrument("Target", &bytes, &reg, &cov, false, Some(loaded))
+            .unwrap()
+    };
+    // loaded with coverage: the same fields, a class id of its own
+    let r = run(&fields(&["bci$s", "bci$o"]));
+    let out = r.bytes.expect("instrumented");
+    let cf = bci::ClassFile::parse(&out).unwrap();
+    let mut names: Vec<String> = cf
+        .fields
+        .iter()
+        .map(|f| cf.member_name(f).into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["bci$o", "bci$s"]);
+    assert!(r.cov_id.is_some() && r.left.is_empty(), "{:?}", r.left);
+    assert_eq!(cov.len(), 1);
+    // loaded without coverage (it failed, or the class was loaded before the hook): none now
+    let r = run(&[]);
+    assert!(r.bytes.is_none() && r.cov_id.is_none());
+    // fields that would differ anyway: left as given, said why, the id forgotten
+    let r = run(&fields(&["bci$s"]));
+    assert!(r.bytes.is_none() && r.cov_id.is_none());
+    assert!(
+        r.left.iter().any(|l| l.starts_with("Target: redefined: ")),
+        "{:?}",
+        r.left
+    );
+    assert_eq!(cov.len(), 1);
+}

@@ -66,3 +66,48 @@ pub fn tmp(tag: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// test-classes/redefine compiled into `dir`: the program (`Redef`, its first `Target`) into
+/// `dir/classes`, the second version of `Target` into `dir/v2` (Redef's argument), and the java
+/// agent that gives Redef its Instrumentation into `dir/redef-agent.jar` (built with the JDK's
+/// `jar`). Returns (classes, v2, jar).
+pub fn redefine_program(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let src = repo().join("test-classes/redefine");
+    let (classes, v2, jar) = (
+        dir.join("classes"),
+        dir.join("v2"),
+        dir.join("redef-agent.jar"),
+    );
+    let javac = |out: &Path, files: &[PathBuf]| {
+        let o = Command::new(jdk_tool("javac"))
+            .arg("-g")
+            .arg("-d")
+            .arg(out)
+            .args(files)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    javac(
+        &classes,
+        &["Redef.java", "Target.java", "RedefAgent.java"].map(|f| src.join(f)),
+    );
+    javac(&v2, &[src.join("v2/Target.java")]);
+    let manifest = dir.join("MANIFEST.MF");
+    std::fs::write(
+        &manifest,
+        "Premain-Class: RedefAgent\nCan-Redefine-Classes: true\nCan-Retransform-Classes: true\n",
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("jar"))
+        .arg("cfm")
+        .arg(&jar)
+        .arg(&manifest)
+        .arg("-C")
+        .arg(&classes)
+        .arg("RedefAgent.class")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (classes, v2, jar)
+}
