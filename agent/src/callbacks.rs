@@ -436,6 +436,15 @@ unsafe extern "C" fn vm_init(
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
+        if a.opts.coverage && runtime::cov_get().is_some() {
+            // the runtime's lock through JNI from now on: virtual threads wait for it pinned
+            if let Err(e) = runtime::cov_jni_lock(&jni) {
+                log(&format!(
+                    "coverage: cannot take the runtime's lock through JNI ({e})"
+                ));
+                jni.take_exception(true);
+            }
+        }
         if a.opts.coverage && (a.late || a.cov_field.load(Ordering::Acquire)) {
             let r = if a.late {
                 runtime::cov_local(&jni)
@@ -820,6 +829,34 @@ pub unsafe extern "system" fn Java_java_lang_BciProbes_lock0(
 /// Called by the VM as the native method, with the current thread's JNIEnv.
 #[no_mangle]
 pub unsafe extern "system" fn Java_java_lang_BciProbes_unlock0(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+) {
+    // SAFETY: same contract as unlock_native.
+    unsafe { unlock_native(env, cls) }
+}
+
+/// `java.lang.BciCov.lock0()`, found by the VM under its JNI name (see
+/// [`Java_java_lang_BciProbes_cpuNanos`]): the coverage runtime's class lock, taken through
+/// JNI for the same reason as the probes' (see [`lock_native`]; BciCov.jniLock).
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciCov_lock0(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+) -> sys::jboolean {
+    // SAFETY: same contract as lock_native.
+    unsafe { lock_native(env, cls) }
+}
+
+/// `java.lang.BciCov.unlock0()`, found by the VM under its JNI name.
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_java_lang_BciCov_unlock0(
     env: *mut sys::JNIEnv,
     cls: sys::jclass,
 ) {

@@ -659,6 +659,13 @@ pub fn define_cov_forwarder(jni: &Jni, native: *mut std::ffi::c_void) -> Result<
     jni.register_native(cls, c"agentRegister", c"(Ljava/lang/String;JI)I", native)
 }
 
+/// At VMInit: BciCov takes its class lock through its natives lock0/unlock0 (JNI monitor
+/// calls: a virtual thread waiting for it stays mounted) from now on (`BciCov.useJniLock`).
+pub fn cov_jni_lock(jni: &Jni) -> Result<(), String> {
+    let rt = cov_get().ok_or("coverage runtime not defined")?;
+    jni.call_static_void(rt.class.0, "useJniLock")
+}
+
 /// At VMInit, with java.lang.Thread given rewrite::COV_THREAD_FIELD: every thread counts in
 /// its own arrays from now on (before: shared arrays, see BciCov.FIELD).
 pub fn cov_per_thread(jni: &Jni) -> Result<(), String> {

@@ -587,6 +587,125 @@ fn late_hook_virtual_threads_count_exactly() {
     assert_eq!(entries(&d, &classes, "VCov", "lambda$main$0"), 10_000);
 }
 
+const VLOCK: &str = r#"
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+
+public class VLock {
+    static final AtomicLong n = new AtomicLong();
+    static int work(int x) { return x * 7 + 1; }
+    static void task(int k) throws InterruptedException {
+        for (int i = 0; i < 10; i++) {
+            work(k + i);
+            n.incrementAndGet();
+            if (i % 3 == 0) Thread.sleep(1);
+        }
+    }
+    static synchronized void locked(int k) throws InterruptedException {
+        work(k);
+        Thread.sleep(0, 100);
+    }
+
+    public static void main(String[] a) throws Exception {
+        try (ExecutorService ex = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int i = 0; i < 5000; i++) {
+                final int k = i;
+                ex.submit(() -> { task(k); return null; });
+            }
+        }
+        List<Thread> ts = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            final int k = i;
+            ts.add(Thread.ofVirtual().start(() -> {
+                try { locked(k); } catch (InterruptedException e) { }
+            }));
+        }
+        for (Thread t : ts) t.join();
+        System.out.println("n=" + n);
+    }
+}
+"#;
+
+/// JDK 25 (only when /usr/lib/jvm/temurin-25-jdk-amd64 exists), the JDK covered (default
+/// include=): 5,000 virtual threads that sleep, then 200 that sleep in a synchronized method.
+/// Since JDK 24 a virtual thread waiting for a monitor unmounts, and the VirtualThread-unblocker
+/// thread and the carriers that resume it run covered JDK code, whose first call into a class
+/// takes BciCov's lock: when that lock was a `synchronized` one, every thread ended up waiting
+/// for it (3 of 4 runs of a user's program hung at 0% CPU). BciCov takes it through JNI (a
+/// waiting virtual thread stays mounted). Five runs, each killed and failed after 90 s.
+#[test]
+fn jdk_covered_virtual_threads_do_not_deadlock() {
+    let jdk = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
+    if !jdk.join("bin/java").exists() {
+        eprintln!("skipped: no JDK 25");
+        return;
+    }
+    let dir = tmp("vt-lock");
+    let src = dir.join("src/VLock.java");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+    std::fs::write(&src, VLOCK).unwrap();
+    let classes = dir.join("classes");
+    let o = Command::new(jdk.join("bin/javac"))
+        .arg("-d")
+        .arg(&classes)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for run in 0..5 {
+        let data = dir.join(format!("v{run}.cov"));
+        let _ = std::fs::remove_file(&data);
+        let (out, err) = (dir.join("out.txt"), dir.join("err.txt"));
+        let mut child = Command::new(jdk.join("bin/java"))
+            .arg("-Xmx512m")
+            .arg(format!(
+                "-agentpath:{}=coverage=y,covfile={}",
+                agent_lib().display(),
+                data.display()
+            ))
+            .arg("-cp")
+            .arg(&classes)
+            .arg("VLock")
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > std::time::Duration::from_secs(90) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "run {run} hung (killed after 90 s)\nstderr:\n{}",
+                    std::fs::read_to_string(&err).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let stdout = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            status.success() && stdout.contains("n=50000"),
+            "run {run}: {status}\nstdout:\n{stdout}\nstderr:\n{}",
+            std::fs::read_to_string(&err).unwrap_or_default()
+        );
+        let d = read(&data);
+        assert_eq!(entries(&d, &classes, "VLock", "work"), 50_200, "run {run}");
+        assert_eq!(entries(&d, &classes, "VLock", "task"), 5_000, "run {run}");
+        assert_eq!(entries(&d, &classes, "VLock", "locked"), 200, "run {run}");
+        // the JDK was covered
+        assert!(d
+            .classes
+            .keys()
+            .any(|(n, _)| n == "java/lang/VirtualThread"));
+    }
+}
+
 /// Classes instrumented offline (marked BciInstrumented) under the agent: not instrumented
 /// again, registered with the agent's runtime, their counts in the agent's file once.
 #[test]

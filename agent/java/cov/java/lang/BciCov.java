@@ -59,6 +59,40 @@ public final class BciCov {
         LOCAL = true;
     }
 
+    /**
+     * Whether the class lock is taken through {@link #lock0}/{@link #unlock0} (JNI
+     * MonitorEnter/MonitorExit on this class, the monitor {@code synchronized} takes): set by
+     * {@link #useJniLock} at VMInit. JDK 24+ (JEP 491): a virtual thread that waits for a
+     * monitor in {@code synchronized} unmounts, and only runs again once the JDK's
+     * VirtualThread-unblocker thread and a carrier have resumed it; both run covered JDK code,
+     * whose first call into a class takes this lock: the JVM hung, every thread waiting for it.
+     * A virtual thread waiting in a native frame stays mounted (pinned), and one holding a
+     * monitor taken through JNI cannot unmount, so the lock's owner always runs. Before VMInit
+     * (no virtual threads yet, the natives not linked) {@code synchronized}.
+     */
+    private static boolean jniLock;
+
+    /** Takes this class's monitor through JNI (the agent's lock_native); whether it holds it. */
+    private static native boolean lock0();
+
+    /** Leaves the monitor {@link #lock0} took. */
+    private static native void unlock0();
+
+    /**
+     * Called by the agent at VMInit: links {@link #lock0} and {@link #unlock0} (the VM finds
+     * them by their JNI names in the agent library) and uses them from now on.
+     */
+    static void useJniLock() {
+        try {
+            if (lock0()) {
+                unlock0();
+                jniLock = true;
+            }
+        } catch (Throwable e) {
+            // not linked (a library without them): synchronized, as before VMInit
+        }
+    }
+
     /** The table of {@code th}, which must be the calling thread; null if none. */
     private static long[][] tab(Thread th) {
         return FIELD ? th.bci$c : LOCAL ? locals.get() : null;
@@ -149,18 +183,30 @@ public final class BciCov {
         if (a == SINK) {
             return null;
         }
-        synchronized (BciCov.class) {
-            long[][] o = owned;
-            if (cid >= o.length) {
-                long[][] g = new long[cid < 2 * o.length ? 2 * o.length : cid + 1][];
-                System.arraycopy(o, 0, g, 0, o.length);
-                owned = o = g;
+        if (jniLock && lock0()) {
+            try {
+                return ownLocked(cid, a);
+            } finally {
+                unlock0();
             }
-            if (o[cid] == null) {
-                o[cid] = a;
-            }
-            return o[cid] == a ? a : null;
         }
+        synchronized (BciCov.class) {
+            return ownLocked(cid, a);
+        }
+    }
+
+    /** {@link #own}'s locked part: {@code a} becomes the owned array of {@code cid} if none is. */
+    private static long[] ownLocked(int cid, long[] a) {
+        long[][] o = owned;
+        if (cid >= o.length) {
+            long[][] g = new long[cid < 2 * o.length ? 2 * o.length : cid + 1][];
+            System.arraycopy(o, 0, g, 0, o.length);
+            owned = o = g;
+        }
+        if (o[cid] == null) {
+            o[cid] = a;
+        }
+        return o[cid] == a ? a : null;
     }
 
     /**
@@ -203,30 +249,42 @@ public final class BciCov {
             if (cid <= 0) {
                 return sink(n);
             }
+            if (jniLock && lock0()) {
+                try {
+                    return slowLocked(cid, n);
+                } finally {
+                    unlock0();
+                }
+            }
             synchronized (BciCov.class) {
-                if (!(FIELD || LOCAL)) {
-                    return slot(folded(cid), cid, n);
-                }
-                Thread th = Thread.currentThread();
-                long[][] t = tab(th);
-                if (t == null) {
-                    t = new long[cid < 64 ? 64 : cid + 1][];
-                    track(th, t);
-                    setTab(th, t);
-                } else if (cid >= t.length) {
-                    int m = t.length * 2;
-                    long[][] g = new long[cid < m ? m : cid + 1][];
-                    System.arraycopy(t, 0, g, 0, t.length);
-                    retrack(th, g);
-                    setTab(th, t = g);
-                }
-                return slot(t, cid, n);
+                return slowLocked(cid, n);
             }
         } catch (Throwable e) {
             // out of memory (or worse): this call's counts are lost, the program goes on
             lost = true;
             return sink(n);
         }
+    }
+
+    /** {@link #slow}'s locked part. Holds the class lock. */
+    private static long[] slowLocked(int cid, int n) {
+        if (!(FIELD || LOCAL)) {
+            return slot(folded(cid), cid, n);
+        }
+        Thread th = Thread.currentThread();
+        long[][] t = tab(th);
+        if (t == null) {
+            t = new long[cid < 64 ? 64 : cid + 1][];
+            track(th, t);
+            setTab(th, t);
+        } else if (cid >= t.length) {
+            int m = t.length * 2;
+            long[][] g = new long[cid < m ? m : cid + 1][];
+            System.arraycopy(t, 0, g, 0, t.length);
+            retrack(th, g);
+            setTab(th, t = g);
+        }
+        return slot(t, cid, n);
     }
 
     /** folded, grown to hold {@code cid}. Holds the class lock. */
@@ -296,22 +354,35 @@ public final class BciCov {
         if (!(FIELD || LOCAL) || th == null || (!FIELD && th != Thread.currentThread())) {
             return;
         }
-        synchronized (BciCov.class) {
-            long[][] t = tab(th);
-            if (t == null) {
-                return;
+        if (jniLock && lock0()) {
+            try {
+                endedLocked(th);
+            } finally {
+                unlock0();
             }
-            setTab(th, null);
-            add(t);
-            for (int i = live - 1; i >= 0; i--) {
-                if (threads[i] == th) {
-                    live--;
-                    threads[i] = threads[live];
-                    tabs[i] = tabs[live];
-                    threads[live] = null;
-                    tabs[live] = null;
-                    break;
-                }
+            return;
+        }
+        synchronized (BciCov.class) {
+            endedLocked(th);
+        }
+    }
+
+    /** {@link #ended}'s locked part. Holds the class lock. */
+    private static void endedLocked(Thread th) {
+        long[][] t = tab(th);
+        if (t == null) {
+            return;
+        }
+        setTab(th, null);
+        add(t);
+        for (int i = live - 1; i >= 0; i--) {
+            if (threads[i] == th) {
+                live--;
+                threads[i] = threads[live];
+                tabs[i] = tabs[live];
+                threads[live] = null;
+                tabs[live] = null;
+                break;
             }
         }
     }
@@ -347,8 +418,17 @@ public final class BciCov {
      * then {@code -1} if counts were lost. Live threads' arrays are read as they are (a dump while
      * they run is a snapshot).
      */
-    static synchronized long[] snapshot() {
-        return flatten(sums(), lost);
+    static long[] snapshot() {
+        if (jniLock && lock0()) {
+            try {
+                return flatten(sums(), lost);
+            } finally {
+                unlock0();
+            }
+        }
+        synchronized (BciCov.class) {
+            return flatten(sums(), lost);
+        }
     }
 
     /** Sums over every thread by class id. Holds the class lock. */
@@ -421,8 +501,23 @@ public final class BciCov {
      * listener): what every thread counts until {@link #end} is also the test's (a test still
      * running ends first).
      */
-    public static synchronized void begin(String name) {
+    public static void begin(String name) {
         String n = name == null ? "" : name;
+        if (jniLock && lock0()) {
+            try {
+                beginLocked(n);
+            } finally {
+                unlock0();
+            }
+            return;
+        }
+        synchronized (BciCov.class) {
+            beginLocked(n);
+        }
+    }
+
+    /** {@link #begin}'s locked part. Holds the class lock. */
+    private static void beginLocked(String n) {
         opened(n);
         close();
         testBase = sums();
@@ -436,12 +531,33 @@ public final class BciCov {
      * {@link #closed}; the overlaps are kept in the test's sums at class id 0, which no class
      * has (the data's OVERLAP_CLASS).
      */
-    public static synchronized void end(String name) {
+    public static void end(String name) {
         String n = name == null ? "" : name;
+        String said;
+        if (jniLock && lock0()) {
+            try {
+                said = endLocked(n);
+            } finally {
+                unlock0();
+            }
+        } else {
+            synchronized (BciCov.class) {
+                said = endLocked(n);
+            }
+        }
+        if (said != null) {
+            // said outside the lock: the stream's own lock may be held by a virtual thread
+            // that waits for a carrier, and carriers may need the class lock
+            System.err.println(said);
+        }
+    }
+
+    /** {@link #end(String)}'s locked part: the overlap message to say, or null. */
+    private static String endLocked(String n) {
         if (n.equals(test)) {
             close();
         }
-        closed(n);
+        return closed(n);
     }
 
     /**
@@ -472,9 +588,10 @@ public final class BciCov {
     /**
      * Test {@code n} ends by name: when tests began while it was open (tests run in parallel),
      * it and they overlapped (their counts cannot be told apart: what any thread counts goes
-     * to the one window open): recorded for each, said once on stderr.
+     * to the one window open): recorded for each, said once on stderr (the message returned,
+     * else null).
      */
-    private static void closed(String n) {
+    private static String closed(String n) {
         for (int i = 0; i < openNames.length; i++) {
             if (!openNames[i].equals(n)) {
                 continue;
@@ -483,7 +600,7 @@ public final class BciCov {
             openNames = minus(openNames, i);
             openLater = minus(openLater, i);
             if (later.length == 0) {
-                return;
+                return null;
             }
             overlap(n);
             for (String b : later) {
@@ -491,15 +608,16 @@ public final class BciCov {
                     overlap(b);
                 }
             }
-            if (!overlapSaid) {
-                overlapSaid = true;
-                System.err.println("bci: per-test coverage: tests ran at the same time (" + n
-                        + " ended after " + later[0] + " began): the per-test counts of tests that"
-                        + " overlap are not separable; run tests one at a time for exact per-test"
-                        + " coverage (JUnit: junit.jupiter.execution.parallel.enabled=false)");
+            if (overlapSaid) {
+                return null;
             }
-            return;
+            overlapSaid = true;
+            return "bci: per-test coverage: tests ran at the same time (" + n
+                    + " ended after " + later[0] + " began): the per-test counts of tests that"
+                    + " overlap are not separable; run tests one at a time for exact per-test"
+                    + " coverage (JUnit: junit.jupiter.execution.parallel.enabled=false)";
         }
+        return null;
     }
 
     private static String[] plus(String[] a, String x) {
@@ -563,7 +681,22 @@ public final class BciCov {
     }
 
     /** The running test (if any) ends: the counts since its {@link #begin} are added to it. */
-    public static synchronized void end() {
+    public static void end() {
+        if (jniLock && lock0()) {
+            try {
+                endLocked();
+            } finally {
+                unlock0();
+            }
+            return;
+        }
+        synchronized (BciCov.class) {
+            endLocked();
+        }
+    }
+
+    /** {@link #end()}'s locked part. Holds the class lock. */
+    private static void endLocked() {
         String t = test;
         close();
         if (t != null) {
@@ -620,7 +753,21 @@ public final class BciCov {
      * Per-test counts, flattened for the agent: per test {@code -2, length, chars × length},
      * then its classes as in {@link #snapshot} (without the lost marker).
      */
-    static synchronized long[] tests() {
+    static long[] tests() {
+        if (jniLock && lock0()) {
+            try {
+                return testsLocked();
+            } finally {
+                unlock0();
+            }
+        }
+        synchronized (BciCov.class) {
+            return testsLocked();
+        }
+    }
+
+    /** {@link #tests}'s locked part. Holds the class lock. */
+    private static long[] testsLocked() {
         long[][] parts = new long[testNames.length][];
         int len = 0;
         for (int t = 0; t < testNames.length; t++) {
