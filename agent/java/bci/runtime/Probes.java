@@ -2773,6 +2773,20 @@ public final class Probes {
             return lender != null && o != null ? o : dm;
         }
 
+        // SOE: a recursion to StackOverflowError throws it inside the slow paths too (with the
+        // timed clocks every probe takes them; the catch-all's unwindT at the deepest frames).
+        // Counts must survive it at any call: enter makes its calls first and then the
+        // stores that count the call and push the frame, with no call between them (thrown
+        // before: nothing counted, the method body does not run either); pop queues a frame's
+        // self time and then ends it with stores, the last one sp (thrown before: the frame is
+        // left whole for the next exit, never charged twice); drain, which empties the queue
+        // before the sink takes it (see drainLocked) and rehashes the sink's map, first uses
+        // more stack than it needs (headroom), so the error comes before it changes anything
+        // (a count stays in its cache entry, a pair not queued). Before, the error thrown while
+        // the sink took a drained queue lost the queue (3 recursions to StackOverflowError on a
+        // 1 MB stack: 7,684 calls lost every time), and self time was charged twice.
+        // @ReservedStackAccess (JEP 270) on these paths kept counts exact too, but HotSpot
+        // prints a warning on the program's stderr at every use of the reserved zone.
         void enter(int id) {
             slowEnters++;
             int b = sp;
@@ -2780,20 +2794,30 @@ public final class Probes {
             if (b + 2 > fr.length) {
                 fr = growStack();
             }
-            long v = cached((int) fr[b - 1], id);
-            fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
-            fr[b + 1] = (int) (v >>> 32);
+            // every call first (each leaves the state whole if it throws), then the stores
+            // that make the entry, with no call between them (see SOE)
+            int h = lookup((int) fr[b - 1], id);
+            long[] dm = this.dm;
+            long v = dm[h + 1];
+            int j = 0;
+            long[] ft = this.ft;
+            long now = 0;
             if (timed) {
-                int j = mdSlot(id); // (md may grow in mdSlot: read it after)
-                md[j]++;
-                long[] ft = this.ft;
+                j = mdSlot(id);
                 if (ft.length != fr.length) {
                     ft = copy(ft, fr.length);
                     this.ft = ft;
                     grew();
                 }
+                now = ownClock();
+            }
+            dm[h + 2]++;
+            fr[b] = ((long) id << 32) | (v & 0xFFFFFFFFL);
+            fr[b + 1] = (int) (v >>> 32);
+            if (timed) {
+                md[j]++; // (md may grow in mdSlot: read after it)
                 ft[b + 1] = 0;
-                ft[b] = ownClock();
+                ft[b] = now;
             }
             sp = b + 2;
         }
@@ -2836,6 +2860,17 @@ public final class Probes {
          * direct-mapped cache of the fast paths, (re)filled from the shared tree.
          */
         private long cached(int ctx, int id) {
+            int h = lookup(ctx, id);
+            long[] dm = this.dm;
+            dm[h + 2]++;
+            return dm[h + 1];
+        }
+
+        /**
+         * The index in {@link #dm} of the entry of ({@code ctx}, {@code id}), (re)filled from
+         * the shared tree (its count not incremented).
+         */
+        private int lookup(int ctx, int id) {
             // grows while entries keep missing: after 16 slow entries per entry it has (the
             // lookups of every thread that uses it: its owner's count)
             if (dm == NO_DM) {
@@ -2866,8 +2901,7 @@ public final class Probes {
                 dm[h] = key;
                 dm[h + 1] = v;
             }
-            dm[h + 2]++;
-            return dm[h + 1];
+            return h;
         }
 
         /** Moves the count of cache entry {@code h} to the queue. */
@@ -2899,6 +2933,8 @@ public final class Probes {
 
         /** Moves the queue to the sink (under the class lock). */
         void drain() {
+            // SOE: a StackOverflowError here, before anything changed, not in the middle
+            headroom(HEADROOM);
             if (jniLock && lock0()) {
                 try {
                     drainLocked();
@@ -2910,6 +2946,18 @@ public final class Probes {
             synchronized (Probes.class) {
                 drainLocked();
             }
+        }
+
+        /**
+         * Frames of {@link #headroom} that drain() makes first: more stack than draining takes
+         * (the lock, the sink's map growing, the budget checked: ~15 frames).
+         */
+        static final int HEADROOM = 64;
+
+        /** Uses {@code n} frames of stack and returns (see SOE). */
+        @DontInline
+        static int headroom(int n) {
+            return n <= 0 ? 0 : headroom(n - 1) + 1;
         }
 
         private void drainLocked() {
@@ -2957,11 +3005,11 @@ public final class Probes {
                 }
                 // frames above k lost their exit (e.g. an error inside a probe): end them now
                 while (b - 2 > k) {
-                    mismatches++;
                     b = pop(b, t);
+                    mismatches++;
                 }
             }
-            sp = pop(b, t);
+            pop(b, t);
         }
 
         /** Pops the frames above {@code t} (a token of enterT), timing them. */
@@ -2973,12 +3021,18 @@ public final class Probes {
             long now = timed ? ownClock() : 0;
             while (b - 2 > t) {
                 // frames above the token's lost their exit (e.g. an error inside a probe)
-                mismatches++;
                 b = pop(b, now);
+                mismatches++;
             }
-            sp = pop(b, now);
+            pop(b, now);
         }
 
+        /**
+         * Pops the top frame (at {@code b - 2}, {@link #sp} == b), timing it up to {@code t};
+         * returns the new {@link #sp}. Its calls come first and its stores after them, the
+         * last one {@code sp}: a StackOverflowError leaves the frame on the stack, unchanged
+         * and charged nothing, for the next exit to pop (see SOE).
+         */
         private int pop(int b, long t) {
             b -= 2;
             long[] fr = this.fr;
@@ -2986,6 +3040,7 @@ public final class Probes {
             int node = (int) f;
             long[] ft = this.ft;
             if (!timed || b + 1 >= ft.length) {
+                sp = b;
                 return b;
             }
             long el = t - ft[b];
@@ -2993,17 +3048,18 @@ public final class Probes {
                 el = 0;
             }
             long self = el - ft[b + 1];
+            int j = mdSlot((int) (f >>> 32));
             if (self > 0) {
                 put((1L << 32) | node, self);
             }
             if (b > 0) {
                 ft[b - 1] += el;
             }
-            int j = mdSlot((int) (f >>> 32));
             long[] md = this.md;
             if (--md[j] == 0) {
                 md[j + 1] += el;
             }
+            sp = b;
             return b;
         }
 
