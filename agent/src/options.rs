@@ -316,6 +316,8 @@ clock=sample|wall|cpu  how calls are timed (counts are always exact)  sample
 interval=<ms>          sampling interval (clock=sample)  1
 include=<pat>[:<pat>]  only classes matching (glob on dotted names, e.g. java.util.*)
 exclude=<pat>[:<pat>]  never these classes
+                         include= and exclude= may be repeated (the patterns add up);
+                         any other option given twice is refused
 format=hprof|collapsed|methods  output format         hprof
                          collapsed: one snapshot per file (SIGQUIT: <file>.1, .2, ...)
 coverage=y|n           coverage counters (exact hit counts) n
@@ -332,6 +334,10 @@ Data is written at VM exit (doe=y; SIGTERM is an exit too) and on SIGQUIT
 (kill -QUIT <pid>); with doe=n only on SIGQUIT.
 Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
 ";
+
+/// Options that may be given more than once: their values add up (the others are refused
+/// when repeated).
+const REPEATABLE: &[&str] = &["include", "exclude"];
 
 fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
     match v {
@@ -353,6 +359,8 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
     let mut covfile_given = false;
     // traceformat=, tracemax= as given (in order)
     let mut trace_opts: Vec<&str> = Vec::new();
+    // each option given so far, as given (a second one would silently win over the first)
+    let mut given: Vec<(&str, &str)> = Vec::new();
     let s = s.unwrap_or("");
     for part in s.split(',') {
         let part = part.trim();
@@ -363,6 +371,14 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             Some((n, v)) => (n, Some(v)),
             None => (part, None),
         };
+        if !REPEATABLE.contains(&name) && OPTION_NAMES.split(", ").any(|n| n == name) {
+            if let Some((_, first)) = given.iter().find(|(n, _)| *n == name) {
+                return Err(OptionError(format!(
+                    "option {name} given twice ({first} and {part}): give it once"
+                )));
+            }
+            given.push((name, part));
+        }
         let need = |v: Option<&str>| -> Result<String, OptionError> {
             match v {
                 Some(v) if !v.is_empty() => Ok(v.to_string()),
@@ -604,6 +620,33 @@ mod tests {
         assert!(!parse(Some("coverage=y,include=org.mozilla.*"))
             .unwrap()
             .late_hook(false));
+    }
+
+    #[test]
+    fn repeated_options_are_refused_but_include_and_exclude() {
+        for (v, first, second) in [
+            (
+                "cpu=times,clock=sample,clock=wall",
+                "clock=sample",
+                "clock=wall",
+            ),
+            ("file=a.txt,depth=2,file=b.txt", "file=a.txt", "file=b.txt"),
+            ("depth=2,depth=3", "depth=2", "depth=3"),
+            ("depth=2,depth=2", "depth=2", "depth=2"),
+            ("thread=y, thread=n", "thread=y", "thread=n"),
+            ("help,help", "help", "help"),
+        ] {
+            let e = parse(Some(v)).err().map(|e| e.0).unwrap_or_default();
+            let name = first.split('=').next().unwrap();
+            assert_eq!(
+                e,
+                format!("option {name} given twice ({first} and {second}): give it once"),
+                "{v}"
+            );
+        }
+        let o = parse(Some("include=a.*,exclude=b.*,include=c.D,exclude=e.*")).unwrap();
+        assert_eq!(o.include, vec!["a.*", "c.D"]);
+        assert_eq!(o.exclude, vec!["b.*", "e.*"]);
     }
 
     #[test]

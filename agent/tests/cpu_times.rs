@@ -561,6 +561,11 @@ fn bad_options_stop_the_jvm() {
         ("depth=zero", &["depth", "integer"][..]),
         ("doe=maybe", &["doe", "y, n"][..]),
         ("format=xml", &["format", "hprof, collapsed, methods"][..]),
+        // a repeated option won silently, the first one ignored
+        (
+            "cpu=times,clock=sample,clock=wall",
+            &["option clock given twice (clock=sample and clock=wall)"][..],
+        ),
         // a glob this matcher does not have would profile nothing (it was accepted without
         // coverage=y, and the run profiled nothing)
         (
