@@ -367,11 +367,15 @@ pub(crate) fn read_dir_files(
             if !keep(&p) {
                 continue;
             }
+            // the components joined with `/` (a `\\` in a file's name stays: it is no
+            // separator here, and [`unsafe_name`] refuses it for an output)
             let rel = p
                 .strip_prefix(input)
                 .map_err(|e| named(input)(&e))?
-                .to_string_lossy()
-                .replace('\\', "/");
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
             out.push((rel, std::fs::read(&p).map_err(|e| named(&p)(&e))?));
         }
     }
@@ -379,15 +383,79 @@ pub(crate) fn read_dir_files(
     Ok(out)
 }
 
-/// Every file of `input` (relative name, bytes); directories of a jar are left out.
-pub fn read_all(input: &Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+/// Why an entry named `name` cannot be written below an output directory, or passed on in a
+/// jar, as it is: a name that is empty, absolute, has a `..` component, a backslash (a Windows
+/// separator), a drive prefix (`C:`) or a NUL could be written outside the directory it is
+/// extracted to ("zip slip"). None for a safe relative name.
+fn unsafe_name(name: &str) -> Option<&'static str> {
+    let first = name.split('/').next().unwrap_or_default().as_bytes();
+    if name.is_empty() {
+        Some("an empty name")
+    } else if name.contains('\0') {
+        Some("a NUL in the name")
+    } else if name.contains('\\') {
+        Some("a backslash in the name")
+    } else if name.starts_with('/') {
+        Some("an absolute name")
+    } else if first.len() >= 2 && first[0].is_ascii_alphabetic() && first[1] == b':' {
+        Some("a drive prefix")
+    } else if name.split('/').any(|c| c == "..") {
+        Some("a `..` component")
+    } else {
+        None
+    }
+}
+
+/// Refuses, before anything is written, an input with an entry (a file of a directory) whose
+/// name [`unsafe_name`] refuses, naming the input and each such entry (the first 10).
+fn check_names<'a>(input: &Path, names: impl Iterator<Item = &'a str>) -> Result<(), String> {
+    let bad: Vec<String> = names
+        .filter_map(|n| unsafe_name(n).map(|why| format!("{n:?} ({why})")))
+        .collect();
+    let (what, whats) = if input.is_dir() {
+        ("file", "files")
+    } else {
+        ("entry", "entries")
+    };
+    match bad.len() {
+        0 => Ok(()),
+        1 => Err(format!(
+            "{}: {what} {}: an unsafe name: it could be written outside the output; the input \
+             is refused and nothing was written",
+            input.display(),
+            bad[0]
+        )),
+        n => Err(format!(
+            "{}: {n} {whats} with unsafe names: they could be written outside the output; \
+             the input is refused and nothing was written: {}{}",
+            input.display(),
+            bad[..n.min(10)].join(", "),
+            if n > 10 {
+                format!(" and {} more", n - 10)
+            } else {
+                String::new()
+            }
+        )),
+    }
+}
+
+/// Every file of `input` (relative name, bytes); directories of a jar are left out. With
+/// `check`, an input with an unsafe name ([`check_names`]) is an error.
+pub fn read_all(input: &Path, check: bool) -> Result<Vec<(String, Vec<u8>)>, String> {
     let err = named(input);
     let mut out = Vec::new();
     if input.is_dir() {
         out = read_dir_files(input, |_| true)?;
+        if check {
+            check_names(input, out.iter().map(|(n, _)| n.as_str()))?;
+        }
     } else if is_archive(input) {
         let f = std::fs::File::open(input).map_err(|e| err(&e))?;
         let mut z = zip::ZipArchive::new(f).map_err(|e| err(&e))?;
+        if check {
+            // every name, directories' too
+            check_names(input, (0..z.len()).filter_map(|i| z.name_for_index(i)))?;
+        }
         for i in 0..z.len() {
             let mut e = z.by_index(i).map_err(|e| err(&e))?;
             if e.is_dir() {
@@ -464,7 +532,7 @@ pub fn read_class_path_entry(input: &Path) -> Result<Vec<(String, Vec<u8>)>, Str
         }
         return Ok(out);
     }
-    read_all(input).map_err(|e| {
+    read_all(input, false).map_err(|e| {
         if e.ends_with("not a directory or a .jar/.zip") {
             format!(
                 "{}: not a directory, a .jar/.zip, a .jmod or a JDK's lib/modules",
@@ -565,7 +633,7 @@ pub fn transform(
     if is_archive(input) && is_archive(output) {
         return jar_to_jar(input, output, progress, f);
     }
-    let files = read_all(input)?;
+    let files = read_all(input, true)?;
     progress.start(files.iter().filter(|(n, _)| n.ends_with(".class")).count());
     let mut new: Vec<Option<Vec<u8>>> = Vec::with_capacity(files.len());
     for (name, bytes) in &files {
@@ -656,6 +724,7 @@ fn jar_to_jar(
     let names: Vec<String> = (0..z.len())
         .map(|i| z.name_for_index(i).unwrap_or_default().to_string())
         .collect();
+    check_names(input, names.iter().map(String::as_str))?;
     let entry_err =
         |name: &str, e: &dyn std::fmt::Display| format!("{}: {name}: {e}", input.display());
     progress.start(names.iter().filter(|n| n.ends_with(".class")).count());

@@ -450,3 +450,112 @@ fn jar_output_on_a_full_disk_fails() {
         "{err}"
     );
 }
+
+/// Every file below `dir`, relative, sorted.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A jar of these (name, bytes) entries, written by the zip crate as they are.
+fn raw_jar(path: &Path, entries: &[(&str, &[u8])]) {
+    use std::io::Write;
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in entries {
+        z.start_file(*name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        z.write_all(bytes).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+/// Zip slip: a jar whose entry names are absolute, have a `..` component, a backslash, a drive
+/// prefix or a NUL is refused whole, before anything is written, naming the jar and the
+/// entries, to a directory and to a jar alike (`../../escaped.txt`, `a/../../e2.txt` and an
+/// absolute name were written outside the output directory, exit 0).
+#[test]
+fn jar_with_unsafe_entry_names_is_refused() {
+    let dir = fresh("slip");
+    let work = dir.join("a/b");
+    std::fs::create_dir_all(&work).unwrap();
+    let abs = dir.join("abs.txt");
+    let evil = dir.join("evil.jar");
+    raw_jar(
+        &evil,
+        &[
+            ("META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\n\r\n"),
+            ("../../escaped.txt", b"x"),
+            (abs.to_str().unwrap(), b"y"),
+            ("a/../../e2.txt", b"z"),
+        ],
+    );
+    let mut jars = vec![PathBuf::from("evil.jar")];
+    for (k, (name, why)) in [
+        ("..\\..\\bs.txt", "a backslash in the name"),
+        ("C:/drive.txt", "a drive prefix"),
+        ("nul\0.txt", "a NUL in the name"),
+        ("/abs-only.txt", "an absolute name"),
+        ("x/../../../dots.txt", "a `..` component"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let jar = dir.join(format!("one{k}.jar"));
+        raw_jar(&jar, &[("ok.txt", b"ok"), (name, b"!")]);
+        jars.push(PathBuf::from(format!("one{k}.jar")));
+        for out in [work.join("out"), work.join("out.jar")] {
+            let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+                .arg("instrument")
+                .arg(&jar)
+                .arg(&out)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name:?} -> {out:?}: {err}");
+            assert_eq!(
+                err,
+                format!(
+                    "bci: {}: entry {name:?} ({why}): an unsafe name: it could be written \
+                     outside the output; the input is refused and nothing was written\n",
+                    jar.display()
+                ),
+            );
+            assert!(!out.exists(), "{out:?} written");
+        }
+    }
+    for out in [work.join("out"), work.join("out.jar")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+            .arg("instrument")
+            .arg(&evil)
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{out:?}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: {}: 3 entries with unsafe names: they could be written outside the \
+                 output; the input is refused and nothing was written: \"../../escaped.txt\" \
+                 (a `..` component), {:?} (an absolute name), \"a/../../e2.txt\" (a `..` \
+                 component)\n",
+                evil.display(),
+                abs.display().to_string()
+            )
+        );
+        assert!(!out.exists(), "{out:?} written");
+        assert_eq!(files_below(&dir), jars, "files written outside {out:?}");
+    }
+}
