@@ -61,6 +61,8 @@ pub struct StagedFile {
     /// (not a regular file: its bytes are kept until commit).
     tmp: Option<PathBuf>,
     direct: Vec<u8>,
+    /// Written as it is already ([`stage_writer`]): commit has nothing to do.
+    written: bool,
 }
 
 impl StagedFile {
@@ -69,9 +71,17 @@ impl StagedFile {
         name_of(&self.given, &self.target)
     }
 
+    /// Whether the output is a new file put in place at commit (not one written as it is).
+    pub fn replaces(&self) -> bool {
+        self.tmp.is_some()
+    }
+
     /// Puts the file in place (renames the temporary file over the target), or, for an
     /// output that is not a regular file, writes it.
     pub fn commit(mut self) -> Result<(), String> {
+        if self.written {
+            return Ok(());
+        }
         match self.tmp.take() {
             Some(tmp) => std::fs::rename(&tmp, &self.target).map_err(|e| {
                 let _ = std::fs::remove_file(&tmp);
@@ -125,6 +135,7 @@ pub fn stage(path: &Path, bytes: Vec<u8>) -> Result<StagedFile, String> {
         target,
         tmp: None,
         direct: Vec::new(),
+        written: false,
     };
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err(format!("{}: is a directory", s.name())),
@@ -157,6 +168,62 @@ pub fn stage(path: &Path, bytes: Vec<u8>) -> Result<StagedFile, String> {
         })
         .map_err(|e| format!("{}: {e}", s.name()))?;
     Ok(s)
+}
+
+/// [`stage`] for an output written as a stream (a jar): the file to write (a new temporary
+/// file beside the target, with the permissions of the file it will replace; or, for an
+/// existing output that is not a regular file, the output itself, opened as it is) and what
+/// puts it in place. Never written through an existing file: one that is a hard link to
+/// another (the input, a copy elsewhere) is replaced, and the other keeps its bytes; a run
+/// that fails leaves the target as it was (dropped, the temporary file goes).
+pub fn stage_writer(path: &Path) -> Result<(StagedFile, std::fs::File), String> {
+    let target = follow_links(path);
+    let mut s = StagedFile {
+        given: path.to_path_buf(),
+        target,
+        tmp: None,
+        direct: Vec::new(),
+        written: true,
+    };
+    let as_it_is = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(format!("{}: is a directory", s.name())),
+        Ok(m) => !m.is_file() || is_fd_link(&s.target),
+        Err(_) => is_fd_link(&s.target),
+    };
+    if as_it_is {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", s.name()))?;
+        return Ok((s, f));
+    }
+    create_parent(&s.target).map_err(|e| format!("{}: {e}", s.name()))?;
+    let fname = s
+        .target
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = s
+        .target
+        .with_file_name(format!(".{fname}.{}.tmp", std::process::id()));
+    // a file of that name left by a run that died (its pid reused) goes; created anew, so
+    // that a link put there is not followed
+    let _ = std::fs::remove_file(&tmp);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| format!("{}: {e}", s.name()))?;
+    s.tmp = Some(tmp);
+    s.written = false;
+    if let Ok(m) = std::fs::metadata(&s.target) {
+        // a file replaced keeps its permissions
+        f.set_permissions(m.permissions())
+            .map_err(|e| format!("{}: {e}", s.name()))?;
+    }
+    Ok((s, f))
 }
 
 /// Writes one output file as [`stage`] says, at once.
@@ -451,13 +518,13 @@ pub fn read_all(input: &Path, check: bool) -> Result<Vec<(String, Vec<u8>)>, Str
         }
     } else if is_archive(input) {
         let f = std::fs::File::open(input).map_err(|e| err(&e))?;
-        let mut z = zip::ZipArchive::new(f).map_err(|e| err(&e))?;
+        let mut z = zip::ZipArchive::new(f).map_err(|e| err(&zip_err(&e)))?;
         if check {
             // every name, directories' too
             check_names(input, (0..z.len()).filter_map(|i| z.name_for_index(i)))?;
         }
         for i in 0..z.len() {
-            let mut e = z.by_index(i).map_err(|e| err(&e))?;
+            let mut e = z.by_index(i).map_err(|e| err(&zip_err(&e)))?;
             if e.is_dir() {
                 continue;
             }
@@ -649,10 +716,11 @@ pub fn transform(
     let mut report = Report::default();
     let signed = new.iter().any(Option::is_some) && files.iter().any(|(n, _)| is_signature_file(n));
     let err = named(output);
+    let mut staged = None;
     let mut z = if is_archive(output) {
-        create_parent(output)?;
-        let file = std::fs::File::create(output).map_err(|e| err(&e))?;
-        Some(zip::ZipWriter::new(file))
+        let (s, file) = stage_writer(output)?;
+        staged = Some(s);
+        Some(zip::ZipWriter::new(Quiet::new(file)))
     } else {
         None
     };
@@ -677,20 +745,109 @@ pub fn transform(
                     opts = opts.last_modified_time(t);
                 }
             }
-            z.start_file(name.as_str(), opts).map_err(|e| err(&e))?;
+            z.start_file(name.as_str(), opts)
+                .map_err(|e| err(&zip_err(&e)))?;
             z.write_all(bytes).map_err(|e| err(&e))?;
         } else {
             let p = output.join(name);
             if let Some(d) = p.parent() {
                 std::fs::create_dir_all(d).map_err(|e| named(d)(&e))?;
             }
+            // a new file: never written through one there (a hard link to an input file, a
+            // copy made with `cp -al`, or a link to elsewhere)
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&p).map_err(|e| named(&p)(&e))?;
+            }
             std::fs::write(&p, bytes).map_err(|e| named(&p)(&e))?;
         }
     }
     if let Some(z) = z {
-        z.finish().map_err(|e| err(&e))?;
+        let q = z.finish().map_err(|e| err(&zip_err(&e)))?;
+        q.check().map_err(|e| err(&e))?;
+    }
+    if let Some(s) = staged {
+        s.commit()?;
     }
     Ok(report)
+}
+
+/// A zip error as a message: an I/O error's own (the zip crate says only "i/o error").
+fn zip_err(e: &zip::result::ZipError) -> String {
+    match e {
+        zip::result::ZipError::Io(e) => e.to_string(),
+        e => e.to_string(),
+    }
+}
+
+/// The stream a jar is written to: after its first error, writes and seeks succeed without
+/// touching the file, so that the zip writer dropped on the way out of a failed run does not
+/// try to finish the jar again (and print its own error); the run fails with the first error
+/// ([`Quiet::check`] tells of one the zip writer did not pass on).
+struct Quiet<W> {
+    inner: W,
+    failed: Option<std::io::ErrorKind>,
+    /// After a failure: the position and end the zip writer thinks it has.
+    pos: u64,
+    end: u64,
+}
+
+impl<W: Write + std::io::Seek> Quiet<W> {
+    fn new(inner: W) -> Self {
+        Quiet {
+            inner,
+            failed: None,
+            pos: 0,
+            end: 0,
+        }
+    }
+
+    fn fail(&mut self, e: std::io::Error) -> std::io::Error {
+        if self.failed.is_none() {
+            self.failed = Some(e.kind());
+            self.pos = self.inner.stream_position().unwrap_or(0);
+            self.end = self.pos;
+        }
+        e
+    }
+
+    fn check(&self) -> std::io::Result<()> {
+        match self.failed {
+            Some(k) => Err(std::io::Error::from(k)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<W: Write + std::io::Seek> Write for Quiet<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.failed.is_some() {
+            self.pos = self.pos.saturating_add(buf.len() as u64);
+            self.end = self.end.max(self.pos);
+            return Ok(buf.len());
+        }
+        self.inner.write(buf).map_err(|e| self.fail(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        self.inner.flush().map_err(|e| self.fail(e))
+    }
+}
+
+impl<W: Write + std::io::Seek> std::io::Seek for Quiet<W> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        if self.failed.is_none() {
+            return self.inner.seek(to).map_err(|e| self.fail(e));
+        }
+        self.pos = match to {
+            std::io::SeekFrom::Start(n) => n,
+            std::io::SeekFrom::Current(d) => self.pos.saturating_add_signed(d),
+            std::io::SeekFrom::End(d) => self.end.saturating_add_signed(d),
+        };
+        Ok(self.pos)
+    }
 }
 
 /// A file time as a zip (DOS) date-time in UTC; None outside 1980..=2107.
@@ -720,7 +877,8 @@ fn jar_to_jar(
 ) -> Result<Report, String> {
     let ierr = named(input);
     let file = std::fs::File::open(input).map_err(|e| ierr(&e))?;
-    let mut z = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| ierr(&e))?;
+    let mut z =
+        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| ierr(&zip_err(&e)))?;
     let names: Vec<String> = (0..z.len())
         .map(|i| z.name_for_index(i).unwrap_or_default().to_string())
         .collect();
@@ -742,7 +900,7 @@ fn jar_to_jar(
         if !name.ends_with(".class") {
             continue;
         }
-        let mut e = z.by_index(i).map_err(|e| entry_err(name, &e))?;
+        let mut e = z.by_index(i).map_err(|e| entry_err(name, &zip_err(&e)))?;
         let mut b = Vec::with_capacity(e.size() as usize);
         e.read_to_end(&mut b).map_err(|e| entry_err(name, &e))?;
         drop(e);
@@ -753,14 +911,15 @@ fn jar_to_jar(
     let signed = new.iter().any(Option::is_some) && names.iter().any(|n| is_signature_file(n));
     let mut report = Report::default();
     let oerr = named(output);
-    create_parent(output)?;
-    let out = std::fs::File::create(output).map_err(|e| oerr(&e))?;
+    let (staged, out) = stage_writer(output)?;
     let mut out = std::io::BufWriter::new(out);
     // what precedes the first entry (a self-executing jar's launch script) is kept as it is;
     // the entries' offsets count from the start of the file
     let mut first = z.offset();
     for (i, name) in names.iter().enumerate() {
-        let e = z.by_index_raw(i).map_err(|e| entry_err(name, &e))?;
+        let e = z
+            .by_index_raw(i)
+            .map_err(|e| entry_err(name, &zip_err(&e)))?;
         first = if i == 0 {
             e.header_start()
         } else {
@@ -774,7 +933,7 @@ fn jar_to_jar(
             .map_err(|e| ierr(&e))?;
         out.write_all(&prefix).map_err(|e| oerr(&e))?;
     }
-    let mut w = zip::ZipWriter::new(out);
+    let mut w = zip::ZipWriter::new(Quiet::new(out));
     for (i, name) in names.iter().enumerate() {
         if signed && is_signature_file(name) {
             report.removed_signature.push(name.clone());
@@ -782,12 +941,14 @@ fn jar_to_jar(
         }
         let mut bytes = new[i].take();
         if signed && name.eq_ignore_ascii_case("META-INF/MANIFEST.MF") {
-            let mut e = z.by_index(i).map_err(|e| entry_err(name, &e))?;
+            let mut e = z.by_index(i).map_err(|e| entry_err(name, &zip_err(&e)))?;
             let mut b = Vec::new();
             e.read_to_end(&mut b).map_err(|e| entry_err(name, &e))?;
             bytes = Some(strip_manifest_digests(&b));
         }
-        let e = z.by_index_raw(i).map_err(|e| entry_err(name, &e))?;
+        let e = z
+            .by_index_raw(i)
+            .map_err(|e| entry_err(name, &zip_err(&e)))?;
         let time = e.last_modified().unwrap_or_default();
         if let Some(b) = bytes {
             let method = match e.compression() {
@@ -802,20 +963,24 @@ fn jar_to_jar(
                 opts = opts.unix_permissions(m & 0o777);
             }
             drop(e);
-            w.start_file(name.as_str(), opts).map_err(|e| oerr(&e))?;
+            w.start_file(name.as_str(), opts)
+                .map_err(|e| oerr(&zip_err(&e)))?;
             w.write_all(&b).map_err(|e| oerr(&e))?;
         } else {
             // Directories too: add_directory would make the jar tool's deflated META-INF/ stored.
-            w.raw_copy_file(e).map_err(|e| oerr(&e))?;
+            w.raw_copy_file(e).map_err(|e| oerr(&zip_err(&e)))?;
         }
     }
     if !z.comment().is_empty() {
         w.set_raw_comment(z.comment().into());
     }
-    w.finish().map_err(|e| oerr(&e))?;
-    // executable (a self-executing jar) when the input is
+    let q = w.finish().map_err(|e| oerr(&zip_err(&e)))?;
+    q.check().map_err(|e| oerr(&e))?;
+    let file = q.inner.into_inner().map_err(|e| oerr(e.error()))?;
+    // executable (a self-executing jar) when the input is (a new file: an output written as
+    // it is, a device, keeps its mode)
     #[cfg(unix)]
-    {
+    if staged.replaces() {
         use std::os::unix::fs::PermissionsExt;
         let x = std::fs::metadata(input)
             .map_err(|e| ierr(&e))?
@@ -823,13 +988,13 @@ fn jar_to_jar(
             .mode()
             & 0o111;
         if x != 0 {
-            let mut p = std::fs::metadata(output)
-                .map_err(|e| oerr(&e))?
-                .permissions();
+            let mut p = file.metadata().map_err(|e| oerr(&e))?.permissions();
             p.set_mode(p.mode() | x);
-            std::fs::set_permissions(output, p).map_err(|e| oerr(&e))?;
+            file.set_permissions(p).map_err(|e| oerr(&e))?;
         }
     }
+    drop(file);
+    staged.commit()?;
     Ok(report)
 }
 

@@ -49,9 +49,20 @@ pub fn runtime_jar(out: &Path) -> Result<(), String> {
 
 /// Whether `output` names the same file or directory as `input` (instrumenting in place would
 /// read what it is overwriting), through links, `./` and `..` alike: both resolved as the
-/// agent resolves its outputs ([`bciagent::options::resolved`]).
+/// agent resolves its outputs ([`bciagent::options::resolved`]); and, when both exist, one
+/// file under two names (a hard link, a bind mount): the same device and inode.
 pub fn same_path(input: &Path, output: &Path) -> bool {
-    resolved(input) == resolved(output)
+    if resolved(input) == resolved(output) {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(output)) {
+            return a.dev() == b.dev() && a.ino() == b.ino();
+        }
+    }
+    false
 }
 
 /// Whether `inner` is strictly below the directory `outer` (both resolved as [`same_path`]

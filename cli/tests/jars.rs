@@ -559,3 +559,132 @@ fn jar_with_unsafe_entry_names_is_refused() {
         assert_eq!(files_below(&dir), jars, "files written outside {out:?}");
     }
 }
+
+/// `p.Hello` in `dir/app.jar` (and the classes directory it was made of).
+fn hello_jar(dir: &Path) -> (PathBuf, PathBuf) {
+    let (classes, _) = compile(dir);
+    let jar = dir.join("app.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg("."));
+    (jar, classes)
+}
+
+/// An output that is a hard link to the input is the input (it was truncated: `bci: a.jar:
+/// META-INF/: i/o error`, and the input lost); an existing output hard-linked elsewhere is
+/// replaced, not written through the link (the other name keeps its bytes), for a jar and for
+/// the files of an output directory alike.
+#[test]
+fn hard_links_are_never_written_through() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = fresh("hardlink");
+    let (jar, classes) = hello_jar(&dir);
+    let before = std::fs::read(&jar).unwrap();
+    let same = dir.join("same.jar");
+    std::fs::hard_link(&jar, &same).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .arg("instrument")
+        .arg(&jar)
+        .arg(&same)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci: {}: output is the input; write the instrumented copy elsewhere\n",
+            same.display()
+        )
+    );
+    assert_eq!(std::fs::read(&jar).unwrap(), before, "the input changed");
+
+    // an output jar hard-linked to another file: replaced, the other file kept
+    let out = dir.join("out.jar");
+    let other = dir.join("other.jar");
+    std::fs::write(&out, b"an older output").unwrap();
+    std::fs::hard_link(&out, &other).unwrap();
+    instrument(&jar, &out, &[]);
+    assert_eq!(std::fs::read(&other).unwrap(), b"an older output");
+    let got = entries(&out);
+    assert!(got.iter().any(|e| e.0 == "p/Hello.class"), "{got:?}");
+    assert_ne!(
+        std::fs::metadata(&out).unwrap().ino(),
+        std::fs::metadata(&other).unwrap().ino()
+    );
+
+    // an output directory made with `cp -al` of the input: the input's classes stay original
+    let copy = dir.join("copy");
+    std::fs::create_dir_all(copy.join("p")).unwrap();
+    let class = classes.join("p/Hello.class");
+    let original = std::fs::read(&class).unwrap();
+    std::fs::hard_link(&class, copy.join("p/Hello.class")).unwrap();
+    instrument(&classes, &copy, &[]);
+    assert_eq!(
+        std::fs::read(&class).unwrap(),
+        original,
+        "the input changed"
+    );
+    assert_ne!(std::fs::read(copy.join("p/Hello.class")).unwrap(), original);
+}
+
+/// A jar output whose write fails partway (a file-size limit) leaves the previous output as
+/// it was and no temporary file: it is written beside it and renamed over it at the end (it was
+/// truncated and left half-written).
+#[test]
+fn a_failed_jar_write_leaves_the_previous_output() {
+    let dir = fresh("failed-write");
+    let (_, classes) = hello_jar(&dir);
+    // incompressible bytes, so that the jar outgrows the limit
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let noise: Vec<u8> = (0..64 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(classes.join("noise.bin"), &noise).unwrap();
+    let jar = dir.join("big.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&jar)
+        .arg("-C")
+        .arg(&classes)
+        .arg("."));
+    let outs = dir.join("outs");
+    std::fs::create_dir_all(&outs).unwrap();
+    for (input, out) in [(&jar, outs.join("a.jar")), (&classes, outs.join("b.jar"))] {
+        std::fs::write(&out, b"the previous output").unwrap();
+        // the limit as sh counts it (512-byte blocks); SIGXFSZ ignored: the write fails
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 40; exec \"$@\"")
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_bci"))
+            .arg("instrument")
+            .arg(input)
+            .arg(&out)
+            .args(["--runtime", "CountProbe"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{input:?}: {err}");
+        assert!(
+            err.starts_with(&format!("bci: {}: ", out.display())) && err.contains("too large"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), b"the previous output");
+        let left: Vec<_> = std::fs::read_dir(&outs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
