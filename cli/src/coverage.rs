@@ -8,16 +8,16 @@ use std::path::{Path, PathBuf};
 
 /// `bci instrument --coverage` for one class: counters in every method of a class the rules'
 /// filters select, class ids registered at run time with bci/runtime/Cov. Methods left original
-/// are named through `say`.
+/// are named through `say`, and counted: the second value.
 pub fn instrument(
     bytes: &[u8],
     filter: &bci_rewriter::Rules,
     module_reads: bool,
     say: &dyn Fn(&str),
-) -> Result<bci_rewriter::Outcome, bci::Error> {
+) -> Result<(bci_rewriter::Outcome, usize), bci::Error> {
     let cf = bci::ClassFile::parse(bytes)?;
     if !filter.selects_class(&cf.name()?) {
-        return Ok(bci_rewriter::Outcome::Unchanged);
+        return Ok((bci_rewriter::Outcome::Unchanged, 0));
     }
     let opts = bci_rewriter::coverage::Options {
         runtime: RUNTIME,
@@ -25,8 +25,10 @@ pub fn instrument(
         class_id: bci_rewriter::coverage::ClassId::Registered { module_reads },
     };
     let (out, cov) = bci_rewriter::coverage::instrument(bytes, &opts)?;
+    let mut left = 0;
     for (m, d, why) in &cov.skipped {
         if let bci_rewriter::coverage::Skipped::Error(e) = why {
+            left += 1;
             say(&format!(
                 "bci: {}.{m}{d}: left without counters: {e}",
                 cov.name
@@ -39,7 +41,7 @@ pub fn instrument(
             bci_rewriter::coverage::huge_note(&cov.name, m, d, *before, *after)
         ));
     }
-    Ok(out)
+    Ok((out, left))
 }
 
 /// The coverage runtime class in the runtime jar.

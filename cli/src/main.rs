@@ -63,7 +63,7 @@ enum Cmd {
         map: Option<PathBuf>,
         /// Exit with status 1 if any class could not be instrumented (also one instrumented
         /// already for the other use: cpu=times probes asked for, coverage counters found, or
-        /// the reverse).
+        /// the reverse), or, with --coverage, any method was left without counters.
         #[arg(long)]
         strict: bool,
         /// Coverage counters instead of cpu=times probes (every method, exact hit counts);
@@ -460,6 +460,8 @@ fn main() -> ExitCode {
             let mut reg = Registry::default();
             let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);
             let (mut no_code, mut not_selected) = (0usize, 0usize);
+            // methods of instrumented classes left without coverage counters
+            let mut methods_left = 0usize;
             let progress = progress::Progress::new("classes");
             let res = io::transform(&input, &output, &progress, |name, bytes| {
                 classes += 1;
@@ -491,7 +493,12 @@ fn main() -> ExitCode {
                     return None;
                 }
                 let result = if coverage {
-                    coverage::instrument(bytes, &r, opts.module_reads, &|l| progress.line(l))
+                    coverage::instrument(bytes, &r, opts.module_reads, &|l| progress.line(l)).map(
+                        |(o, left)| {
+                            methods_left += left;
+                            o
+                        },
+                    )
                 } else {
                     instrument_with(bytes, &r, &mut reg, &opts)
                 };
@@ -568,6 +575,12 @@ fn main() -> ExitCode {
                 parts.push(format!("{marked} instrumented already"));
             }
             parts.push(format!("{failed} left original"));
+            if methods_left > 0 {
+                parts.push(format!(
+                    "{} left without counters",
+                    io::count(methods_left, "method", "methods")
+                ));
+            }
             outln!("bci: {}", parts.join(", "));
             if runtime_ids && rewritten > 0 {
                 outln!(
@@ -584,7 +597,7 @@ fn main() -> ExitCode {
                     if marked == 1 { "is" } else { "are" }
                 );
             }
-            if strict && failed + other_kind > 0 {
+            if strict && failed + other_kind + methods_left > 0 {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

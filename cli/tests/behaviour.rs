@@ -220,6 +220,32 @@ fn old_class_with_jsr_ret_is_instrumented_and_runs() {
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
+    // the summary counts the method left without counters, and --strict fails for it (it
+    // said "2 classes, 2 instrumented with coverage counters, 0 left original", exit 0)
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .args(["instrument", "--coverage", "--strict"])
+        .arg(&classes)
+        .arg(out.join("cov-strict"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().next(),
+        Some(
+            "bci: 2 classes, 2 instrumented with coverage counters, 0 left original, 1 method \
+             left without counters"
+        )
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bci: Old.f(I)I: left without counters: "),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let run = Command::new(jh.join("bin/java"))
         .arg(format!("-Dbci.covfile={}", data.display()))
         .arg("-cp")
