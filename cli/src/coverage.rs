@@ -206,6 +206,30 @@ pub fn merge(
                 .map_err(|e| format!("{}: {e}", inputs[i].display()))?;
         }
     } else {
+        // the same class from two builds: an error naming both inputs and both builds
+        let mut first: std::collections::BTreeMap<&str, (u64, usize)> = Default::default();
+        for (i, d) in read_all.iter().enumerate() {
+            for (name, hash) in d.classes.keys() {
+                match first.get(name.as_str()) {
+                    None => {
+                        first.insert(name, (*hash, i));
+                    }
+                    Some(&(h, j)) if h != *hash => {
+                        let (a, b) = (inputs[j].display(), inputs[i].display());
+                        return Err(format!(
+                            "class {name}: data from two different builds (hashes differ): {}; \
+                             merge data of one build, or --ignore-stale",
+                            if i == j {
+                                format!("builds {h:016x} and {hash:016x} both in {a}")
+                            } else {
+                                format!("build {h:016x} in {a}, build {hash:016x} in {b}")
+                            }
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
         for (p, d) in inputs.iter().zip(&read_all) {
             all.merge(d, false)
                 .map_err(|e| format!("{}: {e}", p.display()))?;

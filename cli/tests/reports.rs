@@ -831,9 +831,36 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
     assert_eq!(
         err,
         format!(
-            "bci: {}: class CovBasics: data from two different builds (hashes differ); merge \
-             data of one build, or --ignore-stale\n",
+            "bci: class CovBasics: data from two different builds (hashes differ): build \
+             {:016x} in {}, build {:016x} in {}; merge data of one build, or --ignore-stale\n",
+            class_hash(&std::fs::read(r.orig.join("CovBasics.class")).unwrap()),
+            r.data.display(),
+            class_hash(&std::fs::read(other.join("CovBasics.class")).unwrap()),
             other_data.display()
+        )
+    );
+    assert!(!merged.exists());
+    // one file with both builds (a covfile both ran into): named once, with both builds
+    let mut both = CovData::parse(&std::fs::read(&r.data).unwrap()).unwrap();
+    both.add_all(&CovData::parse(&std::fs::read(&other_data).unwrap()).unwrap())
+        .unwrap();
+    let both_file = r.work.join("both-builds.cov");
+    std::fs::write(&both_file, both.to_bytes()).unwrap();
+    let (code, _, err) = run_bci(&[os("merge"), os(&both_file), os("-o"), os(&merged)]);
+    assert_eq!(code, Some(2));
+    let mut hashes = [
+        class_hash(&std::fs::read(r.orig.join("CovBasics.class")).unwrap()),
+        class_hash(&std::fs::read(other.join("CovBasics.class")).unwrap()),
+    ];
+    hashes.sort();
+    assert_eq!(
+        err,
+        format!(
+            "bci: class CovBasics: data from two different builds (hashes differ): builds \
+             {:016x} and {:016x} both in {}; merge data of one build, or --ignore-stale\n",
+            hashes[0],
+            hashes[1],
+            both_file.display()
         )
     );
     assert!(!merged.exists());

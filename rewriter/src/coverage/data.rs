@@ -326,15 +326,16 @@ impl CovData {
             let stale = self
                 .classes
                 .range((name.clone(), 0)..=(name.clone(), u64::MAX))
-                .any(|((_, h), _)| h != hash);
-            if stale {
+                .find(|((_, h), _)| h != hash)
+                .map(|((_, h), _)| *h);
+            if let Some(here) = stale {
                 if ignore_stale {
                     skipped.push(name.clone());
                     continue;
                 }
                 return Err(DataError(format!(
-                    "class {name}: data from two different builds (hashes differ); \
-                     merge data of one build, or --ignore-stale"
+                    "class {name}: data from two different builds (hashes differ: {here:016x} \
+                     here, {hash:016x} added); merge data of one build, or --ignore-stale"
                 )));
             }
             self.add_class(name, *hash, v)?;
@@ -470,7 +471,10 @@ mod tests {
         let mut other = CovData::default();
         other.add_class("a/B", 8, &[5]).unwrap();
         let e = d.merge(&other, false).unwrap_err();
-        assert!(e.0.contains("class a/B"), "{e}");
+        assert!(
+            e.0.contains("class a/B") && e.0.contains(&format!("{:016x} added", 8)),
+            "{e}"
+        );
         assert_eq!(d.merge(&other, true).unwrap(), vec!["a/B".to_string()]);
         assert!(d.is_stale("a/B", 8));
     }
