@@ -7,10 +7,11 @@
 //! `SIG-*`, and the manifest's per-entry digests), since the JVM would refuse it otherwise.
 
 use crate::progress::Progress;
+pub use bci_verify::hierarchy::zip_open_error;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-fn is_archive(p: &Path) -> bool {
+pub fn is_archive(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "jar" || e == "zip")
 }
 
@@ -518,7 +519,7 @@ pub fn read_all(input: &Path, check: bool) -> Result<Vec<(String, Vec<u8>)>, Str
         }
     } else if is_archive(input) {
         let f = std::fs::File::open(input).map_err(|e| err(&e))?;
-        let mut z = zip::ZipArchive::new(f).map_err(|e| err(&zip_err(&e)))?;
+        let mut z = zip::ZipArchive::new(f).map_err(|e| err(&zip_open_error(&e, input)))?;
         if check {
             // every name, directories' too
             check_names(input, (0..z.len()).filter_map(|i| z.name_for_index(i)))?;
@@ -697,6 +698,14 @@ pub fn transform(
     progress: &Progress,
     mut f: impl FnMut(&str, &[u8]) -> Option<Vec<u8>>,
 ) -> Result<Report, String> {
+    if !is_archive(output) && std::fs::metadata(output).is_ok_and(|m| !m.is_dir()) {
+        // an output that is not a .jar/.zip is a directory to write into
+        return Err(format!(
+            "{}: not a directory or a .jar/.zip: an output other than a .jar or .zip is a \
+             directory, and this is a file",
+            output.display()
+        ));
+    }
     if is_archive(input) && is_archive(output) {
         return jar_to_jar(input, output, progress, f);
     }
@@ -877,8 +886,8 @@ fn jar_to_jar(
 ) -> Result<Report, String> {
     let ierr = named(input);
     let file = std::fs::File::open(input).map_err(|e| ierr(&e))?;
-    let mut z =
-        zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| ierr(&zip_err(&e)))?;
+    let mut z = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|e| ierr(&zip_open_error(&e, input)))?;
     let names: Vec<String> = (0..z.len())
         .map(|i| z.name_for_index(i).unwrap_or_default().to_string())
         .collect();

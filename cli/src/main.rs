@@ -423,6 +423,9 @@ fn main() -> ExitCode {
                 eprintln!("{e}");
                 return ExitCode::from(2);
             }
+            // the rules before --include/--exclude: what those left out is told apart from
+            // what the rules never select (bci's own runtime classes; a rule file's classes)
+            let unfiltered = r.clone();
             let r = r.with_filters(&include, &exclude);
             if offline::same_path(&input, &output) {
                 eprintln!(
@@ -460,6 +463,17 @@ fn main() -> ExitCode {
             let mut reg = Registry::default();
             let (mut classes, mut rewritten, mut failed) = (0usize, 0usize, 0usize);
             let (mut no_code, mut not_selected) = (0usize, 0usize);
+            // classes bci never instruments (its runtime's) and classes a rule file leaves out
+            let (mut runtime_own, mut not_in_rules) = (0usize, 0usize);
+            let runtime_class = r.runtime_class().to_string();
+            // an entry of a jar named with the jar, as elsewhere; a directory's file by its name
+            let shown = |name: &str| {
+                if io::is_archive(&input) {
+                    format!("{}: {name}", input.display())
+                } else {
+                    name.to_string()
+                }
+            };
             // methods of instrumented classes left without coverage counters
             let mut methods_left = 0usize;
             let progress = progress::Progress::new("classes");
@@ -470,14 +484,16 @@ fn main() -> ExitCode {
                     marked += 1;
                     if m.coverage == coverage {
                         progress.line(&format!(
-                            "bci: {name}: already instrumented by bci; left as it is"
+                            "bci: {}: already instrumented by bci; left as it is",
+                            shown(name)
                         ));
                     } else {
                         // it cannot take the other kind as well: what was asked for is missing
                         other_kind += 1;
                         progress.line(&format!(
-                            "bci: {name}: already instrumented by bci {}; left as it is, \
+                            "bci: {}: already instrumented by bci {}; left as it is, \
                              without {}",
+                            shown(name),
                             if m.coverage {
                                 "with coverage counters"
                             } else {
@@ -510,20 +526,28 @@ fn main() -> ExitCode {
                     Ok(Outcome::Unchanged) => {
                         // left out by --include/--exclude, or nothing to instrument (an
                         // interface without code, a module descriptor)
-                        let selected = bci::ClassFile::parse(bytes)
+                        let class = bci::ClassFile::parse(bytes)
                             .ok()
-                            .and_then(|cf| cf.name().ok().map(|n| r.selects_class(&n)))
-                            .unwrap_or(true);
-                        if selected {
-                            no_code += 1;
-                        } else {
-                            not_selected += 1;
+                            .and_then(|cf| cf.name().ok().map(|n| n.to_string()));
+                        match class {
+                            Some(c) if !r.selects_class(&c) => {
+                                if unfiltered.selects_class(&c) {
+                                    not_selected += 1;
+                                } else if c.starts_with("bci/runtime/")
+                                    || c.starts_with(&runtime_class)
+                                {
+                                    runtime_own += 1;
+                                } else {
+                                    not_in_rules += 1;
+                                }
+                            }
+                            _ => no_code += 1,
                         }
                         None
                     }
                     Err(e) => {
                         failed += 1;
-                        progress.line(&format!("bci: {name}: left original: {e}"));
+                        progress.line(&format!("bci: {}: left original: {e}", shown(name)));
                         None
                     }
                 }
@@ -569,6 +593,15 @@ fn main() -> ExitCode {
             if not_selected > 0 {
                 parts.push(format!(
                     "{not_selected} not selected by --include/--exclude"
+                ));
+            }
+            if not_in_rules > 0 {
+                parts.push(format!("{not_in_rules} not selected by the rules"));
+            }
+            if runtime_own > 0 {
+                // (a runtime jar given for input: bci never instruments its own runtime)
+                parts.push(format!(
+                    "{runtime_own} of bci's runtime (never instrumented)"
                 ));
             }
             if marked > 0 {

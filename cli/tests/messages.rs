@@ -399,7 +399,8 @@ fn verify_names_an_unreadable_class_file_by_its_path() {
         lines,
         [
             format!(
-                "{}: format error: truncated class file",
+                "{}: format error: truncated class file: constant pool: constant #3 \
+                 (NameAndType): need 1 more byte at offset 0x13",
                 classes.join("Trunc.class").display()
             ),
             format!(
@@ -427,7 +428,8 @@ fn verify_names_an_unreadable_class_file_by_its_path() {
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
         format!(
-            "{}: a/Trunc.class: format error: truncated class file\n",
+            "{}: a/Trunc.class: format error: truncated class file: constant pool: constant #3 \
+             (NameAndType): need 1 more byte at offset 0x13\n",
             jar.display()
         ),
         "{}",
@@ -572,7 +574,11 @@ fn verify_takes_a_single_class_file() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
-        format!("{}: format error: truncated class file\n", trunc.display())
+        format!(
+            "{}: format error: truncated class file: constant pool: constant #3 (NameAndType): \
+             need 1 more byte at offset 0x13\n",
+            trunc.display()
+        )
     );
     // neither directory, jar nor class file
     let notes = d.join("notes.txt");
@@ -616,4 +622,126 @@ fn output_into_a_closed_pipe_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.is_empty(), "stderr: {err}");
     assert_eq!(o.status.code(), Some(141), "bci's status");
+}
+
+/// A jar given bci's own runtime classes (`bci runtime-jar`) says they are never instrumented
+/// (it said "13 not selected by --include/--exclude", none given).
+#[test]
+fn instrument_names_the_runtimes_own_classes() {
+    let d = work("runtime-input");
+    let rt = d.join("rt.jar");
+    assert!(bci(&["runtime-jar", rt.to_str().unwrap()]).status.success());
+    let z = zip::ZipArchive::new(std::fs::File::open(&rt).unwrap()).unwrap();
+    let n = z.file_names().filter(|n| n.ends_with(".class")).count();
+    assert!(n > 1, "{n}");
+    for coverage in [false, true] {
+        let out = d.join(format!("out-{coverage}.jar"));
+        let mut args = vec!["instrument", rt.to_str().unwrap(), out.to_str().unwrap()];
+        if coverage {
+            args.push("--coverage");
+        }
+        let o = bci(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            format!(
+                "bci: {n} classes, 0 instrumented{}, {n} of bci's runtime (never \
+                 instrumented), 0 left original\n",
+                if coverage {
+                    " with coverage counters"
+                } else {
+                    " (0 methods)"
+                }
+            )
+        );
+    }
+}
+
+/// An output that is neither a .jar/.zip nor a directory, but a file there, is named for what
+/// it is (it was `bci: file.txt: File exists (os error 17)`), and left as it was.
+#[test]
+fn instrument_into_a_file_says_it_is_not_a_directory() {
+    let d = work("out-file");
+    let classes = some_classes(&d);
+    let file = d.join("file.txt");
+    std::fs::write(&file, "notes\n").unwrap();
+    let o = bci(&[
+        "instrument",
+        classes.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci: {}: not a directory or a .jar/.zip: an output other than a .jar or .zip is a \
+             directory, and this is a file\n",
+            file.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "notes\n");
+}
+
+/// Jar to jar, a class left original is named with the jar (it was the entry alone).
+#[test]
+fn a_class_left_original_in_a_jar_is_named_with_the_jar() {
+    use std::io::Write;
+    let d = work("left-in-jar");
+    let classes = some_classes(&d);
+    let main = std::fs::read(classes.join("Main.class")).unwrap();
+    let jar = d.join("app.jar");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&jar).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    z.start_file("Main.class", opts).unwrap();
+    z.write_all(&main).unwrap();
+    z.start_file("a/Trunc.class", opts).unwrap();
+    z.write_all(&main[..20]).unwrap();
+    z.finish().unwrap();
+    for out in [d.join("out.jar"), d.join("out")] {
+        let o = bci(&["instrument", jar.to_str().unwrap(), out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.lines().any(|l| l.starts_with(&format!(
+                "bci: {}: a/Trunc.class: left original: class file: constant pool: constant #3",
+                jar.display()
+            ))),
+            "{err}"
+        );
+    }
+}
+
+/// A .jar that is empty or no zip is named with what it is, by instrument and verify (it was
+/// `invalid Zip archive: Could not find EOCD`).
+#[test]
+fn a_jar_that_is_no_zip_says_so() {
+    let d = work("no-zip");
+    let (empty, text_jar) = (d.join("zero.jar"), d.join("notzip.jar"));
+    std::fs::write(&empty, "").unwrap();
+    std::fs::write(&text_jar, "not a zip\n").unwrap();
+    for (jar, what) in [
+        (&empty, "an empty file, not a zip archive"),
+        (
+            &text_jar,
+            "not a zip archive (no end-of-central-directory record: not a zip, or one cut short)",
+        ),
+    ] {
+        let o = bci(&[
+            "instrument",
+            jar.to_str().unwrap(),
+            d.join("out.jar").to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!("bci: {}: {what}\n", jar.display())
+        );
+        let o = bci(&["verify", "--no-jdk", jar.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!("bci verify: {}: {what}\n", jar.display())
+        );
+        assert!(!d.join("out.jar").exists());
+    }
 }

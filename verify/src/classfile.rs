@@ -19,16 +19,68 @@ pub fn ferr<T>(msg: impl Into<String>) -> Res<T> {
     Err(FormatError(msg.into()))
 }
 
+/// The name of a constant pool tag (JVMS 4.4), None for an unknown one.
+fn cp_kind(tag: u8) -> Option<&'static str> {
+    Some(match tag {
+        1 => "Utf8",
+        3 => "Integer",
+        4 => "Float",
+        5 => "Long",
+        6 => "Double",
+        7 => "Class",
+        8 => "String",
+        9 => "Fieldref",
+        10 => "Methodref",
+        11 => "InterfaceMethodref",
+        12 => "NameAndType",
+        15 => "MethodHandle",
+        16 => "MethodType",
+        17 => "Dynamic",
+        18 => "InvokeDynamic",
+        19 => "Module",
+        20 => "Package",
+        _ => return None,
+    })
+}
+
 /// Checked big-endian cursor over a byte slice.
 #[derive(Clone, Copy)]
 pub struct Reader<'a> {
     pub data: &'a [u8],
     pub pos: usize,
+    /// What `data` is, for a truncation error: the class file (offsets are the file's), or an
+    /// attribute (offsets in it).
+    what: &'static str,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader of a whole class file.
     pub fn new(data: &'a [u8]) -> Self {
-        Reader { data, pos: 0 }
+        Reader {
+            data,
+            pos: 0,
+            what: "class file",
+        }
+    }
+    /// A reader of a part of a class file (an attribute's bytes): `what` names it.
+    pub fn within(data: &'a [u8], what: &'static str) -> Self {
+        Reader { data, pos: 0, what }
+    }
+    /// The error for a read of `need` bytes past the end: `truncated class file: need 3 more
+    /// bytes at offset 0x1e9`.
+    fn truncated<T>(&self, need: usize) -> Res<T> {
+        let more = need.saturating_sub(self.remaining());
+        ferr(format!(
+            "truncated {}: need {more} more byte{} at offset {:#x}{}",
+            self.what,
+            if more == 1 { "" } else { "s" },
+            self.pos,
+            if self.what == "class file" {
+                ""
+            } else {
+                " of it"
+            }
+        ))
     }
     pub fn remaining(&self) -> usize {
         self.data.len().saturating_sub(self.pos)
@@ -39,7 +91,7 @@ impl<'a> Reader<'a> {
                 self.pos += 1;
                 Ok(b)
             }
-            None => ferr("truncated class file"),
+            None => self.truncated(1),
         }
     }
     pub fn u2(&mut self) -> Res<u16> {
@@ -57,7 +109,7 @@ impl<'a> Reader<'a> {
                 self.pos += n;
                 Ok(s)
             }
-            None => ferr("truncated class file"),
+            None => self.truncated(n),
         }
     }
 }
@@ -147,55 +199,72 @@ impl<'a> ConstantPool<'a> {
         let mut entries = Vec::with_capacity(count);
         entries.push(Cp::Unusable);
         while entries.len() < count {
-            let tag = r.u1()?;
-            let e = match tag {
-                1 => {
-                    let n = r.u2()? as usize;
-                    let s = r.bytes(n)?;
-                    if !valid_mutf8(s) {
-                        return ferr(format!(
-                            "illegal UTF8 string in constant pool #{}",
-                            entries.len()
-                        ));
-                    }
-                    Cp::Utf8(s)
-                }
-                3 => {
-                    r.u4()?;
-                    Cp::Integer
-                }
-                4 => {
-                    r.u4()?;
-                    Cp::Float
-                }
-                5 | 6 => {
-                    r.u4()?;
-                    r.u4()?;
-                    if entries.len() + 1 >= count {
-                        return ferr("long/double constant at end of constant pool");
-                    }
-                    entries.push(if tag == 5 { Cp::Long } else { Cp::Double });
-                    Cp::Unusable
-                }
-                7 => Cp::Class(r.u2()?),
-                8 => Cp::String(r.u2()?),
-                9 => Cp::Fieldref(r.u2()?, r.u2()?),
-                10 => Cp::Methodref(r.u2()?, r.u2()?),
-                11 => Cp::InterfaceMethodref(r.u2()?, r.u2()?),
-                12 => Cp::NameAndType(r.u2()?, r.u2()?),
-                15 => Cp::MethodHandle(r.u1()?, r.u2()?),
-                16 => Cp::MethodType(r.u2()?),
-                17 => Cp::Dynamic(r.u2()?, r.u2()?),
-                18 => Cp::InvokeDynamic(r.u2()?, r.u2()?),
-                19 => Cp::Module(r.u2()?),
-                20 => Cp::Package(r.u2()?),
-                t => {
-                    return ferr(format!(
-                        "unknown constant pool tag {t} at #{}",
-                        entries.len()
-                    ))
-                }
+            let at = entries.len();
+            // a truncation inside an entry names it, as bci instrument does
+            let named = |e: FormatError, tag: Option<u8>| match e
+                .0
+                .strip_prefix("truncated class file: ")
+            {
+                Some(rest) => FormatError(format!(
+                    "truncated class file: constant pool: constant #{at}{}: {rest}",
+                    tag.and_then(cp_kind)
+                        .map_or(String::new(), |k| format!(" ({k})"))
+                )),
+                None => e,
             };
+            let tag = r.u1().map_err(|e| named(e, None))?;
+            let e = (|| -> Res<Cp<'a>> {
+                Ok(match tag {
+                    1 => {
+                        let n = r.u2()? as usize;
+                        let s = r.bytes(n)?;
+                        if !valid_mutf8(s) {
+                            return ferr(format!("illegal UTF8 string in constant pool #{at}"));
+                        }
+                        Cp::Utf8(s)
+                    }
+                    3 => {
+                        r.u4()?;
+                        Cp::Integer
+                    }
+                    4 => {
+                        r.u4()?;
+                        Cp::Float
+                    }
+                    5 | 6 => {
+                        r.u4()?;
+                        r.u4()?;
+                        if at + 1 >= count {
+                            return ferr("long/double constant at end of constant pool");
+                        }
+                        if tag == 5 {
+                            Cp::Long
+                        } else {
+                            Cp::Double
+                        }
+                    }
+                    7 => Cp::Class(r.u2()?),
+                    8 => Cp::String(r.u2()?),
+                    9 => Cp::Fieldref(r.u2()?, r.u2()?),
+                    10 => Cp::Methodref(r.u2()?, r.u2()?),
+                    11 => Cp::InterfaceMethodref(r.u2()?, r.u2()?),
+                    12 => Cp::NameAndType(r.u2()?, r.u2()?),
+                    15 => Cp::MethodHandle(r.u1()?, r.u2()?),
+                    16 => Cp::MethodType(r.u2()?),
+                    17 => Cp::Dynamic(r.u2()?, r.u2()?),
+                    18 => Cp::InvokeDynamic(r.u2()?, r.u2()?),
+                    19 => Cp::Module(r.u2()?),
+                    20 => Cp::Package(r.u2()?),
+                    t => return ferr(format!("unknown constant pool tag {t} at #{at}")),
+                })
+            })()
+            .map_err(|e| named(e, Some(tag)))?;
+            if matches!(e, Cp::Long | Cp::Double) {
+                // the second slot of a long or double
+                entries.push(e);
+                entries.push(Cp::Unusable);
+                continue;
+            }
             entries.push(e);
         }
         let cp = ConstantPool { entries };
@@ -575,7 +644,7 @@ impl<'a> ClassFile<'a> {
 
 impl<'a> Code<'a> {
     pub fn parse(data: &'a [u8], cp: &ConstantPool<'a>) -> Res<Self> {
-        let mut r = Reader::new(data);
+        let mut r = Reader::within(data, "Code attribute");
         let max_stack = r.u2()?;
         let max_locals = r.u2()?;
         let len = r.u4()? as usize;

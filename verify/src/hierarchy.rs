@@ -45,6 +45,25 @@ pub fn is_class_file(p: &Path) -> bool {
         .is_ok_and(|()| head == [0xca, 0xfe, 0xba, 0xbe])
 }
 
+/// What opening a zip (a jar) that failed says, for a message after its path: a file that is
+/// none ("an empty file, not a zip archive", "not a zip archive (no end-of-central-directory
+/// record: not a zip, or one cut short)"), a damaged one, or the OS's reason.
+pub fn zip_open_error(e: &zip::result::ZipError, path: &Path) -> String {
+    use zip::result::ZipError;
+    match e {
+        ZipError::Io(e) => e.to_string(),
+        ZipError::InvalidArchive(_) if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) => {
+            "an empty file, not a zip archive".into()
+        }
+        ZipError::InvalidArchive(why) if why.contains("EOCD") => {
+            "not a zip archive (no end-of-central-directory record: not a zip, or one cut short)"
+                .into()
+        }
+        ZipError::InvalidArchive(why) => format!("a damaged zip archive: {why}"),
+        e => e.to_string(),
+    }
+}
+
 /// A file that is no zip by its first bytes nor by its name (`.jar`, `.zip`): the error for
 /// it, saying what a class path entry or input is; `None` for anything that may be a zip.
 fn not_a_zip(p: &Path) -> Option<io::Error> {
@@ -286,7 +305,8 @@ impl ClassPath {
                 return Err(err);
             }
             let f = File::open(e)?;
-            let z = zip::ZipArchive::new(f).map_err(io::Error::other)?;
+            let z = zip::ZipArchive::new(f)
+                .map_err(|x| io::Error::new(io::ErrorKind::InvalidData, zip_open_error(&x, e)))?;
             let names = z.file_names().map(|s| s.to_string()).collect();
             Ok(Entry::Jar(Mutex::new(z), names))
         }
@@ -387,7 +407,9 @@ impl ClassPath {
             if let Some(err) = not_a_zip(path) {
                 return Err(err);
             }
-            let mut z = zip::ZipArchive::new(File::open(path)?).map_err(io::Error::other)?;
+            let mut z = zip::ZipArchive::new(File::open(path)?).map_err(|x| {
+                io::Error::new(io::ErrorKind::InvalidData, zip_open_error(&x, path))
+            })?;
             for i in 0..z.len() {
                 let mut f = z.by_index(i).map_err(io::Error::other)?;
                 let n = f.name().to_string();

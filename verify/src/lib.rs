@@ -230,7 +230,7 @@ fn check_code_attributes(code: &Code<'_>) -> classfile::Res<()> {
     for a in &code.attributes {
         match a.name {
             b"LineNumberTable" => {
-                let mut r = Reader::new(a.data);
+                let mut r = Reader::within(a.data, "LineNumberTable");
                 let n = r.u2()?;
                 for _ in 0..n {
                     let pc = r.u2()? as usize;
@@ -244,7 +244,7 @@ fn check_code_attributes(code: &Code<'_>) -> classfile::Res<()> {
                 }
             }
             b"LocalVariableTable" | b"LocalVariableTypeTable" => {
-                let mut r = Reader::new(a.data);
+                let mut r = Reader::within(a.data, "local variable table");
                 let n = r.u2()?;
                 for _ in 0..n {
                     let start = r.u2()? as usize;

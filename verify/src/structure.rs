@@ -9,7 +9,7 @@ fn err<T>(m: String) -> Res<T> {
 }
 
 fn u2_list(a: &Attribute<'_>, what: &str, mut ok: impl FnMut(u16) -> bool) -> Res<()> {
-    let mut r = Reader::new(a.data);
+    let mut r = Reader::within(a.data, "attribute");
     let n = r.u2()? as usize;
     if a.data.len() != 2 + 2 * n {
         return err(format!("wrong {what} attribute length"));
@@ -211,7 +211,7 @@ pub fn check(cf: &ClassFile<'_>) -> Res<()> {
                 }
             }
             b"InnerClasses" => {
-                let mut r = Reader::new(a.data);
+                let mut r = Reader::within(a.data, "InnerClasses attribute");
                 let n = r.u2()? as usize;
                 if a.data.len() != 2 + 8 * n {
                     return err("wrong InnerClasses attribute length".into());
@@ -234,7 +234,7 @@ pub fn check(cf: &ClassFile<'_>) -> Res<()> {
                 }
             }
             b"BootstrapMethods" => {
-                let mut r = Reader::new(a.data);
+                let mut r = Reader::within(a.data, "BootstrapMethods attribute");
                 let n = r.u2()? as usize;
                 for _ in 0..n {
                     let mh = r.u2()?;

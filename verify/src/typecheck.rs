@@ -351,7 +351,7 @@ fn parse_stackmap<'a>(
     starts: &[bool],
     initial: &Frame<'a>,
 ) -> Res<Vec<(usize, Frame<'a>)>> {
-    let mut r = Reader::new(data);
+    let mut r = Reader::within(data, "StackMapTable");
     let n = r.u2()?;
     let max_locals = code.max_locals as usize;
     let mut out: Vec<(usize, Frame<'a>)> = Vec::with_capacity(n as usize);

@@ -59,7 +59,8 @@ pub fn read(
     // a path that is not a directory is read as a zip, whatever its name
     let err = |e: &dyn std::fmt::Display| format!("{name}: {e}");
     let f = std::fs::File::open(root).map_err(|e| err(&e))?;
-    let mut z = zip::ZipArchive::new(std::io::BufReader::new(f)).map_err(|e| err(&e))?;
+    let mut z = zip::ZipArchive::new(std::io::BufReader::new(f))
+        .map_err(|e| err(&crate::io::zip_open_error(&e, root)))?;
     let own = entries(&mut z, &name, 0, &mut out, errors, warnings)?;
     out.insert(0, own);
     Ok(out)
