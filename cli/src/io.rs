@@ -731,6 +731,8 @@ pub fn transform(
         staged = Some(s);
         Some(zip::ZipWriter::new(Quiet::new(file)))
     } else {
+        // made even when there is nothing to write into it (an empty input)
+        std::fs::create_dir_all(output).map_err(|e| err(&e))?;
         None
     };
     for ((name, bytes), new) in files.iter().zip(&new) {

@@ -745,3 +745,27 @@ fn a_jar_that_is_no_zip_says_so() {
         assert!(!d.join("out.jar").exists());
     }
 }
+
+/// An empty input (a directory, a jar without files) makes an empty output directory, as the
+/// summary says (there was none).
+#[test]
+fn an_empty_input_makes_an_empty_output_directory() {
+    let d = work("empty-input");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let jar = d.join("dirs-only.jar");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&jar).unwrap());
+    z.add_directory("META-INF/", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    z.finish().unwrap();
+    for (input, out) in [(&empty, d.join("out")), (&jar, d.join("out2"))] {
+        let o = bci(&["instrument", input.to_str().unwrap(), out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "bci: 0 classes, 0 instrumented (0 methods), 0 left original\n"
+        );
+        assert!(out.is_dir(), "{out:?}");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "{out:?}");
+    }
+}
