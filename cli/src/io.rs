@@ -11,8 +11,13 @@ pub use bci_verify::hierarchy::zip_open_error;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+/// Whether a path names a jar by its extension, in any case: `.jar`, `.war`, `.ear`, `.zip`.
 pub fn is_archive(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e == "jar" || e == "zip")
+    p.extension().is_some_and(|e| {
+        ["jar", "war", "ear", "zip"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    })
 }
 
 fn named(p: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
@@ -536,7 +541,7 @@ pub fn read_all(input: &Path, check: bool) -> Result<Vec<(String, Vec<u8>)>, Str
         }
     } else if input.exists() {
         return Err(format!(
-            "{}: not a directory or a .jar/.zip",
+            "{}: not a directory or a .jar/.war/.ear/.zip",
             input.display()
         ));
     } else {
@@ -601,9 +606,9 @@ pub fn read_class_path_entry(input: &Path) -> Result<Vec<(String, Vec<u8>)>, Str
         return Ok(out);
     }
     read_all(input, false).map_err(|e| {
-        if e.ends_with("not a directory or a .jar/.zip") {
+        if e.ends_with("not a directory or a .jar/.war/.ear/.zip") {
             format!(
-                "{}: not a directory, a .jar/.zip, a .jmod or a JDK's lib/modules",
+                "{}: not a directory, a .jar/.war/.ear/.zip, a .jmod or a JDK's lib/modules",
                 input.display()
             )
         } else {
@@ -699,9 +704,9 @@ pub fn transform(
     mut f: impl FnMut(&str, &[u8]) -> Option<Vec<u8>>,
 ) -> Result<Report, String> {
     if !is_archive(output) && std::fs::metadata(output).is_ok_and(|m| !m.is_dir()) {
-        // an output that is not a .jar/.zip is a directory to write into
+        // an output that is not a .jar/.war/.ear/.zip is a directory to write into
         return Err(format!(
-            "{}: not a directory or a .jar/.zip: an output other than a .jar or .zip is a \
+            "{}: not a directory or a .jar/.war/.ear/.zip: an output other than those is a \
              directory, and this is a file",
             output.display()
         ));
@@ -899,7 +904,11 @@ fn jar_to_jar(
     progress.start(names.iter().filter(|n| n.ends_with(".class")).count());
     let mut new: Vec<Option<Vec<u8>>> = vec![None; names.len()];
     for (i, name) in names.iter().enumerate() {
-        if [".jar", ".war", ".ear"].iter().any(|x| name.ends_with(x)) {
+        if [".jar", ".war", ".ear"].iter().any(|x| {
+            name.len() > x.len()
+                && name.is_char_boundary(name.len() - x.len())
+                && name[name.len() - x.len()..].eq_ignore_ascii_case(x)
+        }) {
             // a fat jar's libraries (BOOT-INF/lib/*.jar, WEB-INF/lib/*.jar) are copied as they
             // are: said, so that their classes are not thought instrumented
             eprintln!(

@@ -37,9 +37,9 @@ struct Cli {
 enum Cmd {
     /// Instrument every class of a directory or jar into another directory or jar.
     Instrument {
-        /// Input: a directory of classes or a .jar/.zip.
+        /// Input: a directory of classes or a .jar/.war/.ear/.zip (any case).
         input: PathBuf,
-        /// Output: a directory, or a .jar/.zip file.
+        /// Output: a directory, or a .jar/.war/.ear/.zip file.
         output: PathBuf,
         /// Rule file (TOML); default: the built-in cpu-times rules.
         #[arg(long)]

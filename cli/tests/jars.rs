@@ -688,3 +688,69 @@ fn a_failed_jar_write_leaves_the_previous_output() {
         assert!(left.is_empty(), "{left:?}");
     }
 }
+
+/// A jar's extension in any case (`APP.JAR`: "not a directory or a .jar/.zip"), and a war or
+/// ear (refused, though `bci report --classes` reads them): instrumented jar to jar, the
+/// classes of a war's WEB-INF/classes included, its WEB-INF/lib jars copied and named.
+#[test]
+fn jars_in_any_case_and_wars_are_instrumented() {
+    let dir = fresh("war");
+    let (classes, _) = compile(&dir);
+    let upper = dir.join("APP.JAR");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&upper)
+        .arg("-C")
+        .arg(&classes)
+        .arg("."));
+    let web = dir.join("web");
+    std::fs::create_dir_all(web.join("WEB-INF/lib")).unwrap();
+    std::fs::copy(&upper, web.join("WEB-INF/lib/Inner.JAR")).unwrap();
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(&classes)
+        .arg(web.join("WEB-INF/classes"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let war = dir.join("app.war");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&war)
+        .arg("-C")
+        .arg(&web)
+        .arg("."));
+    for (input, out, class) in [
+        (&upper, dir.join("OUT.JAR"), "p/Hello.class"),
+        (&war, dir.join("out.war"), "WEB-INF/classes/p/Hello.class"),
+        (&war, dir.join("out.EAR"), "WEB-INF/classes/p/Hello.class"),
+    ] {
+        let o = instrument(input, &out, &[]);
+        let before = entries(input);
+        let after = entries(&out);
+        let of = |es: &[Entry]| es.iter().find(|e| e.0 == class).unwrap().4.clone();
+        assert_ne!(of(&before), of(&after), "{out:?}: {class} not instrumented");
+        assert_eq!(before.len(), after.len(), "{out:?}");
+        if input == &war {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("WEB-INF/lib/Inner.JAR: a nested archive, copied as it is"),
+                "{err}"
+            );
+            let lib = |es: &[Entry]| {
+                es.iter()
+                    .find(|e| e.0 == "WEB-INF/lib/Inner.JAR")
+                    .unwrap()
+                    .4
+                    .clone()
+            };
+            assert_eq!(lib(&before), lib(&after));
+        }
+    }
+    // directory to war
+    let out = dir.join("from-dir.War");
+    instrument(&classes, &out, &[]);
+    assert!(entries(&out).iter().any(|e| e.0 == "p/Hello.class"));
+}

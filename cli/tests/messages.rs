@@ -674,8 +674,8 @@ fn instrument_into_a_file_says_it_is_not_a_directory() {
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
         format!(
-            "bci: {}: not a directory or a .jar/.zip: an output other than a .jar or .zip is a \
-             directory, and this is a file\n",
+            "bci: {}: not a directory or a .jar/.war/.ear/.zip: an output other than those is \
+             a directory, and this is a file\n",
             file.display()
         )
     );
