@@ -696,6 +696,32 @@ pub fn release_of(entry: &str) -> Option<u32> {
     n.parse().ok()
 }
 
+/// Names on stderr a jar in the input (a fat jar's libraries, BOOT-INF/lib/*.jar,
+/// WEB-INF/lib/*.jar; a jar in an input directory), which is copied as it is: so that its
+/// classes are not thought instrumented.
+fn note_nested(input: &Path, name: &str) {
+    let is_jar = [".jar", ".war", ".ear"].iter().any(|x| {
+        name.len() > x.len()
+            && name.is_char_boundary(name.len() - x.len())
+            && name[name.len() - x.len()..].eq_ignore_ascii_case(x)
+    });
+    if !is_jar {
+        return;
+    }
+    let (path, what) = if input.is_dir() {
+        (
+            input.join(name).display().to_string(),
+            "an archive in the input directory",
+        )
+    } else {
+        (format!("{}: {name}", input.display()), "a nested archive")
+    };
+    eprintln!(
+        "bci: {path}: {what}, copied as it is (its classes are not instrumented; instrument it \
+         on its own)"
+    );
+}
+
 /// Copies `input` to `output`, replacing each class file for which `f` returns new bytes.
 pub fn transform(
     input: &Path,
@@ -715,6 +741,9 @@ pub fn transform(
         return jar_to_jar(input, output, progress, f);
     }
     let files = read_all(input, true)?;
+    for (name, _) in &files {
+        note_nested(input, name);
+    }
     progress.start(files.iter().filter(|(n, _)| n.ends_with(".class")).count());
     let mut new: Vec<Option<Vec<u8>>> = Vec::with_capacity(files.len());
     for (name, bytes) in &files {
@@ -904,19 +933,7 @@ fn jar_to_jar(
     progress.start(names.iter().filter(|n| n.ends_with(".class")).count());
     let mut new: Vec<Option<Vec<u8>>> = vec![None; names.len()];
     for (i, name) in names.iter().enumerate() {
-        if [".jar", ".war", ".ear"].iter().any(|x| {
-            name.len() > x.len()
-                && name.is_char_boundary(name.len() - x.len())
-                && name[name.len() - x.len()..].eq_ignore_ascii_case(x)
-        }) {
-            // a fat jar's libraries (BOOT-INF/lib/*.jar, WEB-INF/lib/*.jar) are copied as they
-            // are: said, so that their classes are not thought instrumented
-            eprintln!(
-                "bci: {}: {name}: a nested archive, copied as it is (its classes are not \
-                 instrumented; instrument it on its own)",
-                input.display()
-            );
-        }
+        note_nested(input, name);
         if !name.ends_with(".class") {
             continue;
         }

@@ -754,3 +754,48 @@ fn jars_in_any_case_and_wars_are_instrumented() {
     instrument(&classes, &out, &[]);
     assert!(entries(&out).iter().any(|e| e.0 == "p/Hello.class"));
 }
+
+/// A jar in an input directory is named on stderr as a nested jar is (it was copied
+/// silently), to a directory and to a jar; and a jar's nested jar is named jar to directory
+/// too (it was named jar to jar only).
+#[test]
+fn jars_in_an_input_directory_are_named() {
+    let dir = fresh("nested-dir");
+    let (_, classes) = hello_jar(&dir);
+    std::fs::create_dir_all(classes.join("lib")).unwrap();
+    std::fs::copy(dir.join("app.jar"), classes.join("lib/util.jar")).unwrap();
+    for out in [dir.join("out"), dir.join("out.jar")] {
+        let o = instrument(&classes, &out, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            err,
+            format!(
+                "bci: {}: an archive in the input directory, copied as it is (its classes are \
+                 not instrumented; instrument it on its own)\n",
+                classes.join("lib/util.jar").display()
+            )
+        );
+    }
+    let fat = dir.join("fat.jar");
+    run(jdk("jar")
+        .arg("--create")
+        .arg("--file")
+        .arg(&fat)
+        .arg("-C")
+        .arg(&classes)
+        .arg("."));
+    let o = instrument(&fat, &dir.join("fat-out"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "bci: {}: lib/util.jar: a nested archive, copied as it is (its classes are not \
+             instrumented; instrument it on its own)\n",
+            fat.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read(dir.join("fat-out/lib/util.jar")).unwrap(),
+        std::fs::read(dir.join("app.jar")).unwrap()
+    );
+}
