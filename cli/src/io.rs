@@ -512,6 +512,96 @@ fn check_names<'a>(input: &Path, names: impl Iterator<Item = &'a str>) -> Result
     }
 }
 
+/// The names of a zip's central directory, in order, duplicates included (the zip crate keeps
+/// one entry per name: the last); None when the directory cannot be found or read (the zip
+/// reader then says what is wrong). A zip64 end record is followed only in its usual place.
+fn central_names(path: &Path) -> Option<Vec<String>> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    // the end record: 22 bytes and a comment of up to 65535
+    let tail_len = len.min(22 + 65_535);
+    f.seek(SeekFrom::Start(len - tail_len)).ok()?;
+    let mut tail = vec![0u8; tail_len as usize];
+    f.read_exact(&mut tail).ok()?;
+    let u16_at = |b: &[u8], i: usize| -> Option<u64> {
+        Some(u64::from(u16::from_le_bytes(
+            b.get(i..i + 2)?.try_into().ok()?,
+        )))
+    };
+    let u32_at = |b: &[u8], i: usize| -> Option<u64> {
+        Some(u64::from(u32::from_le_bytes(
+            b.get(i..i + 4)?.try_into().ok()?,
+        )))
+    };
+    let u64_at = |b: &[u8], i: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
+    };
+    let at = (0..tail.len().saturating_sub(21))
+        .rev()
+        .find(|&i| tail[i..].starts_with(b"PK\x05\x06"))?;
+    let eocd = len - tail_len + at as u64;
+    let (mut count, mut size) = (u16_at(&tail, at + 10)?, u32_at(&tail, at + 12)?);
+    let mut end = eocd;
+    if count == 0xffff || size == 0xffff_ffff {
+        // zip64: a locator (20 bytes) before the end record, the zip64 end record (56) before it
+        let rec = eocd.checked_sub(20 + 56)?;
+        f.seek(SeekFrom::Start(rec)).ok()?;
+        let mut r = [0u8; 56];
+        f.read_exact(&mut r).ok()?;
+        if !r.starts_with(b"PK\x06\x06") {
+            return None;
+        }
+        (count, size, end) = (u64_at(&r, 32)?, u64_at(&r, 40)?, rec);
+    }
+    let start = end.checked_sub(size)?;
+    if size > 1 << 30 {
+        return None;
+    }
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut cd = vec![0u8; size as usize];
+    f.read_exact(&mut cd).ok()?;
+    let mut names = Vec::new();
+    let mut i = 0usize;
+    while names.len() < count as usize {
+        if !cd.get(i..)?.starts_with(b"PK\x01\x02") {
+            return None;
+        }
+        let n = u16_at(&cd, i + 28)? as usize;
+        let m = u16_at(&cd, i + 30)? as usize;
+        let k = u16_at(&cd, i + 32)? as usize;
+        names.push(String::from_utf8_lossy(cd.get(i + 46..i + 46 + n)?).into_owned());
+        i += 46 + n + m + k;
+    }
+    Some(names)
+}
+
+/// Names on stderr each entry name a jar holds more than once: one of them is read (the last,
+/// as the JVM's class loaders read it: java.util.zip.ZipFile finds the last central directory
+/// entry of a name) and written; the others are left out.
+fn note_duplicates(input: &Path) {
+    let Some(names) = central_names(input) else {
+        return;
+    };
+    let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+    let mut order = Vec::new();
+    for n in &names {
+        let c = seen.entry(n).or_insert(0);
+        *c += 1;
+        if *c == 2 {
+            order.push(n.as_str());
+        }
+    }
+    for n in order {
+        eprintln!(
+            "bci: {}: {n}: {} entries of this name: the last is kept (the one the JVM reads), \
+             the others are left out",
+            input.display(),
+            seen[n]
+        );
+    }
+}
+
 /// Every file of `input` (relative name, bytes); directories of a jar are left out. With
 /// `check`, an input with an unsafe name ([`check_names`]) is an error.
 pub fn read_all(input: &Path, check: bool) -> Result<Vec<(String, Vec<u8>)>, String> {
@@ -528,6 +618,7 @@ pub fn read_all(input: &Path, check: bool) -> Result<Vec<(String, Vec<u8>)>, Str
         if check {
             // every name, directories' too
             check_names(input, (0..z.len()).filter_map(|i| z.name_for_index(i)))?;
+            note_duplicates(input);
         }
         for i in 0..z.len() {
             let mut e = z.by_index(i).map_err(|e| err(&zip_err(&e)))?;
@@ -928,6 +1019,7 @@ fn jar_to_jar(
         .map(|i| z.name_for_index(i).unwrap_or_default().to_string())
         .collect();
     check_names(input, names.iter().map(String::as_str))?;
+    note_duplicates(input);
     let entry_err =
         |name: &str, e: &dyn std::fmt::Display| format!("{}: {name}: {e}", input.display());
     progress.start(names.iter().filter(|n| n.ends_with(".class")).count());

@@ -799,3 +799,65 @@ fn jars_in_an_input_directory_are_named() {
         std::fs::read(dir.join("app.jar")).unwrap()
     );
 }
+
+/// A jar that holds one name twice: each such name is said on stderr, and the last entry is
+/// kept (what java.util.zip.ZipFile, and so the JVM's class path, reads: `java -cp` of such a
+/// jar runs the last copy of a class), jar to jar and jar to directory (it was collapsed
+/// silently).
+#[test]
+fn duplicate_entries_are_named_and_the_last_kept() {
+    let dir = fresh("duplicates");
+    let jar = dir.join("dup.jar");
+    raw_jar(
+        &jar,
+        &[
+            ("r.txt", b"one"),
+            ("s.txt", b"two"),
+            ("t.txt", b"other"),
+            ("q/Z.txt", b"first"),
+            ("q/Y.txt", b"second"),
+            ("q/X.txt", b"third"),
+        ],
+    );
+    // the same names, then: r.txt twice, q/Z.txt three times (names are in the local headers
+    // and the central directory; the bytes of the data are not names)
+    let mut bytes = std::fs::read(&jar).unwrap();
+    for (from, to) in [
+        ("s.txt", "r.txt"),
+        ("q/Y.txt", "q/Z.txt"),
+        ("q/X.txt", "q/Z.txt"),
+    ] {
+        let (f, t) = (from.as_bytes(), to.as_bytes());
+        let mut i = 0;
+        while i + f.len() <= bytes.len() {
+            if &bytes[i..i + f.len()] == f {
+                bytes[i..i + f.len()].copy_from_slice(t);
+            }
+            i += 1;
+        }
+    }
+    std::fs::write(&jar, &bytes).unwrap();
+    let said = format!(
+        "bci: {j}: r.txt: 2 entries of this name: the last is kept (the one the JVM reads), the \
+         others are left out\nbci: {j}: q/Z.txt: 3 entries of this name: the last is kept (the \
+         one the JVM reads), the others are left out\n",
+        j = jar.display()
+    );
+    let out = dir.join("out.jar");
+    let o = instrument(&jar, &out, &[]);
+    assert_eq!(String::from_utf8_lossy(&o.stderr), said);
+    let got: Vec<(String, Vec<u8>)> = entries(&out).into_iter().map(|e| (e.0, e.4)).collect();
+    assert_eq!(
+        got,
+        [
+            ("r.txt".to_string(), b"two".to_vec()),
+            ("t.txt".to_string(), b"other".to_vec()),
+            ("q/Z.txt".to_string(), b"third".to_vec()),
+        ]
+    );
+    let out = dir.join("out");
+    let o = instrument(&jar, &out, &[]);
+    assert_eq!(String::from_utf8_lossy(&o.stderr), said);
+    assert_eq!(std::fs::read(out.join("r.txt")).unwrap(), b"two");
+    assert_eq!(std::fs::read(out.join("q/Z.txt")).unwrap(), b"third");
+}
