@@ -495,7 +495,8 @@ fn verify_checks_the_versioned_entries_of_a_multi_release_jar() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(
         summary(&o),
-        "bci verify: 2 classes, 0 errors",
+        "bci verify: 2 classes, 0 errors (2 type checks assumed to pass: classes not found on \
+         the class path, the JDK's left out by --no-jdk)",
         "{}",
         text(&o)
     );
@@ -518,7 +519,8 @@ fn verify_checks_the_versioned_entries_of_a_multi_release_jar() {
     );
     assert_eq!(
         summary(&o),
-        "bci verify: 2 classes, 1 errors",
+        "bci verify: 2 classes, 1 error (1 type check assumed to pass: classes not found on \
+         the class path, the JDK's left out by --no-jdk)",
         "{}",
         text(&o)
     );
@@ -554,7 +556,10 @@ fn verify_takes_a_single_class_file() {
     let o = bci(&["verify", "--no-jdk", main.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("bci verify: 1 classes, 0 errors"),
+        String::from_utf8_lossy(&o.stderr).contains(
+            "bci verify: 1 class, 0 errors (1 type check assumed to pass: classes not found on \
+             the class path, the JDK's left out by --no-jdk)"
+        ),
         "{}",
         text(&o)
     );
@@ -768,4 +773,82 @@ fn an_empty_input_makes_an_empty_output_directory() {
         assert!(out.is_dir(), "{out:?}");
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "{out:?}");
     }
+}
+
+/// `bci verify` says how many type checks it decided by assumption (a class not found: taken
+/// as assignable), and counts in the singular for one; and it knows java.lang's and java.io's
+/// classes that are the same in every JDK without the JDK: a method that returns a `new
+/// java/lang/Object` as a `java/lang/String` fails with `--no-jdk` too (it said `1 classes, 0
+/// errors`; HotSpot: VerifyError, bad return type).
+#[test]
+fn verify_says_how_many_checks_it_assumed() {
+    let d = work("verify-assumed");
+    let src = d.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("Bad2.java"),
+        "public class Bad2 { static String f() { Object o = new Object(); return (String) o; } }",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("Assume.java"),
+        "public class Assume { static java.util.List<?> f(java.util.ArrayList<?> a) { return a; } \
+         }",
+    )
+    .unwrap();
+    let classes = d.join("classes");
+    let javac = std::env::var_os("JAVA_HOME")
+        .map(|h| PathBuf::from(h).join("bin/javac"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac"));
+    let st = Command::new(javac)
+        .arg("-d")
+        .arg(&classes)
+        .arg(src.join("Bad2.java"))
+        .arg(src.join("Assume.java"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // Bad2.f without its checkcast (aload_0; checkcast #n -> aload_0; nop; nop; nop)
+    let bad2 = classes.join("Bad2.class");
+    let mut b = std::fs::read(&bad2).unwrap();
+    let at: Vec<usize> = b
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| *w == [0x2a, 0xc0])
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "{at:?}");
+    b[at[0] + 1..at[0] + 4].fill(0);
+    std::fs::write(&bad2, &b).unwrap();
+    let summary = |o: &Output| {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let bad_line = "Bad2.f()Ljava/lang/String; @12: bad return type: expected java.lang.String, \
+                    found java.lang.Object\n";
+    for no_jdk in [true, false] {
+        let mut args = vec!["verify", bad2.to_str().unwrap()];
+        if no_jdk {
+            args.push("--no-jdk");
+        }
+        let o = bci(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), bad_line);
+        assert_eq!(summary(&o), "bci verify: 1 class, 1 error");
+    }
+    let assume = classes.join("Assume.class");
+    let o = bci(&["verify", "--no-jdk", assume.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        summary(&o),
+        "bci verify: 1 class, 0 errors (1 type check assumed to pass: classes not found on the \
+         class path, the JDK's left out by --no-jdk)"
+    );
+    let o = bci(&["verify", assume.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(summary(&o), "bci verify: 1 class, 0 errors");
 }

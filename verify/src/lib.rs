@@ -90,16 +90,28 @@ impl std::error::Error for VerifyError {}
 /// Class files of version 50 fall back to HotSpot's inference verifier when type checking fails;
 /// this verifier has no inference, so for version 50 only structural errors are reported.
 pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyError> {
+    verify_class_counting(bytes, hierarchy).0
+}
+
+/// [`verify_class`], also returning how many reference assignability checks were decided by
+/// assumption: a class not found in `hierarchy` taken as assignable ([`types::Hier::assumed`]).
+pub fn verify_class_counting(
+    bytes: &[u8],
+    hierarchy: &dyn ClassHierarchy,
+) -> (Vec<VerifyError>, usize) {
     let cf = match ClassFile::parse(bytes) {
         Ok(cf) => cf,
         Err(e) => {
             let class = crosscheck::class_name_guess(bytes).unwrap_or_else(|| "?".into());
-            return vec![VerifyError {
-                class,
-                method: None,
-                offset: None,
-                message: format!("format error: {e}"),
-            }];
+            return (
+                vec![VerifyError {
+                    class,
+                    method: None,
+                    offset: None,
+                    message: format!("format error: {e}"),
+                }],
+                0,
+            );
         }
     };
     let class = mutf8_to_string(cf.this_class);
@@ -198,7 +210,8 @@ pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyE
             errs.push(err(o, msg));
         }
     }
-    errs
+    let assumed = hier.assumed();
+    (errs, assumed)
 }
 
 /// Verify every class file under a dir (plain or module layout) or in a jar, or one class file. The hierarchy is

@@ -136,9 +136,49 @@ pub struct Hier<'h, 'a> {
     pub this_is_interface: bool,
     sup: RefCell<FxMap<Vec<u8>, Option<Vec<u8>>>>,
     iface: RefCell<FxMap<Vec<u8>, Option<bool>>>,
+    /// The reference assignability checks (from, to) decided by assumption: a class on the
+    /// way not found, taken as assignable ([`Hier::assumed`]).
+    assumed: RefCell<std::collections::HashSet<(Vec<u8>, Vec<u8>), FxBuild>>,
 }
 
 const OBJECT: &[u8] = b"java/lang/Object";
+
+/// Classes and interfaces of java.lang and java.io whose kind and superclass are the same in
+/// every JDK (and that no class path can redefine: the `java.` packages are the boot loader's),
+/// known without the JDK (`bci verify --no-jdk`): (name, superclass; None for an interface).
+const PLATFORM: &[(&[u8], Option<&[u8]>)] = &[
+    (b"java/lang/String", Some(OBJECT)),
+    (b"java/lang/Class", Some(OBJECT)),
+    (b"java/lang/Number", Some(OBJECT)),
+    (b"java/lang/Integer", Some(b"java/lang/Number")),
+    (b"java/lang/Long", Some(b"java/lang/Number")),
+    (b"java/lang/Short", Some(b"java/lang/Number")),
+    (b"java/lang/Byte", Some(b"java/lang/Number")),
+    (b"java/lang/Float", Some(b"java/lang/Number")),
+    (b"java/lang/Double", Some(b"java/lang/Number")),
+    (b"java/lang/Boolean", Some(OBJECT)),
+    (b"java/lang/Character", Some(OBJECT)),
+    (b"java/lang/Void", Some(OBJECT)),
+    (b"java/lang/Throwable", Some(OBJECT)),
+    (b"java/lang/Exception", Some(b"java/lang/Throwable")),
+    (b"java/lang/RuntimeException", Some(b"java/lang/Exception")),
+    (b"java/lang/Error", Some(b"java/lang/Throwable")),
+    (b"java/lang/Thread", Some(OBJECT)),
+    (b"java/lang/System", Some(OBJECT)),
+    (b"java/lang/Math", Some(OBJECT)),
+    (b"java/lang/Enum", Some(OBJECT)),
+    (b"java/lang/Cloneable", None),
+    (b"java/lang/Comparable", None),
+    (b"java/lang/CharSequence", None),
+    (b"java/lang/Runnable", None),
+    (b"java/lang/Iterable", None),
+    (b"java/lang/AutoCloseable", None),
+    (b"java/io/Serializable", None),
+];
+
+fn platform(c: &[u8]) -> Option<Option<&'static [u8]>> {
+    PLATFORM.iter().find(|(n, _)| *n == c).map(|(_, s)| *s)
+}
 
 impl<'h, 'a> Hier<'h, 'a> {
     pub fn new(
@@ -154,7 +194,23 @@ impl<'h, 'a> Hier<'h, 'a> {
             this_is_interface,
             sup: Default::default(),
             iface: Default::default(),
+            assumed: Default::default(),
         }
+    }
+
+    /// How many distinct reference assignability checks were decided by assumption (a class
+    /// on the way not found on the class path: taken as assignable, as HotSpot would fail
+    /// such a class with a link error, not a VerifyError, when the class is missing there
+    /// too).
+    pub fn assumed(&self) -> usize {
+        self.assumed.borrow().len()
+    }
+
+    fn assume(&self, from: &[u8], to: &[u8]) -> bool {
+        self.assumed
+            .borrow_mut()
+            .insert((from.to_vec(), to.to_vec()));
+        true
     }
 
     pub fn super_of(&self, c: &[u8]) -> Option<Vec<u8>> {
@@ -167,7 +223,8 @@ impl<'h, 'a> Hier<'h, 'a> {
         let v = self
             .h
             .super_class(&mutf8_to_string(c))
-            .map(|s| s.into_bytes());
+            .map(|s| s.into_bytes())
+            .or_else(|| platform(c).flatten().map(<[u8]>::to_vec));
         self.sup.borrow_mut().insert(c.to_vec(), v.clone());
         v
     }
@@ -182,7 +239,10 @@ impl<'h, 'a> Hier<'h, 'a> {
         if let Some(v) = self.iface.borrow().get(c) {
             return *v;
         }
-        let v = self.h.is_interface(&mutf8_to_string(c));
+        let v = self
+            .h
+            .is_interface(&mutf8_to_string(c))
+            .or_else(|| platform(c).map(|s| s.is_none()));
         self.iface.borrow_mut().insert(c.to_vec(), v);
         v
     }
@@ -205,9 +265,11 @@ impl<'h, 'a> Hier<'h, 'a> {
         None
     }
 
-    /// Lenient subclass: unknown classes count as assignable (HotSpot would fail with a link error, not a VerifyError).
+    /// Lenient subclass: unknown classes count as assignable (HotSpot would fail with a link
+    /// error, not a VerifyError), counted as assumed.
     fn subclass_lenient(&self, from: &[u8], to: &[u8]) -> bool {
-        self.is_subclass(from, to).unwrap_or(true)
+        self.is_subclass(from, to)
+            .unwrap_or_else(|| self.assume(from, to))
     }
 
     pub fn ref_assignable(&self, from: &[u8], to: &[u8]) -> bool {
@@ -233,7 +295,10 @@ impl<'h, 'a> Hier<'h, 'a> {
             return self.ref_assignable(&strip(cf), &strip(ct));
         }
         match self.is_interface(to) {
-            None => true,
+            // an array is assignable to Object, Cloneable and Serializable only (all three
+            // known), whether `to` is a class or an interface
+            None if from.first() == Some(&b'[') => false,
+            None => self.assume(from, to),
             Some(true) => {
                 if from.first() == Some(&b'[') {
                     to == b"java/lang/Cloneable" || to == b"java/io/Serializable"
@@ -264,5 +329,35 @@ impl<'h, 'a> Hier<'h, 'a> {
             },
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a class path (`--no-jdk` and nothing else), what can be decided is decided, and
+    /// what is assumed is counted.
+    #[test]
+    fn unknown_classes_are_assumed_and_counted_known_ones_decided() {
+        let h = Hier::new(&crate::NoHierarchy, b"T", Some(OBJECT), false);
+        // java.lang's classes are known: Object is no String, an Integer is a Number
+        assert!(!h.ref_assignable(OBJECT, b"java/lang/String"));
+        assert!(h.ref_assignable(b"java/lang/Integer", b"java/lang/Number"));
+        assert!(!h.ref_assignable(b"java/lang/Number", b"java/lang/Integer"));
+        assert!(h.ref_assignable(b"java/lang/String", b"java/lang/CharSequence"));
+        // an array is an Object, a Cloneable, a Serializable, and nothing else, whatever the
+        // class or interface
+        assert!(h.ref_assignable(b"[I", b"java/lang/Cloneable"));
+        assert!(h.ref_assignable(b"[I", b"java/io/Serializable"));
+        assert!(!h.ref_assignable(b"[I", b"a/Unknown"));
+        assert!(!h.ref_assignable(b"[I", b"java/lang/String"));
+        assert_eq!(h.assumed(), 0);
+        // unknown: assumed, each pair once
+        assert!(h.ref_assignable(b"a/X", b"a/Unknown"));
+        assert!(h.ref_assignable(b"a/X", b"a/Unknown"));
+        assert!(h.ref_assignable(OBJECT, b"a/Unknown"));
+        assert!(h.ref_assignable(b"a/X", b"java/lang/Number"));
+        assert_eq!(h.assumed(), 3);
     }
 }
