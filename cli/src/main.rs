@@ -158,7 +158,7 @@ enum Cmd {
     },
     /// Verify every class of a directory or jar (independent verifier, no JVM needed).
     Verify(bci_verify::cli::VerifyArgs),
-    /// Check rule files.
+    /// Rule files: check them (check) and say what they select in classes (explain).
     Rules {
         #[command(subcommand)]
         cmd: RulesCmd,
@@ -415,6 +415,17 @@ fn main() -> ExitCode {
                 }
             }
             if let Some(rt) = &runtime {
+                if !bci_rewriter::is_internal_class_name(rt) {
+                    eprintln!(
+                        "bci: --runtime {rt}: expected a class name in internal form, like bci/runtime/Probes{}",
+                        if rt.contains('.') && !rt.contains('/') {
+                            format!(" (here: {})", rt.replace('.', "/"))
+                        } else {
+                            String::new()
+                        }
+                    );
+                    return ExitCode::from(2);
+                }
                 r = r.with_runtime(rt);
             }
             if let Err(e) =

@@ -852,3 +852,47 @@ fn verify_says_how_many_checks_it_assumed() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(summary(&o), "bci verify: 1 class, 0 errors");
 }
+
+/// `--runtime` takes a class name in internal form: a dotted one is refused, with the internal
+/// form (it wrote classes every JVM refused: ClassFormatError "Illegal class name
+/// \"com.acme.MyProbes\" in class file", and `bci verify` passed them); and `bci verify` finds
+/// an illegal class name in a class's constant pool.
+#[test]
+fn a_dotted_runtime_is_refused_and_verify_finds_illegal_class_names() {
+    let d = work("dotted-runtime");
+    let classes = some_classes(&d);
+    let out = d.join("out");
+    let o = bci(&[
+        "instrument",
+        "--runtime",
+        "com.acme.MyProbes",
+        classes.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--runtime com.acme.MyProbes: expected a class name in internal form")
+            && text(&o).contains("(here: com/acme/MyProbes)"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists(), "nothing written");
+    // Main.class with its Class constant Probe made "a.b.c" (the same length: the bytes of a
+    // class HotSpot refuses when it loads)
+    let bad = d.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let mut bytes = std::fs::read(classes.join("Main.class")).unwrap();
+    let at = bytes
+        .windows(7)
+        .position(|w| w == b"\x00\x05Probe")
+        .expect("Main names Probe");
+    bytes[at + 2..at + 7].copy_from_slice(b"a.b.c");
+    std::fs::write(bad.join("Main.class"), &bytes).unwrap();
+    let o = bci(&["verify", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("illegal class name \"a.b.c\""),
+        "{}",
+        text(&o)
+    );
+}

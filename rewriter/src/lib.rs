@@ -11,7 +11,7 @@ pub mod suid;
 pub mod trace;
 
 pub use glob::Glob;
-pub use rules::{Probe, ProbeSet, RuleError, Rules};
+pub use rules::{is_internal_class_name, Probe, ProbeSet, RuleError, Rules};
 
 use bci::class::{ACC_ABSTRACT, ACC_INTERFACE, ACC_MODULE, ACC_NATIVE};
 use bci::{ClassFile, ClassWriter, MethodEditor, Snippet};

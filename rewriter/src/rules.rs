@@ -218,9 +218,7 @@ impl Rules {
         let runtime = match &file.runtime {
             Some(r) => {
                 let c = r.class.get_ref();
-                let ok =
-                    !c.is_empty() && !c.contains('.') && !c.contains(';') && !c.starts_with('[');
-                if !ok {
+                if !is_internal_class_name(c) {
                     return Err(err(r.class.span().start, format!("runtime.class: expected an internal class name like \"bci/runtime/Probes\", found {c:?}")));
                 }
                 let e = err(r.class.span().start, String::new());
@@ -356,6 +354,8 @@ impl Rules {
     }
 
     /// Replaces the runtime class the probes call (internal name).
+    /// The rules with `internal_name` as the probe class (`bci instrument --runtime`); the
+    /// caller checks the name first ([`is_internal_class_name`]).
     pub fn with_runtime(mut self, internal_name: &str) -> Rules {
         for r in self.rules.iter_mut() {
             r.exclude_classes
@@ -488,4 +488,13 @@ mod tests {
         let e = Rules::parse("", "r.toml").unwrap_err();
         assert!(e.message.contains("[[rule]]"), "{e}");
     }
+}
+
+/// Whether `c` is a class name in internal form (JVMS 4.2.1): `/`-separated identifiers, none
+/// empty, none holding `.`, `;`, `[` or `/` (HotSpot refuses a class file naming such a class:
+/// ClassFormatError "Illegal class name").
+pub fn is_internal_class_name(c: &str) -> bool {
+    !c.is_empty()
+        && c.split('/')
+            .all(|p| !p.is_empty() && !p.contains(['.', ';', '[']))
 }

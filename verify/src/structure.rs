@@ -154,9 +154,37 @@ pub fn check_modifiers(cf: &ClassFile<'_>) -> Res<()> {
     Ok(())
 }
 
+/// Every Class constant names a legal class (HotSpot `verify_legal_class_name`, version 49 and
+/// later, for every class it verifies: ClassFormatError "Illegal class name" when the class
+/// loads, whether or not the name is used): an array descriptor, or `/`-separated names, none
+/// empty, none holding `.`, `;` or `[`. (Before version 49 HotSpot's rule is stricter, Java
+/// identifiers; this one, more lenient, never refuses what it accepts.)
+pub fn check_class_names(cf: &ClassFile<'_>) -> Res<()> {
+    for (i, e) in cf.cp.entries.iter().enumerate() {
+        let Cp::Class(n) = e else { continue };
+        let name = cf.cp.utf8(*n)?;
+        let legal = if name.first() == Some(&b'[') {
+            crate::classfile::valid_field_desc(name)
+        } else {
+            !name.is_empty()
+                && name
+                    .split(|&b| b == b'/')
+                    .all(|p| !p.is_empty() && !p.iter().any(|b| matches!(b, b'.' | b';' | b'[')))
+        };
+        if !legal {
+            return err(format!(
+                "illegal class name \"{}\" (constant pool #{i})",
+                mutf8_to_string(name)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Check the attributes of the class, its fields and methods (not the contents of Code).
 pub fn check(cf: &ClassFile<'_>) -> Res<()> {
     check_modifiers(cf)?;
+    check_class_names(cf)?;
     let cp = &cf.cp;
     let major = cf.major;
     let is_utf8 = |i: u16| matches!(cp.get(i), Some(Cp::Utf8(_)));
