@@ -439,6 +439,15 @@ impl Rules {
     }
 }
 
+/// Whether `c` is a class name in internal form (JVMS 4.2.1): `/`-separated identifiers, none
+/// empty, none holding `.`, `;`, `[` or `/` (HotSpot refuses a class file naming such a class:
+/// ClassFormatError "Illegal class name").
+pub fn is_internal_class_name(c: &str) -> bool {
+    !c.is_empty()
+        && c.split('/')
+            .all(|p| !p.is_empty() && !p.contains(['.', ';', '[']))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,13 +497,4 @@ mod tests {
         let e = Rules::parse("", "r.toml").unwrap_err();
         assert!(e.message.contains("[[rule]]"), "{e}");
     }
-}
-
-/// Whether `c` is a class name in internal form (JVMS 4.2.1): `/`-separated identifiers, none
-/// empty, none holding `.`, `;`, `[` or `/` (HotSpot refuses a class file naming such a class:
-/// ClassFormatError "Illegal class name").
-pub fn is_internal_class_name(c: &str) -> bool {
-    !c.is_empty()
-        && c.split('/')
-            .all(|p| !p.is_empty() && !p.contains(['.', ';', '[']))
 }
