@@ -5,6 +5,7 @@
 pub mod coverage;
 pub mod flow;
 mod glob;
+pub mod intrinsics;
 pub mod offline;
 mod rules;
 pub mod suid;
