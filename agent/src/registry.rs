@@ -24,6 +24,9 @@ pub struct Registry {
     /// The first id of each class instrumented offline, by name and hash of its original
     /// bytes ([`Registry::register_offline`]).
     offline: Mutex<Option<std::collections::HashMap<(String, u64), u32>>>,
+    /// Methods registered by reference (class, name, desc): the targets of intrinsic call
+    /// sites ([`Registry::register_ref`]).
+    refs: Mutex<Option<std::collections::HashMap<(String, String, String), u32>>>,
 }
 
 impl Default for Registry {
@@ -37,6 +40,7 @@ impl Registry {
         Registry {
             methods: Mutex::new(Vec::new()),
             offline: Mutex::new(None),
+            refs: Mutex::new(None),
         }
     }
 
@@ -53,6 +57,27 @@ impl Registry {
         let base = v.len() as u32;
         v.extend(ms);
         base
+    }
+
+    /// A method known by reference only (a call site's target, counted there: the rewriter's
+    /// intrinsic sites), before or without its class being rewritten: one id per (class,
+    /// name, desc), made the first time, with no source file or line.
+    pub fn register_ref(&self, class: &str, name: &str, desc: &str) -> u32 {
+        let mut refs = self.refs.lock().unwrap_or_else(|p| p.into_inner());
+        let map = refs.get_or_insert_with(Default::default);
+        let key = (class.to_string(), name.to_string(), desc.to_string());
+        if let Some(&id) = map.get(&key) {
+            return id;
+        }
+        let id = self.register(MethodRec {
+            class: key.0.clone(),
+            name: key.1.clone(),
+            desc: key.2.clone(),
+            source_file: None,
+            first_line: None,
+        });
+        map.insert(key, id);
+        id
     }
 
     /// A class instrumented by `bci instrument` registers its methods (`ms`, from its `<clinit>`
@@ -137,6 +162,13 @@ mod tests {
         assert_eq!(r.register_offline("a/B", 7, vec![m("s"), m("t")]), 5);
         assert_eq!(r.register_offline("a/B", 8, vec![m("s")]), 7);
         assert_eq!(r.len(), 8);
+        // by reference: one id per method, made once
+        assert_eq!(r.register_ref("java/lang/Math", "abs", "(I)I"), 8);
+        assert_eq!(r.register(m("u")), 9);
+        assert_eq!(r.register_ref("java/lang/Math", "abs", "(I)I"), 8);
+        assert_eq!(r.register_ref("java/lang/Math", "abs", "(J)J"), 10);
+        assert_eq!(r.snapshot()[8].dotted_class(), "java.lang.Math");
+        assert_eq!(r.snapshot()[8].source_file, None);
     }
 
     #[test]

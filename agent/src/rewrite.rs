@@ -141,6 +141,9 @@ mod imp {
                 first_line: m.first_line,
             })
         }
+        fn register_ref(&mut self, class: &str, name: &str, desc: &str) -> u32 {
+            self.0.register_ref(class, name, desc)
+        }
     }
 
     impl Engine {
@@ -237,6 +240,10 @@ mod imp {
             opts.frame_tokens = (rules.runtime_class() == EARLY_RUNTIME_CLASS
                 || rules.runtime_class() == DEFAULT_RUNTIME_CLASS)
                 && std::env::var_os("BCIAGENT_NO_FRAME_TOKENS").is_none();
+            // HotSpot intrinsics counted at their call sites (with the tokens: they use
+            // enterT/exitT). BCIAGENT_NO_INTRINSIC_SITES (A/B runs): in their bodies, as before.
+            opts.intrinsic_sites =
+                opts.frame_tokens && std::env::var_os("BCIAGENT_NO_INTRINSIC_SITES").is_none();
             // virtual threads run with their carrier's cache (Probes.mounted; JDK 21+).
             // BCIAGENT_NO_MOUNT_HOOK (benchmarks): each keeps a cache of its own.
             opts.mount_hook = rules.runtime_class() == EARLY_RUNTIME_CLASS

@@ -33,6 +33,20 @@ pub struct MethodInfo<'a> {
 /// Assigns probe ids (dense, chosen by the caller) to instrumented methods.
 pub trait ProbeRegistry {
     fn register(&mut self, m: &MethodInfo<'_>) -> u32;
+    /// The id of a method known by reference only (a call site's target:
+    /// [`Options::intrinsic_sites`]), with no class file read. A registry that keeps a table
+    /// should give every reference to one method the same id; this default registers it anew
+    /// at each call (no access flags, source file or line).
+    fn register_ref(&mut self, class: &str, name: &str, desc: &str) -> u32 {
+        self.register(&MethodInfo {
+            class,
+            name,
+            desc,
+            access: 0,
+            source_file: None,
+            first_line: None,
+        })
+    }
 }
 
 /// A registry that numbers methods 0, 1, 2, … in the order they are instrumented (offline
@@ -306,6 +320,18 @@ pub struct Options {
     /// clock stops, the carrier's goes on). They get no probes of their own
     /// ([`switches_threads`]).
     pub mount_hook: bool,
+    /// With `frame_tokens` (and without `runtime_ids`): the HotSpot intrinsics of
+    /// [`intrinsics`] are counted at their call sites, not in their bodies, whose probes do
+    /// not run when C1/C2 (or the interpreter's special entries) run the intrinsic instead.
+    /// A method of the table that the rules select gets no probes of its own (its calls are
+    /// wrapped as below, unless an exception handler covers them); in every method that gets
+    /// `enterT`, each invoke whose methodref is such a method gets
+    /// `<id> ; invokestatic enterT(I)I ; istore S` before it and `iload S ; invokestatic
+    /// exitT(I)V` after it (S: one new int local of the method, 0 at entry), the id from
+    /// [`ProbeRegistry::register_ref`], a constant. An exception thrown by the intrinsic leaves
+    /// its frame to the caller's handlers (`exitT(token + 2)`) or catch-all (`unwindT`), as a
+    /// callee's.
+    pub intrinsic_sites: bool,
 }
 
 /// A field [`instrument_with`] adds to a class (no attributes).
@@ -378,6 +404,16 @@ pub fn instrument_methods(
     let mut chosen: Vec<(usize, rules::ProbeSet)> = Vec::with_capacity(cf.methods.len());
     // their names and descriptors, decoded once
     let mut chosen_names = Vec::with_capacity(cf.methods.len());
+    // intrinsic sites: the class's methods of the table (counted at their call sites: no
+    // probes of their own), and its methodrefs to such methods with their ids
+    let sites_on = selected && opts.intrinsic_sites && opts.frame_tokens && !opts.runtime_ids;
+    let own_intrinsics = sites_on && intrinsics::class_listed(name.as_bytes());
+    let mut bodies: Vec<usize> = Vec::new();
+    let sites = if sites_on {
+        intrinsic_refs(&cf, rules, reg)
+    } else {
+        Vec::new()
+    };
     for (k, m) in cf.methods.iter().enumerate() {
         if !selected {
             break;
@@ -393,6 +429,13 @@ pub fn instrument_methods(
             || switches_threads(&name, &mname)
             || coverage::is_helper(m, &mname, &mdesc)
         {
+            continue;
+        }
+        if own_intrinsics
+            && counted_at_sites(probes)
+            && intrinsics::is_intrinsic(name.as_bytes(), mname.as_bytes(), mdesc.as_bytes())
+        {
+            bodies.push(k);
             continue;
         }
         chosen.push((k, probes));
@@ -493,6 +536,31 @@ pub fn instrument_methods(
             continue;
         }
         let Some(index) = position[k] else {
+            if !sites.is_empty() && bodies.contains(&k) {
+                // an intrinsic: its calls of intrinsics counted, no probes of its own
+                let body = MethodEditor::new(&cf, k)
+                    .and_then(|mut ed| {
+                        ed.force_wide_jumps = opts.force_wide_jumps;
+                        Ok(
+                            if place_sites(&mut ed, &mut w.cp, &mut calls, &sites, true)? {
+                                Some(ed.finish(&mut w.cp)?)
+                            } else {
+                                None
+                            },
+                        )
+                    })
+                    .map_err(|e| with_path(e, || cf.method_path(m)));
+                match body {
+                    Ok(Some(b)) => {
+                        w.set_code(k, b)?;
+                        changed = true;
+                    }
+                    Ok(None) => {}
+                    Err(e) if opts.method_fallback => left.push(e),
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
             if let (Some(reg_s), true) = (register, register.is_some() && is_clinit(m)) {
                 // a <clinit> the rules leave alone still registers first
                 let body = MethodEditor::new(&cf, k)
@@ -526,7 +594,7 @@ pub fn instrument_methods(
         };
         let global = reg.register(&info) as i32;
         let id = if runtime_ids { index as i32 } else { global };
-        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts) {
+        let body = match probe_method(ed, &mut w.cp, &mut calls, id, probes, opts, &sites) {
             Ok(b) => b,
             Err(e) => {
                 let e = with_path(e, || cf.method_path(m));
@@ -721,6 +789,109 @@ fn own_field(ed: &MethodEditor<'_, '_>, i: &bci::Insn, code: &[u8]) -> bool {
         })
 }
 
+/// Whether a method with `probes` is counted at its call sites when it is an intrinsic
+/// ([`Options::intrinsic_sites`]): it would get the frame-token probes.
+fn counted_at_sites(probes: rules::ProbeSet) -> bool {
+    probes.contains(Probe::Enter) && probes.contains(Probe::Exit) && probes.contains(Probe::Unwind)
+}
+
+/// The class's Methodref and InterfaceMethodref constants (index, increasing) that name an
+/// intrinsic ([`intrinsics`]) the rules would give probes, with its id: one pass over the
+/// constant pool, so that each invoke is then one search in a short list.
+fn intrinsic_refs(
+    cf: &ClassFile<'_>,
+    rules: &Rules,
+    reg: &mut dyn ProbeRegistry,
+) -> Vec<(u16, u32)> {
+    use bci::cp::tag;
+    let mut out = Vec::new();
+    for i in 1..cf.cp.count() {
+        if !matches!(
+            cf.cp.tag(i),
+            Some(tag::METHODREF | tag::INTERFACE_METHODREF)
+        ) {
+            continue;
+        }
+        let Ok(r) = cf.cp.member_ref_bytes(i) else {
+            continue;
+        };
+        if !intrinsics::is_intrinsic(r.class, r.name, r.desc) {
+            continue;
+        }
+        // (the table's names are plain ASCII)
+        let (Ok(c), Ok(n), Ok(d)) = (
+            std::str::from_utf8(r.class),
+            std::str::from_utf8(r.name),
+            std::str::from_utf8(r.desc),
+        ) else {
+            continue;
+        };
+        if rules.selects_class(c)
+            && counted_at_sites(rules.probes_for(c, n, d))
+            && !switches_threads(c, n)
+        {
+            out.push((i, reg.register_ref(c, n, d)));
+        }
+    }
+    out
+}
+
+/// Wraps each invoke of the method whose methodref is in `sites` (from [`intrinsic_refs`])
+/// in `enterT(id)` / `exitT(token)`, the token in a new int local (set to 0 at entry). With
+/// `uncovered`, an invoke that an exception handler covers is left alone (the method has no
+/// frame of its own whose token could drop the callee's frame when the handler catches what
+/// it threw). Returns whether it placed any.
+fn place_sites(
+    ed: &mut MethodEditor<'_, '_>,
+    cp: &mut bci::CpBuilder<'_>,
+    calls: &mut Calls<'_>,
+    sites: &[(u16, u32)],
+    uncovered: bool,
+) -> bci::Result<bool> {
+    use bci::opcodes::op;
+    let code = ed.code().code;
+    let handlers = &ed.code().handlers;
+    let mut at: Vec<(usize, u32)> = Vec::new();
+    for (k, i) in ed.insns().iter().enumerate() {
+        if !(op::INVOKEVIRTUAL..=op::INVOKEINTERFACE).contains(&i.opcode) {
+            continue;
+        }
+        let Some(idx) = i.cp_index(code) else {
+            continue;
+        };
+        let Ok(j) = sites.binary_search_by_key(&idx, |s| s.0) else {
+            continue;
+        };
+        let pc = i.pc as u32;
+        if uncovered
+            && handlers
+                .iter()
+                .any(|h| (h.start as u32) <= pc && pc < h.end as u32)
+        {
+            continue;
+        }
+        at.push((k, sites[j].1));
+    }
+    if at.is_empty() {
+        return Ok(false);
+    }
+    let local = ed.new_local(bci::VType::Integer)?;
+    let mut init = Snippet::new();
+    init.op(op::ICONST_0)?;
+    init.store('I', local)?;
+    ed.insert_entry(&init)?;
+    let exit = calls.with_token(cp, Calls::EXIT_T, local)?;
+    for (k, id) in at {
+        let mut s = Snippet::new();
+        s.int(cp, id as i32)?;
+        s.append(calls.get(cp, Calls::ENTER_T)?);
+        s.store('I', local)?;
+        ed.insert_before(k, &s)?;
+        ed.insert_after(k, &exit)?;
+    }
+    Ok(true)
+}
+
 /// Inserts the probes of one method and returns its new Code attribute body.
 fn probe_method(
     mut ed: MethodEditor<'_, '_>,
@@ -729,6 +900,7 @@ fn probe_method(
     id: i32,
     probes: rules::ProbeSet,
     opts: &Options,
+    sites: &[(u16, u32)],
 ) -> Result<Vec<u8>, RewriteError> {
     let throws = may_throw(&ed);
     let all = probes.contains(Probe::Enter)
@@ -813,6 +985,11 @@ fn probe_method(
             for k in starts {
                 ed.insert_before(k, &s)?;
             }
+        }
+        // intrinsics called here: after the handlers' resets (an intrinsic call that starts
+        // a handler runs the reset first)
+        if !sites.is_empty() {
+            place_sites(&mut ed, cp, calls, sites, false)?;
         }
     }
     if probes.contains(Probe::Exit) || timed.is_some() {
