@@ -374,7 +374,8 @@ fn hprof_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "Counts are exact: every instrumented method calls a probe at entry, before each return and\n\
-         when an exception leaves it. {}.\n\
+         when an exception leaves it; a HotSpot intrinsic, which may run without its bytecode, is\n\
+         counted around its calls in instrumented methods instead. {}.\n\
          CPU TIME (ms) rows are call paths of the top {} frames{}; count = invocations (counted at\n\
          entry); self = time not spent in instrumented callees. Classes loaded before the\n\
          runtime existed and so left original: {}.\n\

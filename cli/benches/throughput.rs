@@ -10,7 +10,8 @@
 //!
 //! "probe every method (agent form)" is the same rewrite with the agent's options: pure leaves
 //! get leaf probes, other methods keep enterT's token in a new local (their frames are
-//! decoded and encoded again to add it). "coverage (agent form)" is coverage=y's rewrite:
+//! decoded and encoded again to add it), intrinsics are counted at their call sites
+//! (BENCH_NO_INTRINSIC_SITES=1: in their bodies). "coverage (agent form)" is coverage=y's rewrite:
 //! the flow analysis, the counter plan and the counters of every method.
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
@@ -50,6 +51,7 @@ fn main() {
     let agent_opts = Options {
         leaf_probes: true,
         frame_tokens: true,
+        intrinsic_sites: std::env::var_os("BENCH_NO_INTRINSIC_SITES").is_none(),
         ..Default::default()
     };
     // what the agent's coverage=y does to a class (a constant class id)

@@ -133,13 +133,15 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// The agent's form of the probes: pure leaves get leafEnter/leafExit, other methods keep
-/// enterT's token in a new local for exitT/unwindT (the plain form: the wide-jumps test), and
-/// JDK 21+'s VirtualThread.mount calls the runtime's `mounted()`, unmount its `unmounting()`.
+/// enterT's token in a new local for exitT/unwindT (the plain form: the wide-jumps test),
+/// JDK 21+'s VirtualThread.mount calls the runtime's `mounted()`, unmount its `unmounting()`,
+/// and the calls of HotSpot intrinsics are wrapped in enterT/exitT (their bodies unprobed).
 fn agent_options() -> Options {
     Options {
         leaf_probes: true,
         frame_tokens: true,
         mount_hook: true,
+        intrinsic_sites: true,
         ..Default::default()
     }
 }
