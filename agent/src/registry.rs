@@ -18,6 +18,9 @@ impl MethodRec {
     }
 }
 
+/// (class, name, descriptor) of a method registered by reference.
+type MethodKey = (String, String, String);
+
 /// The global table: index = method id.
 pub struct Registry {
     methods: Mutex<Vec<MethodRec>>,
@@ -26,7 +29,7 @@ pub struct Registry {
     offline: Mutex<Option<std::collections::HashMap<(String, u64), u32>>>,
     /// Methods registered by reference (class, name, desc): the targets of intrinsic call
     /// sites ([`Registry::register_ref`]).
-    refs: Mutex<Option<std::collections::HashMap<(String, String, String), u32>>>,
+    refs: Mutex<Option<std::collections::HashMap<MethodKey, u32>>>,
 }
 
 impl Default for Registry {

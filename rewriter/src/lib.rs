@@ -862,7 +862,7 @@ fn place_sites(
         let Ok(j) = sites.binary_search_by_key(&idx, |s| s.0) else {
             continue;
         };
-        let pc = i.pc as u32;
+        let pc = i.pc;
         if uncovered
             && handlers
                 .iter()
