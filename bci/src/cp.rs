@@ -460,6 +460,11 @@ impl<'a> ConstantPool<'a> {
             desc,
         })
     }
+    /// The Class constant (its index) of a Fieldref, Methodref or InterfaceMethodref.
+    pub fn member_ref_class_index(&self, i: u16) -> Result<u16> {
+        self.member_tag(i)?;
+        Ok(be16(self.bytes, self.offsets[i as usize] as usize + 1))
+    }
     /// [`ConstantPool::member_ref`] as raw (modified UTF-8) bytes, without decoding text. Fails
     /// exactly when `member_ref` does.
     pub fn member_ref_bytes(&self, i: u16) -> Result<MemberRefBytes<'a>> {

@@ -43,12 +43,16 @@ pub fn class_listed(class: &[u8]) -> bool {
 
 /// Whether `class.name desc` (modified UTF-8 bytes, as in the constant pool) is in the table.
 pub fn is_intrinsic(class: &[u8], name: &[u8], desc: &[u8]) -> bool {
-    class_listed(class)
-        && TABLE
-            .binary_search_by(|e| {
-                (e.0.as_bytes(), e.1.as_bytes(), e.2.as_bytes()).cmp(&(class, name, desc))
-            })
-            .is_ok()
+    class_listed(class) && in_table(class, name, desc)
+}
+
+/// [`is_intrinsic`] for a class known to be [`class_listed`].
+pub(crate) fn in_table(class: &[u8], name: &[u8], desc: &[u8]) -> bool {
+    TABLE
+        .binary_search_by(|e| {
+            (e.0.as_bytes(), e.1.as_bytes(), e.2.as_bytes()).cmp(&(class, name, desc))
+        })
+        .is_ok()
 }
 
 #[cfg(test)]

@@ -805,6 +805,9 @@ fn intrinsic_refs(
 ) -> Vec<(u16, u32)> {
     use bci::cp::tag;
     let mut out = Vec::new();
+    // per constant: whether a Class constant names a class of the table (0: not looked at
+    // yet, 1: no, 2: yes), looked at once however many methodrefs name it
+    let mut listed: Vec<u8> = Vec::new();
     for i in 1..cf.cp.count() {
         if !matches!(
             cf.cp.tag(i),
@@ -812,10 +815,30 @@ fn intrinsic_refs(
         ) {
             continue;
         }
+        let Ok(c) = cf.cp.member_ref_class_index(i) else {
+            continue;
+        };
+        if listed.is_empty() {
+            listed.resize(cf.cp.count() as usize, 0);
+        }
+        let Some(l) = listed.get_mut(c as usize) else {
+            continue;
+        };
+        if *l == 0 {
+            let yes = cf
+                .cp
+                .class_name_index(c)
+                .and_then(|n| cf.cp.utf8_bytes(n))
+                .is_ok_and(intrinsics::class_listed);
+            *l = 1 + yes as u8;
+        }
+        if *l == 1 {
+            continue;
+        }
         let Ok(r) = cf.cp.member_ref_bytes(i) else {
             continue;
         };
-        if !intrinsics::is_intrinsic(r.class, r.name, r.desc) {
+        if !intrinsics::in_table(r.class, r.name, r.desc) {
             continue;
         }
         // (the table's names are plain ASCII)
