@@ -157,14 +157,7 @@ pub fn stage(path: &Path, bytes: Vec<u8>) -> Result<StagedFile, String> {
         return Ok(s);
     }
     create_parent(&s.target).map_err(|e| format!("{}: {e}", s.name()))?;
-    let fname = s
-        .target
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = s
-        .target
-        .with_file_name(format!(".{fname}.{}.tmp", std::process::id()));
+    let tmp = temp_beside(&s.target);
     s.tmp = Some(tmp.clone());
     std::fs::write(&tmp, &bytes)
         .and_then(|()| match std::fs::metadata(&s.target) {
@@ -174,6 +167,16 @@ pub fn stage(path: &Path, bytes: Vec<u8>) -> Result<StagedFile, String> {
         })
         .map_err(|e| format!("{}: {e}", s.name()))?;
     Ok(s)
+}
+
+/// The temporary file an output is written to before it is renamed over `target`: beside
+/// it (the same file system), hidden, named by this process.
+fn temp_beside(target: &Path) -> PathBuf {
+    let fname = target
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    target.with_file_name(format!(".{fname}.{}.tmp", std::process::id()))
 }
 
 /// [`stage`] for an output written as a stream (a jar): the file to write (a new temporary
@@ -206,14 +209,7 @@ pub fn stage_writer(path: &Path) -> Result<(StagedFile, std::fs::File), String> 
         return Ok((s, f));
     }
     create_parent(&s.target).map_err(|e| format!("{}: {e}", s.name()))?;
-    let fname = s
-        .target
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = s
-        .target
-        .with_file_name(format!(".{fname}.{}.tmp", std::process::id()));
+    let tmp = temp_beside(&s.target);
     // a file of that name left by a run that died (its pid reused) goes; created anew, so
     // that a link put there is not followed
     let _ = std::fs::remove_file(&tmp);
