@@ -574,7 +574,7 @@ fn virtual_threads_exact_with_both_clocks() {
 
 /// JDK 25: virtual threads use their carrier's call-path cache while mounted
 /// (`Probes.mounted`, called at the end of `VirtualThread.mount`): 10,000 short virtual threads
-/// miss the cache ~16 times each and move their queue under the runtime's lock ~3,000 times in
+/// miss the cache ~16 times each and move their queue under the runtime's lock ~2,000-12,000 times in
 /// all (with clock=sample), with exact counts and no mismatch under both clocks. Before, each started with a cold
 /// cache of its own: ~90 misses each and ~170,000 queues drained (seen with
 /// `BCIAGENT_NO_MOUNT_HOOK=1`, which this test also runs and expects to be slower in both).
@@ -614,9 +614,12 @@ fn virtual_threads_share_their_carriers_cache() {
             "({opts}) {misses} cache misses for {n} threads"
         );
         // (with a timed clock every frame also queues its time: drains follow the calls)
+        // The drains vary with how the threads interleave on the carriers: 20 runs each of two
+        // builds (2026-11-27) gave 2,189-11,438 and 3,090-11,925, 1 and 3 of them above n; a
+        // cache of their own drains ~170,000.
         if !opts.contains("clock") {
             assert!(
-                drains < n,
+                drains < 3 * n,
                 "({opts}) {drains} queues drained for {n} threads"
             );
         }
