@@ -1452,26 +1452,17 @@ fn reflection_and_serialization_run_under_coverage() {
 #[test]
 fn redefined_classes_count_into_their_own_data() {
     let dir = tmp("redefine");
-    let (classes, v2, jar) = common::redefine_program(&dir);
+    let program = common::redefine_program(&dir);
+    let (classes, v2, _) = &program;
     let file = dir.join("r.cov");
-    let o = ok(Command::new(jdk_tool("java"))
-        .arg(format!(
-            "-agentpath:{}=coverage=y,include=Target,covfile={}",
-            agent_lib().display(),
-            file.display()
-        ))
-        .arg(format!("-javaagent:{}", jar.display()))
-        .arg("-Xverify:all")
-        .arg("-cp")
-        .arg(&classes)
-        .arg("Redef")
-        .arg(&v2)
-        .output()
-        .unwrap());
+    let o = ok(common::run_redefine(
+        &format!("coverage=y,include=Target,covfile={}", file.display()),
+        &program,
+    ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("s=151500"), "{out}");
     let d = read(&file);
-    for (from, calls) in [(&classes, 300), (&v2, 400)] {
+    for (from, calls) in [(classes, 300), (v2, 400)] {
         let bytes = std::fs::read(from.join("Target.class")).unwrap();
         let plan = plan_class(&bytes, Split::AfterCalls).unwrap();
         let counts = d

@@ -1754,22 +1754,12 @@ fn sampled_time_of_ended_threads() {
 #[test]
 fn redefined_classes_are_profiled_under_the_same_ids() {
     let dir = tmp("redefine");
-    let (classes, v2, jar) = common::redefine_program(&dir);
+    let program = common::redefine_program(&dir);
     let file = dir.join("out.txt");
-    let o = Command::new(jdk_tool("java"))
-        .arg(format!(
-            "-agentpath:{}=cpu=times,cutoff=0,file={}",
-            agent_lib().display(),
-            file.display()
-        ))
-        .arg(format!("-javaagent:{}", jar.display()))
-        .arg("-Xverify:all")
-        .arg("-cp")
-        .arg(&classes)
-        .arg("Redef")
-        .arg(&v2)
-        .output()
-        .unwrap();
+    let o = common::run_redefine(
+        &format!("cpu=times,cutoff=0,file={}", file.display()),
+        &program,
+    );
     let (out, err) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),

@@ -111,3 +111,21 @@ pub fn redefine_program(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     (classes, v2, jar)
 }
+
+/// Runs the program of [`redefine_program`] (`classes`, `v2`, `jar`) under the agent with
+/// `opts`, its java agent redefining Target, with -Xverify:all.
+pub fn run_redefine(
+    opts: &str,
+    (classes, v2, jar): &(PathBuf, PathBuf, PathBuf),
+) -> std::process::Output {
+    Command::new(jdk_tool("java"))
+        .arg(format!("-agentpath:{}={opts}", agent_lib().display()))
+        .arg(format!("-javaagent:{}", jar.display()))
+        .arg("-Xverify:all")
+        .arg("-cp")
+        .arg(classes)
+        .arg("Redef")
+        .arg(v2)
+        .output()
+        .unwrap()
+}
