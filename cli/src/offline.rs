@@ -13,8 +13,9 @@ use std::path::Path;
 /// `Automatic-Module-Name: bci.runtime` (usable on the class path and the module path).
 pub fn runtime_jar(out: &Path) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", out.display());
-    crate::io::create_parent(out)?;
-    let file = std::fs::File::create(out).map_err(|e| err(&e))?;
+    // written to a temporary file beside it and renamed over it: a run that fails leaves the
+    // previous jar as it was, and a jar hard-linked elsewhere is never written through
+    let (staged, file) = crate::io::stage_writer(out)?;
     let mut z = zip::ZipWriter::new(file);
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
@@ -44,7 +45,7 @@ pub fn runtime_jar(out: &Path) -> Result<(), String> {
             .map_err(|e| err(&e))?;
     }
     z.finish().map_err(|e| err(&e))?;
-    Ok(())
+    staged.commit()
 }
 
 /// Whether `output` names the same file or directory as `input` (instrumenting in place would

@@ -631,6 +631,43 @@ fn hard_links_are_never_written_through() {
     assert_ne!(std::fs::read(copy.join("p/Hello.class")).unwrap(), original);
 }
 
+/// `bci runtime-jar` onto a file hard-linked to another: the file is replaced, the other keeps
+/// its bytes (the jar was written through the link, truncating both).
+#[test]
+fn runtime_jar_never_writes_through_a_hard_link() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = fresh("rt-hardlink");
+    let rt = dir.join("rt.jar");
+    let other = dir.join("kept.jar");
+    std::fs::write(&rt, b"an older runtime jar").unwrap();
+    std::fs::hard_link(&rt, &other).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .arg("runtime-jar")
+        .arg(&rt)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::read(&other).unwrap() == b"an older runtime jar",
+        "the jar was written through the hard link"
+    );
+    let got = entries(&rt);
+    assert!(
+        got.iter().any(|e| e.0 == "bci/runtime/Probes.class"),
+        "{got:?}"
+    );
+    assert_ne!(
+        std::fs::metadata(&rt).unwrap().ino(),
+        std::fs::metadata(&other).unwrap().ino()
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
 /// A jar output whose write fails partway (a file-size limit) leaves the previous output as
 /// it was and no temporary file: it is written beside it and renamed over it at the end (it was
 /// truncated and left half-written).
