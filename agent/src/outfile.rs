@@ -58,17 +58,35 @@ pub fn expand_option(
 /// are the target's and the link stays a link. A chain that reaches one of the kernel's links
 /// to an open file (`/dev/stderr`, `/proc/self/fd/N`) leaves the path as given.
 pub fn follow_links(path: &str) -> String {
-    use std::path::{Path, PathBuf};
-    let fd_link = |p: &Path| {
-        p.parent()
-            .and_then(Path::file_name)
-            .is_some_and(|d| d == "fd")
-            && (p.starts_with("/proc") || p.starts_with("/dev/fd"))
-    };
-    let mut p = PathBuf::from(path);
+    let p = follow(std::path::Path::new(path));
+    if is_fd_link(&p) {
+        return path.to_string();
+    }
+    match p.into_os_string().into_string() {
+        Ok(s) => s,
+        Err(_) => path.to_string(),
+    }
+}
+
+/// Whether `p` is one of the kernel's links to an open file (`/proc/<pid>/fd/N`,
+/// `/proc/self/fd/N`, `/dev/fd/N`): what it names is the open file itself (a pipe, a
+/// terminal, the file stdout was redirected to), not a path to replace.
+pub fn is_fd_link(p: &std::path::Path) -> bool {
+    p.parent()
+        .and_then(std::path::Path::file_name)
+        .is_some_and(|d| d == "fd")
+        && (p.starts_with("/proc") || p.starts_with("/dev/fd"))
+}
+
+/// The path a write to `path` reaches: its symbolic links followed to the final target (a
+/// link to nothing: where its target would be; up to 40 links in a row, as the kernel follows
+/// them), each relative target taken from its link's directory; a chain stops at a link
+/// through `/dev/fd/N` or `/proc/…/fd/N` ([`is_fd_link`]), which it returns.
+pub fn follow(path: &std::path::Path) -> std::path::PathBuf {
+    let mut p = path.to_path_buf();
     for _ in 0..40 {
-        if fd_link(&p) {
-            return path.to_string();
+        if is_fd_link(&p) {
+            break;
         }
         let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
         let Some(target) = is_link.then(|| std::fs::read_link(&p).ok()).flatten() else {
@@ -79,10 +97,7 @@ pub fn follow_links(path: &str) -> String {
             _ => target,
         };
     }
-    match p.into_os_string().into_string() {
-        Ok(s) => s,
-        Err(_) => path.to_string(),
-    }
+    p
 }
 
 /// (year, month, day) of a day counted from 1970-01-01, proleptic Gregorian (H. Hinnant,

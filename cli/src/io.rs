@@ -24,37 +24,7 @@ fn named(p: &Path) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
     move |e| format!("{}: {e}", p.display())
 }
 
-/// Whether `p` is one of the kernel's links to an open file (`/proc/<pid>/fd/N`,
-/// `/proc/self/fd/N`, `/dev/fd/N`): what it names is the open file itself (a pipe, a
-/// terminal, the file stdout was redirected to), not a path to replace.
-fn is_fd_link(p: &Path) -> bool {
-    p.parent()
-        .and_then(Path::file_name)
-        .is_some_and(|d| d == "fd")
-        && (p.starts_with("/proc") || p.starts_with("/dev/fd"))
-}
-
-/// The file a write to output `path` goes to: a symbolic link followed to its final target
-/// (a link to nothing: where its target would be; up to 40 links in a row, as the kernel
-/// follows them), each relative target taken from its link's directory. A link through
-/// `/dev/fd/N` or `/proc/…/fd/N` (`/dev/stdout`) stops there: see [`is_fd_link`].
-pub fn follow_links(path: &Path) -> PathBuf {
-    let mut p = path.to_path_buf();
-    for _ in 0..40 {
-        if is_fd_link(&p) {
-            break;
-        }
-        let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
-        let Some(target) = is_link.then(|| std::fs::read_link(&p).ok()).flatten() else {
-            break;
-        };
-        p = match p.parent() {
-            Some(d) if target.is_relative() => d.join(target),
-            _ => target,
-        };
-    }
-    p
-}
+pub use bciagent::outfile::{follow as follow_links, is_fd_link};
 
 /// An output written but not yet in place ([`stage`]): committed, or dropped (its temporary
 /// file removed).
