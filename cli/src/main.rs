@@ -10,6 +10,22 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::io::emit(format_args!("{}\n", format_args!($($t)*))) };
 }
 
+/// `eprint!` and `eprintln!` that never panic: a message to a closed or full stderr is lost
+/// and the work goes on (std's panicked, exit 101 with no output written, e.g. under
+/// `bci … 2>&1 | head` once head had quit). Textually before the modules, so it is theirs too.
+macro_rules! eprint {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($t)*);
+    }};
+}
+macro_rules! eprintln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 mod coverage;
 mod io;
 mod offline;

@@ -898,3 +898,32 @@ fn duplicate_entries_are_named_and_the_last_kept() {
     assert_eq!(std::fs::read(out.join("r.txt")).unwrap(), b"two");
     assert_eq!(std::fs::read(out.join("q/Z.txt")).unwrap(), b"third");
 }
+
+/// Messages to a stderr that cannot be written (full, or closed by the reader of
+/// `bci … 2>&1 | head`) are lost and the work goes on: std's `eprintln!` panicked (exit 101,
+/// no output written).
+#[test]
+fn an_unwritable_stderr_loses_messages_not_outputs() {
+    let dir = fresh("full-stderr");
+    let (_, classes) = hello_jar(&dir);
+    let once = dir.join("once");
+    instrument(&classes, &once, &[]);
+    // instrumented again: a message per class on stderr ("already instrumented")
+    let twice = dir.join("twice.jar");
+    let o = Command::new(env!("CARGO_BIN_EXE_bci"))
+        .arg("instrument")
+        .arg(&once)
+        .arg(&twice)
+        .args(["--runtime", "CountProbe"])
+        .stderr(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let got = entries(&twice);
+    assert!(got.iter().any(|e| e.0 == "p/Hello.class"), "{got:?}");
+}
