@@ -896,3 +896,68 @@ fn a_dotted_runtime_is_refused_and_verify_finds_illegal_class_names() {
         text(&o)
     );
 }
+
+/// A version-49 class with a subroutine: `m()` is `jsr L; return; L: astore_0; ret 0`.
+fn jsr_class() -> Vec<u8> {
+    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 49];
+    let utf8 = |s: &str| {
+        let mut e = vec![1];
+        e.extend((s.len() as u16).to_be_bytes());
+        e.extend(s.as_bytes());
+        e
+    };
+    b.extend(8u16.to_be_bytes());
+    b.extend(utf8("J")); // 1
+    b.extend([7, 0, 1]); // 2: class J
+    b.extend(utf8("java/lang/Object")); // 3
+    b.extend([7, 0, 3]); // 4
+    b.extend(utf8("m")); // 5
+    b.extend(utf8("()V")); // 6
+    b.extend(utf8("Code")); // 7
+    b.extend([0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0]); // access, this, super, interfaces, fields
+    b.extend([0, 1, 0, 9, 0, 5, 0, 6, 0, 1]); // 1 method: public static m()V, 1 attribute
+    let code = [0xa8, 0, 4, 0xb1, 0x4b, 0xa9, 0];
+    b.extend([0, 7]);
+    b.extend((12 + code.len() as u32).to_be_bytes());
+    b.extend([0, 1, 0, 1]); // max_stack, max_locals
+    b.extend((code.len() as u32).to_be_bytes());
+    b.extend(code);
+    b.extend([0, 0, 0, 0]); // exception table, attributes
+    b.extend([0, 0]); // class attributes
+    b
+}
+
+/// `bci verify` says how many methods it did not type-check for their subroutines (jsr/ret):
+/// it said "0 errors" of classes HotSpot rejects, with no hint that it had not looked.
+#[test]
+fn verify_counts_methods_with_subroutines_it_did_not_check() {
+    let dir = work("verify-jsr");
+    let class = dir.join("J.class");
+    std::fs::write(&class, jsr_class()).unwrap();
+    let o = bci(&["verify", "--no-jdk", class.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim_end(),
+        "bci verify: 1 class, 0 errors (1 method with jsr/ret not type-checked: no subroutine \
+         analysis here, HotSpot's verifier checks them)",
+        "{}",
+        text(&o)
+    );
+}
+
+/// `bci verify --cross` on a class whose malformed Utf8 constant makes cafebabe (a third-party
+/// parser it cross-checks with) panic: the panic is caught and printed nowhere ("thread 'main'
+/// panicked" and a backtrace hint reached the user's stderr).
+#[test]
+fn cross_check_panics_of_other_parsers_stay_quiet() {
+    let class = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cross-panic.class");
+    let o = bci(&["verify", "--cross", "--no-jdk", class.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("format error"),
+        "{}",
+        text(&o)
+    );
+}

@@ -55,6 +55,13 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
+/// A message on stderr; one that cannot be written (stderr closed or full) is lost, and the run
+/// goes on (std's `eprintln!` panicked).
+fn say(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_fmt(args);
+}
+
 /// Run `verify` on parsed arguments. After each class, `report(lines, done, total)` gets its
 /// error lines (to print on stdout) and the progress so far.
 pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) -> i32 {
@@ -65,7 +72,7 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
     let mut path = match ClassPath::new(&entries, !a.no_jdk) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("bci verify: {e}");
+            say(format_args!("bci verify: {e}\n"));
             return 2;
         }
     };
@@ -84,7 +91,7 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
                 (name, b, at)
             })),
             Err(e) => {
-                eprintln!("bci verify: {}: {e}", i.display());
+                say(format_args!("bci verify: {}: {e}\n", i.display()));
                 return 2;
             }
         }
@@ -98,10 +105,12 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
     for (_, b, _) in classes.iter().filter(|c| !versioned(&c.0)) {
         path.add_class_bytes(b);
     }
-    let (mut n_err, mut assumed) = (0usize, 0usize);
+    let (mut n_err, mut assumed, mut unchecked) = (0usize, 0usize, 0usize);
     for (i, (file, b, at)) in classes.iter().enumerate() {
-        let (errs, n) = verify_class_counting(b, &path);
-        assumed += n;
+        let v = verify_class_counting(b, &path);
+        let errs = v.errors;
+        assumed += v.assumed;
+        unchecked += v.unchecked;
         // a class that cannot be read has no name (`?`): named by where it is instead
         let mut lines: Vec<String> = errs
             .iter()
@@ -122,23 +131,34 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
     }
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    eprintln!(
-        "bci verify: {}, {}{}",
+    let mut notes = Vec::new();
+    if assumed > 0 {
+        notes.push(format!(
+            "{} assumed to pass: classes not found on the class path{}",
+            plural(assumed, "type check", "type checks"),
+            if a.no_jdk {
+                ", the JDK's left out by --no-jdk"
+            } else {
+                ""
+            }
+        ));
+    }
+    if unchecked > 0 {
+        notes.push(format!(
+            "{} with jsr/ret not type-checked: no subroutine analysis here, HotSpot's \
+             verifier checks them",
+            plural(unchecked, "method", "methods")
+        ));
+    }
+    say(format_args!(
+        "bci verify: {}, {}{}\n",
         plural(classes.len(), "class", "classes"),
         plural(n_err, "error", "errors"),
-        if assumed > 0 {
-            format!(
-                " ({} assumed to pass: classes not found on the class path{})",
-                plural(assumed, "type check", "type checks"),
-                if a.no_jdk {
-                    ", the JDK's left out by --no-jdk"
-                } else {
-                    ""
-                }
-            )
-        } else {
+        if notes.is_empty() {
             String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
         }
-    );
+    ));
     (n_err > 0) as i32
 }

@@ -16,11 +16,39 @@ pub fn class_name_guess(bytes: &[u8]) -> Option<String> {
     cp.class_name(this).ok().map(mutf8_to_string)
 }
 
-/// Run a third-party parser; a panic inside it becomes an error string (they are not all panic-free).
+thread_local! {
+    /// Set while a third-party parser runs on this thread: its panics are caught and reported
+    /// as a disagreement, so the panic hook stays quiet for them.
+    static IN_PARSER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run a third-party parser; a panic inside it becomes an error string (they are not all
+/// panic-free), with its message, and prints nothing ("thread 'main' panicked" and a backtrace
+/// hint reached the user of `bci verify --cross` before). Panics elsewhere, on any thread, still
+/// go to the hook that was installed.
 fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_PARSER.with(|p| p.get()) {
+                previous(info);
+            }
+        }));
+    });
+    IN_PARSER.with(|p| p.set(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    IN_PARSER.with(|p| p.set(false));
+    match r {
         Ok(r) => r,
-        Err(_) => Err(format!("{what} panicked")),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(format!("{what} panicked: {msg}"))
+        }
     }
 }
 

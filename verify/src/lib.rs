@@ -90,32 +90,41 @@ impl std::error::Error for VerifyError {}
 /// Class files of version 50 fall back to HotSpot's inference verifier when type checking fails;
 /// this verifier has no inference, so for version 50 only structural errors are reported.
 pub fn verify_class(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Vec<VerifyError> {
-    verify_class_counting(bytes, hierarchy).0
+    verify_class_counting(bytes, hierarchy).errors
 }
 
-/// [`verify_class`], also returning how many reference assignability checks were decided by
-/// assumption: a class not found in `hierarchy` taken as assignable ([`types::Hier::assumed`]).
-pub fn verify_class_counting(
-    bytes: &[u8],
-    hierarchy: &dyn ClassHierarchy,
-) -> (Vec<VerifyError>, usize) {
+/// What [`verify_class_counting`] found, and what it could not decide.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub errors: Vec<VerifyError>,
+    /// Reference assignability checks decided by assumption: a class not found in the
+    /// hierarchy taken as assignable ([`types::Hier::assumed`]).
+    pub assumed: usize,
+    /// Methods with subroutines (jsr/ret, class files before version 51) whose types were not
+    /// checked: the inference verifier here has no subroutine analysis (HotSpot's has).
+    pub unchecked: usize,
+}
+
+/// [`verify_class`], also counting what it could not decide ([`Verdict`]).
+pub fn verify_class_counting(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Verdict {
     let cf = match ClassFile::parse(bytes) {
         Ok(cf) => cf,
         Err(e) => {
             let class = crosscheck::class_name_guess(bytes).unwrap_or_else(|| "?".into());
-            return (
-                vec![VerifyError {
+            return Verdict {
+                errors: vec![VerifyError {
                     class,
                     method: None,
                     offset: None,
                     message: format!("format error: {e}"),
                 }],
-                0,
-            );
+                ..Verdict::default()
+            };
         }
     };
     let class = mutf8_to_string(cf.this_class);
     let mut errs = Vec::new();
+    let mut unchecked = 0;
     let is_iface = cf.access & ACC_INTERFACE != 0;
     let hier = types::Hier::new(hierarchy, cf.this_class, cf.super_class, is_iface);
     if let Err(e) = structure::check(&cf) {
@@ -197,21 +206,30 @@ pub fn verify_class_counting(
                 continue;
             }
         };
+        let infer = |unchecked: &mut usize| {
+            if typecheck::has_subroutines(code.code, &starts) {
+                *unchecked += 1;
+            }
+            typecheck::infer(&cx, &starts)
+        };
         let result = if cf.major >= 50 {
             match typecheck::typecheck(&cx, &starts) {
                 // version 50: HotSpot falls back to the inference verifier when type checking fails
-                Err(_) if cf.major == 50 => typecheck::infer(&cx, &starts),
+                Err(_) if cf.major == 50 => infer(&mut unchecked),
                 r => r,
             }
         } else {
-            typecheck::infer(&cx, &starts)
+            infer(&mut unchecked)
         };
         if let Err((o, msg)) = result {
             errs.push(err(o, msg));
         }
     }
-    let assumed = hier.assumed();
-    (errs, assumed)
+    Verdict {
+        errors: errs,
+        assumed: hier.assumed(),
+        unchecked,
+    }
 }
 
 /// Verify every class file under a dir (plain or module layout) or in a jar, or one class file. The hierarchy is

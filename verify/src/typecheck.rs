@@ -1973,14 +1973,20 @@ fn merge_frame<'a>(h: &Hier<'_, 'a>, cur: &mut Frame<'a>, inc: &Frame<'a>) -> Re
     Ok(changed)
 }
 
+/// Whether the method has jsr, jsr_w or ret (wide ret too): [`infer`] does not check such
+/// methods (no subroutine analysis).
+pub fn has_subroutines(code: &[u8], scan: &Scan) -> bool {
+    scan.insns.iter().any(|&(pc, _)| {
+        matches!(code[pc as usize], 168 | 169 | 201)
+            || (code[pc as usize] == 196 && code.get(pc as usize + 1) == Some(&169))
+    })
+}
+
 /// Type inference by data flow (the pre-StackMapTable verifier, JVMS §4.10.2), for class files < 50 and
 /// as HotSpot's fallback for version 50. Methods with jsr/ret are skipped (no subroutine analysis).
 pub fn infer(cx: &MethodCtx<'_, '_, '_>, scan: &Scan) -> R<()> {
     let code = cx.code.code;
-    if scan.insns.iter().any(|&(pc, _)| {
-        matches!(code[pc as usize], 168 | 169 | 201)
-            || (code[pc as usize] == 196 && code.get(pc as usize + 1) == Some(&169))
-    }) {
+    if has_subroutines(code, scan) {
         return Ok(());
     }
     let (initial, ret) = initial_frame(cx)?;
