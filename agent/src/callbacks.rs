@@ -54,6 +54,10 @@ pub struct Agent {
     /// When the agent loaded (ms since the epoch): the coverage session's start.
     #[cfg_attr(not(feature = "rewriter"), allow(dead_code))]
     start_ms: i64,
+    /// coverage=y and the VM gave can_get_bytecodes: dumps count calls still running
+    /// (calls_in_flight).
+    #[cfg_attr(not(feature = "rewriter"), allow(dead_code))]
+    bytecodes: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -313,6 +317,12 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     }
     // JDK 21+: VirtualThreadEnd, so that an ended virtual thread's data is folded like a
     // platform thread's (ThreadEnd is not sent for virtual threads)
+    // coverage: a dump reads the bytecodes of methods with calls still running
+    let bytecodes = opts.coverage && {
+        let mut bc = sys::jvmtiCapabilities::default();
+        bc.set_get_bytecodes();
+        jvmti.add_capabilities(&bc).is_ok()
+    };
     let virtual_threads = jvmti
         .potential_capabilities()
         .is_ok_and(|p| p.support_virtual_threads())
@@ -366,6 +376,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
             },
         )),
         start_ms,
+        bytecodes,
     };
     let _ = &covfile;
     if AGENT.set(agent).is_err() {
@@ -922,6 +933,7 @@ unsafe extern "system" fn offline_cov_register(
             name,
             hash: hash as u64,
             counters: n.max(0) as u32,
+            exits: Vec::new(),
         })
     })
     .unwrap_or(0)
@@ -1261,7 +1273,7 @@ fn cov_dump(a: &Agent, jni: &Jni) {
                 return;
             }
         };
-        let (counts, lost) = match crate::coverage::parse_snapshot(&flat) {
+        let (mut counts, lost) = match crate::coverage::parse_snapshot(&flat) {
             Ok(c) => c,
             Err(e) => {
                 log(&e);
@@ -1272,6 +1284,12 @@ fn cov_dump(a: &Agent, jni: &Jni) {
             log("coverage: a counter array could not be allocated; some counts are missing");
         }
         let classes = a.cov.snapshot();
+        let inflight = calls_in_flight(a, jni, &classes, &mut counts);
+        if inflight > 0 && a.opts.verbose {
+            log(&format!(
+                "coverage: {inflight} calls still running counted as their blocks' exits"
+            ));
+        }
         let mut run = crate::coverage::CovFile::run_data(&classes, &counts);
         // per-test coverage (bci.runtime.Cov.begin/end under the agent)
         match runtime::cov_tests(jni).and_then(|f| crate::coverage::parse_tests(&f)) {
@@ -1310,6 +1328,70 @@ fn cov_dump(a: &Agent, jni: &Jni) {
     }
     #[cfg(not(feature = "rewriter"))]
     let _ = (a, jni);
+}
+
+/// Calls still running at a dump: the count after a call is derived (its block's count minus
+/// its exceptional exits), so every frame of an instrumented method that is inside a call (a
+/// thread blocked in `take()`, `main` in `System.exit`, anything running at a SIGQUIT) counts
+/// as an exit of the block it is in, as if the call had thrown: the rest of its block and what
+/// follows from it do not count as run. Its counter is the one the method's exit local names
+/// there ([`bci_rewriter::coverage::inflight::exit_counter_at`], from the bytecodes the VM
+/// runs). Platform threads only (JVMTI GetAllThreads: virtual threads are not in it); a
+/// thread's top frame when it is Java code (a thread running, racily read) is left out, so
+/// that a call just returned is never taken for one running. Returns how many were counted.
+#[cfg(feature = "rewriter")]
+fn calls_in_flight(
+    a: &Agent,
+    jni: &Jni,
+    classes: &[Option<crate::coverage::ClassRec>],
+    counts: &mut std::collections::HashMap<usize, Vec<u64>>,
+) -> usize {
+    let index = crate::coverage::InFlight::new(classes);
+    if index.is_empty() || !a.bytecodes {
+        return 0;
+    }
+    let Ok(threads) = a.jvmti.all_threads() else {
+        return 0;
+    };
+    let mut code: std::collections::HashMap<usize, Option<Vec<u8>>> = Default::default();
+    let mut n = 0;
+    for t in threads {
+        let frames = a.jvmti.stack_trace(t, 4096).unwrap_or_default();
+        jni.delete_local_ref(t);
+        for (depth, &(m, at)) in frames.iter().enumerate() {
+            // native frames have no bytecode index; the top Java frame is running
+            if at < 0 || depth == 0 {
+                continue;
+            }
+            let Ok(class) = a.jvmti.method_class_name(m, jni) else {
+                continue;
+            };
+            let Ok((name, desc)) = a.jvmti.method_name(m) else {
+                continue;
+            };
+            let Some((id, slot, size)) = index.find(&class, &name, &desc) else {
+                continue;
+            };
+            let Some(bc) = code
+                .entry(m as usize)
+                .or_insert_with(|| a.jvmti.bytecodes(m).ok())
+            else {
+                continue;
+            };
+            let Some(c) = bci_rewriter::coverage::inflight::exit_counter_at(bc, slot, at as u32)
+                .filter(|&c| c < size)
+            else {
+                continue;
+            };
+            let v = counts.entry(id).or_default();
+            if v.len() < size as usize {
+                v.resize(size as usize, 0);
+            }
+            v[c as usize] = v[c as usize].saturating_add(1);
+            n += 1;
+        }
+    }
+    n
 }
 
 /// The tracing rules' summary: at exit the last events written and the final summary, on

@@ -15,6 +15,52 @@ pub struct ClassRec {
     pub name: String,
     pub hash: u64,
     pub counters: u32,
+    /// (name, descriptor, exit local) of each method with an exit local
+    /// ([`bci_rewriter::coverage::MethodCoverage::exit_local`]): at a dump, its frames in a call
+    /// count as that block's exit ([`InFlight`]). Empty for classes registered offline.
+    pub exits: Vec<(String, String, u16)>,
+}
+
+/// The classes' methods by class name, to find the exit local of a frame's method at a dump.
+pub struct InFlight<'a> {
+    classes: &'a [Option<ClassRec>],
+    by_name: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> InFlight<'a> {
+    pub fn new(classes: &'a [Option<ClassRec>]) -> InFlight<'a> {
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (id, c) in classes.iter().enumerate() {
+            if let Some(c) = c.as_ref().filter(|c| !c.exits.is_empty()) {
+                by_name.entry(c.name.as_str()).or_default().push(id);
+            }
+        }
+        InFlight { classes, by_name }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// The class id and exit local of method `name desc` of class `class` (internal name):
+    /// None if no instrumented class of that name has it, or if classes of that name from
+    /// different builds (other hashes: two class loaders, a redefinition) have it, which the
+    /// name cannot tell apart.
+    pub fn find(&self, class: &str, name: &str, desc: &str) -> Option<(usize, u16, u32)> {
+        let mut found: Option<(usize, u16, u32, u64)> = None;
+        for &id in self.by_name.get(class)? {
+            let Some(c) = &self.classes[id] else { continue };
+            let Some(&(_, _, slot)) = c.exits.iter().find(|e| e.0 == name && e.1 == desc) else {
+                continue;
+            };
+            match found {
+                Some((_, _, _, h)) if h != c.hash => return None,
+                Some(_) => {}
+                None => found = Some((id, slot, c.counters, c.hash)),
+            }
+        }
+        found.map(|(id, slot, n, _)| (id, slot, n))
+    }
 }
 
 /// Class ids (index; 0 is never used) to their classes.
@@ -265,13 +311,20 @@ mod data_file {
                 return self.write_whole_run(run, f.clone());
             }
             let mut delta = CovData::default();
+            // what an earlier dump wrote in excess: calls it counted as their blocks' exits
+            // while they ran (InFlight), which have returned since
+            let mut back = CovData::default();
             for ((name, hash), v) in &run.classes {
                 let d: Vec<u64> = match self.written.get(&(name.clone(), *hash)) {
-                    Some(w) => v
-                        .iter()
-                        .zip(w.iter().chain(std::iter::repeat(&0)))
-                        .map(|(a, b)| a.saturating_sub(*b))
-                        .collect(),
+                    Some(w) => {
+                        let w = w.iter().chain(std::iter::repeat(&0));
+                        let b: Vec<u64> =
+                            v.iter().zip(w.clone()).map(|(a, b)| b.saturating_sub(*a)).collect();
+                        if b.iter().any(|&x| x > 0) {
+                            let _ = back.add_class(name, *hash, &b);
+                        }
+                        v.iter().zip(w).map(|(a, b)| a.saturating_sub(*b)).collect()
+                    }
                     None => v.clone(),
                 };
                 let _ = delta.add_class(name, *hash, &d);
@@ -298,7 +351,7 @@ mod data_file {
                 .open(&lck)
                 .map_err(|e| format!("{lck}: {e}"))?;
             crate::sys::lock_whole_file(&lock).map_err(|e| format!("{lck}: lock: {e}"))?;
-            let at = match self.merge_into_file(&delta)? {
+            let at = match self.merge_into_file(&delta, &back)? {
                 Some(at) => at,
                 None => {
                     drop(lock);
@@ -347,7 +400,11 @@ mod data_file {
 
         /// Adds the counts to the file; `None` if it is not coverage data (left as it is, and
         /// said once).
-        fn merge_into_file(&self, delta: &CovData) -> Result<Option<String>, String> {
+        fn merge_into_file(
+            &self,
+            delta: &CovData,
+            back: &CovData,
+        ) -> Result<Option<String>, String> {
             let mut data = CovData::default();
             let target = self.path.clone();
             let mut bytes = Vec::new();
@@ -380,6 +437,9 @@ mod data_file {
                 data.add_class(name, *hash, v)
                     .map_err(|e| format!("{target}: {e}"))?;
             }
+            for ((name, hash), v) in &back.classes {
+                data.take_back(name, *hash, v);
+            }
             for (test, classes) in &delta.tests {
                 for ((name, hash), v) in classes {
                     data.add_test_class(test, name, *hash, v)
@@ -409,6 +469,7 @@ mod tests {
             name: n.into(),
             hash: 7,
             counters: 3,
+            exits: Vec::new(),
         };
         r.set(a, rec("A"));
         let b = r.register(rec("B"));
@@ -457,11 +518,13 @@ mod tests {
                 name: "A".into(),
                 hash: 1,
                 counters: 2,
+                exits: Vec::new(),
             }),
             Some(ClassRec {
                 name: "B".into(),
                 hash: 2,
                 counters: 1,
+                exits: Vec::new(),
             }),
         ];
         let session = |id: &str| Session {
@@ -511,6 +574,7 @@ mod tests {
                 name: "A".into(),
                 hash: 1,
                 counters: 2,
+                exits: Vec::new(),
             }),
         ];
         let run = |a: u64, b: u64| CovFile::run_data(&classes, &HashMap::from([(1, vec![a, b])]));

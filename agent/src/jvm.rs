@@ -154,6 +154,107 @@ impl Jvmti {
         Ok(v)
     }
 
+    /// The live platform threads, as local references of the calling thread's JNI frame.
+    pub fn all_threads(&self) -> Result<Vec<JRef>, String> {
+        let f: sys::GetAllThreadsFn = self.f(js::GET_ALL_THREADS);
+        let mut n: sys::jint = 0;
+        let mut arr: *mut sys::jthread = std::ptr::null_mut();
+        // SAFETY: valid env, out pointers to locals.
+        check(unsafe { f(self.0, &mut n, &mut arr) }, "GetAllThreads")?;
+        let mut v = Vec::with_capacity(n.max(0) as usize);
+        for i in 0..n.max(0) as usize {
+            // SAFETY: arr holds n thread references.
+            v.push(JRef(unsafe { *arr.add(i) }));
+        }
+        if !arr.is_null() {
+            self.deallocate(arr.cast());
+        }
+        Ok(v)
+    }
+
+    /// The frames of `thread`, top first: (method, bytecode index), at most `max`.
+    pub fn stack_trace(
+        &self,
+        thread: JRef,
+        max: usize,
+    ) -> Result<Vec<(sys::jmethodID, i64)>, String> {
+        let f: sys::GetStackTraceFn = self.f(js::GET_STACK_TRACE);
+        let mut frames = vec![
+            sys::jvmtiFrameInfo {
+                method: std::ptr::null_mut(),
+                location: 0,
+            };
+            max
+        ];
+        let mut n: sys::jint = 0;
+        // SAFETY: valid env and thread reference; the buffer holds `max` frames.
+        check(
+            unsafe { f(self.0, thread.0, 0, max as sys::jint, frames.as_mut_ptr(), &mut n) },
+            "GetStackTrace",
+        )?;
+        frames.truncate(n.clamp(0, max as sys::jint) as usize);
+        Ok(frames.iter().map(|fr| (fr.method, fr.location)).collect())
+    }
+
+    /// A method's name and descriptor.
+    pub fn method_name(&self, m: sys::jmethodID) -> Result<(String, String), String> {
+        let f: sys::GetMethodNameFn = self.f(js::GET_METHOD_NAME);
+        let (mut name, mut sig): (*mut c_char, *mut c_char) =
+            (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: valid env and method id; a null generic pointer is allowed.
+        check(
+            unsafe { f(self.0, m, &mut name, &mut sig, std::ptr::null_mut()) },
+            "GetMethodName",
+        )?;
+        Ok((self.take_string(name), self.take_string(sig)))
+    }
+
+    /// The internal name of the class declaring method `m` (`java/lang/String`).
+    pub fn method_class_name(&self, m: sys::jmethodID, jni: &Jni) -> Result<String, String> {
+        let f: sys::GetMethodDeclaringClassFn = self.f(js::GET_METHOD_DECLARING_CLASS);
+        let sig_of: sys::GetClassSignatureFn = self.f(js::GET_CLASS_SIGNATURE);
+        let mut cls: sys::jclass = std::ptr::null_mut();
+        // SAFETY: valid env and method id, out pointer to a local.
+        check(unsafe { f(self.0, m, &mut cls) }, "GetMethodDeclaringClass")?;
+        let mut sig: *mut c_char = std::ptr::null_mut();
+        // SAFETY: valid env, cls a class reference from the call above.
+        let e = unsafe { sig_of(self.0, cls, &mut sig, std::ptr::null_mut()) };
+        jni.delete_local_ref(JRef(cls));
+        check(e, "GetClassSignature")?;
+        let s = self.take_string(sig);
+        Ok(s.strip_prefix('L')
+            .and_then(|s| s.strip_suffix(';'))
+            .unwrap_or(&s)
+            .to_string())
+    }
+
+    /// The bytecodes of method `m` as the VM runs them (needs can_get_bytecodes).
+    pub fn bytecodes(&self, m: sys::jmethodID) -> Result<Vec<u8>, String> {
+        let f: sys::GetBytecodesFn = self.f(js::GET_BYTECODES);
+        let mut n: sys::jint = 0;
+        let mut p: *mut u8 = std::ptr::null_mut();
+        // SAFETY: valid env and method id, out pointers to locals.
+        check(unsafe { f(self.0, m, &mut n, &mut p) }, "GetBytecodes")?;
+        if p.is_null() {
+            return Ok(Vec::new());
+        }
+        // SAFETY: p points to n bytes allocated by the VM with Allocate.
+        let v = unsafe { std::slice::from_raw_parts(p, n.max(0) as usize) }.to_vec();
+        self.deallocate(p);
+        Ok(v)
+    }
+
+    /// A string a JVMTI function allocated (null: empty), freed.
+    fn take_string(&self, p: *mut c_char) -> String {
+        if p.is_null() {
+            return String::new();
+        }
+        // SAFETY: p is a NUL-terminated modified-UTF-8 string from Allocate.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        self.deallocate(p.cast());
+        s
+    }
+
     /// Every module the VM knows (live phase), as local references of `jni`'s frame.
     pub fn all_modules(&self) -> Result<Vec<JRef>, String> {
         let f: sys::GetAllModulesFn = self.f(js::GET_ALL_MODULES);

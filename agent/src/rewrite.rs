@@ -436,6 +436,13 @@ mod imp {
                         cov.set(
                             id,
                             ClassRec {
+                                exits: cc
+                                    .methods
+                                    .iter()
+                                    .filter_map(|m| {
+                                        Some((m.name.clone(), m.desc.clone(), m.exit_local?))
+                                    })
+                                    .collect(),
                                 name: cc.name,
                                 hash: cc.hash,
                                 counters: cc.counters,

@@ -66,6 +66,10 @@ impl jvmtiCapabilities {
     pub fn set_all_class_hook_events(&mut self) {
         self.bits[3] |= 0x04;
     }
+    /// can_get_bytecodes: byte 0, mask 0x08.
+    pub fn set_get_bytecodes(&mut self) {
+        self.bits[0] |= 0x08;
+    }
     /// can_get_thread_cpu_time: byte 2, mask 0x80.
     pub fn set_thread_cpu_time(&mut self) {
         self.bits[2] |= 0x80;
@@ -144,12 +148,18 @@ pub struct jvmtiEventCallbacks {
 pub mod jvmti_slot {
     pub const SET_EVENT_NOTIFICATION_MODE: usize = 1;
     pub const GET_ALL_MODULES: usize = 2;
+    pub const GET_ALL_THREADS: usize = 3;
     pub const RUN_AGENT_THREAD: usize = 11;
     pub const ALLOCATE: usize = 45;
     pub const DEALLOCATE: usize = 46;
+    pub const GET_CLASS_SIGNATURE: usize = 47;
     pub const GET_CLASS_FIELDS: usize = 52;
     pub const GET_FIELD_NAME: usize = 59;
+    pub const GET_METHOD_NAME: usize = 63;
+    pub const GET_METHOD_DECLARING_CLASS: usize = 64;
+    pub const GET_BYTECODES: usize = 74;
     pub const ADD_MODULE_READS: usize = 93;
+    pub const GET_STACK_TRACE: usize = 103;
     pub const SET_EVENT_CALLBACKS: usize = 121;
     pub const GET_ERROR_NAME: usize = 127;
     pub const GET_SYSTEM_PROPERTY: usize = 130;
@@ -224,6 +234,36 @@ pub type GetFieldNameFn = unsafe extern "C" fn(
     *mut *mut c_char,
     *mut *mut c_char,
 ) -> jvmtiError;
+pub type GetAllThreadsFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, *mut jint, *mut *mut jthread) -> jvmtiError;
+/// `jvmtiFrameInfo`: a frame's method and bytecode index.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct jvmtiFrameInfo {
+    pub method: jmethodID,
+    pub location: jlong,
+}
+pub type GetStackTraceFn = unsafe extern "C" fn(
+    *mut jvmtiEnv,
+    jthread,
+    jint,
+    jint,
+    *mut jvmtiFrameInfo,
+    *mut jint,
+) -> jvmtiError;
+pub type GetMethodNameFn = unsafe extern "C" fn(
+    *mut jvmtiEnv,
+    jmethodID,
+    *mut *mut c_char,
+    *mut *mut c_char,
+    *mut *mut c_char,
+) -> jvmtiError;
+pub type GetMethodDeclaringClassFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, jmethodID, *mut jclass) -> jvmtiError;
+pub type GetClassSignatureFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, jclass, *mut *mut c_char, *mut *mut c_char) -> jvmtiError;
+pub type GetBytecodesFn =
+    unsafe extern "C" fn(*mut jvmtiEnv, jmethodID, *mut jint, *mut *mut c_uchar) -> jvmtiError;
 pub type AddModuleReadsFn = unsafe extern "C" fn(*mut jvmtiEnv, jobject, jobject) -> jvmtiError;
 pub type SetEventCallbacksFn =
     unsafe extern "C" fn(*mut jvmtiEnv, *const jvmtiEventCallbacks, jint) -> jvmtiError;

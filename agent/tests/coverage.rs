@@ -1051,6 +1051,104 @@ fn sigquit_dump_then_exit() {
     assert_eq!(end.sessions.len(), 1, "{:?}", end.sessions);
 }
 
+const INFLIGHT: &str = r#"
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.LinkedBlockingQueue;
+
+public class CovInflight {
+    static final LinkedBlockingQueue<String> q = new LinkedBlockingQueue<>();
+    static int n;
+
+    static void consume() throws InterruptedException {
+        String s = q.take();
+        n += s.length(); // AFTER_TAKE: never runs (nothing is put)
+    }
+
+    static void snapshot(String data, String copy) throws Exception {
+        File f = new File(data);
+        long pid = ProcessHandle.current().pid();
+        new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+        for (int k = 0; k < 400 && !f.exists(); k++) Thread.sleep(25);
+        Thread.sleep(200);
+        Files.copy(f.toPath(), new File(copy).toPath(), StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    public static void main(String[] a) throws Exception {
+        Thread t = new Thread(() -> {
+            try {
+                consume();
+            } catch (InterruptedException e) {
+            }
+        });
+        t.setDaemon(true);
+        t.start();
+        while (t.getState() != Thread.State.WAITING) Thread.sleep(5);
+        snapshot(a[0], a[1]);
+        n++; // AFTER_SNAPSHOT: runs once, after the snapshot was taken
+        if (a[2].equals("exit")) {
+            System.exit(0);
+        }
+        n++; // AFTER_EXIT: runs only without System.exit
+    }
+}
+"#;
+
+/// Hits of the line of `CovInflight.java` that ends with `// <mark>...`.
+fn inflight_hits(d: &CovData, classes: &Path, mark: &str) -> u64 {
+    let line = INFLIGHT
+        .lines()
+        .position(|l| l.contains(&format!("// {mark}")))
+        .unwrap_or_else(|| panic!("{mark}")) as u32
+        + 1;
+    let bytes = std::fs::read(classes.join("CovInflight.class")).unwrap();
+    let (_, counts) = class_counts(d, "CovInflight");
+    let c = bci_rewriter::coverage::analysis::analyze(&bytes, Some(counts), Split::AfterCalls)
+        .unwrap();
+    c.lines.get(&line).unwrap_or_else(|| panic!("line {line}")).hits
+}
+
+/// Calls still running when the data is written do not count as returned: a daemon thread
+/// blocked in `take()` at exit, `main` inside `System.exit`, and `main` inside the call that
+/// waits for a SIGQUIT snapshot. The code after each call shows as not run (before, the
+/// count after a call, derived as its block's minus its exits, counted them as run once);
+/// the snapshot's in-flight count is taken back at the next dump, so the final data is exact.
+#[test]
+fn calls_still_running_at_a_dump_do_not_count_as_returned() {
+    let dir = tmp("inflight");
+    let classes = dir.join("classes");
+    std::fs::create_dir_all(&classes).unwrap();
+    let src = dir.join("CovInflight.java");
+    std::fs::write(&src, INFLIGHT).unwrap();
+    javac(&classes, &[src]);
+    for how in ["exit", "return"] {
+        let data = dir.join(format!("{how}.cov"));
+        let snap = dir.join(format!("{how}-snap.cov"));
+        let _ = std::fs::remove_file(&data);
+        ok(java(
+            &classes.display().to_string(),
+            Some(&format!("coverage=y,include=CovInflight,covfile={}", data.display())),
+            "CovInflight",
+            &[
+                &data.display().to_string(),
+                &snap.display().to_string(),
+                how,
+            ],
+        )
+        .output()
+        .unwrap());
+        let (mid, end) = (read(&snap), read(&data));
+        assert_eq!(inflight_hits(&mid, &classes, "AFTER_TAKE"), 0, "{how}: snapshot");
+        assert_eq!(inflight_hits(&mid, &classes, "AFTER_SNAPSHOT"), 0, "{how}: snapshot");
+        assert_eq!(inflight_hits(&end, &classes, "AFTER_TAKE"), 0, "{how}");
+        assert_eq!(inflight_hits(&end, &classes, "AFTER_SNAPSHOT"), 1, "{how}");
+        let after_exit = (how == "return") as u64;
+        assert_eq!(inflight_hits(&end, &classes, "AFTER_EXIT"), after_exit, "{how}");
+        assert_eq!(entries(&end, &classes, "CovInflight", "consume"), 1, "{how}");
+    }
+}
+
 /// doe=n: nothing is written at exit, for every output: no coverage data, no report; only a
 /// SIGQUIT dumps. A report file made at start to check it can be written is not left behind
 /// empty (one there before is left as it was). Before: coverage=y,doe=n wrote the coverage

@@ -245,6 +245,17 @@ impl CovData {
         add_into(&mut self.classes, name, hash, counts)
     }
 
+    /// Takes counts back that an earlier dump of this JVM added (saturating at 0; a class not
+    /// in the data is left alone): a call a dump counted as its block's exit because it was
+    /// still running, which has returned since ([`super::inflight`]).
+    pub fn take_back(&mut self, name: &str, hash: u64, counts: &[u64]) {
+        if let Some(e) = self.classes.get_mut(&(name.to_string(), hash)) {
+            for (a, b) in e.iter_mut().zip(counts) {
+                *a = a.saturating_sub(*b);
+            }
+        }
+    }
+
     /// Adds one class's counts while test `test` ran (saturating).
     pub fn add_test_class(
         &mut self,

@@ -51,6 +51,7 @@
 
 pub mod analysis;
 pub mod data;
+pub mod inflight;
 pub mod lcov;
 
 use crate::flow::{may_throw, Cfg, Counter, Implicit, Plan, Site, Split};
@@ -134,6 +135,11 @@ pub struct MethodCoverage {
     pub first: u32,
     pub cfg: Cfg,
     pub plan: Plan,
+    /// The int local naming the running block's exceptional-exit counter (see the module's
+    /// doc), if the method has one: at a dump, a frame of the method that is inside a call
+    /// has not finished its block, and the agent counts the call as that block's exit
+    /// ([`exit_counter_at`]).
+    pub exit_local: Option<u16>,
 }
 
 /// The counters of one class.
@@ -290,6 +296,7 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
                     first: out.counters,
                     cfg,
                     plan,
+                    exit_local: None,
                 });
                 out.counters += n;
             }
@@ -690,15 +697,16 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         None
     };
     let mut done_clinit = false;
-    for m in std::mem::take(&mut cov.methods) {
+    for mut m in std::mem::take(&mut cov.methods) {
         let mut grown = None;
+        let mut exit_local = None;
         let is_clinit = m.name == "<clinit>" && m.desc == "()V";
         let body = (|| -> Result<Vec<u8>> {
             let mut ed = MethodEditor::new(&cf, m.index)?;
             if let (true, Some(p)) = (is_clinit, &prologue) {
                 ed.insert_entry(&p.code)?;
             }
-            emit(&mut ed, &mut w.cp, &m, &cov.name, counters, opts, helper)?;
+            exit_local = emit(&mut ed, &mut w.cp, &m, &cov.name, counters, opts, helper)?;
             let before = ed.code().code.len() as u32;
             let body = ed.finish(&mut w.cp)?;
             // the Code attribute's body: max_stack, max_locals, code_length, code...
@@ -729,6 +737,7 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
                     cov.huge
                         .push((m.name.clone(), m.desc.clone(), before, after));
                 }
+                m.exit_local = exit_local;
                 kept.push(m)
             }
             Err(e) => {
@@ -884,7 +893,7 @@ fn emit(
     class_counters: u32,
     opts: &Options<'_>,
     helper: Option<Helper>,
-) -> Result<()> {
+) -> Result<Option<u16>> {
     let mut entry = Snippet::new();
     // the entry counter is the method's last (Plan::new); arr bumps it
     let last = m.plan.counters.len() - 1;
@@ -907,7 +916,7 @@ fn emit(
     if m.plan.counters.len() == 1 {
         // the entry counter alone (no branch, no call): no local for the array
         entry.op(op::POP)?;
-        return ed.insert_entry(&entry);
+        return ed.insert_entry(&entry).map(|()| None);
     }
     let array = match helper {
         Some(h) => h.array,
@@ -925,8 +934,10 @@ fn emit(
         })
         .collect();
     let mut stores = Vec::new();
+    let mut exit_local = None;
     if !thrown.is_empty() {
         let exit = ed.new_local(VType::Integer)?;
+        exit_local = Some(exit);
         let mut bump = Snippet::new();
         bump.load('A', local)?
             .load('I', exit)?
@@ -994,7 +1005,7 @@ fn emit(
             _ => ed.insert_before(insn(&m.cfg, at_insn(at))?, &s)?,
         }
     }
-    ed.insert_entry(&entry)
+    ed.insert_entry(&entry).map(|()| exit_local)
 }
 
 /// The class's own lookup method (see [`add_helper`]).
