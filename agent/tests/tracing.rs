@@ -265,7 +265,9 @@ fn full_buffer_drops_and_counts() {
             ("BCIAGENT_TEST_TRACE_HOLD", "1"),
         ],
     );
-    assert_eq!(r.events.len(), 5, "{:#?}", r.events);
+    // the 5 events, then the marker of the 15 dropped after them
+    assert_eq!(r.events.len(), 6, "{:#?}", r.events);
+    assert_eq!(r.events[5], "{\"dropped\":15,\"reason\":\"buffer full\"}");
     assert!(
         r.report.contains(" 5 written to ") && r.report.contains(", 15 dropped (buffer full)"),
         "{}",

@@ -45,14 +45,23 @@ public final class Trace {
     static final int LOST_EVENT = M_TRACE | M_ENTRY | M_EXCEPTION;
 
     /**
-     * Per-site stats slots in T.st. TOTAL: the time of the site's outermost timed calls (a call
-     * inside another call of the same site on the same thread adds nothing: its time is in the
-     * enclosing call's), SUM: every timed call's (for the average), TOP: the site's innermost
-     * frame on the thread's stack (depth + 1, 0 = none).
+     * Per-site stats slots in T.st. SUM: every timed call's time (for the average), SLOWMIN:
+     * the shortest of the site's slowest calls kept on the thread.
      */
-    static final int W = 10, CNT = 0, TIMED = 1, TOTAL = 2, SELF = 3, MIN = 4, MAX = 5, SAMPLE = 6,
-            SLOWMIN = 7, SUM = 8, TOP = 9;
-    static final int SLOWEST = 3;
+    static final int W = 7, CNT = 0, TIMED = 1, SELF = 2, MIN = 3, MAX = 4, SLOWMIN = 5, SUM = 6;
+    /**
+     * Per-rule slots in T.rs (a site's rule: {@link Site#rix}). R_TOTAL: the time of the rule's
+     * outermost timed calls (a call inside another call of the same rule on the same thread, a
+     * recursion or a mutual recursion of its methods, adds nothing: its time is in the
+     * enclosing call's), R_TOP: the rule's innermost frame on the thread's stack (depth + 1,
+     * 0 = none), R_SAMPLE: the rule's events on the thread counted for `sample`.
+     */
+    static final int RW = 3, R_TOTAL = 0, R_TOP = 1, R_SAMPLE = 2;
+    /**
+     * The slowest calls kept per site and thread: what the summary prints of a rule, so that
+     * the rule's slowest calls are among them, whatever their methods and threads.
+     */
+    static final int SLOWEST = 5;
 
     /** null constants for the inserted code (a snippet cannot use aconst_null). */
     public static final Object[] NO_ARGS = null;
@@ -80,7 +89,17 @@ public final class Trace {
     static int testCapacity;
     static boolean testHold;
     static int qhead, qlen;
-    static long dropped, written;
+    static long dropped;
+    /** Events the trace file took (see writeBuf), and those lost to its failure. Guarded by the class lock. */
+    static long written, lostErr;
+    /** Events dropped since the buffer last took a line (its marker not yet in it). Guarded by Q. */
+    static long pendingDrop;
+    /** Stderr said that the buffer was full. Guarded by Q. */
+    static boolean dropSaid;
+    /** Events not taken by the buffer after the trace file failed. Guarded by Q. */
+    static long qLostErr;
+    /** The trace file failed (a write error): nothing more is written. */
+    static volatile boolean broken;
     /** The writer flushes the trace file this long after it wrote an event, at the latest. */
     static final long FLUSH_NS = 100_000_000L;
     /**
@@ -106,6 +125,8 @@ public final class Trace {
     static final class Site {
         String rule, cls, method, desc, loc;
         int mask, sample, stack, maxStr;
+        /** The rule's index in {@link #ruleNames} (its length: a rule not named there). */
+        int rix;
         long minNs;
     }
 
@@ -131,6 +152,8 @@ public final class Trace {
         boolean busy;
         /** Events of this thread not formatted past tracemax= (added to overLimit in the summary). */
         long over;
+        /** Events of this thread not formatted after the trace file failed ({@link #broken}). */
+        long lostErr;
         /**
          * Events of this thread that could not be made after their call was counted (no stack
          * or memory left): no lock, so that counting it cannot fail.
@@ -143,6 +166,21 @@ public final class Trace {
          */
         Object unpause;
         long[] st = new long[0];
+        /** Per-rule slots (R_*), sized at the thread's first call. */
+        long[] rs = new long[0];
+        /**
+         * The nanoseconds the runtime worked on this thread (formatting events and slowest
+         * calls, their toString() calls and stacks, parsing sites): a frame's time is its
+         * clock time minus what this grew by meanwhile ({@link Frame#w}), so that no rule
+         * times the runtime's work, whatever the order of the rules.
+         */
+        long work;
+        /**
+         * The arguments as the last event formatted on this thread described them (null:
+         * none since it was reset): what a slowest call of the same call takes, so that a
+         * toString() runs once per event and never for a call whose event is not written.
+         */
+        String lastArgs;
         long[] slowDur = new long[0];
         String[] slowDesc = new String[0];
 
@@ -181,6 +219,7 @@ public final class Trace {
             t.thread = thread;
             t.hash = hash;
             t.frames = new Frame[32];
+            t.rs = new long[(ruleNames.length + 1) * RW];
             return t;
         }
 
@@ -223,12 +262,14 @@ public final class Trace {
         T t;
         /** Its depth: t.frames[d] is this frame. */
         int d;
-        /** Its site, and the enclosing frame of the same site (its depth + 1, 0 = none). */
+        /** Its site, and the enclosing frame of the same rule (its depth + 1, 0 = none). */
         int id, up;
         /** When it started, and its timed callees' time. */
         long start, child;
+        /** Its thread's {@link T#work} when it started. */
+        long w;
         /**
-         * The time of the outermost timed calls of its site inside it: what it adds to the
+         * The time of the outermost timed calls of its rule inside it: what it adds to the
          * total in their place when it is not timed itself (a rule at exit only, a call that
          * threw).
          */
@@ -301,7 +342,8 @@ public final class Trace {
             queue = new String[testCapacity];
         }
         if (path != null) {
-            out = new java.io.BufferedOutputStream(new java.io.FileOutputStream(path), 1 << 16);
+            // buffered here (obuf): an event counts as written once the file took it
+            out = new java.io.FileOutputStream(path);
             outPath = path;
         }
         // Stack walking initializes classes of its own (StackTraceElement$HashedModules) at its
@@ -393,49 +435,114 @@ public final class Trace {
         }
     }
 
-    /** Writes what the buffer holds now (not what is added meanwhile) and flushes the file. */
+    /**
+     * Writes what the buffer holds now (not what is added meanwhile) and flushes the file; then
+     * the marker of the events dropped since the buffer last took one, if it is empty.
+     */
     static void drainAll() {
         String[] batch = new String[1024];
         int rounds = queue.length / batch.length + 1;
         while (rounds-- > 0 && drain(batch) > 0) {
         }
+        synchronized (Trace.class) {
+            String m = null;
+            synchronized (Q) {
+                if (qlen == 0 && pendingDrop > 0) {
+                    m = marker(pendingDrop);
+                    pendingDrop = 0;
+                }
+            }
+            if (m != null) {
+                batch[0] = m;
+                write(batch, 1);
+            }
+        }
         flush();
+    }
+
+    /** The file's bytes not yet written (see write), and how many events they hold. */
+    static final byte[] obuf = new byte[1 << 16];
+    static int olen;
+    static long opending;
+
+    /**
+     * Writes the file's buffer; its events count as written once the file took them, as not
+     * written (lostErr) when it failed. Under the class lock.
+     */
+    static boolean writeBuf() {
+        if (olen == 0) {
+            return out != null;
+        }
+        int n = olen;
+        long k = opending;
+        olen = 0;
+        opending = 0;
+        if (out == null) {
+            lostErr += k;
+            return false;
+        }
+        try {
+            out.write(obuf, 0, n);
+            written += k;
+            return true;
+        } catch (java.io.IOException e) {
+            lostErr += k;
+            failed(e);
+            return false;
+        }
+    }
+
+    /** The trace file failed: no more is written, what follows counts as not written. */
+    static void failed(java.io.IOException e) {
+        out = null;
+        broken = true;
+        System.err.println("bciagent: trace file " + outPath + ": " + e
+                + "; events are no longer written (the summary counts them as not written)");
     }
 
     static void flush() {
         synchronized (Trace.class) {
-            if (out != null) {
+            if (writeBuf()) {
                 try {
                     out.flush();
                 } catch (java.io.IOException e) {
-                    out = null;
-                    System.err.println("bciagent: trace file " + outPath + ": " + e
-                            + "; events are no longer written");
+                    failed(e);
                 }
             }
         }
     }
 
+    /** A line of the buffer that is no event: the marker of dropped events (see emit). */
+    static boolean isMarker(String line) {
+        return line.startsWith(text ? "# " : "{\"dropped\"");
+    }
+
+    /** The line put where n events were dropped (buffer full). */
+    static String marker(long n) {
+        return text ? "# " + n + " events dropped here (buffer full)\n"
+                : "{\"dropped\":" + n + ",\"reason\":\"buffer full\"}\n";
+    }
+
+    /**
+     * Writes n lines of batch (through obuf: written, and counted as such, when the file
+     * takes them). Under the class lock (the file's order is the buffer's).
+     */
     static void write(String[] batch, int n) {
         synchronized (Trace.class) {
-            java.io.OutputStream o = out;
-            if (o == null) {
-                return;
-            }
-            try {
-                int i = 0;
-                for (; i < n; i++) {
-                    byte[] b = batch[i].getBytes(java.nio.charset.StandardCharsets.UTF_8);
-                    if (maxBytes > 0 && bytes + b.length > maxBytes) {
-                        break;
-                    }
-                    o.write(b);
-                    bytes += b.length;
-                    batch[i] = null;
-                    written++;
+            int i = 0;
+            for (; i < n; i++) {
+                String line = batch[i];
+                boolean ev = !isMarker(line);
+                if (out == null) {
+                    break;
                 }
-                if (i < n) {
+                byte[] b = line.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                if (maxBytes > 0 && bytes + b.length > maxBytes) {
+                    long over = 0;
                     for (int k = i; k < n; k++) {
+                        if (!isMarker(batch[k])) {
+                            over++;
+                        }
                         batch[k] = null;
                     }
                     if (!full) {
@@ -444,42 +551,86 @@ public final class Trace {
                                 + " bytes; later events are counted, not written");
                     }
                     synchronized (Q) {
-                        overLimit += n - i;
+                        overLimit += over;
+                    }
+                    return;
+                }
+                batch[i] = null;
+                bytes += b.length;
+                if (olen + b.length > obuf.length && !writeBuf()) {
+                    if (ev) {
+                        lostErr++;
+                    }
+                    i++;
+                    break;
+                }
+                if (b.length > obuf.length) {
+                    try {
+                        out.write(b);
+                        if (ev) {
+                            written++;
+                        }
+                    } catch (java.io.IOException e) {
+                        if (ev) {
+                            lostErr++;
+                        }
+                        failed(e);
+                    }
+                } else {
+                    System.arraycopy(b, 0, obuf, olen, b.length);
+                    olen += b.length;
+                    if (ev) {
+                        opending++;
                     }
                 }
-            } catch (java.io.IOException e) {
-                out = null;
-                System.err.println("bciagent: trace file " + outPath + ": " + e + "; events are no longer written");
-                // the batch's events not written are lost like those of a full buffer
-                int lost = 0;
-                for (int k = 0; k < n; k++) {
-                    if (batch[k] != null) {
-                        batch[k] = null;
-                        lost++;
-                    }
+            }
+            // the file failed: the rest is not written
+            for (int k = i; k < n; k++) {
+                if (!isMarker(batch[k])) {
+                    lostErr++;
                 }
-                synchronized (Q) {
-                    dropped += lost;
-                }
+                batch[k] = null;
             }
         }
     }
 
-    static void emit(String line) {
+    /**
+     * Hands an event's line to the buffer; returns true when it is the first that found the
+     * buffer full (stderr says so once). A line taken after events were dropped follows a
+     * marker that says how many (the buffer takes both or neither), so that a reader of the
+     * trace knows where entry/exit pairs are broken.
+     */
+    static boolean emit(String line) {
         synchronized (Q) {
             if (full) {
                 overLimit++;
-                return;
+                return false;
             }
-            if (qlen == queue.length || out == null) {
+            if (broken) {
+                qLostErr++;
+                return false;
+            }
+            int need = pendingDrop > 0 ? 2 : 1;
+            if (qlen + need > queue.length) {
                 dropped++;
-                return;
+                pendingDrop++;
+                if (!dropSaid) {
+                    dropSaid = true;
+                    return true;
+                }
+                return false;
+            }
+            if (pendingDrop > 0) {
+                queue[(qhead + qlen) % queue.length] = marker(pendingDrop);
+                qlen++;
+                pendingDrop = 0;
             }
             queue[(qhead + qlen) % queue.length] = line;
             qlen++;
-            if (qlen == 1) {
+            if (qlen == need) {
                 Q.notify();
             }
+            return false;
         }
     }
 
@@ -627,6 +778,7 @@ public final class Trace {
      */
     static Site addSite(T t, int id, String info) {
         boolean was = t.busy;
+        long w0 = System.nanoTime();
         t.busy = true;
         Object p = null;
         try {
@@ -654,6 +806,14 @@ public final class Trace {
                     t.unpause = p; // no stack left: at the next call
                 }
             }
+            if (!was) {
+                try {
+                    t.work += System.nanoTime() - w0;
+                } catch (Throwable x) {
+                    // no stack left: this work stays in the enclosing frames' times (inline: a call
+                    // here could throw out of the finally)
+                }
+            }
         }
     }
 
@@ -678,6 +838,12 @@ public final class Trace {
         s.sample = Math.max(1, Integer.parseInt(f[7]));
         s.stack = Integer.parseInt(f[8]);
         s.maxStr = Integer.parseInt(f[9]);
+        s.rix = ruleNames.length;
+        for (int i = 0; i < ruleNames.length; i++) {
+            if (ruleNames[i].equals(s.rule)) {
+                s.rix = i;
+            }
+        }
         return s;
     }
 
@@ -815,14 +981,15 @@ public final class Trace {
             f.id = id;
             f.child = 0;
             f.acc = 0;
-            int up = (int) st[id * W + TOP];
+            int rb = s.rix * RW;
+            int up = (int) t.rs[rb + R_TOP];
             f.up = up <= d ? up : 0;
             t.depth = d + 1;
             if ((s.mask & M_ENTRY) != 0) {
                 st[id * W + CNT]++;
-                if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT) && out != null) {
+                if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT) && outPath != null) {
                     try {
-                        if (sampled(st, id, s)) {
+                        if (sampled(t, s)) {
                             event(t, s, 0, System.nanoTime(), -1, args, null, 0, NOT_RAW, null);
                         }
                     } catch (Throwable x) {
@@ -830,9 +997,10 @@ public final class Trace {
                     }
                 }
             }
+            f.w = t.work;
             f.start = System.nanoTime();
-            // last: a frame taken back (below) was never the site's innermost
-            t.st[id * W + TOP] = d + 1;
+            // last: a frame taken back (below) was never the rule's innermost
+            t.rs[rb + R_TOP] = d + 1;
             return f;
         } catch (Throwable x) {
             // no stack or memory left: this call is not timed (its frame, if pushed, is taken
@@ -844,8 +1012,9 @@ public final class Trace {
         }
     }
 
-    static boolean sampled(long[] st, int id, Site s) {
-        return s.sample == 1 || ++st[id * W + SAMPLE] % s.sample == 0;
+    /** Whether the rule's event is made: every `sample`-th of the rule's on the thread. */
+    static boolean sampled(T t, Site s) {
+        return s.sample == 1 || ++t.rs[s.rix * RW + R_SAMPLE] % s.sample == 0;
     }
 
     /** Normal exit: ret is the return value (null if not captured or void). */
@@ -991,15 +1160,16 @@ public final class Trace {
                 t.depth = k;
                 Frame l = fs[k];
                 Site ls = sites[l.id];
-                t.st[l.id * W + TOP] = l.up;
+                int lb = ls.rix * RW;
+                t.rs[lb + R_TOP] = l.up;
                 if (l.up > 0) {
                     fs[l.up - 1].acc += l.acc;
                 } else {
-                    t.st[l.id * W + TOTAL] += l.acc;
+                    t.rs[lb + R_TOTAL] += l.acc;
                 }
-                fs[k - 1].child += (ls.mask & M_SAME) != 0 ? l.child : now - l.start;
-                if ((ls.mask & LOST_EVENT) == LOST_EVENT && ls.minNs == 0 && out != null
-                        && (ls.sample == 1 || ++t.st[l.id * W + SAMPLE] % ls.sample == 0)) {
+                fs[k - 1].child += (ls.mask & M_SAME) != 0 ? l.child : now - l.start - (t.work - l.w);
+                if ((ls.mask & LOST_EVENT) == LOST_EVENT && ls.minNs == 0 && outPath != null
+                        && (ls.sample == 1 || ++t.rs[lb + R_SAMPLE] % ls.sample == 0)) {
                     if (full) {
                         t.over++;
                     } else {
@@ -1012,15 +1182,18 @@ public final class Trace {
         }
         t.depth = d;
         try {
-            // first (no call before it can fail): the site's innermost frame is the one that
+            // first (no call before it can fail): the rule's innermost frame is the one that
             // enclosed this one (st was sized by enter)
             long[] st = t.st;
             int b = id * W;
             int up = f.up;
-            st[b + TOP] = up;
-            long dur = now - f.start;
-            long self = dur - f.child;
             Site s = sites[id];
+            int rb = s.rix * RW;
+            t.rs[rb + R_TOP] = up;
+            // the call's time, not the runtime's work in it (events of callees or of other
+            // rules' frames of this call: T.work)
+            long dur = now - f.start - (t.work - f.w);
+            long self = dur - f.child;
             Frame[] fs = t.frames;
             if (d > 0) {
                 // a second rule's frame of the same invocation (M_SAME) is no callee of the
@@ -1029,13 +1202,13 @@ public final class Trace {
             }
             int bit = where == 1 ? M_EXIT : M_EXCEPTION;
             boolean timed = (s.mask & bit) != 0;
-            // the total counts the outermost timed calls of the site: this one when it is
+            // the total counts the outermost timed calls of the rule: this one when it is
             // timed, else those inside it
             long outer = timed ? dur : f.acc;
             if (up > 0) {
                 fs[up - 1].acc += outer;
             } else {
-                st[b + TOTAL] += outer;
+                t.rs[rb + R_TOTAL] += outer;
             }
             if (!timed) {
                 return;
@@ -1052,32 +1225,43 @@ public final class Trace {
             if (dur > st[b + MAX]) {
                 st[b + MAX] = dur;
             }
-            if (dur > st[b + SLOWMIN]) {
+            // the event first: a slowest call takes its description of the arguments (a
+            // toString() runs for a written event only, once)
+            t.lastArgs = null;
+            boolean ev = false;
+            if ((s.mask & M_TRACE) != 0 && dur >= s.minNs && outPath != null) {
                 try {
-                    slowest(t, s, id, dur, args);
-                } catch (Throwable x) {
-                    // no stack or memory left: not among the slowest calls
-                }
-            }
-            if ((s.mask & M_TRACE) != 0 && dur >= s.minNs && out != null) {
-                try {
-                    if (sampled(st, id, s)) {
+                    if (sampled(t, s)) {
+                        ev = true;
                         event(t, s, where, now, dur, args, ret, raw, kind, e);
                     }
                 } catch (Throwable x) {
                     t.failed++;
                 }
             }
+            if (dur > st[b + SLOWMIN]) {
+                try {
+                    slowest(t, s, id, dur, args, ev);
+                } catch (Throwable x) {
+                    // no stack or memory left: not among the slowest calls
+                }
+            }
+            t.lastArgs = null;
         } catch (Throwable x) {
             // no stack or memory left before the call was counted: not counted
         }
     }
 
-    /** Keeps the SLOWEST slowest calls of a site on this thread (with their arguments). */
-    static void slowest(T t, Site s, int id, long dur, Object[] args) {
+    /**
+     * Keeps the SLOWEST slowest calls of a site on this thread (with their arguments: objects
+     * as the call's event described them, toString() included, when it was written; else as
+     * class@identityHash, no toString() called).
+     */
+    static void slowest(T t, Site s, int id, long dur, Object[] args, boolean ev) {
         if (t.busy) {
             return;
         }
+        long w0 = System.nanoTime();
         t.busy = true;
         Object p = null;
         try {
@@ -1094,9 +1278,14 @@ public final class Trace {
             sb.append(s.cls).append('.').append(s.method).append(s.desc);
             if (args != null) {
                 sb.append(" args=");
-                appendArgs(sb, args, s);
+                String a = t.lastArgs;
+                if (ev && a != null) {
+                    sb.append(a);
+                } else {
+                    appendArgs(sb, args, s, false);
+                }
             }
-            sb.append(" thread=").append(oneLine(t.thread.getName()));
+            sb.append(" thread=").append(oneLine(t.thread.getName())).append(" tid=").append(t.tid());
             t.slowDesc[low] = sb.toString();
             long m = Long.MAX_VALUE;
             for (int i = b; i < b + SLOWEST; i++) {
@@ -1112,8 +1301,15 @@ public final class Trace {
                     t.unpause = p; // no stack left: at the next call
                 }
             }
+            try {
+                t.work += System.nanoTime() - w0;
+            } catch (Throwable x) {
+                // no stack left: this work stays in the enclosing frames' times (inline: a call
+                // here could throw out of the finally)
+            }
         }
     }
+
 
     /** A point event: count, and a trace event when the rule traces (where: 0 entry, 1 exit, 2 exception, 3 line, 4 call). */
     public static void hit(int id, String info, int where, Object[] args) {
@@ -1141,9 +1337,9 @@ public final class Trace {
             return; // no stack or memory left: not counted
         }
         st[id * W + CNT]++;
-        if ((s.mask & M_TRACE) != 0 && out != null) {
+        if ((s.mask & M_TRACE) != 0 && outPath != null) {
             try {
-                if (sampled(st, id, s)) {
+                if (sampled(t, s)) {
                     event(t, s, where, System.nanoTime(), -1, args, null, 0, NOT_RAW, null);
                 }
             } catch (Throwable x) {
@@ -1155,7 +1351,7 @@ public final class Trace {
     /** An event (ret, or raw of kind: see box) formatted and handed to the buffer. */
     static void event(T t, Site s, int where, long ts, long dur, Object[] args, Object ret,
             long raw, char kind, Throwable e) {
-        if (t.busy || out == null) {
+        if (t.busy || outPath == null) {
             return; // no trace file: the summary still counts the calls
         }
         if (full) {
@@ -1164,12 +1360,22 @@ public final class Trace {
             t.over++;
             return;
         }
+        if (broken) {
+            // the trace file failed: counted as not written, not formatted
+            t.lostErr++;
+            return;
+        }
+        long w0 = System.nanoTime();
         t.busy = true;
         Object p = null;
         try {
             p = pause();
-            emit(format(t, s, where, ts, dur, args, kind == NOT_RAW ? ret : box(raw, kind), e,
-                    text));
+            if (emit(format(t, s, where, ts, dur, args, kind == NOT_RAW ? ret : box(raw, kind), e,
+                    text))) {
+                System.err.println("bciagent: trace buffer full (" + queue.length
+                        + " events: the writer fell behind); events that find it full are dropped,"
+                        + " counted in the summary and marked in the trace file where they were lost");
+            }
         } catch (Throwable x) {
             // no stack or memory left to make the event (a toString that throws is caught
             // where it is called): not a full buffer
@@ -1182,6 +1388,12 @@ public final class Trace {
                 } catch (Throwable x) {
                     t.unpause = p; // no stack left: at the next call
                 }
+            }
+            try {
+                t.work += System.nanoTime() - w0;
+            } catch (Throwable x) {
+                // no stack left: this work stays in the enclosing frames' times (inline: a call
+                // here could throw out of the finally, after the event was counted)
             }
         }
     }
@@ -1223,11 +1435,13 @@ public final class Trace {
         }
         if (args != null && (s.mask & M_ARGS) != 0) {
             key(sb, "args", text);
-            appendArgs(sb, args, s);
+            int a0 = sb.length();
+            appendArgs(sb, args, s, true);
+            t.lastArgs = sb.substring(a0);
         }
         if (where == 1 && (s.mask & M_RET) != 0 && (s.mask & M_VOID) == 0) {
             key(sb, "ret", text);
-            value(sb, ret, s);
+            value(sb, ret, s, true);
         }
         if (where == 2 && (s.mask & M_EXC) != 0 && e != null) {
             key(sb, "exception", text);
@@ -1273,20 +1487,23 @@ public final class Trace {
         return sb.append(",\"").append(name).append("\":");
     }
 
-    /** The arguments (see newArgs: the last element is none). */
-    static void appendArgs(StringBuilder sb, Object[] args, Site s) {
+    /**
+     * The arguments (see newArgs: the last element is none); toString() of objects with the
+     * rule's `tostring` when {@code call} (an event), never else.
+     */
+    static void appendArgs(StringBuilder sb, Object[] args, Site s, boolean call) {
         sb.append('[');
         for (int i = 0; i < args.length - 1; i++) {
             if (i > 0) {
                 sb.append(',');
             }
-            value(sb, argument(args, i), s);
+            value(sb, argument(args, i), s, call);
         }
         sb.append(']');
     }
 
     /** Primitives (boxed) as values, strings truncated, other objects as class@identityHash. */
-    static void value(StringBuilder sb, Object v, Site s) {
+    static void value(StringBuilder sb, Object v, Site s, boolean call) {
         if (v == null) {
             sb.append("null");
         } else if (v instanceof Integer || v instanceof Long || v instanceof Short
@@ -1307,7 +1524,7 @@ public final class Trace {
             // the enum's class, not a constant's body class (Op$1.PLUS)
             Enum<?> en = (Enum<?>) v;
             str(sb, en.getDeclaringClass().getName() + "." + en.name(), 1 << 16);
-        } else if ((s.mask & M_TOSTRING) != 0) {
+        } else if (call && (s.mask & M_TOSTRING) != 0) {
             String x;
             try {
                 x = String.valueOf(v.toString());
@@ -1347,11 +1564,31 @@ public final class Trace {
         sb.append('"');
     }
 
-    /** The inside of a JSON string: v escaped, cut to max characters ("..." appended when cut). */
+    /**
+     * The inside of a JSON string: v escaped, cut to max characters ("..." appended when cut;
+     * never between the two halves of a surrogate pair: one character fewer then). A lone
+     * surrogate (no UTF-8 for it) is written as a \\uXXXX escape.
+     */
     static void chars(StringBuilder sb, String v, int max) {
         int n = Math.min(v.length(), max);
+        if (n < v.length() && n > 0 && Character.isHighSurrogate(v.charAt(n - 1))
+                && Character.isLowSurrogate(v.charAt(n))) {
+            n--;
+        }
         for (int i = 0; i < n; i++) {
             char c = v.charAt(i);
+            if (Character.isSurrogate(c)) {
+                if (Character.isHighSurrogate(c) && i + 1 < n
+                        && Character.isLowSurrogate(v.charAt(i + 1))) {
+                    sb.append(c).append(v.charAt(++i));
+                } else {
+                    sb.append("\\u");
+                    for (int k = 12; k >= 0; k -= 4) {
+                        sb.append(Character.forDigit((c >> k) & 15, 16));
+                    }
+                }
+                continue;
+            }
             switch (c) {
                 case '"':
                     sb.append("\\\"");
@@ -1393,7 +1630,7 @@ public final class Trace {
         Object p = pause();
         try {
             drainAll();
-            return summary();
+            return summary("final, at exit");
         } finally {
             resume(p);
         }
@@ -1419,7 +1656,8 @@ public final class Trace {
         }
         try {
             drainAll();
-            return summary();
+            return summary("snapshot at SIGQUIT, " + java.time.Instant.now()
+                    + ", recording goes on");
         } finally {
             if (t != null) {
                 t.busy = was;
@@ -1458,7 +1696,7 @@ public final class Trace {
         arg(a, 9, (char) 1000);
         arg(a, 10, (short) 1);
         arg(a, 11, (short) 1000);
-        arg(a, 12, "a\"\\\n\r\t\u0001\u00e9\u20ac");
+        arg(a, 12, "a\"\\\n\r\t\u0001\u00e9\u20ac\ud83d\ude00\ud800");
         arg(a, 13, Thread.State.NEW);
         arg(a, 14, Double.NaN);
         arg(a, 15, Float.NEGATIVE_INFINITY);
@@ -1472,10 +1710,12 @@ public final class Trace {
             s.mask &= ~M_TOSTRING;
         }
         oneLine("a\nb");
+        isMarker(marker(1));
         for (char k : new char[] {'I', 'J', 'F', 'D', 'B', 'C', 'S'}) {
             box(1, k);
         }
-        slowest(t, s, 0, 1, a);
+        slowest(t, s, 0, 1, a, true);
+        slowest(t, s, 0, 2, a, false);
     }
 
     /** newArgs whether or not recording is on (warm runs before it is). */
@@ -1483,9 +1723,11 @@ public final class Trace {
         return new Object[n + 1];
     }
 
-    static String summary() {
+    /** The per-rule summary; {@code what}: final, or a snapshot (and when). */
+    static String summary(String what) {
         StringBuilder sb = new StringBuilder();
-        sb.append("TRACE SUMMARY (times in microseconds; total counts a recursion once; self = total minus traced callees)\n");
+        sb.append("TRACE SUMMARY (").append(what)
+                .append("; times in microseconds; total counts a recursion once; self = total minus traced callees)\n");
         sb.append(String.format("%-24s %12s %12s %12s %10s %10s %10s%n", "rule", "count",
                 "total", "self", "min", "avg", "max"));
         T[] ts;
@@ -1499,14 +1741,16 @@ public final class Trace {
         for (String rule : ruleNames) {
             long cnt = 0, timed = 0, total = 0, sum = 0, self = 0, min = Long.MAX_VALUE, max = 0;
             int nsites = 0;
-            long[] slowD = new long[5];
-            String[] slowS = new String[5];
+            int rix = -1;
+            long[] slowD = new long[SLOWEST];
+            String[] slowS = new String[SLOWEST];
             for (int id = 0; id < ss.length; id++) {
                 Site s = ss[id];
                 if (s == null || !s.rule.equals(rule)) {
                     continue;
                 }
                 nsites++;
+                rix = s.rix;
                 for (int k = 0; k < nt; k++) {
                     T t = ts[k];
                     long[] st = t.st;
@@ -1516,7 +1760,6 @@ public final class Trace {
                     int b = id * W;
                     cnt += st[b + CNT];
                     timed += st[b + TIMED];
-                    total += st[b + TOTAL];
                     sum += st[b + SUM];
                     self += st[b + SELF];
                     min = Math.min(min, st[b + MIN]);
@@ -1543,6 +1786,12 @@ public final class Trace {
                 sb.append(String.format("%-24s %12s%n", rule, "- (no method ran)"));
                 continue;
             }
+            for (int k = 0; k < nt; k++) {
+                long[] rs = ts[k].rs;
+                if ((rix + 1) * RW <= rs.length) {
+                    total += rs[rix * RW + R_TOTAL];
+                }
+            }
             if (timed == 0) {
                 sb.append(String.format("%-24s %12d%n", rule, cnt));
                 continue;
@@ -1563,17 +1812,20 @@ public final class Trace {
                 slowS[best] = null;
             }
         }
-        long d, w, x, f = 0;
+        long d, w, x, f = 0, e;
         synchronized (Q) {
             d = dropped;
             x = overLimit;
+            e = qLostErr;
         }
         for (int k = 0; k < nt; k++) {
             x += ts[k].over;
             f += ts[k].failed;
+            e += ts[k].lostErr;
         }
         synchronized (Trace.class) {
             w = written;
+            e += lostErr;
         }
         if (outPath != null) {
             sb.append("trace events: ").append(w).append(" written to ").append(outPath)
@@ -1581,6 +1833,9 @@ public final class Trace {
             if (x > 0) {
                 sb.append(", ").append(x).append(" not written (the file reached tracemax=")
                         .append(maxBytes).append(" bytes)");
+            }
+            if (e > 0) {
+                sb.append(", ").append(e).append(" not written (write error)");
             }
             if (f > 0) {
                 sb.append(", ").append(f)
