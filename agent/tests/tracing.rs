@@ -1197,6 +1197,8 @@ fn trace_file_is_written_while_the_program_runs() {
     let r = report();
     assert_eq!(summary_count(&r, "tick"), Some(5), "{r}");
     assert!(r.contains("trace events: 5 written to "), "{r}");
+    // marked as a snapshot, with its time (it was the final summary's block, unmarked)
+    assert!(r.contains("TRACE SUMMARY (snapshot at SIGQUIT, 20"), "{r}");
     // the program goes on, and its exit appends the final summary
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"x").unwrap();
@@ -1206,6 +1208,7 @@ fn trace_file_is_written_while_the_program_runs() {
     let r = report();
     assert_eq!(r.matches("TRACE SUMMARY").count(), 2, "{r}");
     let last = &r[r.rfind("TRACE SUMMARY").unwrap()..];
+    assert!(last.starts_with("TRACE SUMMARY (final, at exit;"), "{r}");
     assert_eq!(summary_count(last, "tick"), Some(6), "{r}");
     assert!(last.contains("trace events: 6 written to "), "{r}");
     assert_eq!(count(), 6);
@@ -1364,6 +1367,18 @@ fn virtual_threads_are_told_apart_by_their_id() {
             ids.insert(id);
         }
         assert_eq!(ids.len(), 2000, "text={text}");
+        // the slowest calls name the thread by its id too (a virtual thread's name is empty)
+        let prof = std::fs::read_to_string(dir.join("prof.txt")).unwrap();
+        let slow: Vec<&str> = prof.lines().filter(|l| l.contains(" slowest ")).collect();
+        assert_eq!(slow.len(), 5, "{prof}");
+        for l in slow {
+            let id: u64 = l
+                .split(" thread= tid=")
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("no tid in {l}"));
+            assert!(ids.contains(&id), "{l}");
+        }
     }
 }
 
