@@ -1214,6 +1214,58 @@ fn trace_file_is_written_while_the_program_runs() {
     assert_eq!(count(), 6);
 }
 
+/// test-classes/trace/TraceLive.java with a buffer of 3 lines and the writer held back: of the
+/// first 5 events 2 are dropped; a SIGQUIT writes the 3 and the marker of the 2 lost after them,
+/// and the event that follows comes after the marker: the trace says where events were lost
+/// (it did not, and only the summary said that any were). Stderr says it once.
+#[test]
+fn dropped_events_are_marked_where_they_were_lost() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = compile(&["TraceLive.java"], "TraceLiveDropped");
+    let rules = repo().join("test-classes/trace/trace-live.toml");
+    let (mut cmd, ev, prof) = traced_cmd(&jdk_tool("java"), &dir, &rules, "TraceLive");
+    let mut child = cmd
+        .env("BCIAGENT_TEST_TRACE_BUFFER", "3")
+        .env("BCIAGENT_TEST_TRACE_HOLD", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ticked\n");
+    let pid = child.id().to_string();
+    let k = Command::new("kill").args(["-QUIT", &pid]).status().unwrap();
+    assert!(k.success());
+    let report = || std::fs::read_to_string(&prof).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !report().contains("trace events: ") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"x").unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("buffer full").count(), 1, "{stderr}");
+    let lines: Vec<String> = std::fs::read_to_string(&ev)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 5, "{lines:#?}");
+    for (i, arg) in [(0, "0"), (1, "1"), (2, "2"), (4, "99")] {
+        assert!(field(&lines[i], "args", &format!("[{arg}]")), "{lines:#?}");
+    }
+    assert_eq!(lines[3], "{\"dropped\":2,\"reason\":\"buffer full\"}");
+    let r = report();
+    assert!(r.contains("trace events: 4 written to "), "{r}");
+    assert!(r.contains(", 2 dropped (buffer full)"), "{r}");
+}
+
 /// include=/exclude= filter the cpu=times profile (and coverage), not tracing rules: a class
 /// excluded from the profile is still traced as its rules say.
 #[test]
