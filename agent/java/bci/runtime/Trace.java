@@ -170,9 +170,10 @@ public final class Trace {
         long[] rs = new long[0];
         /**
          * The nanoseconds the runtime worked on this thread (formatting events and slowest
-         * calls, their toString() calls and stacks, parsing sites): a frame's time is its
-         * clock time minus what this grew by meanwhile ({@link Frame#w}), so that no rule
-         * times the runtime's work, whatever the order of the rules.
+         * calls, their toString() calls and stacks, parsing sites; an exit's from its clock
+         * read on, when it made an event or kept a slowest call): a frame's time is its clock
+         * time minus what this grew by meanwhile ({@link Frame#w}), so that no rule times the
+         * runtime's work, whatever the order of the rules.
          */
         long work;
         /**
@@ -990,7 +991,14 @@ public final class Trace {
                 if ((s.mask & (M_TRACE | M_ENTRY_EVENT)) == (M_TRACE | M_ENTRY_EVENT) && outPath != null) {
                     try {
                         if (sampled(t, s)) {
-                            event(t, s, 0, System.nanoTime(), -1, args, null, 0, NOT_RAW, null);
+                            long w0 = System.nanoTime();
+                            event(t, s, 0, w0, -1, args, null, 0, NOT_RAW, null);
+                            // (a failure here, after the event, would count it twice)
+                            try {
+                                t.work += System.nanoTime() - w0;
+                            } catch (Throwable x) {
+                                // no stack left: this work stays in the enclosing frames' times
+                            }
                         }
                     } catch (Throwable x) {
                         t.failed++;
@@ -1239,7 +1247,8 @@ public final class Trace {
                     t.failed++;
                 }
             }
-            if (dur > st[b + SLOWMIN]) {
+            boolean slow = dur > st[b + SLOWMIN];
+            if (slow) {
                 try {
                     slowest(t, s, id, dur, args, ev);
                 } catch (Throwable x) {
@@ -1247,6 +1256,15 @@ public final class Trace {
                 }
             }
             t.lastArgs = null;
+            if (ev || slow) {
+                // the runtime's work since this exit read the clock: not the enclosing frames'
+                // time (T.work; one clock read, only for an exit that worked)
+                try {
+                    t.work += System.nanoTime() - now;
+                } catch (Throwable x) {
+                    // no stack left: this work stays in the enclosing frames' times
+                }
+            }
         } catch (Throwable x) {
             // no stack or memory left before the call was counted: not counted
         }
@@ -1261,7 +1279,6 @@ public final class Trace {
         if (t.busy) {
             return;
         }
-        long w0 = System.nanoTime();
         t.busy = true;
         Object p = null;
         try {
@@ -1301,12 +1318,6 @@ public final class Trace {
                     t.unpause = p; // no stack left: at the next call
                 }
             }
-            try {
-                t.work += System.nanoTime() - w0;
-            } catch (Throwable x) {
-                // no stack left: this work stays in the enclosing frames' times (inline: a call
-                // here could throw out of the finally)
-            }
         }
     }
 
@@ -1340,7 +1351,14 @@ public final class Trace {
         if ((s.mask & M_TRACE) != 0 && outPath != null) {
             try {
                 if (sampled(t, s)) {
-                    event(t, s, where, System.nanoTime(), -1, args, null, 0, NOT_RAW, null);
+                    long w0 = System.nanoTime();
+                    event(t, s, where, w0, -1, args, null, 0, NOT_RAW, null);
+                    // (a failure here, after the event, would count it twice: caught apart)
+                    try {
+                        t.work += System.nanoTime() - w0;
+                    } catch (Throwable x) {
+                        // no stack left: this work stays in the enclosing frames' times
+                    }
                 }
             } catch (Throwable x) {
                 t.failed++;
@@ -1365,7 +1383,6 @@ public final class Trace {
             t.lostErr++;
             return;
         }
-        long w0 = System.nanoTime();
         t.busy = true;
         Object p = null;
         try {
@@ -1388,12 +1405,6 @@ public final class Trace {
                 } catch (Throwable x) {
                     t.unpause = p; // no stack left: at the next call
                 }
-            }
-            try {
-                t.work += System.nanoTime() - w0;
-            } catch (Throwable x) {
-                // no stack left: this work stays in the enclosing frames' times (inline: a call
-                // here could throw out of the finally, after the event was counted)
             }
         }
     }
