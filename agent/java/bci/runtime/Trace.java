@@ -1235,12 +1235,12 @@ public final class Trace {
             }
             // the event first: a slowest call takes its description of the arguments (a
             // toString() runs for a written event only, once)
-            t.lastArgs = null;
             boolean ev = false;
             if ((s.mask & M_TRACE) != 0 && dur >= s.minNs && outPath != null) {
                 try {
                     if (sampled(t, s)) {
                         ev = true;
+                        t.lastArgs = null;
                         event(t, s, where, now, dur, args, ret, raw, kind, e);
                     }
                 } catch (Throwable x) {
@@ -1255,7 +1255,9 @@ public final class Trace {
                     // no stack or memory left: not among the slowest calls
                 }
             }
-            t.lastArgs = null;
+            if (ev) {
+                t.lastArgs = null;
+            }
             if (ev || slow) {
                 // the runtime's work since this exit read the clock: not the enclosing frames'
                 // time (T.work; one clock read, only for an exit that worked)
