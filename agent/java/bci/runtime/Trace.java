@@ -20,7 +20,11 @@ package bci.runtime;
  *
  * <p>Events are JSON lines handed to a bounded buffer; a writer thread writes them, so a traced
  * thread never waits on I/O, and flushes the file within {@link #FLUSH_NS} of an event. A full
- * buffer drops the event and counts it.
+ * buffer drops the event and counts it (and puts a marker line where events were lost: emit);
+ * a write error counts the events the file did not take as not written.
+ *
+ * <p>Times are the program's: the runtime's own work on a thread is added up in {@link T#work}
+ * and taken out of every frame it ran in ({@link Frame#w}).
  *
  * Probes run wherever the program runs, also with no stack left (a recursion to
  * StackOverflowError) and before VMInit (JDK methods): nothing of an event runs before
