@@ -44,6 +44,9 @@ pub struct Agent {
     not_selected_ns: AtomicU64,
     /// The report file, opened and locked at load (outfile.rs); None without cpu=times.
     out: Mutex<Option<OutFile>>,
+    /// The trace file (`tracefile=`), opened and locked at load like the report file and held
+    /// for the JVM's life (the runtime writes it through its own descriptor).
+    _trace_out: Option<OutFile>,
     /// coverage=y: class ids of the classes with counters.
     pub cov: crate::coverage::CovRegistry,
     /// java.lang.Thread was handed to the VM with rewrite::COV_THREAD_FIELD.
@@ -229,6 +232,31 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     } else {
         None
     };
+    // the trace file the same way: a path that cannot be written stops the JVM here, and
+    // a second JVM given the same tracefile= writes <path>.<pid> (the runtime opens the path
+    // this says)
+    let trace_out = match opts.tracefile.take().map(|p| {
+        OutFile::open_for(
+            "tracefile",
+            "trace events",
+            &p,
+            pid,
+            outfile::Replaces::Never,
+        )
+    }) {
+        None => None,
+        Some(Ok((t, warnings))) => {
+            for w in warnings {
+                log(&w);
+            }
+            opts.tracefile = Some(t.path.clone());
+            Some(t)
+        }
+        Some(Err(e)) => {
+            log(&e);
+            return sys::JNI_ERR;
+        }
+    };
     // the coverage file too: a directory that does not exist stops the JVM here
     let covfile = if opts.coverage {
         // through a link, its target: the data is merged into it under `<target>.lck` and
@@ -364,6 +392,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         not_selected: AtomicU64::new(0),
         not_selected_ns: AtomicU64::new(0),
         out: Mutex::new(out),
+        _trace_out: trace_out,
         cov: crate::coverage::CovRegistry::new(),
         cov_field: AtomicBool::new(false),
         #[cfg(feature = "rewriter")]

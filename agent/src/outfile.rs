@@ -138,9 +138,10 @@ pub struct OutFile {
     wrote: bool,
 }
 
-/// Opens `path` for writing, creating it if absent; whether it was created here.
-fn open_unlocked(path: &str) -> Result<(File, bool), String> {
-    let err = |e| format!("cannot open file={path} for the profile: {e}");
+/// Opens `path` for writing, creating it if absent; whether it was created here. `option`
+/// and `what` name it in an error (`file`, `the profile`).
+fn open_unlocked(path: &str, option: &str, what: &str) -> Result<(File, bool), String> {
+    let err = |e| format!("cannot open {option}={path} for {what}: {e}");
     match OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(f) => Ok((f, true)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => OpenOptions::new()
@@ -189,27 +190,44 @@ impl OutFile {
         pid: u32,
         when: Replaces,
     ) -> Result<(OutFile, Vec<String>), String> {
+        OutFile::open_for("file", "profile", path, pid, when)
+    }
+
+    /// [`open_with`](Self::open_with) for the file of option `option` (`file`, `tracefile`),
+    /// which holds this JVM's `what` (`profile`, `trace events`): errors and warnings name
+    /// both. The trace file is opened and locked here the same way, so that two JVMs given
+    /// one `tracefile=` never write into one file (the second writes `<path>.<pid>`).
+    pub fn open_for(
+        option: &str,
+        what: &str,
+        path: &str,
+        pid: u32,
+        when: Replaces,
+    ) -> Result<(OutFile, Vec<String>), String> {
         let mut warnings = Vec::new();
         let mut path = path.to_string();
-        let (mut file, mut created) = open_unlocked(&path)?;
-        match file.try_lock() {
+        let (mut file, mut created) = open_unlocked(&path, option, &format!("the {what}"))?;
+        // a device or pipe (/dev/null, /dev/stderr) is not locked: JVMs share it as they
+        // share a terminal, and `<device>.<pid>` could not be made
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        match if regular { file.try_lock() } else { Ok(()) } {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 let alt = format!("{path}.{pid}");
                 warnings.push(format!(
-                    "file={path} is in use by another running JVM; this JVM writes its profile \
-                     to {alt} (use %p in file= for one file per JVM)"
+                    "{option}={path} is in use by another running JVM; this JVM writes its \
+                     {what} to {alt} (use %p in {option}= for one file per JVM)"
                 ));
                 // (path stays, even if this JVM created it: the JVM holding it writes it)
-                (file, created) = open_unlocked(&alt)?;
+                (file, created) = open_unlocked(&alt, option, &format!("the {what}"))?;
                 if let Err(TryLockError::WouldBlock) = file.try_lock() {
-                    return Err(format!("cannot lock file={alt}: in use by another JVM"));
+                    return Err(format!("cannot lock {option}={alt}: in use by another JVM"));
                 }
                 path = alt;
             }
             Err(TryLockError::Error(e)) => warnings.push(format!(
-                "cannot lock file={path} ({e}); another JVM given the same file could replace \
-                 this one's profile"
+                "cannot lock {option}={path} ({e}); another JVM given the same file could \
+                 replace this one's {what}"
             )),
         }
         if file.metadata().map(|m| m.len() > 0).unwrap_or(false) {
@@ -365,6 +383,31 @@ mod tests {
     }
 
     #[test]
+    fn second_trace_file_opener_gets_its_own_file() {
+        let d = std::env::temp_dir().join(format!("bciagent-tracefile-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        let p = d.join("t.jsonl").display().to_string();
+        let _ = std::fs::remove_file(&p);
+        let (a, w) =
+            OutFile::open_for("tracefile", "trace events", &p, 1, Replaces::Never).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        let (b, w) =
+            OutFile::open_for("tracefile", "trace events", &p, 2, Replaces::Never).unwrap();
+        assert_eq!(
+            (a.path.as_str(), b.path.clone()),
+            (p.as_str(), format!("{p}.2"))
+        );
+        assert_eq!(
+            w,
+            [format!(
+                "tracefile={p} is in use by another running JVM; this JVM writes its trace \
+                 events to {p}.2 (use %p in tracefile= for one file per JVM)"
+            )]
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn unwritten_file_made_at_start_is_removed() {
         let d = std::env::temp_dir().join(format!("bciagent-unwritten-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&d);
@@ -395,6 +438,9 @@ mod tests {
     #[test]
     fn devices_are_written_without_truncation() {
         let (mut f, _) = OutFile::open("/dev/null", 1).unwrap();
+        // not locked: a second JVM given the device writes it too (no /dev/null.<pid>)
+        let (g, w) = OutFile::open("/dev/null", 2).unwrap();
+        assert_eq!((g.path.as_str(), w.len()), ("/dev/null", 0), "{w:?}");
         f.write("x\n", Format::Hprof, false).unwrap();
         f.write("y\n", Format::Hprof, true).unwrap();
     }

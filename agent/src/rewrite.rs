@@ -187,10 +187,8 @@ mod imp {
                     }
                 ));
             }
-            // a trace file that cannot be written stops the JVM here, not silently at VMInit
-            if let Some(p) = &o.tracefile {
-                std::fs::File::create(p).map_err(|e| format!("tracefile={p}: {e}"))?;
-            }
+            // (the trace file is opened and locked at load, callbacks.rs, like the report
+            // file: one that cannot be written stops the JVM there, not silently at VMInit)
             // a file with tracing rules only traces: the cpu=times profile runs next to it
             // when cpu=times is given too
             let cpu = o.cpu

@@ -567,7 +567,10 @@ fn unwritable_tracefile_stops_the_jvm_at_start() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("bciagent: tracefile=/nonexistent/dir/t.jsonl: No such file or directory"),
+        err.contains(
+            "bciagent: cannot open tracefile=/nonexistent/dir/t.jsonl for the trace events: No \
+             such file or directory"
+        ),
         "{err}"
     );
 }
@@ -1827,4 +1830,76 @@ fn idle_rules_say_whether_they_were_instrumented() {
         );
     }
     assert_eq!(summary_count(&rep, "ran"), Some(1), "{rep}");
+}
+
+/// Two JVMs given one tracefile= (a test runner forking JVMs): the second writes
+/// `<tracefile>.<pid>` and says so on stderr, as with file=; each trace is whole (the second
+/// JVM emptied the first's file at start, and the first went on writing at its offset: its early
+/// events lost, a run of NUL bytes, both summaries claiming every event written).
+#[test]
+fn two_jvms_given_one_tracefile_write_one_file_each() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = compile(&["TraceLive.java"], "TraceLive-two");
+    let rules = repo().join("test-classes/trace/trace-live.toml");
+    let (mut a, ev, prof) = traced_cmd(&jdk_tool("java"), &dir, &rules, "TraceLive");
+    let mut a = a
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(a.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "ticked\n");
+    // A has written its first five events (the writer flushes within ~100 ms)
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (mut b, _, _) = traced_cmd(&jdk_tool("java"), &dir, &rules, "TraceLive");
+    let b = b.stdin(std::process::Stdio::null()).output().unwrap();
+    let b_err = String::from_utf8_lossy(&b.stderr);
+    assert!(b.status.success(), "{b_err}");
+    a.stdin.take().unwrap().write_all(b"x").unwrap();
+    let a = a.wait_with_output().unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let alt = b_err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!(
+                "bciagent: tracefile={} is in use by another running JVM; this JVM writes its \
+                 trace events to ",
+                ev.display()
+            ))
+        })
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("the second JVM does not say where its trace goes: {b_err}"))
+        .to_string();
+    assert!(alt.starts_with(&format!("{}.", ev.display())), "{alt}");
+    let events = |p: &Path| {
+        let bytes = std::fs::read(p).unwrap();
+        assert!(!bytes.contains(&0), "NUL bytes in {}", p.display());
+        let text = String::from_utf8(bytes).unwrap();
+        for l in text.lines() {
+            assert!(
+                l.starts_with('{') && l.ends_with('}') && field(l, "rule", "\"tick\""),
+                "{l}"
+            );
+        }
+        text.lines().count()
+    };
+    // 6 calls of tick each
+    assert_eq!(events(&ev), 6);
+    assert_eq!(events(Path::new(&alt)), 6);
+    // each summary names its own file
+    let report_a = std::fs::read_to_string(&prof).unwrap();
+    assert!(
+        report_a.contains(&format!("trace events: 6 written to {},", ev.display())),
+        "{report_a}"
+    );
+    let pid_b = &alt[alt.rfind('.').unwrap() + 1..];
+    let report_b = std::fs::read_to_string(format!("{}.{pid_b}", prof.display())).unwrap();
+    assert!(
+        report_b.contains(&format!("trace events: 6 written to {alt},")),
+        "{report_b}"
+    );
 }
