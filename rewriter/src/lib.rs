@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod coverage;
+mod desc_check;
 pub mod flow;
 mod glob;
 pub mod intrinsics;

@@ -129,7 +129,7 @@ pub(crate) struct RuleToml {
     pub(crate) exclude_classes: Option<Vec<String>>,
     pub(crate) methods: Option<Vec<String>>,
     pub(crate) exclude_methods: Option<Vec<String>>,
-    pub(crate) descriptors: Option<Vec<String>>,
+    pub(crate) descriptors: Option<Vec<Sp<String>>>,
     pub(crate) probes: Option<toml::Spanned<Vec<toml::Spanned<String>>>>,
     // tracing rules (crate::trace)
     pub(crate) class: Option<Sp<String>>,
@@ -283,6 +283,28 @@ impl Rules {
                     format!("{which} has no probes; expected e.g. probes = [\"enter\", \"exit\"]"),
                 ));
             }
+            // descriptor globs no method descriptor can match are refused (JVMS 4.3.3)
+            let mut descriptors = Vec::new();
+            for d in r.descriptors.iter().flatten() {
+                let v = d.get_ref();
+                let wild = crate::desc_check::Wild {
+                    question_slash: true,
+                    dot_is_slash: false,
+                };
+                if let Err((at, m)) = crate::desc_check::check(v, wild) {
+                    let span = d.span();
+                    let at = if span.end - span.start == v.len() + 2 {
+                        span.start + 1 + at
+                    } else {
+                        span.start
+                    };
+                    return Err(err(at, format!("bad descriptor pattern {v:?}: {m}")));
+                }
+                descriptors.push(Glob::new(v));
+            }
+            if r.descriptors.is_none() {
+                descriptors.push(Glob::new("*"));
+            }
             let or_all = |v: &Option<Vec<String>>| v.clone().unwrap_or_else(all);
             let mut exclude_classes: Vec<Glob> = r
                 .exclude_classes
@@ -302,10 +324,7 @@ impl Rules {
                     .flatten()
                     .map(|s| Glob::new(s))
                     .collect(),
-                descriptors: or_all(&r.descriptors)
-                    .iter()
-                    .map(|s| Glob::new(s))
-                    .collect(),
+                descriptors,
                 probes,
             });
         }

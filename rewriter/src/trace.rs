@@ -255,6 +255,22 @@ pub(crate) fn duration_ns(s: &str) -> Result<i64, DurationError> {
 
 type ErrFn<'a> = &'a dyn Fn(usize, String) -> RuleError;
 
+/// The file offset of byte `at` of string value `v` (its first character's when the string
+/// is written with escapes: its offsets and the file's differ).
+fn at_char(v: &Sp<String>, at: usize) -> usize {
+    let span = v.span();
+    if span.end - span.start == v.get_ref().len() + 2 {
+        span.start + 1 + at
+    } else {
+        span.start
+    }
+}
+
+/// A name glob (not a /regex/) with a descriptor in it, `fib(I)I`: no method name has one.
+fn is_glob_with_descriptor(v: &str) -> bool {
+    !(v.len() >= 2 && v.starts_with('/') && v.ends_with('/')) && v.contains('(')
+}
+
 impl TraceRule {
     pub(crate) fn from_toml(
         r: &RuleToml,
@@ -289,7 +305,7 @@ impl TraceRule {
             ("exclude_classes", &r.exclude_classes),
             ("methods", &r.methods),
             ("exclude_methods", &r.exclude_methods),
-            ("descriptors", &r.descriptors),
+            ("descriptors", &r.descriptors.as_ref().map(|_| Vec::new())),
         ] {
             if v.is_some() {
                 return Err(err(
@@ -312,6 +328,18 @@ impl TraceRule {
             }
         };
         let method = match &r.method {
+            Some(m) if is_glob_with_descriptor(m.get_ref()) => {
+                let v = m.get_ref();
+                let at = v.find('(').unwrap_or(0);
+                return Err(err(
+                    at_char(m, at),
+                    format!(
+                        "{who}: method {v:?}: `method` is a method name, without a descriptor; \
+                         select the descriptor with descriptor = {:?}",
+                        &v[at..]
+                    ),
+                ));
+            }
             Some(m) => pat(m, "method")?,
             None => Pattern::Glob(b"*".to_vec()),
         };
@@ -328,6 +356,17 @@ impl TraceRule {
                 if v.len() >= 2 && v.starts_with('/') && v.ends_with('/') {
                     Some(pat(d, "descriptor")?)
                 } else {
+                    // one no method descriptor can match is refused (JVMS 4.3.3)
+                    let wild = crate::desc_check::Wild {
+                        question_slash: false,
+                        dot_is_slash: true,
+                    };
+                    if let Err((at, m)) = crate::desc_check::check(v, wild) {
+                        return Err(err(
+                            at_char(d, at),
+                            format!("{who}: bad descriptor pattern {v:?}: {m}"),
+                        ));
+                    }
                     Some(Pattern::Glob(v.replace('*', "**").into_bytes()))
                 }
             }
@@ -487,6 +526,16 @@ impl TraceRule {
             }
             (None, None, Some(c)) => {
                 let v = c.get_ref();
+                if is_glob_with_descriptor(v) {
+                    return Err(err(
+                        at_char(c, v.find('(').unwrap_or(0)),
+                        format!(
+                            "{who}: call {v:?}: `call` takes no descriptor: expected \
+                             \"Owner.method\" (e.g. \"java.util.HashMap.put\"; it acts on \
+                             the calls of every method of that name, whatever its descriptor)"
+                        ),
+                    ));
+                }
                 let Some((owner, name)) = v
                     .rsplit_once('.')
                     .filter(|(o, n)| !o.is_empty() && !n.is_empty())

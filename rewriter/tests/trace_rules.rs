@@ -10,6 +10,35 @@ fn err(src: &str) -> String {
 
 /// (rule file, the exact error). Written out in full: the positions are what users see.
 const CASES: &[(&str, &str)] = &[
+        // descriptors: JVMS 4.3.3 method descriptors (with * and ?), checked at parse time
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"App\"\ndescriptor = \"(I\"\ncount = true\n",
+            "t.toml:4:17: rule \"r\": bad descriptor pattern \"(I\": incomplete method descriptor: expected a parameter type (B C D F I J S Z, L<class>; or [<type>) or ')' after it (a descriptor is \"(<parameter types>)<return type>\", e.g. \"(I)V\")",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"App\"\ndescriptor = \"(Q)V\"\ncount = true\n",
+            "t.toml:4:16: rule \"r\": bad descriptor pattern \"(Q)V\": 'Q' at character 2 cannot be part of a method descriptor: expected a parameter type (B C D F I J S Z, L<class>; or [<type>) or ')'",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"App\"\ndescriptor = \"(int)int\"\ncount = true\n",
+            "t.toml:4:16: rule \"r\": bad descriptor pattern \"(int)int\": 'i' at character 2 cannot be part of a method descriptor: expected a parameter type (B C D F I J S Z, L<class>; or [<type>) or ')'; descriptors are in the JVM's syntax (JVMS 4.3.3), e.g. \"(ILjava/lang/String;)V\", not Java's \"(int, String)void\"",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"App\"\ndescriptor = \"(I)*X\"\ncount = true\n",
+            "t.toml:4:20: rule \"r\": bad descriptor pattern \"(I)*X\": incomplete method descriptor: expected more of the class name, '/' or the ';' that ends it after it (a descriptor is \"(<parameter types>)<return type>\", e.g. \"(I)V\")",
+        ),
+        (
+            "[[rule]]\nclasses = [\"App\"]\ndescriptors = [\"*\", \"()VV\"]\nprobes = [\"enter\"]\n",
+            "t.toml:3:25: bad descriptor pattern \"()VV\": 'V' at character 4 cannot be part of a method descriptor: expected nothing (the descriptor is complete)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"App\"\ncount = true\ncall = \"App.fib(I)I\"\n",
+            "t.toml:5:16: rule \"r\": call \"App.fib(I)I\": `call` takes no descriptor: expected \"Owner.method\" (e.g. \"java.util.HashMap.put\"; it acts on the calls of every method of that name, whatever its descriptor)",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"App\"\nmethod = \"fib(I)I\"\ncount = true\n",
+            "t.toml:4:14: rule \"r\": method \"fib(I)I\": `method` is a method name, without a descriptor; select the descriptor with descriptor = \"(I)I\"",
+        ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\ncolour = \"red\"\n",
             "t.toml:5:1: unknown field `colour`, expected one of `name`, `classes`, `exclude_classes`, `methods`, `exclude_methods`, `descriptors`, `probes`, `class`, `method`, `descriptor`, `access`, `class_annotation`, `annotation`, `extends`, `implements`, `exclude_class`, `exclude_method`, `at`, `line`, `call`, `count`, `time`, `trace`, `args`, `return`, `exception`, `tostring`, `max_string`, `min_duration`, `sample`, `stack`",
