@@ -108,9 +108,25 @@ mod imp {
         sites: std::sync::atomic::AtomicI32,
         /// Per tracing rule (in file order), the sites placed in classes instrumented.
         placed: Vec<std::sync::atomic::AtomicU32>,
+        /// Per tracing rule, why it may have recorded nothing, for the summary
+        /// ([`Engine::trace_placed`]).
+        reach: Vec<Reach>,
         /// coverage without cpu=times: a pass that only adds [`COV_THREAD_FIELD`] to Thread
         /// (also used while cpu=times waits for VMInit).
         fields_only: Option<(Rules, bci_rewriter::Options)>,
+    }
+
+    /// What a tracing rule met in the classes loaded besides its sites.
+    #[derive(Default)]
+    struct Reach {
+        /// Its class pattern matched a class tracing may instrument.
+        allowed: std::sync::atomic::AtomicBool,
+        /// Classes its class pattern matched that tracing never instruments (java.lang, …;
+        /// the first few), dotted.
+        never: std::sync::Mutex<Vec<String>>,
+        /// The first method it matched that tracing leaves alone (native, abstract,
+        /// `<clinit>`), described.
+        untraced: std::sync::Mutex<Option<String>>,
     }
 
     fn cov_field() -> NewField {
@@ -274,6 +290,7 @@ mod imp {
             };
             Ok(Engine {
                 placed: trace.iter().map(|_| Default::default()).collect(),
+                reach: trace.iter().map(|_| Default::default()).collect(),
                 rules: rules.with_filters(&o.include, &o.exclude),
                 opts,
                 cpu,
@@ -317,15 +334,79 @@ mod imp {
             self.trace
                 .iter()
                 .zip(&self.placed)
-                .map(|(r, n)| crate::trace::Placed {
-                    rule: r.name.clone(),
-                    sites: n.load(std::sync::atomic::Ordering::Relaxed),
-                    whole_methods: matches!(
-                        r.location,
-                        bci_rewriter::trace::Location::Method { .. }
-                    ),
+                .zip(&self.reach)
+                .map(|((r, n), reach)| {
+                    let sites = n.load(std::sync::atomic::Ordering::Relaxed);
+                    crate::trace::Placed {
+                        rule: r.name.clone(),
+                        sites,
+                        at: match &r.location {
+                            bci_rewriter::trace::Location::Method {
+                                entry,
+                                exit,
+                                exception,
+                            } => crate::trace::At::Method {
+                                entry: *entry,
+                                exit: *exit,
+                                exception: *exception,
+                            },
+                            bci_rewriter::trace::Location::Line(_) => crate::trace::At::Line,
+                            bci_rewriter::trace::Location::Call { after, .. } => {
+                                crate::trace::At::Call { after: *after }
+                            }
+                        },
+                        why: if sites == 0 {
+                            self.why_unplaced(r, reach)
+                        } else {
+                            None
+                        },
+                    }
                 })
                 .collect()
+        }
+
+        /// Why rule `r` was placed nowhere, when that is known: its class pattern names (or
+        /// matched only) classes tracing never instruments, or it matched only methods
+        /// tracing leaves alone.
+        fn why_unplaced(
+            &self,
+            r: &bci_rewriter::trace::TraceRule,
+            reach: &Reach,
+        ) -> Option<String> {
+            let never = reach.never.lock().map(|v| v.clone()).unwrap_or_default();
+            let allowed = reach.allowed.load(std::sync::atomic::Ordering::Relaxed);
+            r.never_traced(&[])
+                .or_else(|| {
+                    let names: Vec<&str> = never.iter().map(String::as_str).collect();
+                    (!allowed).then(|| r.never_traced(&names)).flatten()
+                })
+                .or_else(|| {
+                    let u = reach.untraced.lock().ok()?.clone()?;
+                    Some(format!("it matched only methods tracing leaves alone: {u}"))
+                })
+        }
+
+        /// [`bci_rewriter::trace::selects_class`], noting for each rule whose class pattern
+        /// matches `internal_name` whether tracing may instrument that class (for
+        /// [`Engine::why_unplaced`]).
+        fn trace_selects(&self, internal_name: &str) -> bool {
+            use std::sync::atomic::Ordering::Relaxed;
+            let allowed = bci_rewriter::trace::allowed(internal_name);
+            let mut any = false;
+            for (r, reach) in self.trace.iter().zip(&self.reach) {
+                if !r.name_matches_internal(internal_name) {
+                    continue;
+                }
+                if allowed {
+                    any = true;
+                    reach.allowed.store(true, Relaxed);
+                } else if let Ok(mut v) = reach.never.lock() {
+                    if v.len() < 4 {
+                        v.push(internal_name.replace('/', "."));
+                    }
+                }
+            }
+            any
         }
 
         /// Whether classes get the cpu=times (or rule-file probe) profile.
@@ -339,7 +420,7 @@ mod imp {
             (self.cpu && self.rules.selects_class(internal_name))
                 || self.opts.adds_fields_to(internal_name)
                 || self.cov_selects(internal_name)
-                || bci_rewriter::trace::selects_class(&self.trace, internal_name)
+                || (!self.trace.is_empty() && self.trace_selects(internal_name))
                 || self
                     .fields_only
                     .as_ref()
@@ -473,6 +554,19 @@ mod imp {
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 };
                 let input = cur.as_deref().unwrap_or(bytes);
+                // the methods rules match that tracing leaves alone, for the summary's reason
+                // (only classes some rule's class pattern selects are parsed for them)
+                if bci_rewriter::trace::selects_class(&self.trace, name) {
+                    for u in bci_rewriter::trace::untraceable_matches(input, &self.trace)
+                        .unwrap_or_default()
+                    {
+                        if let Some(Ok(mut first)) =
+                            self.reach.get(u.rule).map(|r| r.untraced.lock())
+                        {
+                            first.get_or_insert_with(|| u.describe());
+                        }
+                    }
+                }
                 match bci_rewriter::trace::instrument(input, &self.trace, &mut next) {
                     Ok((b, left)) => {
                         r.left.extend(left.iter().map(|e| e.to_string()));

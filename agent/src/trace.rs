@@ -133,45 +133,101 @@ pub struct Placed {
     pub rule: String,
     /// Sites placed: methods (whole-method rules) or lines and call sites.
     pub sites: u32,
-    /// The rule times, counts or traces whole methods (not a `line` or `call`).
-    pub whole_methods: bool,
+    /// Where the rule acts.
+    pub at: At,
+    /// With no site: why, when it is known (it names only classes tracing never instruments,
+    /// or matched only native, abstract or `<clinit>` methods).
+    pub why: Option<String>,
+}
+
+/// Where a tracing rule acts (its `at`, `line` or `call`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// A method's entry, normal exit, exceptional exit (`at`; all three by default).
+    Method {
+        entry: bool,
+        exit: bool,
+        exception: bool,
+    },
+    /// `line = N`.
+    Line,
+    /// `call = "Owner.method"`, before the call or (`at = ["after"]`) after its normal return.
+    Call { after: bool },
 }
 
 /// What the runtime's summary says of a rule that recorded nothing (Trace.java, `summary`).
 const NO_RUN: &str = "- (no method ran)";
 
 /// The summary with the row of each rule that recorded nothing saying why: it was placed
-/// nowhere (it matched no method, line or call of the classes loaded: `bci rules explain`,
-/// with the rule file `rules`, shows what it matches) or its methods/locations never ran.
+/// nowhere (why, when known: `Placed::why`; else it matched no method, line or call of the
+/// classes loaded: `bci rules explain`, with the rule file `rules`, shows what it matches) or
+/// what its sites never saw (a method never called, an exit never reached, …). The row keeps
+/// the name column's width the runtime gave it.
 pub fn explain_idle_rules(summary: &str, placed: &[Placed], rules: &str) -> String {
     let mut out = String::with_capacity(summary.len());
     for line in summary.split_inclusive('\n') {
         let row = line.trim_end_matches('\n');
-        let Some(p) = placed
-            .iter()
-            .find(|p| row == format!("{:<24} {NO_RUN:>12}", p.rule))
-        else {
+        // "<name padded to the column> <NO_RUN right-aligned in 12>"
+        let Some((p, width)) = placed.iter().find_map(|p| {
+            let rest = row.strip_prefix(p.rule.as_str())?;
+            (rest.trim_start() == NO_RUN && rest.starts_with(' ')).then(|| {
+                (
+                    p,
+                    row.chars().count().saturating_sub(NO_RUN.len().max(12) + 1),
+                )
+            })
+        }) else {
             out.push_str(line);
             continue;
         };
         let plural =
             |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let why = match (p.sites, p.whole_methods) {
-            (0, _) => format!(
-                "- (never instrumented: it matched no method or location of the classes loaded; \
-                 `bci rules explain {rules} --classpath <the program's classes>` shows what it \
-                 matches)"
+        let n = p.sites;
+        let methods = || format!("instrumented in {}", plural(n, "method", "methods"));
+        let locations = || format!("instrumented at {}", plural(n, "location", "locations"));
+        let one = n == 1;
+        let why = match (n, p.at) {
+            (0, _) => match &p.why {
+                Some(why) => format!("- (never instrumented: {why})"),
+                None => format!(
+                    "- (never instrumented: it matched no method or location of the classes \
+                     loaded; `bci rules explain {rules} --classpath <the program's classes>` \
+                     shows what it matches)"
+                ),
+            },
+            // an entry probe sees every call
+            (_, At::Method { entry: true, .. }) => format!("- ({}, never called)", methods()),
+            (
+                _,
+                At::Method {
+                    exit: true,
+                    exception: true,
+                    ..
+                },
+            ) => format!(
+                "- ({}, no call of {} ended (returned or threw))",
+                methods(),
+                if one { "it" } else { "them" }
             ),
-            (n, true) => format!(
-                "- (instrumented in {}, never called)",
-                plural(n, "method", "methods")
+            (_, At::Method { exit: true, .. }) => format!(
+                "- ({}, {} never reached (no call returned normally))",
+                methods(),
+                if one { "its exit" } else { "their exits" }
             ),
-            (n, false) => format!(
-                "- (instrumented at {}, never reached)",
-                plural(n, "location", "locations")
+            (_, At::Method { .. }) => format!(
+                "- ({}, no call of {} ended with an exception)",
+                methods(),
+                if one { "it" } else { "them" }
             ),
+            (_, At::Call { after: true }) => {
+                format!("- ({}, no call there returned normally)", locations())
+            }
+            (_, At::Line | At::Call { after: false }) => {
+                format!("- ({}, never reached)", locations())
+            }
         };
-        out.push_str(&format!("{:<24} {why}\n", p.rule));
+        let width = width.max(p.rule.chars().count());
+        out.push_str(&format!("{:<width$} {why}\n", p.rule));
     }
     out
 }
@@ -180,13 +236,23 @@ pub fn explain_idle_rules(summary: &str, placed: &[Placed], rules: &str) -> Stri
 mod tests {
     use super::*;
 
-    #[test]
-    fn idle_rules_say_why() {
-        let placed = |rule: &str, sites, whole_methods| Placed {
+    const WHOLE: At = At::Method {
+        entry: true,
+        exit: true,
+        exception: true,
+    };
+
+    fn placed(rule: &str, sites: u32, at: At) -> Placed {
+        Placed {
             rule: rule.into(),
             sites,
-            whole_methods,
-        };
+            at,
+            why: None,
+        }
+    }
+
+    #[test]
+    fn idle_rules_say_why() {
         let s = format!(
             "TRACE SUMMARY\nran                                 3\n{:<24} {NO_RUN:>12}\n\
              {:<24} {NO_RUN:>12}\n{:<24} {NO_RUN:>12}\ntrace events: 3\n",
@@ -195,10 +261,10 @@ mod tests {
         let out = explain_idle_rules(
             &s,
             &[
-                placed("ran", 1, true),
-                placed("line12", 0, false),
-                placed("ctor", 2, true),
-                placed("calls", 1, false),
+                placed("ran", 1, WHOLE),
+                placed("line12", 0, At::Line),
+                placed("ctor", 2, WHOLE),
+                placed("calls", 1, At::Call { after: false }),
             ],
             "r.toml",
         );
@@ -211,6 +277,84 @@ mod tests {
              ctor                     - (instrumented in 2 methods, never called)\n\
              calls                    - (instrumented at 1 location, never reached)\n\
              trace events: 3\n"
+        );
+    }
+
+    /// A rule that sees only some of a call's ends does not say "never called" (an
+    /// `at = ["exit"]` rule on a method that always throws did, next to an entry rule's 100).
+    #[test]
+    fn idle_rules_name_the_locations_never_reached() {
+        let m = |entry, exit, exception| At::Method {
+            entry,
+            exit,
+            exception,
+        };
+        let cases = [
+            (
+                m(true, false, false),
+                1,
+                "instrumented in 1 method, never called",
+            ),
+            (
+                m(true, true, false),
+                2,
+                "instrumented in 2 methods, never called",
+            ),
+            (
+                m(false, true, false),
+                1,
+                "instrumented in 1 method, its exit never reached (no call returned normally)",
+            ),
+            (
+                m(false, true, false),
+                3,
+                "instrumented in 3 methods, their exits never reached (no call returned normally)",
+            ),
+            (
+                m(false, false, true),
+                1,
+                "instrumented in 1 method, no call of it ended with an exception",
+            ),
+            (
+                m(false, true, true),
+                2,
+                "instrumented in 2 methods, no call of them ended (returned or threw)",
+            ),
+            (At::Line, 1, "instrumented at 1 location, never reached"),
+            (
+                At::Call { after: false },
+                2,
+                "instrumented at 2 locations, never reached",
+            ),
+            (
+                At::Call { after: true },
+                1,
+                "instrumented at 1 location, no call there returned normally",
+            ),
+        ];
+        for (at, n, want) in cases {
+            let s = format!("{:<24} {NO_RUN:>12}\n", "r");
+            let out = explain_idle_rules(&s, &[placed("r", n, at)], "r.toml");
+            assert_eq!(out, format!("{:<24} - ({want})\n", "r"), "{at:?}");
+        }
+    }
+
+    /// The reason the engine knows (java.lang, a native method) replaces the generic one; a
+    /// name longer than the runtime's column keeps its row whole, and a wider column is kept.
+    #[test]
+    fn idle_rules_give_the_known_reason_and_keep_the_column() {
+        let long = "a-very-long-rule-name-that-exceeds-the-column-width";
+        let s = format!("{long} {NO_RUN:>12}\n{:<60} {NO_RUN:>12}\n", "wide");
+        let mut p = placed(long, 0, WHOLE);
+        p.why = Some("class \"java.lang.String\" is in java.lang".into());
+        let out = explain_idle_rules(&s, &[p, placed("wide", 1, WHOLE)], "r.toml");
+        assert_eq!(
+            out,
+            format!(
+                "{long} - (never instrumented: class \"java.lang.String\" is in java.lang)\n\
+                 {:<60} - (instrumented in 1 method, never called)\n",
+                "wide"
+            )
         );
     }
 }

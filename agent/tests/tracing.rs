@@ -1903,3 +1903,127 @@ fn two_jvms_given_one_tracefile_write_one_file_each() {
         "{report_b}"
     );
 }
+
+/// A rule that recorded nothing says why, specifically: one whose method ran but whose
+/// locations were not reached does not say "never called" (an `at = ["exit"]` rule on a method
+/// that always throws did, next to an entry rule's count), and one placed nowhere because of
+/// what tracing never instruments says that (java.lang, a native or abstract method,
+/// `<clinit>`), not that it matched nothing of the classes loaded.
+#[test]
+fn idle_rules_give_the_specific_reason() {
+    let dir = common::tmp("trace", "idle-why");
+    std::fs::write(
+        dir.join("Idle2.java"),
+        "public class Idle2 {\n\
+         \x20   static int seed = Integer.getInteger(\"seed\", 3);\n\
+         \x20   interface Shape { int area(); }\n\
+         \x20   static native int nat(int x);\n\
+         \x20   static int thrower(int x) { throw new IllegalStateException(\"x\" + x); }\n\
+         \x20   static int used(int x) { return x + 1; }\n\
+         \x20   public static void main(String[] a) {\n\
+         \x20       Shape s = () -> 4;\n\
+         \x20       int n = used(s.area()) + \"abc\".substring(1).length() + seed;\n\
+         \x20       for (int i = 0; i < 3; i++) {\n\
+         \x20           try { n += thrower(i); } catch (IllegalStateException e) { n++; }\n\
+         \x20       }\n\
+         \x20       System.out.println(new StringBuilder().append(n));\n\
+         \x20   }\n\
+         }\n",
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Idle2.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rules = dir.join("idle2.toml");
+    let rule = |name: &str, class: &str, rest: &str| {
+        format!("[[rule]]\nname = \"{name}\"\nclass = \"{class}\"\n{rest}count = true\n\n")
+    };
+    std::fs::write(
+        &rules,
+        rule("entry", "Idle2", "method = \"thrower\"\nat = [\"entry\"]\n")
+            + &rule(
+                "exit-only",
+                "Idle2",
+                "method = \"thrower\"\nat = [\"exit\"]\n",
+            )
+            + &rule(
+                "exc-only",
+                "Idle2",
+                "method = \"used\"\nat = [\"exception\"]\n",
+            )
+            + &rule(
+                "after",
+                "Idle2",
+                "method = \"main\"\ncall = \"Idle2.thrower\"\nat = [\"after\"]\n",
+            )
+            + &rule("string", "java.lang.String", "method = \"substring\"\n")
+            + &rule("builder", "java.lang.StringBuilder", "")
+            + &rule("native", "Idle2", "method = \"nat\"\n")
+            + &rule("abstract", "Idle2$Shape", "method = \"area\"\n")
+            + &rule("clinit", "Idle2", "method = \"<clinit>\"\n"),
+    )
+    .unwrap();
+    let report = dir.join("rep.txt");
+    let o = run(
+        &dir,
+        "Idle2",
+        &format!("rules={},file={}", rules.display(), report.display()),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let rep = std::fs::read_to_string(&report).unwrap();
+    let java_lang = |c: &str| {
+        format!(
+            "- (never instrumented: class \"java.lang.{c}\" is in java.lang, and tracing rules \
+             never instrument java.lang (and its subpackages), java.io, java.util.concurrent, \
+             jdk.internal and sun: the tracing runtime uses them)"
+        )
+    };
+    for (rule, want) in [
+        (
+            "exit-only",
+            "- (instrumented in 1 method, its exit never reached (no call returned normally))"
+                .to_string(),
+        ),
+        (
+            "exc-only",
+            "- (instrumented in 1 method, no call of it ended with an exception)".to_string(),
+        ),
+        (
+            "after",
+            "- (instrumented at 1 location, no call there returned normally)".to_string(),
+        ),
+        ("string", java_lang("String")),
+        ("builder", java_lang("StringBuilder")),
+        (
+            "native",
+            "- (never instrumented: it matched only methods tracing leaves alone: native method \
+             Idle2.nat(I)I (native methods have no bytecode to instrument))"
+                .to_string(),
+        ),
+        (
+            "abstract",
+            "- (never instrumented: it matched only methods tracing leaves alone: abstract \
+             method Idle2$Shape.area()I (an abstract or interface method has no code: a rule \
+             traces the classes that implement it (e.g. implements = \"...\")))"
+                .to_string(),
+        ),
+        (
+            "clinit",
+            "- (never instrumented: method \"<clinit>\": static initializers are never traced \
+             (one runs once, while its class is being initialized))"
+                .to_string(),
+        ),
+    ] {
+        assert!(
+            rep.contains(&format!("\n{rule:<24} {want}\n")),
+            "{rule}: {want}\n{rep}"
+        );
+    }
+    assert_eq!(summary_count(&rep, "entry"), Some(3), "{rep}");
+}

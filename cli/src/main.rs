@@ -787,7 +787,20 @@ fn main() -> ExitCode {
                         f.display(),
                         r.runtime_class()
                     ),
-                    Ok(_) => outln!("{}: ok", f.display()),
+                    Ok(r) => {
+                        let (errors, warnings) = rules_cmd::reach(&f, &r);
+                        for w in &warnings {
+                            eprintln!("{w}");
+                        }
+                        for e in &errors {
+                            eprintln!("{e}");
+                        }
+                        if errors.is_empty() {
+                            outln!("{}: ok", f.display());
+                        } else {
+                            bad = true;
+                        }
+                    }
                     Err(e) => {
                         bad = true;
                         eprintln!("{e}");

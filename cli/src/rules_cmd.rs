@@ -26,6 +26,45 @@ pub fn load_offline(path: &Path) -> Result<Rules, String> {
     Ok(r)
 }
 
+/// What `bci rules check` says of tracing rules the agent can never or not always apply:
+/// (errors, warnings), each `file:line:col: message`. An error for a rule whose class pattern
+/// can only match classes tracing never instruments (java.lang, …: [`trace::NEVER`]) or that
+/// names only `<clinit>`; a warning for one whose class pattern can match some of those
+/// classes too (they are left alone). The agent runs such a file (its summary says why the
+/// rule recorded nothing).
+pub fn reach(path: &Path, rules: &Rules) -> (Vec<String>, Vec<String>) {
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    for r in rules.trace_rules() {
+        if let Some(why) = r.never_traced(&[]) {
+            let (line, col) = if why.starts_with("method") {
+                r.pos
+            } else {
+                r.class_pos
+            };
+            errors.push(format!(
+                "{}:{line}:{col}: rule {:?} can never match: the agent never traces it: {why}",
+                path.display(),
+                r.name
+            ));
+            continue;
+        }
+        let packages = r.may_reach_never();
+        if !packages.is_empty() {
+            warnings.push(format!(
+                "{}:{}:{}: warning: rule {:?}: its class pattern can match classes of {}, which \
+                 tracing rules never instrument (the tracing runtime uses them): those are left \
+                 alone",
+                path.display(),
+                r.class_pos.0,
+                r.class_pos.1,
+                r.name,
+                packages.join(", ")
+            ));
+        }
+    }
+    (errors, warnings)
+}
+
 fn parse(path: &Path) -> Result<Rules, String> {
     let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     Rules::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())
@@ -54,6 +93,8 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
     let tr = rules.trace_rules();
     // each site with the release N of its class's `META-INF/versions/N/` entry
     let mut sites: Vec<(Site, Option<u32>)> = Vec::new();
+    // methods the rules match that tracing leaves alone (native, abstract, <clinit>)
+    let mut untraced: Vec<trace::Untraced> = Vec::new();
     let mut classes = 0usize;
     // every class's dotted name, for the hint to a class pattern that matches none
     let mut names: Vec<String> = Vec::new();
@@ -74,7 +115,10 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
             if release.is_some() {
                 versioned.extend(names.last().cloned());
             }
-            match trace::explain(&bytes, tr) {
+            match trace::explain(&bytes, tr).and_then(|s| {
+                untraced.extend(trace::untraceable_matches(&bytes, tr)?);
+                Ok(s)
+            }) {
                 Ok(s) => sites.extend(s.into_iter().map(|s| (s, release))),
                 Err(e) => {
                     return Err(format!("{}: {name}: {e}", entry.display()));
@@ -113,9 +157,22 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
             out.push_str(" matches nothing");
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             let any_class = names.iter().any(|n| r.name_matches(n));
+            let mut left_alone: Vec<String> = untraced
+                .iter()
+                .filter(|u| u.rule == k)
+                .map(trace::Untraced::describe)
+                .collect();
+            left_alone.sort();
+            left_alone.dedup();
             if let Some(why) = r.never_traced(&names) {
                 // what the agent never instruments: matching it in a class path would not help
                 out.push_str(&format!(": the agent never traces it: {why}"));
+            } else if !left_alone.is_empty() {
+                // it matches methods, none of which tracing can instrument
+                out.push_str(&format!(
+                    ": it matches only methods tracing leaves alone: {}",
+                    left_alone.join("; ")
+                ));
             } else if any_class {
                 // the classes are there; the methods or the other conditions are not
             } else if let Some(h) = r.nested_class_hint(&names) {

@@ -737,3 +737,89 @@ fn explain_names_the_jdk_module_that_holds_the_package() {
         assert!(out.contains(&want), "{want}\n---\n{out}");
     }
 }
+
+/// `bci rules check` refuses a rule that can never match (its class pattern names only classes
+/// tracing never instruments: java.lang, …; or it names only `<clinit>`) and warns of one whose
+/// class pattern can match some of those classes too (it said "ok" to both; the agent's
+/// summary then said the rule matched nothing of the classes loaded).
+#[test]
+fn check_refuses_rules_on_classes_tracing_never_instruments() {
+    let d = work("check-never");
+    let err = refused_by_check(
+        &d.join("string.toml"),
+        "[[rule]]\nname = \"string\"\nclass = \"java.lang.String\"\nmethod = \"substring\"\ncount = true\n",
+        "3:9: rule \"string\" can never match: the agent never traces it: class \
+         \"java.lang.String\" is in java.lang, and tracing rules never instrument java.lang",
+    );
+    assert!(!err.contains(": ok"), "{err}");
+    refused_by_check(
+        &d.join("lang.toml"),
+        "[[rule]]\nname = \"ok\"\nclass = \"a.B\"\ncount = true\n\n\
+         [[rule]]\nname = \"sb\"\nclass = \"java.lang.*\"\ncount = true\n",
+        "8:9: rule \"sb\" can never match: the agent never traces it: class \"java.lang.*\" is in \
+         java.lang",
+    );
+    refused_by_check(
+        &d.join("clinit.toml"),
+        "[[rule]]\nname = \"init\"\nclass = \"a.B\"\nmethod = \"<clinit>\"\ncount = true\n",
+        "1:1: rule \"init\" can never match: the agent never traces it: method \"<clinit>\"",
+    );
+    // some of them: ok, with a warning naming the packages
+    let some = d.join("some.toml");
+    std::fs::write(
+        &some,
+        "[[rule]]\nname = \"s\"\nclass = \"java.*.String\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = bci(&["rules", "check", some.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "{}:3:9: warning: rule \"s\": its class pattern can match classes of java.lang, \
+             java.io, which tracing rules never instrument (the tracing runtime uses them): \
+             those are left alone\n",
+            some.display()
+        )
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{}: ok\n", some.display())
+    );
+}
+
+/// `bci rules explain` says why a rule that matches only native or abstract (interface)
+/// methods matches nothing (it said only "matches nothing").
+#[test]
+fn explain_names_native_and_abstract_methods_left_alone() {
+    let classes = compile(
+        "explain-untraced",
+        "N.java",
+        "public class N {\n    interface Shape { int area(); }\n    static native int nat(int x);\n    \
+         static int plain() { return 1; }\n}\n",
+    );
+    let rules = classes.parent().unwrap().join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"native\"\nclass = \"N\"\nmethod = \"nat\"\ncount = true\n\n\
+         [[rule]]\nname = \"iface\"\nclass = \"N$Shape\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = explain(&rules, &classes);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "rule \"native\" (count): matches nothing: it matches only methods tracing leaves \
+             alone: native method N.nat(I)I (native methods have no bytecode to instrument)\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "rule \"iface\" (count): matches nothing: it matches only methods tracing leaves \
+             alone: abstract method N$Shape.area()I (an abstract or interface method has no \
+             code: a rule traces the classes that implement it (e.g. implements = \"...\"))\n"
+        ),
+        "{out}"
+    );
+}

@@ -107,6 +107,132 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
     }
 }
 
+/// Whether glob `p` (see [`glob`]) matches some name that starts with `prefix` and goes on
+/// after it: the pattern run over the prefix (a set of positions in it, `*` and `**` kept
+/// open), and some position left with pattern to match the rest.
+fn glob_may_extend(p: &[u8], prefix: &[u8]) -> bool {
+    // the positions reachable without consuming: a `*` or `**` may match nothing
+    fn close(p: &[u8], set: &mut Vec<usize>) {
+        let mut k = 0;
+        while k < set.len() {
+            let i = set[k];
+            let skip = match (p.get(i), p.get(i + 1)) {
+                (Some(b'*'), Some(b'*')) => Some(i + 2),
+                (Some(b'*'), _) => Some(i + 1),
+                _ => None,
+            };
+            if let Some(j) = skip.filter(|j| !set.contains(j)) {
+                set.push(j);
+            }
+            k += 1;
+        }
+    }
+    let mut set = vec![0usize];
+    close(p, &mut set);
+    for &c in prefix {
+        let mut next = Vec::new();
+        for &i in &set {
+            let to = match (p.get(i), p.get(i + 1)) {
+                (Some(b'*'), Some(b'*')) => Some(i),
+                (Some(b'*'), _) if !sep(c) => Some(i),
+                (Some(b'?'), _) if !sep(c) => Some(i + 1),
+                (Some(b'.'), _) if sep(c) => Some(i + 1),
+                (Some(&b), _) if b == c && b != b'*' && b != b'?' && b != b'.' => Some(i + 1),
+                _ => None,
+            };
+            if let Some(j) = to.filter(|j| !next.contains(j)) {
+                next.push(j);
+            }
+        }
+        close(p, &mut next);
+        if next.is_empty() {
+            return false;
+        }
+        set = next;
+    }
+    // pattern left to match the class's own name (a run that may be empty is not enough
+    // alone: `java.lang.` is no class; a `*`/`**` there can match one)
+    set.iter().any(|&i| i < p.len())
+}
+
+/// A method a rule matches that tracing leaves alone, and why ([`untraceable_matches`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untraced {
+    pub rule: usize,
+    /// dotted
+    pub class: String,
+    pub method: String,
+    pub desc: String,
+    /// "native method", "abstract method", "static initializer"
+    pub what: &'static str,
+    /// why it is left alone
+    pub why: &'static str,
+}
+
+impl Untraced {
+    /// `native method java.util.zip.CRC32.updateBytes0(I[BII)I (native methods have no
+    /// bytecode to instrument)`
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}.{}{} ({})",
+            self.what, self.class, self.method, self.desc, self.why
+        )
+    }
+}
+
+/// The methods of one class that rules match by name, descriptor, access and annotations but
+/// tracing never instruments: native and abstract (interface) methods have no code, a static
+/// initializer is never traced. For the summary's and `bci rules explain`'s reason when a
+/// rule matched only such methods. Classes tracing never instruments give none.
+pub fn untraceable_matches(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Untraced>> {
+    let cf = ClassFile::parse(class_bytes)?;
+    let mut out = Vec::new();
+    if !allowed(&cf.name()?) || cf.access & ACC_MODULE != 0 {
+        return Ok(out);
+    }
+    let view = class_view(&cf)?;
+    for (ri, r) in rules.iter().enumerate() {
+        if !r.class_matches(&view) {
+            continue;
+        }
+        for m in &cf.methods {
+            let name = cf.member_name(m);
+            let (what, why) = if m.access & ACC_NATIVE != 0 {
+                (
+                    "native method",
+                    "native methods have no bytecode to instrument",
+                )
+            } else if m.access & ACC_ABSTRACT != 0 {
+                (
+                    "abstract method",
+                    "an abstract or interface method has no code: a rule traces the classes that \
+                     implement it (e.g. implements = \"...\")",
+                )
+            } else if name == "<clinit>" {
+                (
+                    "static initializer",
+                    "static initializers are never traced: one runs once, while its class is \
+                     being initialized",
+                )
+            } else {
+                continue;
+            };
+            let desc = cf.member_desc(m);
+            if r.method_matches(&name, &desc, m.access, &annotations(&cf, &m.attributes)) {
+                out.push(Untraced {
+                    rule: ri,
+                    class: view.name.clone(),
+                    method: name.to_string(),
+                    desc: desc.to_string(),
+                    what,
+                    why,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Where a rule acts.
 #[derive(Clone, Debug)]
 pub enum Location {
@@ -133,6 +259,8 @@ pub struct TraceRule {
     pub name: String,
     /// line and column of the rule's `[[rule]]` header
     pub pos: (usize, usize),
+    /// line and column of its `class =` value
+    pub class_pos: (usize, usize),
     class: Pattern,
     exclude_class: Vec<Pattern>,
     method: Pattern,
@@ -318,6 +446,10 @@ impl TraceRule {
             Pattern::parse(v.get_ref(), what)
                 .map_err(|m| err(v.span().start, format!("{who}: {m}")))
         };
+        let class_pos = r.class.as_ref().map_or(pos, |c| {
+            let e = err(c.span().start, String::new());
+            (e.line, e.col)
+        });
         let class = match &r.class {
             Some(c) => pat(c, "class")?,
             None => {
@@ -657,6 +789,7 @@ impl TraceRule {
         Ok(TraceRule {
             name,
             pos,
+            class_pos,
             class,
             exclude_class,
             method,
@@ -687,6 +820,15 @@ impl TraceRule {
             sample,
             stack,
         })
+    }
+
+    /// [`name_matches`](Self::name_matches) on an internal name (`java/lang/String`).
+    pub fn name_matches_internal(&self, internal: &str) -> bool {
+        self.class.matches_internal(internal)
+            && !self
+                .exclude_class
+                .iter()
+                .any(|p| p.matches_internal(internal))
     }
 
     /// Whether the rule can match a class of this name (dotted) at all: name and exclusions.
@@ -779,6 +921,24 @@ impl TraceRule {
             }
         }
         None
+    }
+
+    /// For a rule [`never_traced`](Self::never_traced) does not rule out: the packages of
+    /// [`NEVER`] (and bci.runtime) its class pattern can also match some class of
+    /// (`**.String` matches java.lang.String), dotted; those classes are left alone. Empty for
+    /// a regular expression (not analysed) or a pattern that reaches none of them.
+    pub fn may_reach_never(&self) -> Vec<String> {
+        let Pattern::Glob(p) = &self.class else {
+            return Vec::new();
+        };
+        NEVER
+            .iter()
+            .copied()
+            .chain(["bci/runtime/"])
+            .map(|pre| pre.replace('/', "."))
+            .filter(|pre| glob_may_extend(p, pre.as_bytes()))
+            .map(|pre| pre.trim_end_matches('.').to_string())
+            .collect()
     }
 
     /// The package (dotted) the class pattern names: an exact name's, or the one its literal
@@ -1800,5 +1960,46 @@ mod tests {
         ];
         assert_eq!(skip_annotation(&d, 2), Some(d.len()));
         assert_eq!(skip_annotation(&d[..10], 2), None);
+    }
+
+    #[test]
+    fn class_patterns_that_reach_never_traced_packages() {
+        let rule = |class: &str| {
+            let src = format!("[[rule]]\nname = \"r\"\nclass = \"{class}\"\ncount = true\n");
+            crate::Rules::parse(&src, "t.toml").unwrap().trace_rules()[0].clone()
+        };
+        // only java.lang: never traced (an error for `bci rules check`)
+        for c in [
+            "java.lang.String",
+            "java.lang.StringBuilder",
+            "java.lang.*",
+            "java.lang.reflect.**",
+            "sun.misc.Unsafe",
+        ] {
+            assert!(rule(c).never_traced(&[]).is_some(), "{c}");
+        }
+        // some of them: a warning, naming the packages
+        assert_eq!(rule("**.String").may_reach_never().len(), 6);
+        assert_eq!(
+            rule("java.**").may_reach_never(),
+            ["java.lang", "java.util.concurrent", "java.io"]
+        );
+        assert_eq!(
+            rule("java.*.String").may_reach_never(),
+            ["java.lang", "java.io"]
+        );
+        assert_eq!(rule("java.?ang.*").may_reach_never(), ["java.lang"]);
+        // none
+        for c in [
+            "com.acme.**",
+            "*Service",
+            "java.util.*",
+            "java.util.HashMap",
+            "java.*",
+            "/java[.]lang[.].*/",
+        ] {
+            assert!(rule(c).never_traced(&[]).is_none(), "{c}");
+            assert_eq!(rule(c).may_reach_never(), Vec::<String>::new(), "{c}");
+        }
     }
 }
