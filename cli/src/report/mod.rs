@@ -500,13 +500,16 @@ impl Report {
             ));
             present.extend(cs.iter().map(|c| c.name.clone()));
         }
+        // --include/--exclude: the classes reported, and the data's classes looked for
+        let selected = |name: &str| {
+            (include.is_empty() || include.iter().any(|g| g.matches(name)))
+                && !exclude.iter().any(|g| g.matches(name))
+        };
         progress.start(by_name.len());
         for (name, entries) in by_name {
             progress.inc();
             present.insert(name.clone());
-            if (!include.is_empty() && !include.iter().any(|g| g.matches(&name)))
-                || exclude.iter().any(|g| g.matches(&name))
-            {
+            if !selected(&name) {
                 continue;
             }
             // The hashes the data has for this class, with the files each came from.
@@ -653,15 +656,19 @@ impl Report {
             .classes
             .keys()
             .map(|(n, _)| n)
-            .filter(|n| !present.contains(*n) && !unreadable.contains(*n))
+            .filter(|n| selected(n) && !present.contains(*n) && !unreadable.contains(*n))
             .cloned()
             .collect();
         r.not_found.dedup();
-        // --classes that holds none of the data's classes (a directory of jars before they
-        // were read, the wrong module): a report of nothing, which CI would take for a pass
-        let mut in_data: Vec<&str> = data.classes.keys().map(|(n, _)| n.as_str()).collect();
+        // --classes that holds none of the data's classes (selected by --include/--exclude):
+        // a directory of jars before they were read, the wrong module; a report of nothing of
+        // the data, which CI would take for a pass, whatever other classes it has
+        let mut in_data: Vec<&str> = (data.classes.keys())
+            .map(|(n, _)| n.as_str())
+            .filter(|n| selected(n))
+            .collect();
         in_data.dedup();
-        if r.classes.is_empty() && !in_data.is_empty() && r.not_found.len() == in_data.len() {
+        if !in_data.is_empty() && r.not_found.len() == in_data.len() {
             let mut some: Vec<String> = in_data
                 .iter()
                 .take(5)
@@ -672,13 +679,14 @@ impl Report {
             }
             let paths: Vec<String> = a.classes.iter().map(|p| p.display().to_string()).collect();
             r.input_errors.push(format!(
-                "{} under the --classes paths ({}): no class was analysed; give the \
+                "{} under the --classes paths ({}): no class {}was analysed; give the \
                  directories or jars of the classes that ran ({})",
                 match in_data.len() {
                     1 => "the 1 class in the data is not".to_string(),
                     n => format!("none of the {n} classes in the data is"),
                 },
                 paths.join(", "),
+                if r.classes.is_empty() { "" } else { "of the data " },
                 some.join(", ")
             ));
         }

@@ -1,0 +1,160 @@
+//! `bci report` on hand-made coverage data: which classes of the data `--classes` has, and
+//! what is said about the others.
+#[path = "../../bci/tests/common/mod.rs"]
+mod common;
+
+use bci_rewriter::coverage::data::{CovData, Session};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BCI: &str = env!("CARGO_BIN_EXE_bci");
+
+/// An empty directory target/test-out/coverage-fixes-{tag}-{pid}.
+fn fresh_work(tag: &str) -> PathBuf {
+    let work = common::workspace().join(format!(
+        "target/test-out/coverage-fixes-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    work
+}
+
+/// Compiles `sources` (path under src/, text) into `out`.
+fn javac_into(work: &Path, out: &Path, sources: &[(&str, &str)]) {
+    let src = work.join("src");
+    let mut files = Vec::new();
+    for (path, text) in sources {
+        let f = src.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, text).unwrap();
+        files.push(f);
+    }
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(out)
+        .args(&files)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac {sources:?}");
+}
+
+/// A data file of one session with `classes` (internal name, hash, counts).
+fn write_data(path: &Path, classes: &[(&str, u64, &[u64])]) {
+    let mut d = CovData {
+        sessions: vec![Session {
+            id: "host-1-1".into(),
+            start_ms: 1,
+            dump_ms: 2,
+            jvm: "test".into(),
+            command: "test".into(),
+        }],
+        ..CovData::default()
+    };
+    for (name, hash, counts) in classes {
+        d.add_class(name, *hash, counts).unwrap();
+    }
+    std::fs::write(path, d.to_bytes()).unwrap();
+}
+
+fn run_bci(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let o = Command::new(BCI).args(args).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn os<T: AsRef<std::ffi::OsStr> + ?Sized>(s: &T) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+const A: (&str, &str) = (
+    "p/A.java",
+    "package p;\npublic class A {\n    public static int f(int x) {\n        return x;\n    }\n}\n",
+);
+const B: (&str, &str) = (
+    "q/B.java",
+    "package q;\npublic class B {\n    public static int g(int x) {\n        return x;\n    }\n}\n",
+);
+
+/// `--classes` of another module (classes, but none of the data's): the documented error on
+/// stderr and exit 1, as for a path without classes; it was a 0 % report and exit 0.
+#[test]
+fn classes_of_another_module_are_an_error() {
+    let work = fresh_work("other-module");
+    let other = work.join("other");
+    javac_into(&work, &other, &[B]);
+    let data = work.join("a.cov");
+    write_data(&data, &[("p/A", 1, &[0, 1]), ("p/C", 2, &[0, 1])]);
+    let csv = work.join("a.csv");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&other),
+        os("--csv"),
+        os(&csv),
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains("\n1 class analysed, 0 with data;"), "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: error: none of the 2 classes in the data is under the --classes paths \
+             ({}): no class of the data was analysed; give the directories or jars of the \
+             classes that ran (p.A, p.C)\n",
+            other.display()
+        )
+    );
+    assert!(csv.exists());
+    // --include selecting none of the data's classes there: the same error, counting the
+    // selected ones
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&other),
+        os("--include"),
+        os("p.A"),
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.starts_with("bci: error: the 1 class in the data is not under the --classes paths"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The note "N classes in the data are under no --classes path" counts only the classes
+/// --include/--exclude select; it counted the ones they leave out too.
+#[test]
+fn classes_left_out_by_the_filters_are_not_called_absent() {
+    let work = fresh_work("filtered-absent");
+    let classes = work.join("classes");
+    javac_into(&work, &classes, &[A]);
+    let data = work.join("a.cov");
+    write_data(&data, &[("p/A", 1, &[0, 1]), ("z/Z", 2, &[0, 1])]);
+    for filter in [["--include", "p.*"], ["--exclude", "z.*"]] {
+        let (code, out, err) = run_bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&classes),
+            os(filter[0]),
+            os(filter[1]),
+        ]);
+        assert_eq!(code, Some(0), "{filter:?}: {out}{err}");
+        assert!(!out.contains("under no --classes path"), "{filter:?}: {out}");
+        assert!(out.contains("1 class analysed"), "{filter:?}: {out}");
+    }
+    // without a filter, z.Z is named
+    let (_, out, _) = run_bci(&[os("report"), os(&data), os("--classes"), os(&classes)]);
+    assert!(
+        out.contains("note: 1 class in the data is under no --classes path: z.Z\n"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
