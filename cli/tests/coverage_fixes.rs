@@ -158,3 +158,57 @@ fn classes_left_out_by_the_filters_are_not_called_absent() {
     );
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// A line of two classes (an anonymous class's `new` line: the outer method's and the
+/// anonymous class's constructor's) counts once in Cobertura's package and root totals, as in
+/// the other formats; they counted it twice (56 lines where the others had 55).
+#[test]
+fn cobertura_totals_count_a_line_of_two_classes_once() {
+    let work = fresh_work("cobertura-shared-line");
+    let classes = work.join("classes");
+    javac_into(
+        &work,
+        &classes,
+        &[(
+            "p/S.java",
+            "package p;\npublic class S {\n    interface D { int d(); }\n    static D make() {\n        \
+             return new D() {\n            public int d() { return 1; }\n        };\n    }\n}\n",
+        )],
+    );
+    // data of another build of p/S: every class reported not run
+    let data = work.join("s.cov");
+    write_data(&data, &[("p/S", 1, &[0, 1])]);
+    let (cob, xml) = (work.join("cob.xml"), work.join("jacoco.xml"));
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes),
+        os("--cobertura"),
+        os(&cob),
+        os("--xml"),
+        os(&xml),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let xml = std::fs::read_to_string(&xml).unwrap();
+    // the report's LINE counter (the last one): lines 2, 5 and 6
+    let at = xml.rfind("<counter type=\"LINE\"").unwrap();
+    assert!(
+        xml[at..].starts_with("<counter type=\"LINE\" missed=\"3\" covered=\"0\"/>"),
+        "{xml}"
+    );
+    let cob = std::fs::read_to_string(&cob).unwrap();
+    assert!(
+        cob.contains("lines-covered=\"0\" lines-valid=\"3\""),
+        "root: {cob}"
+    );
+    // the package's line-rate has nothing to tell; the classes keep their own rows: line 5 in
+    // each
+    for class_lines in [
+        "</methods><lines><line number=\"2\" hits=\"0\" branch=\"false\"/><line number=\"5\"",
+        "</methods><lines><line number=\"5\" hits=\"0\" branch=\"false\"/><line number=\"6\"",
+    ] {
+        assert!(cob.contains(class_lines), "{class_lines}: {cob}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -60,9 +60,16 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     let mut o = String::new();
     let mut body = String::new();
     for p in packages {
-        // A package's (and the report's) lines are its classes' lines.
+        // A package's (and the report's) lines are its source files' lines, a line of two
+        // classes (an anonymous class's `new` line) once, as the other formats count them;
+        // then the lines of classes without a source file.
         let (mut l, mut b) = (Counter::default(), Counter::default());
-        for c in &p.classes {
+        for f in &p.files {
+            let (fl, fb) = line_branch(&f.lines);
+            l.add(fl);
+            b.add(fb);
+        }
+        for c in p.classes.iter().filter(|c| c.source_file.is_none()) {
             let (cl, cb) = line_branch(&c.lines);
             l.add(cl);
             b.add(cb);
