@@ -212,3 +212,158 @@ fn cobertura_totals_count_a_line_of_two_classes_once() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+const JUNIT: &str = "/usr/share/java/junit-platform-console-standalone.jar";
+
+/// cli/tests/fixtures/pertest/Shapes.java compiled into `orig` and covered offline into
+/// `inst`, the test class `test_file` (of the same directory) into `tests`, and the runtime
+/// jar: (orig, inst, tests, runtime jar).
+fn pertest_build(work: &Path, test_file: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let (orig, inst, tests) = (work.join("orig"), work.join("inst"), work.join("tests"));
+    for d in [&orig, &tests] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let src = common::workspace().join("cli/tests/fixtures/pertest");
+    for (cp, out, file) in [
+        (String::new(), &orig, "Shapes.java"),
+        (format!("{}:{JUNIT}", orig.display()), &tests, test_file),
+    ] {
+        let st = Command::new(common::java_home().join("bin/javac"))
+            .args(["-g", "-cp", &cp, "-d"])
+            .arg(out)
+            .arg(src.join(file))
+            .status()
+            .unwrap();
+        assert!(st.success(), "javac {file}");
+    }
+    let rt = work.join("bci-runtime.jar");
+    for args in [
+        vec![os("instrument"), os("--coverage"), os(&orig), os(&inst)],
+        vec![os("runtime-jar"), os(&rt)],
+    ] {
+        let (code, out, err) = run_bci(&args);
+        assert_eq!(code, Some(0), "{args:?}: {out}{err}");
+    }
+    (orig, inst, tests, rt)
+}
+
+/// Runs JUnit's console launcher on `class` (offline-covered classes, the runtime jar on the
+/// class path) into `data`; its output.
+fn run_junit(inst: &Path, tests: &Path, rt: &Path, data: &Path, class: &str) -> String {
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-jar")
+        .arg(JUNIT)
+        .arg("-cp")
+        .arg(format!(
+            "{}:{}:{}",
+            inst.display(),
+            tests.display(),
+            rt.display()
+        ))
+        .args(["--select-class", class, "--disable-banner"])
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Every test JUnit runs is a test of its own in the per-test data: dynamic tests given a
+/// `classpath:` source (named by their factory and index, not by their display names, two of
+/// which were equal: 3 tests for 4), and JUnit 4 Parameterized tests through the Vintage engine
+/// (both were `Old4Test#cls()`: 1 test for 2).
+#[test]
+fn per_test_names_every_test_apart() {
+    if !Path::new(JUNIT).exists() {
+        eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
+        return;
+    }
+    let work = fresh_work("pertest-names");
+    for (class, file, successful, want) in [
+        (
+            "NamesTest",
+            "NamesTest.java",
+            "4 tests successful",
+            &[
+                "NamesTest#named()[1]",
+                "NamesTest#named()[2]",
+                "NamesTest#named()[3]",
+                "NamesTest#named()[4]",
+            ][..],
+        ),
+        (
+            "Old4Test",
+            "Old4Test.java",
+            "2 tests successful",
+            &["Old4Test#cls()[-3]", "Old4Test#cls()[1]"][..],
+        ),
+    ] {
+        let dir = work.join(class);
+        let (orig, inst, tests, rt) = pertest_build(&dir, file);
+        let data = dir.join("run.cov");
+        let out = run_junit(&inst, &tests, &rt, &data, class);
+        assert!(out.contains(successful), "{out}");
+        let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+        assert_eq!(d.tests.keys().collect::<Vec<_>>(), want, "{out}");
+        let (code, out, err) = run_bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&orig),
+            os("--per-test"),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert!(
+            out.contains(&format!("\nper test: {} tests;", want.len())),
+            "{out}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// A test name with a tab or a newline (`Cov.begin` takes any name) is escaped in the
+/// reports: the console's listing stays one tab-separated record per line.
+#[test]
+fn per_test_names_with_control_characters_are_escaped() {
+    let work = fresh_work("pertest-escape");
+    let classes = work.join("classes");
+    javac_into(&work, &classes, &[A]);
+    let bytes = std::fs::read(classes.join("p/A.class")).unwrap();
+    let hash = bci_rewriter::coverage::class_hash(&bytes);
+    let n = bci_rewriter::coverage::plan_class(&bytes, bci_rewriter::flow::Split::AfterCalls)
+        .unwrap()
+        .counters as usize;
+    // every method entered once, in the test
+    let mut counts = vec![1u64; n];
+    counts[0] = 0;
+    let data = work.join("a.cov");
+    write_data(&data, &[("p/A", hash, &counts)]);
+    let mut d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+    d.add_test_class("has space\tand tab\nand \\ newline", "p/A", hash, &counts)
+        .unwrap();
+    std::fs::write(&data, d.to_bytes()).unwrap();
+    let info = work.join("a.info");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes),
+        os("--per-test"),
+        os("--lcov"),
+        os(&info),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("\np/A.java:4\thas space\\tand tab\\nand \\\\ newline\n"),
+        "{out}"
+    );
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    assert!(
+        lcov.contains("\nTN:has_space_tand_tab_nand____newline\n") || lcov.starts_with("TN:has_space_tand_tab_nand____newline\n"),
+        "{lcov}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

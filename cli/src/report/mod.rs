@@ -274,6 +274,27 @@ pub fn line_counter(lines: &BTreeMap<u32, Line>) -> Counter {
     c
 }
 
+/// A test's name as the reports show it: a control character is escaped (`\t`, `\n`, `\r`,
+/// else `\u{1b}`), and so is `\` (`\\`), so that a name is one line without tabs (the
+/// console's per-line listing is tab-separated) and two names stay two.
+pub fn printable(name: &str) -> String {
+    if !name.chars().any(|c| c.is_control() || c == '\\') {
+        return name.to_string();
+    }
+    let mut s = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '\t' => s.push_str("\\t"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            c if c.is_control() => s.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
 /// The package of an internal class name (`a/b` of `a/b/C`).
 pub fn package_of(class: &str) -> &str {
     class.rfind('/').map_or("", |i| &class[..i])
@@ -353,7 +374,7 @@ impl Report {
             return Err("--classes: name the directories or jars of the classes that ran".into());
         }
         let mut per_test = a.per_test.then(|| PerTest {
-            tests: data.tests.keys().cloned().collect(),
+            tests: data.tests.keys().map(|t| printable(t)).collect(),
             classes: vec![Vec::new(); data.tests.len()],
             overlapped: (data.tests.values().enumerate())
                 .filter(|(_, cs)| {
