@@ -1,5 +1,8 @@
 //! `bci report` on hand-made coverage data: which classes of the data `--classes` has, and
 //! what is said about the others.
+/// The agent's test helpers: `agent_lib()` builds the cdylib.
+#[path = "../../agent/tests/common/mod.rs"]
+mod agent_common;
 #[path = "../../bci/tests/common/mod.rs"]
 mod common;
 
@@ -365,5 +368,80 @@ fn per_test_names_with_control_characters_are_escaped() {
         lcov.contains("\nTN:has_space_tand_tab_nand____newline\n") || lcov.starts_with("TN:has_space_tand_tab_nand____newline\n"),
         "{lcov}"
     );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `Cov.end("wrong")` while another test runs (a name no test began under) is ignored, as
+/// before, but said on stderr once, as overlapping tests are: by the runtime jar (offline) and
+/// by the agent. It was ignored without a word.
+#[test]
+fn an_end_of_a_test_not_running_is_said() {
+    let work = fresh_work("unknown-end");
+    let rt = work.join("bci-runtime.jar");
+    let (code, out, err) = run_bci(&[os("runtime-jar"), os(&rt)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (orig, inst) = (work.join("orig"), work.join("inst"));
+    let src = work.join("src/Manual.java");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+    std::fs::write(
+        &src,
+        "import bci.runtime.Cov;\npublic class Manual {\n    static int g(int n) {\n        \
+         return n > 5 ? 1 : 0;\n    }\n    public static void main(String[] a) {\n        \
+         Cov.begin(\"t2\");\n        g(9);\n        Cov.end(\"wrong\");\n        \
+         Cov.end(\"t2\");\n        Cov.begin(\"t3\");\n        Cov.end(\"t3\");\n        \
+         Cov.end(\"t3\");\n    }\n}\n",
+    )
+    .unwrap();
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g")
+        .arg("-cp")
+        .arg(&rt)
+        .arg("-d")
+        .arg(&orig)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (code, out, err) = run_bci(&[os("instrument"), os("--coverage"), os(&orig), os(&inst)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    for agent in [false, true] {
+        let data = work.join(format!("{agent}.cov"));
+        let mut java = Command::new(common::java_home().join("bin/java"));
+        let classes = if agent {
+            java.arg(format!(
+                "-agentpath:{}=coverage=y,include=Manual,covfile={}",
+                agent_common::agent_lib().display(),
+                data.display()
+            ));
+            &orig
+        } else {
+            java.arg(format!("-Dbci.covfile={}", data.display()));
+            &inst
+        };
+        let o = java
+            .arg("-cp")
+            .arg(format!("{}:{}", classes.display(), rt.display()))
+            .arg("Manual")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "agent={agent}: {err}");
+        // said once (the second end of t3 is another), and the run's tests recorded
+        assert_eq!(
+            err.matches("bci: per-test coverage: end(").count(),
+            1,
+            "agent={agent}: {err}"
+        );
+        assert!(
+            err.contains(
+                "bci: per-test coverage: end(\"wrong\") names no test that began and has not \
+                 ended (the test running: t2); ignored: each begin needs an end of the same name \
+                 (or end())\n"
+            ),
+            "agent={agent}: {err}"
+        );
+        let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+        assert!(d.tests.contains_key("t2"), "agent={agent}: {:?}", d.tests.keys());
+    }
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -239,14 +239,19 @@ public final class Cov {
                 FileLock l = lock.getChannel().lock()) {
             ArrayList<byte[]> sessions = new ArrayList<>();
             if (f.exists() && f.length() > 0) {
-                try (DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(new FileInputStream(f)))) {
+                // what is being read, and where: said when the file is not coverage data
+                Counted at = null;
+                String[] what = {"header"};
+                try (DataInputStream in = new DataInputStream(at = new Counted(new java.io.BufferedInputStream(new FileInputStream(f))))) {
                     byte[] m = new byte[8];
                     in.readFully(m);
                     int version = java.util.Arrays.equals(m, MAGIC) ? in.readUnsignedShort() : 0;
                     if (version != 1 && version != 2) {
                         throw new IOException("not bci coverage data (version 1 or 2)");
                     }
+                    what[0] = "session count";
                     int ns = in.readInt();
+                    what[0] = "session";
                     for (int i = 0; i < ns; i++) {
                         ByteArrayOutputStream b = new ByteArrayOutputStream();
                         DataOutputStream o = new DataOutputStream(b);
@@ -262,7 +267,9 @@ public final class Cov {
                     Map<String, long[]> fileCounts = new HashMap<>();
                     ArrayList<String> fileOrder = new ArrayList<>();
                     java.util.TreeMap<String, Map<String, long[]>> fileTests = new java.util.TreeMap<>();
+                    what[0] = "class count";
                     int nc = in.readInt();
+                    what[0] = "class record";
                     for (int i = 0; i < nc; i++) {
                         String name = readStr(in);
                         long hash = in.readLong();
@@ -277,11 +284,15 @@ public final class Cov {
                         addKey(fileCounts, fileOrder, name + '\0' + hash, v);
                     }
                     if (version == 2) {
+                        what[0] = "test count";
                         int nt = in.readInt();
                         for (int t = 0; t < nt; t++) {
+                            what[0] = "test name";
                             String test = readStr(in);
                             Map<String, long[]> tc = fileTests.computeIfAbsent(test, x -> new HashMap<>());
+                            what[0] = "test class count";
                             int k = in.readInt();
+                            what[0] = "test class record";
                             for (int i = 0; i < k; i++) {
                                 String name = readStr(in);
                                 long hash = in.readLong();
@@ -293,6 +304,7 @@ public final class Cov {
                             }
                         }
                     }
+                    what[0] = null;
                     // every class of the file has this run's number of counters...
                     for (String key : fileOrder) {
                         sameLength(counts, key, fileCounts.get(key));
@@ -317,7 +329,17 @@ public final class Cov {
                     }
                 } catch (IOException e) {
                     String other = path + "." + ProcessHandle.current().pid();
-                    System.err.println("bci: " + path + ": " + e.getMessage() + "; left as it is, data written to " + other);
+                    // an EOFException has no message: the file ends inside what was read
+                    String why = e.getMessage();
+                    if (what[0] != null) {
+                        if (e instanceof java.io.EOFException || why == null) {
+                            why = "truncated " + what[0];
+                        }
+                        if (at != null) {
+                            why = "offset " + at.count + ": " + why;
+                        }
+                    }
+                    System.err.println("bci: " + path + ": " + why + "; left as it is, data written to " + other);
                     writeFile(new File(other), new ArrayList<>(), counts, order, tests);
                     return other;
                 }
@@ -425,6 +447,33 @@ public final class Cov {
         byte[] b = s.getBytes(StandardCharsets.UTF_8);
         o.writeInt(b.length);
         o.write(b);
+    }
+
+    /** An input stream that counts the bytes read from it (the offset of what is wrong). */
+    static final class Counted extends java.io.FilterInputStream {
+        long count;
+
+        Counted(java.io.InputStream in) {
+            super(in);
+        }
+
+        @Override
+        public int read() throws IOException {
+            int b = super.read();
+            if (b >= 0) {
+                count++;
+            }
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            int n = super.read(b, off, len);
+            if (n > 0) {
+                count += n;
+            }
+            return n;
+        }
     }
 
     private static String readStr(DataInputStream in) throws IOException {
@@ -744,6 +793,24 @@ public final class Cov {
     private static String[][] openLater = new String[0][];
     private static final int MAX_OPEN = 64;
     private static boolean overlapSaid;
+    /** An open test was forgotten (more than {@link #MAX_OPEN} open): its end is not unknown. */
+    private static boolean forgot;
+    /** An end named a test that was not open: said once. */
+    private static boolean unknownEndSaid;
+
+    /**
+     * The message of an end by name of a test that is not open (never began, or ended already):
+     * ignored, said once on stderr, as an overlap is; null when said before.
+     */
+    private static String unknownEnd(String n) {
+        if (forgot || unknownEndSaid) {
+            return null;
+        }
+        unknownEndSaid = true;
+        return "bci: per-test coverage: end(\"" + n + "\") names no test that began and has not"
+                + " ended (" + (test == null ? "no test is running" : "the test running: " + test)
+                + "); ignored: each begin needs an end of the same name (or end())";
+    }
 
     /** Test {@code n} begins: it is open, and began while every open test ran. */
     private static void opened(String n) {
@@ -755,6 +822,7 @@ public final class Cov {
         if (openNames.length == MAX_OPEN) {
             openNames = minus(openNames, 0);
             openLater = minus(openLater, 0);
+            forgot = true;
         }
         openNames = plus(openNames, n);
         openLater = plus(openLater, new String[0]);
@@ -790,6 +858,10 @@ public final class Cov {
                         + " coverage (JUnit: junit.jupiter.execution.parallel.enabled=false)");
             }
             return;
+        }
+        String said = unknownEnd(n);
+        if (said != null) {
+            System.err.println(said);
         }
     }
 

@@ -569,6 +569,24 @@ public final class BciCov {
     private static String[][] openLater = new String[0][];
     private static final int MAX_OPEN = 64;
     private static boolean overlapSaid;
+    /** An open test was forgotten (more than {@link #MAX_OPEN} open): its end is not unknown. */
+    private static boolean forgot;
+    /** An end named a test that was not open: said once. */
+    private static boolean unknownEndSaid;
+
+    /**
+     * The message of an end by name of a test that is not open (never began, or ended already):
+     * ignored, said once on stderr, as an overlap is; null when said before.
+     */
+    private static String unknownEnd(String n) {
+        if (forgot || unknownEndSaid) {
+            return null;
+        }
+        unknownEndSaid = true;
+        return "bci: per-test coverage: end(\"" + n + "\") names no test that began and has not"
+                + " ended (" + (test == null ? "no test is running" : "the test running: " + test)
+                + "); ignored: each begin needs an end of the same name (or end())";
+    }
 
     /** Test {@code n} begins: it is open, and began while every open test ran. */
     private static void opened(String n) {
@@ -580,6 +598,7 @@ public final class BciCov {
         if (openNames.length == MAX_OPEN) {
             openNames = minus(openNames, 0);
             openLater = minus(openLater, 0);
+            forgot = true;
         }
         openNames = plus(openNames, n);
         openLater = plus(openLater, new String[0]);
@@ -617,7 +636,7 @@ public final class BciCov {
                     + " overlap are not separable; run tests one at a time for exact per-test"
                     + " coverage (JUnit: junit.jupiter.execution.parallel.enabled=false)";
         }
-        return null;
+        return unknownEnd(n);
     }
 
     private static String[] plus(String[] a, String x) {
