@@ -302,10 +302,19 @@ fn choose_builds(
                     hs.join(", ")
                 ));
             }
+            // --classes given that holds neither build: said, so that it is not taken for
+            // the build under --classes
+            let not_there = match (classes.is_empty(), under.contains_key(*name)) {
+                (true, _) => "",
+                (false, true) => {
+                    ": the --classes paths hold another build of it, which the data has none of"
+                }
+                (false, false) => ": it is under no --classes path",
+            };
             (
                 of_first,
                 format!(
-                    "of {}, the first input that has the class",
+                    "of {}, the first input that has the class{not_there}",
                     inputs[first].display()
                 ),
             )

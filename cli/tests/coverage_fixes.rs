@@ -445,3 +445,109 @@ fn an_end_of_a_test_not_running_is_said() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// The hash and counters of p/A compiled under `classes` (every counter 1 but the first).
+fn a_data(classes: &Path) -> (u64, Vec<u64>) {
+    let bytes = std::fs::read(classes.join("p/A.class")).unwrap();
+    let hash = bci_rewriter::coverage::class_hash(&bytes);
+    let n = bci_rewriter::coverage::plan_class(&bytes, bci_rewriter::flow::Split::AfterCalls)
+        .unwrap()
+        .counters as usize;
+    let mut counts = vec![1u64; n];
+    counts[0] = 0;
+    (hash, counts)
+}
+
+/// One covfile with data of two builds of a class (the old and the new build both ran into
+/// it): the stale line says that its data of the build under --classes is reported and which
+/// build's is left out; it said the file's data was from another build, as if all of it was
+/// left out. A file of the other build alone keeps the plain line.
+#[test]
+fn stale_data_beside_the_reported_build_in_one_file_is_told() {
+    let work = fresh_work("stale-both");
+    let classes = work.join("classes");
+    javac_into(&work, &classes, &[A]);
+    let (hash, counts) = a_data(&classes);
+    let (both, old) = (work.join("both.cov"), work.join("old.cov"));
+    write_data(&both, &[("p/A", hash, &counts), ("p/A", 1, &[0, 1])]);
+    let mut d = CovData::parse(&std::fs::read(&both).unwrap()).unwrap();
+    d.sessions[0].id = "host-2-2".into();
+    d.classes.retain(|k, _| k.1 == 1);
+    d.classes.insert(("p/A".into(), 2), vec![0, 1]);
+    std::fs::write(&old, d.to_bytes()).unwrap();
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&both),
+        os(&old),
+        os("--classes"),
+        os(&classes),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("1 class analysed, 1 with data"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "stale: p/A: {} holds data of two builds of this class: build 0000000000000001 \
+             (another build: left out of the counts) and build {hash:016x} (the one under \
+             --classes: reported)\n",
+            both.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "stale: p/A: the data in {} is from another build of this class (left out of the \
+             counts)\n",
+            old.display()
+        )),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `bci merge --ignore-stale --classes PATH` where PATH holds neither build of a class: the
+/// build kept (the first input's) is named with why, saying that --classes did not choose; it
+/// read as if it were the build under --classes.
+#[test]
+fn merge_says_when_classes_hold_neither_build() {
+    let work = fresh_work("merge-neither");
+    let classes = work.join("classes");
+    javac_into(&work, &classes, &[A]);
+    let empty = work.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (a, b) = (work.join("a.cov"), work.join("b.cov"));
+    write_data(&a, &[("p/A", 1, &[0, 1])]);
+    let mut d = CovData::parse(&std::fs::read(&a).unwrap()).unwrap();
+    d.sessions[0].id = "host-2-2".into();
+    d.classes = [(("p/A".to_string(), 2), vec![0, 1])].into_iter().collect();
+    std::fs::write(&b, d.to_bytes()).unwrap();
+    for (dir, why) in [
+        (&empty, "it is under no --classes path"),
+        (
+            &classes,
+            "the --classes paths hold another build of it, which the data has none of",
+        ),
+    ] {
+        let out_cov = work.join("m.cov");
+        let (code, out, err) = run_bci(&[
+            os("merge"),
+            os("--ignore-stale"),
+            os(&a),
+            os(&b),
+            os("--classes"),
+            os(dir),
+            os("-o"),
+            os(&out_cov),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert!(
+            err.contains(&format!(
+                "bci: {}: p/A: data of build 0000000000000002 left out; kept: build \
+                 0000000000000001 (of {}, the first input that has the class: {why})\n",
+                b.display(),
+                a.display()
+            )),
+            "{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -150,20 +150,36 @@ pub struct Stale {
     /// When the data is of another entry of the same multi-release jar or directory (another
     /// `META-INF/versions/N/` build of the class): that entry and the one reported.
     pub other_entry: Option<(String, String)>,
+    /// When `files` also hold data of the build reported (one covfile both builds ran into):
+    /// (the reported build's hash, the other builds' hashes), named in the line.
+    pub both: Option<(u64, Vec<u64>)>,
 }
 
 impl Stale {
     /// The line on stderr.
     pub fn line(&self) -> String {
         let files: Vec<String> = self.files.iter().map(|p| p.display().to_string()).collect();
-        match &self.other_entry {
-            None => format!(
+        let hex = |hs: &[u64]| -> String {
+            let v: Vec<String> = hs.iter().map(|h| format!("{h:016x}")).collect();
+            v.join(", ")
+        };
+        match (&self.other_entry, &self.both) {
+            (None, Some((kept, gone))) => format!(
+                "stale: {}: {} {} data of two builds of this class: build {} (another build: \
+                 left out of the counts) and build {} (the one under --classes: reported)",
+                self.class,
+                files.join(", "),
+                if self.files.len() == 1 { "holds" } else { "hold" },
+                hex(gone),
+                hex(&[*kept])
+            ),
+            (None, None) => format!(
                 "stale: {}: the data in {} is from another build of this class (left out of the \
                  counts)",
                 self.class,
                 files.join(", ")
             ),
-            Some((theirs, shown)) => format!(
+            (Some((theirs, shown)), _) => format!(
                 "left out: {}: the data in {} is of {theirs}, the report shows {shown} (one \
                  build of a class per report)",
                 self.class,
@@ -595,6 +611,13 @@ impl Report {
                 f.into_iter().map(|i| a.data[i].clone()).collect()
             };
             let mut stale_files = Vec::new();
+            // the files that hold data of the build reported too, with the other builds'
+            // hashes: named apart (their data of this build is counted)
+            let with_this: Vec<usize> = (in_data.iter())
+                .filter(|(h, _)| *h == hash)
+                .flat_map(|(_, f)| f.iter().copied())
+                .collect();
+            let mut both: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
             for (h, files) in &in_data {
                 if *h == hash {
                     continue;
@@ -604,8 +627,17 @@ impl Report {
                         class: name.clone(),
                         files: names(files),
                         other_entry: Some((e.path.clone(), path.clone())),
+                        both: None,
                     }),
-                    None => stale_files.extend(files.iter().copied()),
+                    None => {
+                        for &f in files.iter() {
+                            if with_this.contains(&f) {
+                                both.entry(f).or_default().push(*h);
+                            } else {
+                                stale_files.push(f);
+                            }
+                        }
+                    }
                 }
             }
             if !stale_files.is_empty() {
@@ -613,6 +645,17 @@ impl Report {
                     class: name.clone(),
                     files: names(&stale_files),
                     other_entry: None,
+                    both: None,
+                });
+            }
+            for (f, mut gone) in both {
+                gone.sort_unstable();
+                gone.dedup();
+                r.stale.push(Stale {
+                    class: name.clone(),
+                    files: names(&[f]),
+                    other_entry: None,
+                    both: Some((hash, gone)),
                 });
             }
             let root = &containers[first];
