@@ -150,7 +150,10 @@ fn classes_left_out_by_the_filters_are_not_called_absent() {
             os(filter[1]),
         ]);
         assert_eq!(code, Some(0), "{filter:?}: {out}{err}");
-        assert!(!out.contains("under no --classes path"), "{filter:?}: {out}");
+        assert!(
+            !out.contains("under no --classes path"),
+            "{filter:?}: {out}"
+        );
         assert!(out.contains("1 class analysed"), "{filter:?}: {out}");
     }
     // without a filter, z.Z is named
@@ -365,7 +368,8 @@ fn per_test_names_with_control_characters_are_escaped() {
     );
     let lcov = std::fs::read_to_string(&info).unwrap();
     assert!(
-        lcov.contains("\nTN:has_space_tand_tab_nand____newline\n") || lcov.starts_with("TN:has_space_tand_tab_nand____newline\n"),
+        lcov.contains("\nTN:has_space_tand_tab_nand____newline\n")
+            || lcov.starts_with("TN:has_space_tand_tab_nand____newline\n"),
         "{lcov}"
     );
     let _ = std::fs::remove_dir_all(&work);
@@ -441,7 +445,11 @@ fn an_end_of_a_test_not_running_is_said() {
             "agent={agent}: {err}"
         );
         let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
-        assert!(d.tests.contains_key("t2"), "agent={agent}: {:?}", d.tests.keys());
+        assert!(
+            d.tests.contains_key("t2"),
+            "agent={agent}: {:?}",
+            d.tests.keys()
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -169,7 +169,11 @@ impl Stale {
                  left out of the counts) and build {} (the one under --classes: reported)",
                 self.class,
                 files.join(", "),
-                if self.files.len() == 1 { "holds" } else { "hold" },
+                if self.files.len() == 1 {
+                    "holds"
+                } else {
+                    "hold"
+                },
                 hex(gone),
                 hex(&[*kept])
             ),
@@ -750,7 +754,11 @@ impl Report {
                     n => format!("none of the {n} classes in the data is"),
                 },
                 paths.join(", "),
-                if r.classes.is_empty() { "" } else { "of the data " },
+                if r.classes.is_empty() {
+                    ""
+                } else {
+                    "of the data "
+                },
                 some.join(", ")
             ));
         }
