@@ -1382,7 +1382,8 @@ fn calls_in_flight(
     let Ok(threads) = a.jvmti.all_threads() else {
         return 0;
     };
-    let mut code: std::collections::HashMap<usize, Option<Vec<u8>>> = Default::default();
+    let mut code: std::collections::HashMap<crate::jvm::MethodId, Option<Vec<u8>>> =
+        Default::default();
     let mut n = 0;
     for t in threads {
         let frames = a.jvmti.stack_trace(t, 4096).unwrap_or_default();
@@ -1401,10 +1402,7 @@ fn calls_in_flight(
             let Some((id, slot, size)) = index.find(&class, &name, &desc) else {
                 continue;
             };
-            let Some(bc) = code
-                .entry(m as usize)
-                .or_insert_with(|| a.jvmti.bytecodes(m).ok())
-            else {
+            let Some(bc) = code.entry(m).or_insert_with(|| a.jvmti.bytecodes(m).ok()) else {
                 continue;
             };
             let Some(c) = bci_rewriter::coverage::inflight::exit_counter_at(bc, slot, at as u32)

@@ -318,8 +318,11 @@ mod data_file {
                 let d: Vec<u64> = match self.written.get(&(name.clone(), *hash)) {
                     Some(w) => {
                         let w = w.iter().chain(std::iter::repeat(&0));
-                        let b: Vec<u64> =
-                            v.iter().zip(w.clone()).map(|(a, b)| b.saturating_sub(*a)).collect();
+                        let b: Vec<u64> = v
+                            .iter()
+                            .zip(w.clone())
+                            .map(|(a, b)| b.saturating_sub(*a))
+                            .collect();
                         if b.iter().any(|&x| x > 0) {
                             let _ = back.add_class(name, *hash, &b);
                         }

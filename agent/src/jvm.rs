@@ -173,11 +173,7 @@ impl Jvmti {
     }
 
     /// The frames of `thread`, top first: (method, bytecode index), at most `max`.
-    pub fn stack_trace(
-        &self,
-        thread: JRef,
-        max: usize,
-    ) -> Result<Vec<(sys::jmethodID, i64)>, String> {
+    pub fn stack_trace(&self, thread: JRef, max: usize) -> Result<Vec<(MethodId, i64)>, String> {
         let f: sys::GetStackTraceFn = self.f(js::GET_STACK_TRACE);
         let mut frames = vec![
             sys::jvmtiFrameInfo {
@@ -189,33 +185,48 @@ impl Jvmti {
         let mut n: sys::jint = 0;
         // SAFETY: valid env and thread reference; the buffer holds `max` frames.
         check(
-            unsafe { f(self.0, thread.0, 0, max as sys::jint, frames.as_mut_ptr(), &mut n) },
+            unsafe {
+                f(
+                    self.0,
+                    thread.0,
+                    0,
+                    max as sys::jint,
+                    frames.as_mut_ptr(),
+                    &mut n,
+                )
+            },
             "GetStackTrace",
         )?;
         frames.truncate(n.clamp(0, max as sys::jint) as usize);
-        Ok(frames.iter().map(|fr| (fr.method, fr.location)).collect())
+        Ok(frames
+            .iter()
+            .map(|fr| (MethodId(fr.method), fr.location))
+            .collect())
     }
 
     /// A method's name and descriptor.
-    pub fn method_name(&self, m: sys::jmethodID) -> Result<(String, String), String> {
+    pub fn method_name(&self, m: MethodId) -> Result<(String, String), String> {
         let f: sys::GetMethodNameFn = self.f(js::GET_METHOD_NAME);
         let (mut name, mut sig): (*mut c_char, *mut c_char) =
             (std::ptr::null_mut(), std::ptr::null_mut());
         // SAFETY: valid env and method id; a null generic pointer is allowed.
         check(
-            unsafe { f(self.0, m, &mut name, &mut sig, std::ptr::null_mut()) },
+            unsafe { f(self.0, m.0, &mut name, &mut sig, std::ptr::null_mut()) },
             "GetMethodName",
         )?;
         Ok((self.take_string(name), self.take_string(sig)))
     }
 
     /// The internal name of the class declaring method `m` (`java/lang/String`).
-    pub fn method_class_name(&self, m: sys::jmethodID, jni: &Jni) -> Result<String, String> {
+    pub fn method_class_name(&self, m: MethodId, jni: &Jni) -> Result<String, String> {
         let f: sys::GetMethodDeclaringClassFn = self.f(js::GET_METHOD_DECLARING_CLASS);
         let sig_of: sys::GetClassSignatureFn = self.f(js::GET_CLASS_SIGNATURE);
         let mut cls: sys::jclass = std::ptr::null_mut();
         // SAFETY: valid env and method id, out pointer to a local.
-        check(unsafe { f(self.0, m, &mut cls) }, "GetMethodDeclaringClass")?;
+        check(
+            unsafe { f(self.0, m.0, &mut cls) },
+            "GetMethodDeclaringClass",
+        )?;
         let mut sig: *mut c_char = std::ptr::null_mut();
         // SAFETY: valid env, cls a class reference from the call above.
         let e = unsafe { sig_of(self.0, cls, &mut sig, std::ptr::null_mut()) };
@@ -229,12 +240,12 @@ impl Jvmti {
     }
 
     /// The bytecodes of method `m` as the VM runs them (needs can_get_bytecodes).
-    pub fn bytecodes(&self, m: sys::jmethodID) -> Result<Vec<u8>, String> {
+    pub fn bytecodes(&self, m: MethodId) -> Result<Vec<u8>, String> {
         let f: sys::GetBytecodesFn = self.f(js::GET_BYTECODES);
         let mut n: sys::jint = 0;
         let mut p: *mut u8 = std::ptr::null_mut();
         // SAFETY: valid env and method id, out pointers to locals.
-        check(unsafe { f(self.0, m, &mut n, &mut p) }, "GetBytecodes")?;
+        check(unsafe { f(self.0, m.0, &mut n, &mut p) }, "GetBytecodes")?;
         if p.is_null() {
             return Ok(Vec::new());
         }
@@ -788,6 +799,10 @@ impl Jni {
         Ok(())
     }
 }
+
+/// A method id the VM handed out (JVMTI GetStackTrace): valid while its class is loaded.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MethodId(sys::jmethodID);
 
 /// A JNI reference (local or global) obtained through these wrappers; code outside this module
 /// cannot make one from an arbitrary pointer.

@@ -1104,9 +1104,12 @@ fn inflight_hits(d: &CovData, classes: &Path, mark: &str) -> u64 {
         + 1;
     let bytes = std::fs::read(classes.join("CovInflight.class")).unwrap();
     let (_, counts) = class_counts(d, "CovInflight");
-    let c = bci_rewriter::coverage::analysis::analyze(&bytes, Some(counts), Split::AfterCalls)
-        .unwrap();
-    c.lines.get(&line).unwrap_or_else(|| panic!("line {line}")).hits
+    let c =
+        bci_rewriter::coverage::analysis::analyze(&bytes, Some(counts), Split::AfterCalls).unwrap();
+    c.lines
+        .get(&line)
+        .unwrap_or_else(|| panic!("line {line}"))
+        .hits
 }
 
 /// Calls still running when the data is written do not count as returned: a daemon thread
@@ -1128,7 +1131,10 @@ fn calls_still_running_at_a_dump_do_not_count_as_returned() {
         let _ = std::fs::remove_file(&data);
         ok(java(
             &classes.display().to_string(),
-            Some(&format!("coverage=y,include=CovInflight,covfile={}", data.display())),
+            Some(&format!(
+                "coverage=y,include=CovInflight,covfile={}",
+                data.display()
+            )),
             "CovInflight",
             &[
                 &data.display().to_string(),
@@ -1139,13 +1145,29 @@ fn calls_still_running_at_a_dump_do_not_count_as_returned() {
         .output()
         .unwrap());
         let (mid, end) = (read(&snap), read(&data));
-        assert_eq!(inflight_hits(&mid, &classes, "AFTER_TAKE"), 0, "{how}: snapshot");
-        assert_eq!(inflight_hits(&mid, &classes, "AFTER_SNAPSHOT"), 0, "{how}: snapshot");
+        assert_eq!(
+            inflight_hits(&mid, &classes, "AFTER_TAKE"),
+            0,
+            "{how}: snapshot"
+        );
+        assert_eq!(
+            inflight_hits(&mid, &classes, "AFTER_SNAPSHOT"),
+            0,
+            "{how}: snapshot"
+        );
         assert_eq!(inflight_hits(&end, &classes, "AFTER_TAKE"), 0, "{how}");
         assert_eq!(inflight_hits(&end, &classes, "AFTER_SNAPSHOT"), 1, "{how}");
         let after_exit = (how == "return") as u64;
-        assert_eq!(inflight_hits(&end, &classes, "AFTER_EXIT"), after_exit, "{how}");
-        assert_eq!(entries(&end, &classes, "CovInflight", "consume"), 1, "{how}");
+        assert_eq!(
+            inflight_hits(&end, &classes, "AFTER_EXIT"),
+            after_exit,
+            "{how}"
+        );
+        assert_eq!(
+            entries(&end, &classes, "CovInflight", "consume"),
+            1,
+            "{how}"
+        );
     }
 }
 
