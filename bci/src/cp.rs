@@ -309,7 +309,35 @@ impl<'a> ConstantPool<'a> {
             smt_name,
         };
         cp.check_refs()?;
+        cp.check_utf8()?;
         Ok(cp)
+    }
+
+    /// Checks that every Utf8 entry is modified UTF-8 (JVMS 4.4.7; HotSpot: ClassFormatError
+    /// "Illegal UTF8 string in constant pool"): no byte 0 or 0xf0-0xff, each 2- and 3-byte
+    /// form complete. A rewrite copies the pool, and text that is not UTF-8 would be decoded
+    /// lossily where the rewriter reads it.
+    fn check_utf8(&self) -> Result<()> {
+        for (i, &t) in self.tags.iter().enumerate() {
+            if t != tag::UTF8 {
+                continue;
+            }
+            let at = self.offsets[i] as usize;
+            let n = be16(self.bytes, at + 1) as usize;
+            let text = self.bytes.get(at + 3..at + 3 + n).unwrap_or_default();
+            // (nearly all: ASCII without NUL)
+            if text.iter().all(|&b| b.wrapping_sub(1) < 0x7F) {
+                continue;
+            }
+            if let Some(p) = bad_mutf8(text) {
+                return Err(Error::format(format!(
+                    "constant #{i} (Utf8): not modified UTF-8 (byte {p} of {n}: 0x{:02x})",
+                    text[p]
+                ))
+                .at(at + 3 + p));
+            }
+        }
+        Ok(())
     }
 
     /// Checks that every entry refers to entries of the right kinds (JVMS 4.4).
@@ -592,6 +620,30 @@ pub struct MemberRef<'a> {
     pub class: Cow<'a, str>,
     pub name: Cow<'a, str>,
     pub desc: Cow<'a, str>,
+}
+
+/// Where `s` stops being modified UTF-8 (JVMS 4.4.7): a byte 0 or 0xf0-0xff, a continuation
+/// byte where a character starts, a 2- or 3-byte form cut short (the position of its first
+/// byte); None when it is.
+fn bad_mutf8(s: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < s.len() {
+        let b = s[i];
+        let n = match b {
+            0x01..=0x7f => 1,
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 3,
+            _ => return Some(i),
+        };
+        for k in 1..n {
+            match s.get(i + k) {
+                Some(c) if (0x80..0xc0).contains(c) => {}
+                _ => return Some(i),
+            }
+        }
+        i += n;
+    }
+    None
 }
 
 /// Decodes modified UTF-8 (JVMS 4.4.7): borrowed when the bytes are valid standard UTF-8 without

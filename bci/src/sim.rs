@@ -126,7 +126,9 @@ pub fn vtype_of(d: &str, ctx: &mut dyn TypeCtx) -> Result<VType> {
         Some(b'F') => VType::Float,
         Some(b'J') => VType::Long,
         Some(b'D') => VType::Double,
-        Some(b'L') if d.len() > 2 => VType::Object(ctx.class_index(&d[1..d.len() - 1])?),
+        Some(b'L') if d.len() > 2 && d.ends_with(';') => {
+            VType::Object(ctx.class_index(&d[1..d.len() - 1])?)
+        }
         Some(b'[') => VType::Object(ctx.class_index(d)?),
         _ => return Err(Error::format(format!("bad field descriptor {d:?}"))),
     })
