@@ -226,6 +226,73 @@ fn give<T>(v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
     });
 }
 
+/// Checks that every branch and switch target (`specials`: their instruction indices) and every
+/// exception table row is inside the code and at an instruction (JVMS 4.9.1, 4.7.3: a target
+/// or handler at the code's length is outside it; a row's end may be the length). The rest of
+/// the editor then indexes instructions by them without checks. `index_of` has an entry per
+/// code byte and one for the end.
+fn check_targets(
+    code: &[u8],
+    insns: &[Insn],
+    specials: &[u32],
+    index_of: &[u32],
+    handlers: &[crate::code::Handler],
+) -> Result<()> {
+    let len = code.len() as i64;
+    let at_insn =
+        |t: i64| t >= 0 && t < len && index_of.get(t as usize).is_some_and(|&k| k != NONE);
+    for &k in specials {
+        let Some(i) = insns.get(k as usize) else {
+            continue;
+        };
+        let mut bad = None;
+        i.for_each_target(code, |t| {
+            if bad.is_none() && !at_insn(t) {
+                bad = Some(t);
+            }
+        });
+        if let Some(t) = bad {
+            let what = if i.branch_offset(code).is_some() {
+                "branch"
+            } else {
+                "switch"
+            };
+            let why = if (0..len).contains(&t) {
+                "is not the start of an instruction"
+            } else {
+                "is outside the code"
+            };
+            return Err(Error::format(format!(
+                "{what} at pc {} to {t} {why} (code length {len}; JVMS 4.9.1)",
+                i.pc
+            )));
+        }
+    }
+    for (j, h) in handlers.iter().enumerate() {
+        let (start, end, handler) = (h.start as i64, h.end as i64, h.handler as i64);
+        let bad = |what: String| {
+            Err(Error::format(format!(
+                "exception table entry {j}: {what} (code length {len}; JVMS 4.7.3)"
+            )))
+        };
+        if !at_insn(start) {
+            return bad(format!("start pc {start} is not an instruction"));
+        }
+        if end <= start {
+            return bad(format!("start pc {start} is not before end pc {end}"));
+        }
+        if end != len && !at_insn(end) {
+            return bad(format!(
+                "end pc {end} is neither an instruction nor the end of the code"
+            ));
+        }
+        if !at_insn(handler) {
+            return bad(format!("handler pc {handler} is not an instruction"));
+        }
+    }
+    Ok(())
+}
+
 pub struct MethodEditor<'c, 'a> {
     cf: &'c ClassFile<'a>,
     method: &'c Member<'a>,
@@ -256,8 +323,6 @@ pub struct MethodEditor<'c, 'a> {
     specials: Vec<u32>,
     /// Indices of the return instructions, increasing.
     returns: Vec<u32>,
-    /// The end of the highest local-variable slot the instructions use.
-    locals_end: u32,
 }
 
 /// Result of the stack-depth data flow.
@@ -295,6 +360,18 @@ fn underflow(i: &Insn, p: u16, d: u32) -> Error {
         i.pc,
         opcodes::mnemonic(i.opcode)
     ))
+}
+
+/// An error when the original code reaches a stack depth above its declared max_stack (the
+/// JVM rejects it: VerifyError "Stack size too large"; the rewrite must not make it valid).
+fn check_max_stack(declared: u32, reached: u32) -> Result<()> {
+    if reached > declared {
+        return Err(Error::format(format!(
+            "max_stack {declared} is below the stack depth its code reaches ({reached})"
+        ))
+        .context("Code"));
+    }
+    Ok(())
 }
 
 /// Appends `s` to the code at instruction `k` of a sorted insert list.
@@ -559,6 +636,42 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             pc += i.len as usize;
         }
         index_of[c.len()] = k as u32;
+        check_targets(c, &insns[..k], &specials, &index_of, &code.handlers).ctx(|| "Code")?;
+        // The locals the arguments take (with `this`) and those the code uses must fit in the
+        // declared max_locals (HotSpot: ClassFormatError "Arguments can't fit into locals",
+        // VerifyError "Local variable table overflow"): the rewrite recomputes max_locals, and
+        // must not make such a method valid. Plain ASCII descriptors (all but odd ones) are
+        // read as bytes without decoding; the checks and the error are those of
+        // `method_param_slots`.
+        let params = match cf.cp.utf8_bytes(method.descriptor_index) {
+            Ok(b) if b.is_ascii() => crate::desc::method_param_slots_bytes(b),
+            _ => None,
+        };
+        let params = match params {
+            Some(n) => n,
+            None => crate::desc::method_param_slots(&cf.member_desc(method))?,
+        };
+        let args = params as u32 + (method.access & ACC_STATIC == 0) as u32;
+        if args > code.max_locals as u32 {
+            return Err(Error::format(format!(
+                "max_locals {} is below the {args} slots its arguments need ({}{})",
+                code.max_locals,
+                if method.access & ACC_STATIC == 0 {
+                    "this and "
+                } else {
+                    ""
+                },
+                cf.member_desc(method)
+            ))
+            .context("Code"));
+        }
+        if locals_end > code.max_locals as u32 {
+            return Err(Error::format(format!(
+                "max_locals {} is below the {locals_end} slots its local variable accesses need",
+                code.max_locals
+            ))
+            .context("Code"));
+        }
         let next_local = code.max_locals;
         Ok(MethodEditor {
             cf,
@@ -578,7 +691,6 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             ctor: std::cell::OnceCell::new(),
             specials,
             returns,
-            locals_end,
         })
     }
 
@@ -1165,15 +1277,18 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut entered = vec![false; self.insns().len()];
         for i in self.insns() {
             i.for_each_target(code, |t| {
+                // (targets are instructions: `open` checked them)
                 if let Some(&k) = usize::try_from(t).ok().and_then(|t| self.index_of.get(t)) {
-                    if k != NONE {
-                        entered[k as usize] = true;
+                    if let Some(e) = entered.get_mut(k as usize) {
+                        *e = true;
                     }
                 }
             });
         }
         for h in &self.code.handlers {
-            entered[self.idx(h.handler as u32)?] = true;
+            if let Some(e) = entered.get_mut(self.idx(h.handler as u32)?) {
+                *e = true;
+            }
         }
         for h in &self.code.handlers {
             if !(h.start <= h.handler && h.handler < h.end) || h.end as usize >= code.len() {
@@ -1586,7 +1701,8 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // data flow over the original code: the bound would grow every covered method's
         // max_stack by a counter's depth.
         let simple = self.trampolines.is_empty();
-        let mut max_stack = self.code.max_stack as u32;
+        let declared = self.code.max_stack as u32;
+        let mut max_stack = declared;
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
         if let Some(h) = &self.catch_all {
@@ -1601,7 +1717,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             }
         } else {
             let depths = self.depths_with(&mut cp.ref_effects)?;
-            bump(depths.max);
+            check_max_stack(declared, depths.max)?;
             for e in &lay.ev {
                 let k = e.k as usize;
                 let din = depths.depth_in[k];
@@ -1624,25 +1740,20 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             }
             give(depths.depth_in, |s| &mut s.depth_in);
         }
+        if simple && max_stack > declared {
+            // The bound above holds for valid code only: code deeper than its max_stack (a
+            // VerifyError) must not be made valid by the larger max_stack. Data flow then,
+            // in the methods whose max_stack grows (mostly small ones).
+            let depths = self.depths_with(&mut cp.ref_effects)?;
+            give(depths.depth_in, |s| &mut s.depth_in);
+            check_max_stack(declared, depths.max)?;
+        }
         if max_stack > 0xFFFF {
             return Err(Error::new(ErrorKind::TooLarge, "max_stack over 65535"));
         }
-        let mut max_locals = self.code.max_locals as u32;
-        {
-            // Plain ASCII descriptors (all but odd ones) are read as bytes without decoding;
-            // the checks and the error are those of `method_param_slots`.
-            let params = match self.cf.cp.utf8_bytes(self.method.descriptor_index) {
-                Ok(b) if b.is_ascii() => crate::desc::method_param_slots_bytes(b),
-                _ => None,
-            };
-            let params = match params {
-                Some(n) => n,
-                None => crate::desc::method_param_slots(&self.desc())?,
-            };
-            max_locals = max_locals.max(params as u32 + !self.is_static() as u32);
-            max_locals = max_locals.max(self.locals_end);
-            max_locals = max_locals.max(self.next_local as u32);
-        }
+        // (the arguments and the locals the code uses fit in the declared max_locals: `open`
+        // checked)
+        let max_locals = (self.code.max_locals as u32).max(self.next_local as u32);
 
         // --- frames
         let smt = self.smt();

@@ -66,6 +66,13 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         self.0.kind
     }
+    /// Whether the input breaks the class-file rules ([`ErrorKind::Format`],
+    /// [`ErrorKind::Truncated`]): the JVM rejects it too, and a rewrite must leave the whole
+    /// class as it is (rewriting the rest could not make it load, and rewriting the broken part
+    /// could make it load).
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(self.0.kind, ErrorKind::Format | ErrorKind::Truncated)
+    }
     pub fn offset(&self) -> Option<usize> {
         self.0.offset
     }

@@ -557,7 +557,7 @@ pub fn instrument_methods(
                         changed = true;
                     }
                     Ok(None) => {}
-                    Err(e) if opts.method_fallback => left.push(e),
+                    Err(e) if opts.method_fallback && !e.is_invalid_input() => left.push(e),
                     Err(e) => return Err(e),
                 }
                 continue;
@@ -599,7 +599,8 @@ pub fn instrument_methods(
             Ok(b) => b,
             Err(e) => {
                 let e = with_path(e, || cf.method_path(m));
-                if !opts.method_fallback {
+                // invalid code fails the class: the JVM must reject it as it did
+                if !opts.method_fallback || e.is_invalid_input() {
                     return Err(e);
                 }
                 // the constants the attempt added stay in the pool, unused

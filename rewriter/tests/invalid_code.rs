@@ -150,6 +150,207 @@ fn left_original(bytes: &[u8], want: &[&str]) {
     }
 }
 
+/// `static int f(int x) { if (x == 0) goto <end of code>; return 1; } ` with a handler over
+/// the first instructions going to an athrow (the tester's GotoEnd1): the branch target is the
+/// code length, outside the code (JVMS 4.9.1).
+#[test]
+fn branch_to_code_end_with_handler_leaves_class_original() {
+    let code = [
+        op::ILOAD_0,
+        op::IFEQ,
+        0,
+        6, // 1: ifeq 7 (the code length)
+        op::ICONST_1,
+        op::IRETURN,
+        op::ATHROW, // 6
+    ];
+    let c = class("(I)I", 1, 1, &code, &[[0, 4, 6, 0]], b"()V");
+    left_original(&c, &["C.f(I)I", "branch at pc 1 to 7", "outside the code"]);
+    // without the handler
+    let c = class("(I)I", 1, 1, &code[..6], &[], b"()V");
+    left_original(&c, &["C.f(I)I", "branch at pc 1 to 7", "outside the code"]);
+}
+
+/// An exception handler (or the end of its range) outside the code or inside an instruction.
+#[test]
+fn handler_outside_the_code_leaves_class_original() {
+    let code = [op::ICONST_0, op::IRETURN];
+    for (h, say) in [
+        ([0u16, 1, 2, 0], "handler pc 2"),
+        ([0, 3, 1, 0], "end pc 3"),
+        ([1, 1, 1, 0], "start pc 1"),
+    ] {
+        let c = class("()I", 1, 0, &code, &[h], b"()V");
+        left_original(&c, &["C.f()I", "exception table", say]);
+    }
+    let code = [op::SIPUSH, 0, 1, op::IRETURN];
+    let c = class("()I", 1, 0, &code, &[[0, 4, 1, 0]], b"()V");
+    left_original(&c, &["C.f()I", "exception table", "handler pc 1"]);
+}
+
+/// A switch whose default goes to the code length.
+#[test]
+fn switch_to_code_end_leaves_class_original() {
+    let code = [
+        op::ILOAD_0,
+        op::TABLESWITCH,
+        0,
+        0, // padding to 4
+        0,
+        0,
+        0,
+        23, // default: 1 + 23 = 24, the code length
+        0,
+        0,
+        0,
+        0, // low 0
+        0,
+        0,
+        0,
+        0, // high 0
+        0,
+        0,
+        0,
+        21, // case 0: 22
+        op::ICONST_0,
+        op::IRETURN, // 20, 21
+        op::ICONST_1,
+        op::IRETURN, // 22, 23
+    ];
+    let c = class("(I)I", 1, 1, &code, &[], b"()V");
+    left_original(&c, &["C.f(I)I", "switch at pc 1 to 24"]);
+}
+
+/// max_locals below what the arguments need (ClassFormatError "Arguments can't fit into
+/// locals"): the rewrite must not make room for them.
+#[test]
+fn max_locals_below_the_arguments_leaves_class_original() {
+    let code = [op::ICONST_0, op::IRETURN];
+    let c = class("(IJ)I", 1, 2, &code, &[], b"()V");
+    left_original(&c, &["C.f(IJ)I", "max_locals 2", "3", "arguments"]);
+}
+
+/// max_locals below a local the code uses (VerifyError "Local variable table overflow").
+#[test]
+fn max_locals_below_a_local_access_leaves_class_original() {
+    let code = [op::ICONST_5, op::ISTORE_3, op::ILOAD_3, op::IRETURN];
+    let c = class("()I", 1, 2, &code, &[], b"()V");
+    left_original(&c, &["C.f()I", "max_locals 2", "4", "local"]);
+    // wide
+    let code = [
+        op::ICONST_5,
+        op::WIDE,
+        op::ISTORE,
+        1,
+        0,
+        op::ICONST_0,
+        op::IRETURN,
+    ];
+    let c = class("()I", 1, 200, &code, &[], b"()V");
+    left_original(&c, &["C.f()I", "max_locals 200", "257", "local"]);
+}
+
+/// max_stack below the depth the code reaches (VerifyError "Stack size too large"): where the
+/// rewrite would grow max_stack (the cpu=times probes' catch-all), the class is left original;
+/// a rewrite that keeps the declared max_stack (coverage's entry counter, here) is rejected by
+/// the JVM as the original was (the original instructions reach the same depths), and the
+/// editor does not run a data flow over every method to say so sooner.
+#[test]
+fn max_stack_below_the_depth_leaves_class_original() {
+    let code = [op::ICONST_1, op::ICONST_2, op::IADD, op::IRETURN];
+    let c = class("()I", 1, 0, &code, &[], b"()V");
+    still_too_small(&c, 1, &["C.f()I", "max_stack 1", "2"]);
+    // a handler's exception takes a slot
+    let code = [op::ICONST_1, op::IRETURN, op::POP, op::ICONST_2, op::IRETURN];
+    let c = class("()I", 0, 0, &code, &[[0, 2, 2, 0]], b"()V");
+    still_too_small(&c, 0, &["C.f()I", "max_stack 0", "1"]);
+}
+
+/// Each mode leaves the class original with an error saying `want`, or keeps f's max_stack at
+/// `declared`.
+fn still_too_small(bytes: &[u8], declared: u16, want: &[&str]) {
+    let mut left = 0;
+    for (what, r) in modes(bytes) {
+        match r {
+            Err(e) => {
+                left += 1;
+                for w in want {
+                    assert!(e.contains(w), "{what}: {e:?} does not say {w:?}");
+                }
+            }
+            Ok(Outcome::Rewritten(b)) => {
+                let cf = bci::ClassFile::parse(&b).unwrap();
+                let m = &cf.methods[0];
+                let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
+                let got = bci::CodeAttr::parse(&cf, a).unwrap().max_stack;
+                assert_eq!(got, declared, "{what}: max_stack grown to {got}");
+            }
+            Ok(Outcome::Unchanged) => panic!("{what}: unchanged without a reason"),
+        }
+    }
+    // the cpu=times modes at least
+    assert!(left >= 3, "{left} modes left it original");
+}
+
+/// The same methods with their limits right are instrumented in every mode (the checks above
+/// are not too strict).
+#[test]
+fn valid_limits_are_instrumented() {
+    let cases: Vec<Vec<u8>> = vec![
+        class("(IJ)I", 1, 3, &[op::ICONST_0, op::IRETURN], &[], b"()V"),
+        class(
+            "()I",
+            1,
+            4,
+            &[op::ICONST_5, op::ISTORE_3, op::ILOAD_3, op::IRETURN],
+            &[],
+            b"()V",
+        ),
+        class(
+            "()I",
+            2,
+            0,
+            &[op::ICONST_1, op::ICONST_2, op::IADD, op::IRETURN],
+            &[],
+            b"()V",
+        ),
+        class(
+            "()I",
+            1,
+            0,
+            &[
+                op::ICONST_1,
+                op::IRETURN,
+                op::POP,
+                op::ICONST_2,
+                op::IRETURN,
+            ],
+            &[[0, 2, 2, 0]],
+            b"()V",
+        ),
+        // a handler range to the end of the code
+        class(
+            "()I",
+            1,
+            0,
+            &[op::ICONST_0, op::IRETURN],
+            &[[0, 2, 0, 0]],
+            b"()V",
+        ),
+    ];
+    for c in cases {
+        for (what, r) in modes(&c) {
+            assert!(
+                matches!(r, Ok(Outcome::Rewritten(_))),
+                "{what}: {:?}",
+                r.err()
+            );
+        }
+    }
+}
+
+/// A Utf8 constant that is not modified UTF-8 (the tester's sim-utf8: a field descriptor's
+/// `;` turned into 0xbb) leaves the class original, naming the constant, rather than
 /// panicking (--force-wide simulated `getstatic` of it) or writing a class HotSpot rejects.
 #[test]
 fn malformed_utf8_leaves_class_original() {

@@ -606,6 +606,26 @@ fn implicit_throws(
 pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCoverage)> {
     let cf = ClassFile::parse(bytes)?;
     let mut cov = plan_parsed(&cf, bytes, opts.split)?;
+    if cov
+        .skipped
+        .iter()
+        .any(|(_, _, why)| matches!(why, Skipped::Error(_)))
+    {
+        // a method without a plan: if its code is invalid (the editor's checks), the class is
+        // left original, as in every other mode (the JVM must reject it as it did)
+        for (k, m) in cf.methods.iter().enumerate() {
+            if m.access & (ACC_ABSTRACT | ACC_NATIVE) != 0
+                || cov.methods.iter().any(|c| c.index == k)
+            {
+                continue;
+            }
+            if let Err(e) = MethodEditor::new(&cf, k) {
+                if e.is_invalid_input() {
+                    return Err(e);
+                }
+            }
+        }
+    }
     if cf.access & ACC_MODULE != 0 || cov.methods.is_empty() {
         return Ok((Outcome::Unchanged, cov));
     }
@@ -718,6 +738,14 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
             Ok(body)
         })();
         let body = match (body, is_clinit, &prologue) {
+            // invalid code: the class is left original (the JVM must reject it as it did)
+            (Err(e), _, _) if e.is_invalid_input() => {
+                return Err(if e.path().is_empty() {
+                    e.context(format!("{}.{}{}", cov.name, m.name, m.desc))
+                } else {
+                    e
+                });
+            }
             // <clinit> that cannot take its counters still registers the class
             (Err(e), true, Some(p)) => {
                 prologue_only(&mut w, p, m.index)?;
