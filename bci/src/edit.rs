@@ -654,8 +654,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let args = params as u32 + (method.access & ACC_STATIC == 0) as u32;
         if args > code.max_locals as u32 {
             return Err(Error::format(format!(
-                "max_locals {} is below the {args} slots its arguments need ({}{})",
+                "max_locals {} is below the {args} slot{} its arguments need ({}{})",
                 code.max_locals,
+                if args == 1 { "" } else { "s" },
                 if method.access & ACC_STATIC == 0 {
                     "this and "
                 } else {
@@ -667,8 +668,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         if locals_end > code.max_locals as u32 {
             return Err(Error::format(format!(
-                "max_locals {} is below the {locals_end} slots its local variable accesses need",
-                code.max_locals
+                "max_locals {} is below the {locals_end} slot{} its local variable accesses need",
+                code.max_locals,
+                if locals_end == 1 { "" } else { "s" },
             ))
             .context("Code"));
         }
