@@ -983,6 +983,23 @@ impl<'a> CpBuilder<'a> {
         self.add_raw_in(t, payload, false)
     }
 
+    /// The error of a constant that does not fit: how many the class has, how many the rewrite
+    /// has added, and that it needs more (the constant indices end at 65534:
+    /// constant_pool_count is a u2).
+    #[cold]
+    #[inline(never)]
+    fn pool_full(&self) -> Error {
+        let original = self.cp.count() as u32;
+        Error::new(
+            crate::ErrorKind::TooLarge,
+            format!(
+                "constant pool would exceed 65535 entries: the class has {} and the rewrite needs more than the {} that fit",
+                original.saturating_sub(1),
+                0xFFFFu32.saturating_sub(original)
+            ),
+        )
+    }
+
     /// [`CpBuilder::add_raw`]; `appended_only`: de-duplicated among the appended entries only.
     fn add_raw_in(&mut self, t: u8, payload: &[u8], appended_only: bool) -> Result<u16> {
         if let Some(i) = self.find(t, payload, appended_only) {
@@ -994,10 +1011,7 @@ impl<'a> CpBuilder<'a> {
             1
         };
         if self.count + slots > 0xFFFF {
-            return Err(Error::new(
-                crate::ErrorKind::TooLarge,
-                "constant pool would exceed 65535 entries",
-            ));
+            return Err(self.pool_full());
         }
         let i = self.count as u16;
         self.count += slots;

@@ -352,6 +352,46 @@ impl Options {
     }
 }
 
+/// Names of the members bci adds to a class (offline and coverage ids, coverage's counters and
+/// helpers): fields, then methods.
+const OWN_FIELDS: &[&str] = &[
+    coverage::CLASS_ID_FIELD,
+    coverage::SHARED_FIELD,
+    coverage::OWNER_FIELD,
+    offline::BASE_FIELD,
+];
+const OWN_METHODS: &[&str] = &[
+    coverage::HELPER,
+    coverage::SLOW_HELPER,
+    coverage::ID_HELPER,
+    offline::BASE_HELPER,
+];
+
+/// For a rewrite that adds members: an error naming the class's first member (in class-file
+/// order: fields, then methods) that has the name of one bci adds, and is not bci's own
+/// (synthetic). Every mode then names the same member, whichever it would add first.
+pub(crate) fn own_name_taken(cf: &ClassFile<'_>) -> Option<bci::Error> {
+    use bci::class::ACC_SYNTHETIC;
+    let taken = |m: &bci::Member<'_>, names: &[&str]| {
+        m.access & ACC_SYNTHETIC == 0
+            && cf
+                .cp
+                .utf8_bytes(m.name_index)
+                .is_ok_and(|n| n.starts_with(b"bci$") && names.iter().any(|o| o.as_bytes() == n))
+    };
+    let (what, m) = match cf.fields.iter().find(|f| taken(f, OWN_FIELDS)) {
+        Some(f) => ("field", f),
+        None => ("method", cf.methods.iter().find(|m| taken(m, OWN_METHODS))?),
+    };
+    let (name, desc) = (cf.member_name(m), cf.member_desc(m));
+    let sep = if what == "field" { " " } else { "" };
+    let e = bci::Error::new(
+        bci::ErrorKind::Edit,
+        format!("{what} {name}{sep}{desc} exists already (bci adds a {what} of that name)"),
+    );
+    Some(e.context(cf.name().map(|n| n.into_owned()).unwrap_or_default()))
+}
+
 /// [`instrument`] with [`Options`].
 fn with_path(e: bci::Error, path: impl FnOnce() -> String) -> bci::Error {
     if e.path().is_empty() {
@@ -443,6 +483,11 @@ pub fn instrument_methods(
         chosen_names.push((mname, mdesc));
     }
     let runtime_ids = opts.runtime_ids && !chosen.is_empty();
+    if runtime_ids {
+        if let Some(e) = own_name_taken(&cf) {
+            return Err(e);
+        }
+    }
     if runtime_ids && opts.module_reads && cf.major < 49 {
         return Err(with_path(
             bci::Error::new(

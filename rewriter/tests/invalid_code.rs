@@ -261,7 +261,13 @@ fn max_stack_below_the_depth_leaves_class_original() {
     let c = class("()I", 1, 0, &code, &[], b"()V");
     still_too_small(&c, 1, &["C.f()I", "max_stack 1", "2"]);
     // a handler's exception takes a slot
-    let code = [op::ICONST_1, op::IRETURN, op::POP, op::ICONST_2, op::IRETURN];
+    let code = [
+        op::ICONST_1,
+        op::IRETURN,
+        op::POP,
+        op::ICONST_2,
+        op::IRETURN,
+    ];
     let c = class("()I", 0, 0, &code, &[[0, 2, 2, 0]], b"()V");
     still_too_small(&c, 0, &["C.f()I", "max_stack 0", "1"]);
 }

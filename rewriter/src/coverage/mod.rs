@@ -634,6 +634,9 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         cov.marked = Some(m.coverage);
         return Ok((Outcome::Unchanged, cov));
     }
+    if let Some(e) = crate::own_name_taken(&cf) {
+        return Err(e);
+    }
     if cov.counters > MAX_COUNTERS {
         return Err(Error::new(
             ErrorKind::TooLarge,
@@ -1184,7 +1187,7 @@ fn add_helper(
         stack: vec![VType::Object(arr)],
     };
     add_lookup(w, cf, SLOW_HELPER, &code, frame)
-        .map_err(|e| e.context(format!("{class}.{SLOW_HELPER}{HELPER_DESC}")))?;
+        .map_err(|e| helper_context(e, class, SLOW_HELPER, HELPER_DESC))?;
     // bci$a: the owner's array, or bci$b. No bci$s, no owner: Thread.currentThread() is not
     // called then (before VMInit the agent's runtime gives none, and the native may not be
     // linked yet: linking it runs covered ClassLoader code, which would come back here).
@@ -1235,7 +1238,7 @@ fn add_helper(
         stack: vec![],
     };
     add_lookup(w, cf, HELPER, &code, frame)
-        .map_err(|e| e.context(format!("{class}.{HELPER}{HELPER_DESC}")))?;
+        .map_err(|e| helper_context(e, class, HELPER, HELPER_DESC))?;
     let lookup = if interface {
         w.cp.interface_methodref(class, HELPER, HELPER_DESC)?
     } else {
@@ -1278,7 +1281,17 @@ fn add_id_helper(
         .int(&mut w.cp, counters as i32)?
         .invokestatic(&mut w.cp, runtime, "register", "(Ljava/lang/String;JI)I")?;
     crate::offline::add_lazy_id(w, cf, class, ID_HELPER, CLASS_ID_FIELD, &reg)
-        .map_err(|e| e.context(format!("{class}.{ID_HELPER}{ID_HELPER_DESC}")))
+        .map_err(|e| helper_context(e, class, ID_HELPER, ID_HELPER_DESC))
+}
+
+/// The context of an error adding helper `name desc` to `class`: the helper, but for a full
+/// constant pool, which is the class's limit (the helper exists only in the rewrite).
+fn helper_context(e: Error, class: &str, name: &str, desc: &str) -> Error {
+    if e.kind() == ErrorKind::TooLarge && e.message().starts_with("constant pool") {
+        e.context(class.to_string())
+    } else {
+        e.context(format!("{class}.{name}{desc}"))
+    }
 }
 
 /// Adds `private static synthetic long[] NAME(int)` with `code` and its one branch target's
