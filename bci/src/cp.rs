@@ -133,10 +133,6 @@ fn scan_entries(
         if len == 0 || p + len > rest.len() || MIN_MAJOR[t as usize] > major || i + slots > count {
             break;
         }
-        // text that is not modified UTF-8: the checked loop reports it
-        if t == tag::UTF8 && !mutf8_ok(rest, p + 3, len - 3) {
-            break;
-        }
         if t == tag::UTF8
             && len == 3 + SMT.len()
             && *smt_name == 0
@@ -248,12 +244,7 @@ impl<'a> ConstantPool<'a> {
                 } else {
                     1
                 };
-                if len != 0
-                    && len <= rest.len()
-                    && min_major(t) <= major
-                    && i + slots <= count
-                    && (t != tag::UTF8 || mutf8_ok(rest, 3, len - 3))
-                {
+                if len != 0 && len <= rest.len() && min_major(t) <= major && i + slots <= count {
                     if len == 3 + SMT.len()
                         && t == tag::UTF8
                         && smt_name == 0
@@ -285,13 +276,6 @@ impl<'a> ConstantPool<'a> {
                     let text = r
                         .bytes(n)
                         .map_err(|e| e.context(format!("constant #{i} (Utf8)")))?;
-                    if let Some(p) = bad_mutf8(text) {
-                        return Err(Error::format(format!(
-                            "constant #{i} (Utf8): not modified UTF-8 (byte {p} of {n}: 0x{:02x})",
-                            text[p]
-                        ))
-                        .at(at + 3 + p));
-                    }
                     if smt_name == 0 && text == SMT {
                         smt_name = i as u16;
                     }
@@ -608,68 +592,6 @@ pub struct MemberRef<'a> {
     pub class: Cow<'a, str>,
     pub name: Cow<'a, str>,
     pub desc: Cow<'a, str>,
-}
-
-/// Whether the `len` bytes of `buf` from `start` are modified UTF-8 (JVMS 4.4.7; HotSpot:
-/// ClassFormatError "Illegal UTF8 string in constant pool"): quickly for ASCII without NUL
-/// (nearly every Utf8 constant), 8 bytes at a time (the last word may read past the text, in
-/// `buf`, and its bytes beyond are masked off); otherwise [`bad_mutf8`] decides.
-#[inline(always)]
-fn mutf8_ok(buf: &[u8], start: usize, len: usize) -> bool {
-    const HI: u64 = 0x8080_8080_8080_8080;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let word = |at: usize| -> Option<u64> {
-        let b: [u8; 8] = buf.get(at..at + 8)?.try_into().ok()?;
-        Some(u64::from_le_bytes(b))
-    };
-    // high bit of each byte: the byte is >= 0x80 or zero (exact for the lowest such byte; a
-    // borrow only moves up)
-    let flag = |w: u64| (w | (w.wrapping_sub(ONES) & !w)) & HI;
-    let mut bad = 0u64;
-    let mut i = 0;
-    while i + 8 <= len {
-        bad |= word(start + i).map_or(HI, flag);
-        i += 8;
-    }
-    if i < len {
-        let rem = len - i;
-        bad |= match word(start + i) {
-            Some(w) => flag(w) & (u64::MAX >> (8 * (8 - rem))),
-            None => buf.get(start + i..start + len).map_or(0x80, |t| {
-                t.iter().fold(0, |a, &b| a | (b.wrapping_sub(1) | b)) as u64 & 0x80
-            }),
-        };
-    }
-    bad == 0
-        || buf
-            .get(start..start + len)
-            .is_some_and(|t| bad_mutf8(t).is_none())
-}
-
-/// Where `s` stops being modified UTF-8 (JVMS 4.4.7): a byte 0 or 0xf0-0xff, a continuation
-/// byte where a character starts, a 2- or 3-byte form cut short (the position of its first
-/// byte); None when it is.
-#[cold]
-#[inline(never)]
-fn bad_mutf8(s: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    while i < s.len() {
-        let b = s[i];
-        let n = match b {
-            0x01..=0x7f => 1,
-            0xc0..=0xdf => 2,
-            0xe0..=0xef => 3,
-            _ => return Some(i),
-        };
-        for k in 1..n {
-            match s.get(i + k) {
-                Some(c) if (0x80..0xc0).contains(c) => {}
-                _ => return Some(i),
-            }
-        }
-        i += n;
-    }
-    None
 }
 
 /// Decodes modified UTF-8 (JVMS 4.4.7): borrowed when the bytes are valid standard UTF-8 without
@@ -1238,32 +1160,6 @@ impl<'a> CpBuilder<'a> {
 mod tests {
     use super::*;
     use crate::reader::Reader;
-
-    /// The word-at-a-time check agrees with the byte-wise one for every length 0..24 at every
-    /// place of one odd byte, with bytes around the text that are not its own.
-    #[test]
-    fn mutf8_ok_agrees_with_bad_mutf8() {
-        for odd in [0u8, 0x80, 0xbb, 0xc3, 0xe2, 0xf0, 0xff, 0x7f, 0x01] {
-            for len in 0..24 {
-                for at in 0..len.max(1) {
-                    let mut text = vec![b'a'; len];
-                    if len > 0 {
-                        text[at] = odd;
-                    }
-                    for (pre, post) in [(0usize, 0usize), (3, 0), (3, 9), (0, 9)] {
-                        let mut buf = vec![0xffu8; pre];
-                        buf.extend_from_slice(&text);
-                        buf.extend(std::iter::repeat_n(0u8, post));
-                        assert_eq!(
-                            mutf8_ok(&buf, pre, len),
-                            bad_mutf8(&text).is_none(),
-                            "{text:?} in {buf:?}"
-                        );
-                    }
-                }
-            }
-        }
-    }
 
     /// A pool from (tag, payload) entries.
     fn pool_bytes(entries: &[(u8, Vec<u8>)]) -> Vec<u8> {

@@ -128,12 +128,9 @@ fn hundred_thousand_mutations_never_panic_and_errors_have_paths() {
         pathless.len(),
         pathless[..pathless.len().min(10)].join("\n")
     );
-    // The mutations must reach deep code, not only fail at the header. (About half of the
-    // mutations that parse without the check leave a Utf8 constant that is not modified UTF-8,
-    // which the parse rejects: 16,502 parsed and 10,989 checked without it, 9,090 and 5,050
-    // with it.)
+    // The mutations must reach deep code, not only fail at the header.
     assert!(
-        checked > N / 25 && errors > N / 10 && rewritten > N / 30,
+        checked > N / 10 && errors > N / 10 && rewritten > N / 20,
         "parsed {parsed} checked {checked} rewritten {rewritten}"
     );
 }
