@@ -535,6 +535,7 @@ fn main() -> ExitCode {
                     }
                     return None;
                 }
+                let registered = reg.map.len();
                 let result = if coverage {
                     coverage::instrument(bytes, &r, opts.module_reads, &|l| progress.line(l)).map(
                         |(o, left)| {
@@ -545,6 +546,12 @@ fn main() -> ExitCode {
                 } else {
                     instrument_with(bytes, &r, &mut reg, &opts)
                 };
+                if !matches!(result, Ok(Outcome::Rewritten(_))) {
+                    // methods registered before the class was left original (or not
+                    // rewritten) have no probes: their ids go back, so the summary and --map
+                    // count only methods in the output
+                    reg.map.truncate(registered);
+                }
                 match result {
                     Ok(Outcome::Rewritten(b)) => {
                         rewritten += 1;

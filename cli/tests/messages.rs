@@ -961,3 +961,57 @@ fn cross_check_panics_of_other_parsers_stay_quiet() {
         text(&o)
     );
 }
+
+/// A class with `a()V` (valid) and then `b(I)V` whose max_locals (0) cannot hold its argument.
+fn class_with_a_bad_second_method() -> Vec<u8> {
+    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52];
+    let utf8 = |s: &str| {
+        let mut e = vec![1];
+        e.extend((s.len() as u16).to_be_bytes());
+        e.extend(s.as_bytes());
+        e
+    };
+    b.extend(10u16.to_be_bytes());
+    b.extend(utf8("K")); // 1
+    b.extend([7, 0, 1]); // 2: class K
+    b.extend(utf8("java/lang/Object")); // 3
+    b.extend([7, 0, 3]); // 4
+    b.extend(utf8("a")); // 5
+    b.extend(utf8("()V")); // 6
+    b.extend(utf8("Code")); // 7
+    b.extend(utf8("b")); // 8
+    b.extend(utf8("(I)V")); // 9
+    b.extend([0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0]); // access, this, super, interfaces, fields
+    b.extend([0, 2]); // 2 methods, public static, 1 attribute each, code `return`
+    for (name, desc) in [(5u8, 6u8), (8, 9)] {
+        b.extend([0, 9, 0, name, 0, desc, 0, 1, 0, 7]);
+        b.extend(13u32.to_be_bytes());
+        b.extend([0, 1, 0, 0]); // max_stack 1, max_locals 0
+        b.extend(1u32.to_be_bytes());
+        b.push(0xb1);
+        b.extend([0, 0, 0, 0]); // exception table, attributes
+    }
+    b.extend([0, 0]); // class attributes
+    b
+}
+
+/// The summary counts the methods of the classes written with probes: a class left original
+/// after some of its methods were given ids named them ("0 instrumented (1 method)").
+#[test]
+fn methods_of_a_class_left_original_are_not_counted() {
+    let dir = work("left-methods");
+    let input = dir.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("K.class"), class_with_a_bad_second_method()).unwrap();
+    let o = bci(&[
+        "instrument",
+        input.to_str().unwrap(),
+        dir.join("out").to_str().unwrap(),
+    ]);
+    let all = text(&o);
+    assert!(all.contains("left original: K.b(I)V"), "{all}");
+    assert!(
+        all.contains("bci: 1 class, 0 instrumented (0 methods), 1 left original"),
+        "{all}"
+    );
+}
