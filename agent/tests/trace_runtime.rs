@@ -347,3 +347,30 @@ fn tostring_is_not_called_for_events_not_written() {
     assert!(r.lines.is_empty(), "{:#?}", r.lines);
     assert_eq!(row(&r.report, "a")[0], 10.0, "{}", r.report);
 }
+
+/// A rule name longer than the summary's name column (24) widens the column for every row, so
+/// the numbers stay under their headings (they were shifted right on the long name's row).
+#[test]
+fn long_rule_names_keep_the_summary_columns_aligned() {
+    let long = "a-very-long-rule-name-that-exceeds-the-column-width";
+    let rules = format!(
+        "[[rule]]\nname = \"{long}\"\nclass = \"TraceRuntime\"\nmethod = \"a\"\ntime = true\n\
+         [[rule]]\nname = \"short\"\nclass = \"TraceRuntime\"\nmethod = \"b\"\ntime = true\n"
+    );
+    let r = run("long-names", &rules, "calls", None, "", &[]);
+    let s = summary(&r.report);
+    let end_of = |prefix: &str, word: &str| {
+        let l = s
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(prefix))
+            .unwrap_or_else(|| panic!("no row {prefix}: {s}"));
+        let w = l.split_whitespace().nth(1).unwrap();
+        assert!(word.is_empty() || w == word, "{l}");
+        l.find(w).unwrap() + w.len()
+    };
+    // the count column ends where its heading ends, on every row
+    let heading = end_of("rule", "count");
+    assert_eq!(end_of(long, ""), heading, "{s}");
+    assert_eq!(end_of("short", ""), heading, "{s}");
+    assert_eq!(row(&r.report, long)[0], 2032.0, "{s}");
+}

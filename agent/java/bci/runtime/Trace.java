@@ -1745,7 +1745,14 @@ public final class Trace {
         StringBuilder sb = new StringBuilder();
         sb.append("TRACE SUMMARY (").append(what)
                 .append("; times in microseconds; total counts a recursion once; self = total minus traced callees)\n");
-        sb.append(String.format("%-24s %12s %12s %12s %10s %10s %10s%n", "rule", "count",
+        // the name column fits the longest rule name (24 at least), so that the columns stay
+        // aligned
+        int nw = 24;
+        for (String rule : ruleNames) {
+            nw = Math.max(nw, rule.length());
+        }
+        String name = "%-" + nw + "s";
+        sb.append(String.format(name + " %12s %12s %12s %10s %10s %10s%n", "rule", "count",
                 "total", "self", "min", "avg", "max"));
         T[] ts;
         int nt;
@@ -1800,7 +1807,7 @@ public final class Trace {
                 }
             }
             if (nsites == 0) {
-                sb.append(String.format("%-24s %12s%n", rule, "- (no method ran)"));
+                sb.append(String.format(name + " %12s%n", rule, "- (no method ran)"));
                 continue;
             }
             for (int k = 0; k < nt; k++) {
@@ -1810,10 +1817,10 @@ public final class Trace {
                 }
             }
             if (timed == 0) {
-                sb.append(String.format("%-24s %12d%n", rule, cnt));
+                sb.append(String.format(name + " %12d%n", rule, cnt));
                 continue;
             }
-            sb.append(String.format("%-24s %12d %12.1f %12.1f %10.1f %10.1f %10.1f%n", rule, cnt,
+            sb.append(String.format(name + " %12d %12.1f %12.1f %10.1f %10.1f %10.1f%n", rule, cnt,
                     total / 1e3, self / 1e3, min / 1e3, sum / 1e3 / timed, max / 1e3));
             for (int r = 0; r < slowD.length; r++) {
                 int best = -1;
