@@ -897,34 +897,63 @@ fn a_dotted_runtime_is_refused_and_verify_finds_illegal_class_names() {
     );
 }
 
-/// A version-49 class with a subroutine: `m()` is `jsr L; return; L: astore_0; ret 0`.
-fn jsr_class() -> Vec<u8> {
-    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 49];
-    let utf8 = |s: &str| {
-        let mut e = vec![1];
-        e.extend((s.len() as u16).to_be_bytes());
-        e.extend(s.as_bytes());
-        e
+/// A class file of version `major`, named `name`, extending Object, with `public static`
+/// methods (name, descriptor, max_stack, max_locals, code; no handlers, no attributes).
+fn tiny_class(major: u8, name: &str, methods: &[(&str, &str, u16, u16, &[u8])]) -> Vec<u8> {
+    let mut cp: Vec<u8> = Vec::new();
+    let mut n = 1u16;
+    let mut utf8 = |cp: &mut Vec<u8>, s: &str| {
+        cp.push(1);
+        cp.extend((s.len() as u16).to_be_bytes());
+        cp.extend(s.as_bytes());
+        n += 1;
+        n - 1
     };
-    b.extend(8u16.to_be_bytes());
-    b.extend(utf8("J")); // 1
-    b.extend([7, 0, 1]); // 2: class J
-    b.extend(utf8("java/lang/Object")); // 3
-    b.extend([7, 0, 3]); // 4
-    b.extend(utf8("m")); // 5
-    b.extend(utf8("()V")); // 6
-    b.extend(utf8("Code")); // 7
-    b.extend([0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0]); // access, this, super, interfaces, fields
-    b.extend([0, 1, 0, 9, 0, 5, 0, 6, 0, 1]); // 1 method: public static m()V, 1 attribute
-    let code = [0xa8, 0, 4, 0xb1, 0x4b, 0xa9, 0];
-    b.extend([0, 7]);
-    b.extend((12 + code.len() as u32).to_be_bytes());
-    b.extend([0, 1, 0, 1]); // max_stack, max_locals
-    b.extend((code.len() as u32).to_be_bytes());
-    b.extend(code);
-    b.extend([0, 0, 0, 0]); // exception table, attributes
+    let this = utf8(&mut cp, name);
+    let object = utf8(&mut cp, "java/lang/Object");
+    let code = utf8(&mut cp, "Code");
+    let names: Vec<(u16, u16)> = methods
+        .iter()
+        .map(|m| (utf8(&mut cp, m.0), utf8(&mut cp, m.1)))
+        .collect();
+    // the two Class constants after the Utf8s
+    let (this_class, super_class) = (n, n + 1);
+    cp.extend([7]);
+    cp.extend(this.to_be_bytes());
+    cp.extend([7]);
+    cp.extend(object.to_be_bytes());
+    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, major];
+    b.extend((n + 2).to_be_bytes());
+    b.extend(cp);
+    b.extend([0, 0x21]);
+    b.extend(this_class.to_be_bytes());
+    b.extend(super_class.to_be_bytes());
+    b.extend([0, 0, 0, 0]); // interfaces, fields
+    b.extend((methods.len() as u16).to_be_bytes());
+    for ((_, _, stack, locals, bytes), (mname, mdesc)) in methods.iter().zip(names) {
+        b.extend([0, 9]);
+        b.extend(mname.to_be_bytes());
+        b.extend(mdesc.to_be_bytes());
+        b.extend([0, 1]);
+        b.extend(code.to_be_bytes());
+        b.extend((12 + bytes.len() as u32).to_be_bytes());
+        b.extend(stack.to_be_bytes());
+        b.extend(locals.to_be_bytes());
+        b.extend((bytes.len() as u32).to_be_bytes());
+        b.extend(*bytes);
+        b.extend([0, 0, 0, 0]); // exception table, attributes
+    }
     b.extend([0, 0]); // class attributes
     b
+}
+
+/// A version-49 class with a subroutine: `m()` is `jsr L; return; L: astore_0; ret 0`.
+fn jsr_class() -> Vec<u8> {
+    tiny_class(
+        49,
+        "J",
+        &[("m", "()V", 1, 1, &[0xa8, 0, 4, 0xb1, 0x4b, 0xa9, 0])],
+    )
 }
 
 /// `bci verify` says how many methods it did not type-check for their subroutines (jsr/ret):
@@ -964,35 +993,11 @@ fn cross_check_panics_of_other_parsers_stay_quiet() {
 
 /// A class with `a()V` (valid) and then `b(I)V` whose max_locals (0) cannot hold its argument.
 fn class_with_a_bad_second_method() -> Vec<u8> {
-    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 52];
-    let utf8 = |s: &str| {
-        let mut e = vec![1];
-        e.extend((s.len() as u16).to_be_bytes());
-        e.extend(s.as_bytes());
-        e
-    };
-    b.extend(10u16.to_be_bytes());
-    b.extend(utf8("K")); // 1
-    b.extend([7, 0, 1]); // 2: class K
-    b.extend(utf8("java/lang/Object")); // 3
-    b.extend([7, 0, 3]); // 4
-    b.extend(utf8("a")); // 5
-    b.extend(utf8("()V")); // 6
-    b.extend(utf8("Code")); // 7
-    b.extend(utf8("b")); // 8
-    b.extend(utf8("(I)V")); // 9
-    b.extend([0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0]); // access, this, super, interfaces, fields
-    b.extend([0, 2]); // 2 methods, public static, 1 attribute each, code `return`
-    for (name, desc) in [(5u8, 6u8), (8, 9)] {
-        b.extend([0, 9, 0, name, 0, desc, 0, 1, 0, 7]);
-        b.extend(13u32.to_be_bytes());
-        b.extend([0, 1, 0, 0]); // max_stack 1, max_locals 0
-        b.extend(1u32.to_be_bytes());
-        b.push(0xb1);
-        b.extend([0, 0, 0, 0]); // exception table, attributes
-    }
-    b.extend([0, 0]); // class attributes
-    b
+    tiny_class(
+        52,
+        "K",
+        &[("a", "()V", 1, 0, &[0xb1]), ("b", "(I)V", 1, 0, &[0xb1])],
+    )
 }
 
 /// The summary counts the methods of the classes written with probes: a class left original

@@ -4,10 +4,13 @@
 //! in every mode (cpu=times, --force-wide, the agent's per-method fallback, coverage), and never
 //! panics.
 
+mod handmade;
+
 use bci::opcodes::op;
 use bci_rewriter::coverage::{self, ClassId};
 use bci_rewriter::flow::Split;
 use bci_rewriter::{instrument_methods, Options, Outcome, Rules, SequentialIds};
+use handmade::method;
 
 /// A version-49 class `C` (no frames) with a static method `name desc` (max_stack `stack`,
 /// max_locals `locals`, the code and exception table given: start, end, handler, catch type)
@@ -37,31 +40,6 @@ fn class(
     utf(&mut b, b"ok"); // 8
     utf(&mut b, extra); // 9
     b.extend_from_slice(&[0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0, 0, 2]);
-    let method = |b: &mut Vec<u8>,
-                  name: u16,
-                  desc: u16,
-                  stack: u16,
-                  locals: u16,
-                  code: &[u8],
-                  handlers: &[[u16; 4]]| {
-        b.extend_from_slice(&[0, 9]);
-        b.extend_from_slice(&name.to_be_bytes());
-        b.extend_from_slice(&desc.to_be_bytes());
-        b.extend_from_slice(&[0, 1, 0, 7]);
-        let len = 2 + 2 + 4 + code.len() + 2 + 8 * handlers.len() + 2;
-        b.extend_from_slice(&(len as u32).to_be_bytes());
-        b.extend_from_slice(&stack.to_be_bytes());
-        b.extend_from_slice(&locals.to_be_bytes());
-        b.extend_from_slice(&(code.len() as u32).to_be_bytes());
-        b.extend_from_slice(code);
-        b.extend_from_slice(&(handlers.len() as u16).to_be_bytes());
-        for h in handlers {
-            for v in h {
-                b.extend_from_slice(&v.to_be_bytes());
-            }
-        }
-        b.extend_from_slice(&[0, 0]);
-    };
     method(&mut b, 5, 6, stack, locals, code, handlers);
     // ok()V: "()V" is not in the pool under its own index; reuse f's when it is ()V, else
     // the extra constant must be "()V"

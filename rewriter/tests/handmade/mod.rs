@@ -1,4 +1,5 @@
 //! Hand-assembled class files for the rewriter's tests (version 49: no frames).
+#![allow(dead_code)] // each test that includes this module uses some of it
 
 /// A class `C extends Object` with one constructor `desc` of the given code and exception
 /// table (start, end, handler, catch type). Constant 8 is `Object.<init>()V`.
@@ -57,9 +58,38 @@ pub fn two_super_calls() -> Vec<u8> {
     )
 }
 
+/// Appends a `public static` method: name and descriptor constants, max_stack, max_locals, its
+/// code and exception table (start, end, handler, catch type); constant 7 must be "Code".
+pub fn method(
+    b: &mut Vec<u8>,
+    name: u16,
+    desc: u16,
+    stack: u16,
+    locals: u16,
+    code: &[u8],
+    handlers: &[[u16; 4]],
+) {
+    b.extend_from_slice(&[0, 9]);
+    b.extend_from_slice(&name.to_be_bytes());
+    b.extend_from_slice(&desc.to_be_bytes());
+    b.extend_from_slice(&[0, 1, 0, 7]);
+    let len = 2 + 2 + 4 + code.len() + 2 + 8 * handlers.len() + 2;
+    b.extend_from_slice(&(len as u32).to_be_bytes());
+    b.extend_from_slice(&stack.to_be_bytes());
+    b.extend_from_slice(&locals.to_be_bytes());
+    b.extend_from_slice(&(code.len() as u32).to_be_bytes());
+    b.extend_from_slice(code);
+    b.extend_from_slice(&(handlers.len() as u16).to_be_bytes());
+    for h in handlers {
+        for v in h {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+    b.extend_from_slice(&[0, 0]);
+}
+
 /// A class `C` with a static method `name desc` of the given code and exception table, and a
 /// static `x()V` that returns. Constant 11 is `C.x()V`.
-#[allow(dead_code)] // not every test that includes this module uses it
 pub fn static_method(
     name: &str,
     desc: &str,
@@ -86,31 +116,6 @@ pub fn static_method(
     b.extend_from_slice(&[12, 0, 8, 0, 9]); // 10 NameAndType x ()V
     b.extend_from_slice(&[10, 0, 2, 0, 10]); // 11 Methodref C.x()V
     b.extend_from_slice(&[0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0, 0, 2]);
-    let method = |b: &mut Vec<u8>,
-                  name: u16,
-                  desc: u16,
-                  stack: u16,
-                  locals: u16,
-                  code: &[u8],
-                  handlers: &[[u16; 4]]| {
-        b.extend_from_slice(&[0, 9]);
-        b.extend_from_slice(&name.to_be_bytes());
-        b.extend_from_slice(&desc.to_be_bytes());
-        b.extend_from_slice(&[0, 1, 0, 7]);
-        let len = 2 + 2 + 4 + code.len() + 2 + 8 * handlers.len() + 2;
-        b.extend_from_slice(&(len as u32).to_be_bytes());
-        b.extend_from_slice(&stack.to_be_bytes());
-        b.extend_from_slice(&locals.to_be_bytes());
-        b.extend_from_slice(&(code.len() as u32).to_be_bytes());
-        b.extend_from_slice(code);
-        b.extend_from_slice(&(handlers.len() as u16).to_be_bytes());
-        for h in handlers {
-            for v in h {
-                b.extend_from_slice(&v.to_be_bytes());
-            }
-        }
-        b.extend_from_slice(&[0, 0]);
-    };
     method(&mut b, 5, 6, 2, max_locals, code, handlers);
     method(&mut b, 8, 9, 0, 0, &[0xb1], &[]);
     b.extend_from_slice(&[0, 0]);
