@@ -74,22 +74,29 @@ pub fn is_below(inner: &Path, outer: &Path) -> bool {
 }
 
 /// Whether the input is a modular jar or directory (a `module-info.class` at its root or under
-/// META-INF/versions/N/): its classes then need a read edge to the runtime's module.
+/// META-INF/versions/N/; for a directory also in a top-level directory, as `javac -d DIR
+/// --module-source-path` writes each module: DIR/com.acme/module-info.class): its classes then
+/// need a read edge to the runtime's module.
 pub fn is_modular(input: &Path) -> bool {
     let modinfo = |name: &str| {
         name == "module-info.class"
             || (name.starts_with("META-INF/versions/") && name.ends_with("/module-info.class"))
     };
     if input.is_dir() {
-        if input.join("module-info.class").is_file() {
-            return true;
-        }
-        let Ok(rd) = std::fs::read_dir(input.join("META-INF/versions")) else {
-            return false;
+        let root = |d: &Path| {
+            d.join("module-info.class").is_file()
+                || std::fs::read_dir(d.join("META-INF/versions")).is_ok_and(|rd| {
+                    rd.flatten()
+                        .any(|e| e.path().join("module-info.class").is_file())
+                })
         };
-        return rd
-            .flatten()
-            .any(|e| e.path().join("module-info.class").is_file());
+        // the module layout: each top-level directory holding a module-info.class is a
+        // module's root
+        return root(input)
+            || std::fs::read_dir(input).is_ok_and(|rd| {
+                rd.flatten()
+                    .any(|e| e.file_type().is_ok_and(|t| t.is_dir()) && root(&e.path()))
+            });
     }
     let Ok(f) = std::fs::File::open(input) else {
         return false;

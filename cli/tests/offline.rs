@@ -409,6 +409,49 @@ fn modular_jar_instrumented_and_run() {
     }
 }
 
+/// A classes directory in the module layout (`javac -d DIR --module-source-path …`:
+/// DIR/com.acme/module-info.class) is modular too: its classes, cpu=times probes or coverage
+/// counters, get the read edge to the runtime (they failed with IllegalAccessError: module
+/// com.acme does not read unnamed module; found by the new-user hunt).
+#[test]
+fn module_layout_directory_instrumented_and_run() {
+    let out = fresh("module-layout");
+    let mods = out.join("mods");
+    let m = fixtures().join("mod");
+    javac(
+        &mods.join("com.acme"),
+        &[m.join("module-info.java"), m.join("com/acme/Main.java")],
+    );
+    let rt = runtime_jar(&out);
+    for (kind, prop) in [("", "bci.file"), ("--coverage", "bci.covfile")] {
+        let inst = out.join(format!("inst{kind}"));
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument", &mods, &inst];
+        if !kind.is_empty() {
+            args.push(&kind);
+        }
+        let o = bci(&args);
+        assert!(o.status.success(), "{kind}: {}", text(&o.stderr));
+        let data = out.join(format!("run{kind}.data"));
+        let run = Command::new(common::java_home().join("bin/java"))
+            .arg("-Xverify:all")
+            .arg(format!("-D{prop}={}", data.display()))
+            .arg("-p")
+            .arg(&inst)
+            .arg("-cp")
+            .arg(&rt)
+            .args(["-m", "com.acme/com.acme.Main"])
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{kind}: {}", text(&run.stderr));
+        assert_eq!(text(&run.stdout), "sum 20\n", "{kind}");
+        assert!(data.is_file(), "{kind}: no data written");
+    }
+    let o = bci(&[&"report", &out.join("run.data")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let counts = method_counts(&text(&o.stdout));
+    assert_eq!(counts.get("com.acme.Main.twice"), Some(&5), "{counts:?}");
+}
+
 /// Offline-instrumented classes run under the agent: the agent leaves them as they are (one
 /// verbose line each), their `<clinit>` registers their methods in the agent's table, and the
 /// agent's report names them with exact counts (no probe added twice, no `unknown.mN`); the
