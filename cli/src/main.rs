@@ -385,6 +385,47 @@ fn check_report_paths(
     Ok(())
 }
 
+/// Refuses, before anything is written, an output of `bci instrument` (OUT, --map) that is
+/// one of its inputs (IN, the --rules file) or the other output, naming both: it would be
+/// overwritten (`--map in.jar` replaced the input jar with the map). Compared as
+/// [`offline::same_path`] compares them (links, hard links).
+fn check_instrument_paths(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    rules: Option<&std::path::Path>,
+    map: Option<&std::path::Path>,
+) -> Result<(), String> {
+    if offline::same_path(input, output) {
+        return Err(format!(
+            "{}: output is the input; write the instrumented copy elsewhere",
+            output.display()
+        ));
+    }
+    let ins = [("input", Some(input)), ("--rules file", rules)];
+    let ins = ins.iter().filter_map(|(w, p)| Some((w, (*p)?)));
+    if let Some(r) = rules.filter(|r| offline::same_path(r, output)) {
+        return Err(format!(
+            "{}: output is the --rules file {}: it would be overwritten; write the \
+             instrumented copy elsewhere",
+            output.display(),
+            r.display()
+        ));
+    }
+    if let Some(m) = map {
+        for (what, p) in ins.chain([(&"output", output)]) {
+            if offline::same_path(p, m) {
+                return Err(format!(
+                    "--map {} is the {what} {}: the map would overwrite it; write the map \
+                     elsewhere",
+                    m.display(),
+                    p.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a glob that would silently match nothing; the message names option and pattern.
 fn check_globs(option: &str, pats: &[String]) -> Result<(), String> {
     for p in pats {
@@ -454,11 +495,9 @@ fn main() -> ExitCode {
             // what the rules never select (bci's own runtime classes; a rule file's classes)
             let unfiltered = r.clone();
             let r = r.with_filters(&include, &exclude);
-            if offline::same_path(&input, &output) {
-                eprintln!(
-                    "bci: {}: output is the input; write the instrumented copy elsewhere",
-                    output.display()
-                );
+            if let Err(e) = check_instrument_paths(&input, &output, rules.as_deref(), map.as_deref())
+            {
+                eprintln!("bci: {e}");
                 return ExitCode::from(2);
             }
             if input.is_dir() && offline::is_below(&output, &input) {

@@ -631,6 +631,64 @@ fn hard_links_are_never_written_through() {
     assert_ne!(std::fs::read(copy.join("p/Hello.class")).unwrap(), original);
 }
 
+/// An output option naming an input is refused before anything is written, as an OUT equal
+/// to IN is: `--map in.jar` replaced the input jar with the map, exit 0 (found by the new-user
+/// hunt); so did `--map out.jar` the output, and an OUT or --map naming the --rules file the
+/// rules; through a symbolic link too.
+#[test]
+fn outputs_naming_an_input_are_refused() {
+    let dir = fresh("map-is-input");
+    let (jar, _) = hello_jar(&dir);
+    let before = std::fs::read(&jar).unwrap();
+    let rules = dir.join("rules.toml");
+    let rules_text = "[runtime]\nclass = \"CountProbe\"\n\n[[rule]]\nprobes = [\"enter\"]\n";
+    std::fs::write(&rules, rules_text).unwrap();
+    let link = dir.join("link.jar");
+    std::os::unix::fs::symlink(&jar, &link).unwrap();
+    let out = dir.join("out.jar");
+    let (j, l, r, o) = (
+        jar.display().to_string(),
+        link.display().to_string(),
+        rules.display().to_string(),
+        out.display().to_string(),
+    );
+    for (args, want) in [
+        (
+            vec![&j, &o, "--map", &j],
+            format!("--map {j} is the input {j}: the map would overwrite it"),
+        ),
+        (
+            vec![&j, &o, "--map", &l],
+            format!("--map {l} is the input {j}: the map would overwrite it"),
+        ),
+        (
+            vec![&j, &o, "--map", &o],
+            format!("--map {o} is the output {o}: the map would overwrite it"),
+        ),
+        (
+            vec![&j, &o, "--rules", &r, "--map", &r],
+            format!("--map {r} is the --rules file {r}: the map would overwrite it"),
+        ),
+        (
+            vec![&j, &r, "--rules", &r],
+            format!("{r}: output is the --rules file {r}: it would be overwritten"),
+        ),
+    ] {
+        let res = Command::new(env!("CARGO_BIN_EXE_bci"))
+            .arg("instrument")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&format!("bci: {want}")), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert_eq!(std::fs::read(&jar).unwrap(), before, "{args:?}: the input changed");
+        assert_eq!(std::fs::read_to_string(&rules).unwrap(), rules_text, "{args:?}");
+        assert!(!out.exists(), "{args:?}: the output was written");
+    }
+}
+
 /// `bci runtime-jar` onto a file hard-linked to another: the file is replaced, the other keeps
 /// its bytes (the jar was written through the link, truncating both).
 #[test]
