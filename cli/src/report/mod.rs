@@ -459,6 +459,12 @@ impl Report {
                         r.errors.push(format!("{root}: {entry}: no class name"));
                         continue;
                     };
+                    // bci's own runtime (the runtime jar in the lib directory the program
+                    // ran with): never instrumented, by bci instrument or the agent, so never
+                    // with data; it counted as missed (`bci.runtime 0.0%`)
+                    if name.starts_with("bci/runtime/") {
+                        continue;
+                    }
                     // what `bci instrument` wrote, not an original: never analysed
                     if let Ok(Some(m)) = bci_rewriter::offline::marker(&bytes) {
                         copies.entry(ri).or_default().push(Copy {
