@@ -19,12 +19,7 @@ pub fn instrument(
     if !filter.selects_class(&cf.name()?) {
         return Ok((bci_rewriter::Outcome::Unchanged, 0));
     }
-    let opts = bci_rewriter::coverage::Options {
-        runtime: RUNTIME,
-        split: Split::AfterCalls,
-        class_id: bci_rewriter::coverage::ClassId::Registered { module_reads },
-    };
-    let (out, cov) = bci_rewriter::coverage::instrument(bytes, &opts)?;
+    let (out, cov) = bci_rewriter::coverage::instrument(bytes, &options(module_reads))?;
     let mut left = 0;
     for (m, d, why) in &cov.skipped {
         if let bci_rewriter::coverage::Skipped::Error(e) = why {
@@ -42,6 +37,17 @@ pub fn instrument(
         ));
     }
     Ok((out, left))
+}
+
+/// The options of `bci instrument --coverage`; `bci report` plans classes with them
+/// ([`bci_rewriter::coverage::analysis::instrumented_plan`]): the methods left without
+/// counters are the same.
+pub fn options(module_reads: bool) -> bci_rewriter::coverage::Options<'static> {
+    bci_rewriter::coverage::Options {
+        runtime: RUNTIME,
+        split: Split::AfterCalls,
+        class_id: bci_rewriter::coverage::ClassId::Registered { module_reads },
+    }
 }
 
 /// The coverage runtime class in the runtime jar.

@@ -165,6 +165,67 @@ fn classes_left_out_by_the_filters_are_not_called_absent() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A method `bci instrument --coverage` left without counters (its code would outgrow 64 KiB
+/// with them) is named by the report as one that could take no counters, in no count, not
+/// reported as never run (LCOV FNDA:0, CSV missed, no note; found by the new-user hunt): the
+/// report plans the class as the instrumenter did.
+#[test]
+fn a_method_too_big_for_counters_is_named_not_missed() {
+    let work = fresh_work("too-big");
+    let classes = work.join("classes");
+    let mut src = String::from("package b;\npublic class Big {\n    static int v;\n");
+    src.push_str("    public static int f(int x) {\n");
+    for k in 0..4300 {
+        src.push_str(&format!("        if (x == {k}) v += {};\n", k % 7));
+    }
+    src.push_str("        return v;\n    }\n");
+    src.push_str("    public static void main(String[] a) { System.out.println(f(3)); }\n}\n");
+    javac_into(&work, &classes, &[("b/Big.java", &src)]);
+    let (inst, rt, data, info) = (
+        work.join("inst"),
+        work.join("bci-runtime.jar"),
+        work.join("big.cov"),
+        work.join("big.info"),
+    );
+    let (code, out, err) = run_bci(&[os("instrument"), os("--coverage"), os(&classes), os(&inst)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("bci: b/Big.f(I)I: left without counters: ") && err.contains("(limit 65535)"),
+        "{err}"
+    );
+    let (code, out, err) = run_bci(&[os("runtime-jar"), os(&rt)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let run = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("b.Big")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "3\n");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes),
+        os("--lcov"),
+        os(&info),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("note: 1 method could take no counters and is in no count")
+            && out.lines().any(|l| l.starts_with("  b.Big.f(I)I: code would be ")
+                && l.ends_with("(limit 65535)")),
+        "{out}"
+    );
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    let fnda: Vec<&str> = lcov.lines().filter(|l| l.starts_with("FNDA:")).collect();
+    assert!(!fnda.iter().any(|l| l.contains("f(I)I") || l.ends_with(",f")), "{lcov}");
+    assert!(fnda.iter().any(|l| l.starts_with("FNDA:1,") && l.contains("main")), "{lcov}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// A line of two classes (an anonymous class's `new` line: the outer method's and the
 /// anonymous class's constructor's) counts once in Cobertura's package and root totals, as in
 /// the other formats; they counted it twice (56 lines where the others had 55).

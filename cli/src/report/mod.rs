@@ -21,10 +21,10 @@ mod jacoco_xml;
 mod staged;
 
 use crate::progress::Progress;
-use bci_rewriter::coverage::analysis::{analyze_plan, Class, Counter, Counters, Line, Status};
+use bci_rewriter::coverage::analysis::{
+    analyze_plan, instrumented_plan, Class, Counter, Counters, Line, Status};
 use bci_rewriter::coverage::data::{CovData, Session, OVERLAP_CLASS};
-use bci_rewriter::coverage::{class_hash, lcov, plan_class};
-use bci_rewriter::flow::Split;
+use bci_rewriter::coverage::{class_hash, lcov};
 use bci_rewriter::Glob;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -669,7 +669,9 @@ impl Report {
                 });
             }
             let root = &containers[first];
-            let plan = match plan_class(bytes, Split::AfterCalls) {
+            // as `bci instrument --coverage` (and the agent) planned it: a method it left
+            // without counters is named as such, not reported as never run
+            let plan = match instrumented_plan(bytes, &crate::coverage::options(false)) {
                 Ok(p) => p,
                 Err(e) => {
                     r.errors.push(format!("{root}: {name}: {e}"));

@@ -18,7 +18,7 @@
 
 mod filters;
 
-use super::{plan_class, ClassCoverage, MethodCoverage};
+use super::{plan_class, ClassCoverage, MethodCoverage, Options, Skipped};
 use crate::flow::{EdgeKind, Split};
 use bci::class::ClassFile;
 use bci::{Error, Result};
@@ -347,6 +347,20 @@ pub fn analyze(bytes: &[u8], counts: Option<&[u64]>, split: Split) -> Result<Cla
     analyze_plan(bytes, &plan, counts)
 }
 
+/// The plan [`super::instrument`] with `opts` makes of a class: [`plan_class`]'s, but with the
+/// methods the instrumenter could not give counters (code that would outgrow 64 KiB with them,
+/// an edit that failed) in `skipped` as it left them, so that [`analyze_plan`] names them in
+/// [`Class::not_analysed`] rather than as never run: the instrumenter's own decision, not an
+/// estimate of it. Give the options the class was instrumented with (the per-method code the
+/// counters add is the same for every class id). A class the instrumenter leaves original as a
+/// whole (more counters than a class may have …) has no data: [`plan_class`]'s plan.
+pub fn instrumented_plan(bytes: &[u8], opts: &Options<'_>) -> Result<ClassCoverage> {
+    match super::instrument(bytes, opts) {
+        Ok((_, plan)) => Ok(plan),
+        Err(_) => plan_class(bytes, opts.split),
+    }
+}
+
 /// [`analyze`] with a plan already made.
 pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) -> Result<Class> {
     let cf = ClassFile::parse(bytes)?;
@@ -361,7 +375,15 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
             .skipped
             .iter()
             .filter_map(|(n, d, why)| match why {
-                super::Skipped::Error(e) => Some((n.clone(), d.clone(), e.clone())),
+                // the instrumenter's errors start with the method's name, which a report
+                // names already
+                Skipped::Error(e) => Some((
+                    n.clone(),
+                    d.clone(),
+                    e.strip_prefix(&format!("{}.{n}{d}: ", plan.name))
+                        .unwrap_or(e)
+                        .to_string(),
+                )),
                 _ => None,
             })
             .collect(),
