@@ -826,7 +826,17 @@ pub fn transform(
         std::fs::create_dir_all(output).map_err(|e| err(&e))?;
         None
     };
-    for ((name, bytes), new) in files.iter().zip(&new) {
+    // A directory made a jar as `jar` makes it: META-INF/ and META-INF/MANIFEST.MF first
+    // (JarInputStream reads the manifest only there), then the files in name order, each
+    // directory's entry before its first file (ClassLoader.getResource("com/acme/") finds
+    // only a directory that has an entry)
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    if z.is_some() {
+        order.sort_by_key(|&k| files[k].0 != "META-INF/MANIFEST.MF");
+    }
+    let mut dirs_written = std::collections::BTreeSet::new();
+    for k in order {
+        let ((name, bytes), new) = (&files[k], &new[k]);
         let mut bytes: &[u8] = new.as_deref().unwrap_or(bytes);
         let stripped;
         if signed && is_signature_file(name) {
@@ -841,11 +851,27 @@ pub fn transform(
             let mut opts = zip::write::SimpleFileOptions::default()
                 .compression_method(zip::CompressionMethod::Deflated);
             // From a directory: the file's modification time (UTC), as `jar` would keep it.
+            let time = |rel: &str| {
+                let modified = std::fs::metadata(input.join(rel)).and_then(|m| m.modified());
+                input
+                    .is_dir()
+                    .then(|| modified.ok().and_then(dos_time))
+                    .flatten()
+            };
             if input.is_dir() {
-                let modified = std::fs::metadata(input.join(name)).and_then(|m| m.modified());
-                if let Some(t) = modified.ok().and_then(dos_time) {
-                    opts = opts.last_modified_time(t);
+                for (at, _) in name.match_indices('/') {
+                    let dir = &name[..=at];
+                    if dirs_written.insert(dir.to_string()) {
+                        let mut o = opts;
+                        if let Some(t) = time(dir) {
+                            o = o.last_modified_time(t);
+                        }
+                        z.add_directory(dir, o).map_err(|e| err(&zip_err(&e)))?;
+                    }
                 }
+            }
+            if let Some(t) = time(name) {
+                opts = opts.last_modified_time(t);
             }
             z.start_file(name.as_str(), opts)
                 .map_err(|e| err(&zip_err(&e)))?;

@@ -304,6 +304,41 @@ fn directory_to_jar_keeps_file_times() {
     );
 }
 
+/// A directory made a jar is laid out as `jar` lays it out: META-INF/ and
+/// META-INF/MANIFEST.MF first (JarInputStream.getManifest() reads it only there: it was null
+/// behind a file sorting before META-INF, such as A.txt), and an entry for every directory
+/// before its files (ClassLoader.getResource("com/acme/") was null without them; found by the
+/// new-user hunt).
+#[test]
+fn directory_to_jar_has_manifest_first_and_directory_entries() {
+    let dir = fresh("dir-layout");
+    let (classes, _probe) = compile(&dir);
+    std::fs::create_dir_all(classes.join("META-INF")).unwrap();
+    std::fs::create_dir_all(classes.join("com/acme")).unwrap();
+    let manifest = b"Manifest-Version: 1.0\r\nMain-Class: p.Hello\r\n\r\n";
+    std::fs::write(classes.join("META-INF/MANIFEST.MF"), manifest).unwrap();
+    std::fs::write(classes.join("com/acme/data.txt"), b"data").unwrap();
+    std::fs::write(classes.join("A.txt"), b"a").unwrap();
+    let out = dir.join("out.jar");
+    instrument(&classes, &out, &[]);
+    let got = entries(&out);
+    let names: Vec<(&str, bool)> = got.iter().map(|e| (e.0.as_str(), e.1)).collect();
+    assert_eq!(
+        names,
+        [
+            ("META-INF/", true),
+            ("META-INF/MANIFEST.MF", false),
+            ("A.txt", false),
+            ("com/", true),
+            ("com/acme/", true),
+            ("com/acme/data.txt", false),
+            ("p/", true),
+            ("p/Hello.class", false),
+        ]
+    );
+    assert_eq!(got[1].4, manifest);
+}
+
 /// A fat jar (BOOT-INF/lib/*.jar inside): the nested jar is copied byte for byte and
 /// `bci instrument` says so on stderr (it said nothing, and its classes looked instrumented).
 #[test]
