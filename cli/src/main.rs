@@ -495,7 +495,8 @@ fn main() -> ExitCode {
             // what the rules never select (bci's own runtime classes; a rule file's classes)
             let unfiltered = r.clone();
             let r = r.with_filters(&include, &exclude);
-            if let Err(e) = check_instrument_paths(&input, &output, rules.as_deref(), map.as_deref())
+            if let Err(e) =
+                check_instrument_paths(&input, &output, rules.as_deref(), map.as_deref())
             {
                 eprintln!("bci: {e}");
                 return ExitCode::from(2);

@@ -202,7 +202,11 @@ fn a_method_too_big_for_counters_is_named_not_missed() {
         .arg("b.Big")
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&run.stdout), "3\n");
     let (code, out, err) = run_bci(&[
         os("report"),
@@ -215,14 +219,25 @@ fn a_method_too_big_for_counters_is_named_not_missed() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains("note: 1 method could take no counters and is in no count")
-            && out.lines().any(|l| l.starts_with("  b.Big.f(I)I: code would be ")
-                && l.ends_with("(limit 65535)")),
+            && out
+                .lines()
+                .any(|l| l.starts_with("  b.Big.f(I)I: code would be ")
+                    && l.ends_with("(limit 65535)")),
         "{out}"
     );
     let lcov = std::fs::read_to_string(&info).unwrap();
     let fnda: Vec<&str> = lcov.lines().filter(|l| l.starts_with("FNDA:")).collect();
-    assert!(!fnda.iter().any(|l| l.contains("f(I)I") || l.ends_with(",f")), "{lcov}");
-    assert!(fnda.iter().any(|l| l.starts_with("FNDA:1,") && l.contains("main")), "{lcov}");
+    assert!(
+        !fnda
+            .iter()
+            .any(|l| l.contains("f(I)I") || l.ends_with(",f")),
+        "{lcov}"
+    );
+    assert!(
+        fnda.iter()
+            .any(|l| l.starts_with("FNDA:1,") && l.contains("main")),
+        "{lcov}"
+    );
     let _ = std::fs::remove_dir_all(&work);
 }
 

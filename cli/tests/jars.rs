@@ -718,8 +718,16 @@ fn outputs_naming_an_input_are_refused() {
         assert_eq!(res.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.starts_with(&format!("bci: {want}")), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert_eq!(std::fs::read(&jar).unwrap(), before, "{args:?}: the input changed");
-        assert_eq!(std::fs::read_to_string(&rules).unwrap(), rules_text, "{args:?}");
+        assert_eq!(
+            std::fs::read(&jar).unwrap(),
+            before,
+            "{args:?}: the input changed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&rules).unwrap(),
+            rules_text,
+            "{args:?}"
+        );
         assert!(!out.exists(), "{args:?}: the output was written");
     }
 }

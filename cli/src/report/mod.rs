@@ -22,7 +22,8 @@ mod staged;
 
 use crate::progress::Progress;
 use bci_rewriter::coverage::analysis::{
-    analyze_plan, instrumented_plan, Class, Counter, Counters, Line, Status};
+    analyze_plan, instrumented_plan, Class, Counter, Counters, Line, Status,
+};
 use bci_rewriter::coverage::data::{CovData, Session, OVERLAP_CLASS};
 use bci_rewriter::coverage::{class_hash, lcov};
 use bci_rewriter::Glob;
