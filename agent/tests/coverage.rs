@@ -38,6 +38,17 @@ fn java(cp: &str, opts: Option<&str>, main: &str, args: &[&str]) -> Command {
     cmd
 }
 
+/// Class `class` of source `src` compiled into `dir`/classes (its source in `dir`); returns
+/// that directory.
+fn compiled(dir: &Path, class: &str, src: &str) -> PathBuf {
+    let classes = dir.join("classes");
+    std::fs::create_dir_all(&classes).unwrap();
+    let file = dir.join(format!("{class}.java"));
+    std::fs::write(&file, src).unwrap();
+    javac(&classes, &[file]);
+    classes
+}
+
 fn ok(o: Output) -> Output {
     assert!(
         o.status.success(),
@@ -352,26 +363,7 @@ fn agent_and_offline_give_identical_data() {
     .output()
     .unwrap());
     assert_eq!(class_counts(&read(&both), "CovBasics").1, ca);
-    let rows = |p: &Path| -> Vec<(String, String)> {
-        let t = std::fs::read_to_string(p).unwrap();
-        let mut inside = false;
-        let mut v = Vec::new();
-        for l in t.lines() {
-            if l.starts_with("METHODS BEGIN") {
-                inside = true;
-                continue;
-            }
-            if l.starts_with("METHODS END") {
-                inside = false;
-            }
-            let c: Vec<&str> = l.split_whitespace().collect();
-            if inside && c.len() == 7 && c[6].starts_with("CovBasics") {
-                v.push((c[6].to_string(), c[3].to_string()));
-            }
-        }
-        v.sort();
-        v
-    };
+    let rows = |p: &Path| method_rows(p, "CovBasics");
     let (rb, rc) = (rows(&prof_both), rows(&prof_cpu));
     assert!(rc.len() >= 10, "{rc:?}");
     assert_eq!(rb, rc, "cpu=times counts with coverage differ");
@@ -439,6 +431,102 @@ fn agent_and_offline_give_identical_data() {
         plain,
         "tracing of classes covered offline"
     );
+}
+
+/// The rows of a cpu=times report's METHODS table whose method starts with `prefix`:
+/// (method, count), sorted.
+fn method_rows(p: &Path, prefix: &str) -> Vec<(String, String)> {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut inside = false;
+    let mut v = Vec::new();
+    for l in t.lines() {
+        if l.starts_with("METHODS BEGIN") {
+            inside = true;
+            continue;
+        }
+        if l.starts_with("METHODS END") {
+            inside = false;
+        }
+        let c: Vec<&str> = l.split_whitespace().collect();
+        if inside && c.len() == 7 && c[6].starts_with(prefix) {
+            v.push((c[6].to_string(), c[3].to_string()));
+        }
+    }
+    v.sort();
+    v
+}
+
+const SOE: &str = r#"
+public class CovSoe {
+    static long[] calls = new long[5];
+    static void rec(int t) { calls[t]++; rec(t); }
+    public static void main(String[] a) throws Exception {
+        for (int k = 0; k < 20; k++) { try { rec(4); } catch (StackOverflowError e) { } }
+        Thread[] ts = new Thread[4];
+        for (int i = 0; i < ts.length; i++) {
+            final int t = i;
+            ts[i] = new Thread(null, () -> {
+                for (int k = 0; k < 5; k++) { try { rec(t); } catch (StackOverflowError e) { } }
+            }, "deep" + i, 256 * 1024);
+            ts[i].start();
+        }
+        for (Thread t : ts) t.join();
+        long n = 0;
+        for (long c : calls) n += c;
+        System.out.println("rec=" + n);
+    }
+}
+"#;
+
+/// cpu=times with coverage=y, a method recursing to StackOverflowError on main and on four
+/// threads with 256 KB stacks: its cpu=times count and its coverage entries are its own count
+/// of its calls, compiled and interpreted, with the sampling and a per-call clock. Before,
+/// `enterT` ran before the coverage lookup, whose slow half (threads that do not own the
+/// class's array) reaches deeper: it threw after the call was counted, one call more per
+/// overflow on each thread (26,280 for 26,260 interpreted).
+#[test]
+fn stack_overflow_counts_the_same_with_coverage_and_cpu_times() {
+    let dir = tmp("soe");
+    let classes = compiled(&dir, "CovSoe", SOE);
+    let cp = classes.display().to_string();
+    for (mode, jvm) in [("compiled", ""), ("interpreted", "-Xint")] {
+        for clock in ["sample", "wall"] {
+            let (cov, prof) = (
+                dir.join(format!("{mode}-{clock}.cov")),
+                dir.join(format!("{mode}-{clock}.txt")),
+            );
+            let mut cmd = java(
+                &cp,
+                Some(&format!(
+                    "cpu=times,coverage=y,clock={clock},include=CovSoe*,covfile={},file={}",
+                    cov.display(),
+                    prof.display()
+                )),
+                "CovSoe",
+                &[],
+            );
+            if !jvm.is_empty() {
+                cmd.env("JDK_JAVA_OPTIONS", jvm);
+            }
+            let o = ok(cmd.output().unwrap());
+            let out = String::from_utf8_lossy(&o.stdout);
+            let n: u64 = out
+                .trim()
+                .strip_prefix("rec=")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{mode} {clock}: {out}"));
+            assert_eq!(
+                method_rows(&prof, "CovSoe.rec"),
+                [("CovSoe.rec(I)V".to_string(), n.to_string())],
+                "{mode} {clock}: cpu=times"
+            );
+            assert_eq!(
+                entries(&read(&cov), &classes, "CovSoe", "rec"),
+                n,
+                "{mode} {clock}: coverage"
+            );
+        }
+    }
 }
 
 /// CovBasics run with the agent (coverage of CovBasics only) into `file`; returns `file`.
@@ -1016,12 +1104,7 @@ public class CovSig {
 "#;
 
 fn cov_sig(dir: &Path) -> PathBuf {
-    let classes = dir.join("classes");
-    std::fs::create_dir_all(&classes).unwrap();
-    let src = dir.join("CovSig.java");
-    std::fs::write(&src, SIG).unwrap();
-    javac(&classes, &[src]);
-    classes
+    compiled(dir, "CovSig", SIG)
 }
 
 /// SIGQUIT writes the data and the JVM runs on; the exit dump adds only what ran since, so
@@ -1120,11 +1203,7 @@ fn inflight_hits(d: &CovData, classes: &Path, mark: &str) -> u64 {
 #[test]
 fn calls_still_running_at_a_dump_do_not_count_as_returned() {
     let dir = tmp("inflight");
-    let classes = dir.join("classes");
-    std::fs::create_dir_all(&classes).unwrap();
-    let src = dir.join("CovInflight.java");
-    std::fs::write(&src, INFLIGHT).unwrap();
-    javac(&classes, &[src]);
+    let classes = compiled(&dir, "CovInflight", INFLIGHT);
     for how in ["exit", "return"] {
         let data = dir.join(format!("{how}.cov"));
         let snap = dir.join(format!("{how}-snap.cov"));

@@ -962,6 +962,49 @@ fn place_sites(
     Ok(true)
 }
 
+/// The coverage lookup a method covered earlier starts with (`<entry counter> ; invokestatic
+/// <this class>.bci$a(I)[J`, see [`coverage`]), in the straight code at its start that runs
+/// once per call (no branch, nothing jumps back there, no handler starts there): the
+/// invoke's index and the entry counter it bumps. None without one (the pre-52 interfaces'
+/// `<clinit>` call the runtime's `arr` instead: left as they were).
+fn coverage_lookup(ed: &MethodEditor<'_, '_>) -> Option<(usize, i32)> {
+    use bci::opcodes::{op, Flow};
+    let cf = ed.class();
+    let code = ed.code().code;
+    let insns = ed.insns();
+    let this = cf
+        .cp
+        .class_name_index(cf.this_class)
+        .and_then(|n| cf.cp.utf8_bytes(n));
+    let k = insns
+        .iter()
+        .take(32)
+        .take_while(|i| i.flow() == Flow::Next)
+        .position(|i| {
+            i.opcode == op::INVOKESTATIC
+                && i.cp_index(code)
+                    .and_then(|c| cf.cp.member_ref_bytes(c).ok())
+                    .is_some_and(|r| {
+                        r.name == coverage::HELPER.as_bytes()
+                            && r.desc == b"(I)[J"
+                            && this.as_ref().is_ok_and(|&n| n == r.class)
+                    })
+        })?;
+    let push = insns.get(k.checked_sub(1)?)?;
+    let counter = match push.opcode {
+        op::ICONST_M1..=op::ICONST_5 => push.opcode as i32 - op::ICONST_0 as i32,
+        op::BIPUSH | op::SIPUSH => push.immediate(code)?,
+        op::LDC | op::LDC_W => cf.cp.integer(push.cp_index(code)?).ok()?,
+        _ => return None,
+    };
+    let pc = insns[k].pc;
+    let mut entered = ed.code().handlers.iter().any(|h| h.handler as u32 <= pc);
+    for i in insns {
+        i.for_each_target(code, |t| entered |= t <= pc as i64);
+    }
+    (!entered).then_some((k, counter))
+}
+
 /// Inserts the probes of one method and returns its new Code attribute body.
 fn probe_method(
     mut ed: MethodEditor<'_, '_>,
@@ -1012,6 +1055,38 @@ fn probe_method(
             }
             None => calls.with_id(cp, enter, id)?,
         };
+        let lookup = tok.and_then(|t| coverage_lookup(&ed).map(|l| (t, l)));
+        if let Some((t, (k, counter))) = lookup {
+            // A method with coverage counters (the agent's coverage=y, or a class covered
+            // offline) looks up its counter array first, which bumps its entry counter after
+            // the lookup's calls. `enterT` goes after that lookup, between an undo and a redo
+            // of the bump: a StackOverflowError thrown by either call (each can be the one
+            // that reaches deepest: the lookup's slow half on threads that do not own the
+            // class's array, `enterT`'s slow path with a per-call clock) then leaves both
+            // counts as they were, as the method's own code never ran; the bytecode around
+            // `enterT` cannot throw. Before, `enterT` came first, and a thread recursing to
+            // StackOverflowError counted one call per overflow more than its coverage entries
+            // and its own code (the lookup threw). The token is -1 (no frame) until then,
+            // for the catch-all that covers the lookup.
+            let mut bump = |d: u8| -> bci::Result<Snippet> {
+                let mut b = Snippet::new();
+                b.dup_top(false);
+                b.int(cp, counter)?;
+                b.op(bci::opcodes::op::DUP2)?
+                    .op(bci::opcodes::op::LALOAD)?
+                    .op(bci::opcodes::op::LCONST_1)?
+                    .op(d)?
+                    .op(bci::opcodes::op::LASTORE)?;
+                Ok(b)
+            };
+            let mut after = bump(bci::opcodes::op::LSUB)?;
+            after.append(&s);
+            after.append(&bump(bci::opcodes::op::LADD)?);
+            let mut none = Snippet::new();
+            none.op(bci::opcodes::op::ICONST_M1)?.store('I', t)?;
+            ed.insert_entry(&none)?;
+            ed.insert_after(k, &after)?;
+        }
         // A constructor's `enter`: with a frame token, at its first instruction, like any
         // other method's, so that the superclass's constructor (and the code before the
         // super()/this() call, its arguments) runs as its callee. No handler can pop that
@@ -1027,7 +1102,7 @@ fn probe_method(
             Some(_) => Vec::new(),
             None => ed.super_calls()?.to_vec(),
         };
-        if supers.is_empty() {
+        if supers.is_empty() && lookup.is_none() {
             ed.insert_entry(&s)?;
         }
         for k in supers {
