@@ -1642,6 +1642,80 @@ fn reflection_and_serialization_run_under_coverage() {
     }
 }
 
+/// `src` (class `main`, in `main`.java) compiled into `dir/classes` and run bare, under
+/// coverage=y of its classes and instrumented offline with the runtime jar's classes. Returns
+/// the classes, the three outputs (each run must succeed) and the agent's and the offline data.
+fn bare_agent_offline(
+    dir: &Path,
+    main: &str,
+    src: &str,
+) -> (PathBuf, [String; 3], CovData, CovData) {
+    let file = dir.join(format!("src/{main}.java"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, src).unwrap();
+    let classes = dir.join("classes");
+    javac(&classes, &[file]);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let (agent, offline) = (dir.join("agent.cov"), dir.join("offline.cov"));
+    let cp = classes.display().to_string();
+    let bare = ok(java(&cp, None, main, &[]).output().unwrap());
+    let opts = format!("coverage=y,include={main}*,covfile={}", agent.display());
+    let covered = ok(java(&cp, Some(&opts), main, &[]).output().unwrap());
+    let off = ok(Command::new(jdk_tool("java"))
+        .arg("-Xverify:all")
+        .arg(format!("-Dbci.covfile={}", offline.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg(main)
+        .output()
+        .unwrap());
+    let out = [bare, covered, off].map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    (classes, out, read(&agent), read(&offline))
+}
+
+const COV_ANN: &str = r#"
+import java.lang.annotation.*;
+import java.util.*;
+public class CovAnn {
+    @Retention(RetentionPolicy.RUNTIME) @interface Tag {
+        String value() default "d";
+        int[] nums() default {1, 2};
+        List<String> REG = new ArrayList<>(List.of("r"));
+    }
+    @Tag(value = "x", nums = {3}) static class A {}
+    @Tag static class B {}
+    @Tag static class C {}
+    public static void main(String[] a) {
+        Tag t = A.class.getAnnotation(Tag.class), u = B.class.getAnnotation(Tag.class);
+        Tag v = C.class.getAnnotation(Tag.class);
+        System.out.println(t.value() + Arrays.toString(t.nums()) + " " + Tag.REG + " eq="
+            + t.equals(u) + " " + u.equals(v) + " hash=" + (u.hashCode() == v.hashCode()) + " " + u);
+    }
+}
+"#;
+
+/// An annotation type with code (a static initializer), covered: its annotations compare and
+/// hash as bare, under the agent and offline. Before, it got the lookup helper `bci$a(I)[J`,
+/// and the JDK takes a method of an annotation type with parameters for a malformed element:
+/// `equals` threw AnnotationFormatError ("Malformed method on an annotation type"). It asks the
+/// runtime's `arr` now, as interfaces before Java 8 do; its `<clinit>` counts once.
+#[test]
+fn annotation_types_with_code_keep_equals_and_hash_code() {
+    let dir = tmp("annotation");
+    let (classes, out, agent, offline) = bare_agent_offline(&dir, "CovAnn", COV_ANN);
+    assert!(
+        out[0].starts_with("x[3] [r] eq=false true hash=true @"),
+        "{}",
+        out[0]
+    );
+    assert_eq!(out[1], out[0], "under the agent");
+    assert_eq!(out[2], out[0], "offline");
+    for d in [&agent, &offline] {
+        assert_eq!(entries(d, &classes, "CovAnn$Tag", "<clinit>"), 1);
+    }
+}
+
 /// A class redefined by another agent (Instrumentation.redefineClasses, an IDE's HotSwap)
 /// with different code: the redefinition succeeds (before, the new bytes lacked the fields and
 /// methods coverage gave the loaded version, and the JVM refused them: "attempted to change

@@ -6,9 +6,10 @@
 //!
 //! ```text
 //! entry:    <index of the entry counter> ; invokestatic CLASS.bci$a(I)[J ; astore C
-//!           (interfaces of class files before version 52: <class id> ; <counters of the
-//!           class> ; <index of the entry counter> ; invokestatic RUNTIME.arr(III)[J ; astore C;
-//!           the class id is a constant or, offline, getstatic CLASS.bci$cid)
+//!           (annotation types, and interfaces of class files before version 52: <class
+//!           id> ; <counters of the class> ; <index of the entry counter> ; invokestatic
+//!           RUNTIME.arr(III)[J ; astore C; the class id is a constant or, offline,
+//!           getstatic CLASS.bci$cid)
 //! counter:  aload C ; <index> ; dup2 ; laload ; lconst_1 ; ladd ; lastore
 //! exits:    at entry <index> ; istore X, and at the start of blocks where it changes
 //! handlers: aload C ; iload X ; dup2 ; laload ; lconst_1 ; ladd ; lastore  (then go on / athrow)
@@ -650,8 +651,9 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
     let mut kept = Vec::with_capacity(cov.methods.len());
     let counters = cov.counters;
     let name = cov.name.clone();
-    // interfaces of class files before version 52 have no static methods: no helper, and the
-    // class's methods ask the runtime's arr(III)[J
+    // interfaces of class files before version 52 have no static methods, and annotation
+    // types none with parameters: no helper, and the class's methods ask the runtime's
+    // arr(III)[J
     let helper = has_helper(&cf);
     let mut first = Snippet::new();
     if let ClassId::Registered { module_reads } = opts.class_id {
@@ -1061,9 +1063,14 @@ pub fn is_helper(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
 }
 
 /// Whether the class gets the helpers (and the owner fields): not interfaces of class files
-/// before version 52, which cannot have static methods.
+/// before version 52, which cannot have static methods, nor annotation types: the JDK takes
+/// every method of an annotation type with parameters for a malformed element
+/// (`AnnotationInvocationHandler.validateAnnotationMethods` skips only synthetic static or
+/// private methods without any), so `bci$a(I)[J` broke `equals` of its annotations with an
+/// AnnotationFormatError.
 fn has_helper(cf: &ClassFile<'_>) -> bool {
-    cf.access & bci::class::ACC_INTERFACE == 0 || cf.major >= 52
+    cf.access & bci::class::ACC_ANNOTATION == 0
+        && (cf.access & bci::class::ACC_INTERFACE == 0 || cf.major >= 52)
 }
 
 #[derive(Clone, Copy, Debug)]
