@@ -1716,6 +1716,40 @@ fn annotation_types_with_code_keep_equals_and_hash_code() {
     }
 }
 
+const COV_SUID: &str = r#"
+import java.io.*;
+public class CovSuid {
+    // names of a character above U+FFFF (U+1D49C, a surrogate pair) and one of U+E000..U+FFFF
+    // (U+FF21): String.compareTo and the order of their UTF-8 bytes disagree
+    static class U implements Serializable {
+        int \uFF21 = 1;
+        int \uD835\uDC9C = 2;
+        void \uFF21() {}
+        void \uD835\uDC9C() {}
+    }
+    public static void main(String[] a) {
+        new U();
+        System.out.println("suid=" + ObjectStreamClass.lookup(U.class).getSerialVersionUID());
+    }
+}
+"#;
+
+/// A Serializable class without serialVersionUID that coverage gives a `<clinit>`: the one it
+/// declares is the JDK's default of the original class (ObjectStreamClass.lookup, bare), under
+/// the agent and offline, for member names that sort differently by UTF-16 code units (the
+/// JDK's String order) and by UTF-8 bytes. Before, members were sorted by their bytes: another
+/// value, and objects written bare did not deserialize covered.
+#[test]
+fn default_serial_version_uid_sorts_names_as_the_jdk() {
+    let dir = tmp("suid");
+    let (classes, out, agent, _) = bare_agent_offline(&dir, "CovSuid", COV_SUID);
+    assert!(out[0].starts_with("suid="), "{}", out[0]);
+    assert_eq!(out[1], out[0], "under the agent");
+    assert_eq!(out[2], out[0], "offline");
+    // the class was covered (so it got a <clinit> and the field)
+    assert_eq!(entries(&agent, &classes, "CovSuid$U", "<init>"), 1);
+}
+
 /// A class redefined by another agent (Instrumentation.redefineClasses, an IDE's HotSwap)
 /// with different code: the redefinition succeeds (before, the new bytes lacked the fields and
 /// methods coverage gave the loaded version, and the JVM refused them: "attempted to change

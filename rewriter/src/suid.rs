@@ -121,6 +121,14 @@ pub fn may_serialize(cf: &ClassFile<'_>) -> bool {
     !matches!(sup, Some("java/lang/Enum" | "java/lang/Record"))
 }
 
+/// `String.compareTo`: by UTF-16 code units, the order `ObjectStreamClass` sorts names in. It
+/// differs from the order of `str` (code points, as UTF-8 or modified UTF-8 bytes) where a
+/// character above U+FFFF (a surrogate pair, 0xD800..0xDFFF) meets one of U+E000..U+FFFF: the
+/// JDK puts the pair first.
+fn java_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
 /// `ObjectStreamClass.computeDefaultSUID` of the class as parsed.
 pub fn default_suid(cf: &ClassFile<'_>) -> bci::Result<i64> {
     let mut d = Vec::new();
@@ -143,13 +151,13 @@ pub fn default_suid(cf: &ClassFile<'_>) -> bci::Result<i64> {
         .iter()
         .map(|&i| cf.cp.class_name(i).map(|n| n.replace('/', ".")))
         .collect::<bci::Result<Vec<_>>>()?;
-    ifaces.sort();
+    ifaces.sort_by(|a, b| java_order(a, b));
     for i in &ifaces {
         write_utf(&mut d, i)?;
     }
     // fields by name (a stable sort: declaration order among equal names)
     let mut fields: Vec<_> = cf.fields.iter().collect();
-    fields.sort_by_key(|f| cf.member_name(f));
+    fields.sort_by(|a, b| java_order(&cf.member_name(a), &cf.member_name(b)));
     let fmask = ACC_PUBLIC
         | ACC_PRIVATE
         | ACC_PROTECTED
@@ -185,7 +193,7 @@ pub fn default_suid(cf: &ClassFile<'_>) -> bci::Result<i64> {
         .iter()
         .filter(|m| cf.member_name(m) == "<init>")
         .collect();
-    ctors.sort_by_key(|m| cf.member_desc(m));
+    ctors.sort_by(|a, b| java_order(&cf.member_desc(a), &cf.member_desc(b)));
     for c in ctors {
         let m = c.access & mmask;
         if m & ACC_PRIVATE == 0 {
@@ -196,9 +204,8 @@ pub fn default_suid(cf: &ClassFile<'_>) -> bci::Result<i64> {
     }
     let mut methods: Vec<_> = cf.methods.iter().filter(|m| is_method(m)).collect();
     methods.sort_by(|a, b| {
-        cf.member_name(a)
-            .cmp(&cf.member_name(b))
-            .then_with(|| cf.member_desc(a).cmp(&cf.member_desc(b)))
+        java_order(&cf.member_name(a), &cf.member_name(b))
+            .then_with(|| java_order(&cf.member_desc(a), &cf.member_desc(b)))
     });
     for me in methods {
         let m = me.access & mmask;
