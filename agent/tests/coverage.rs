@@ -1758,9 +1758,17 @@ fn default_serial_version_uid_sorts_names_as_the_jdk() {
 /// version keeps its counts from before, retransformation included.
 #[test]
 fn redefined_classes_count_into_their_own_data() {
-    let dir = tmp("redefine");
+    redefined_counts("redefine", |b| b.to_vec());
+}
+
+/// test-classes/redefine under coverage=y, its second version of Target given as `v2` makes
+/// it: both versions count exactly, each into its own data.
+fn redefined_counts(name: &str, v2_bytes: impl Fn(&[u8]) -> Vec<u8>) {
+    let dir = tmp(name);
     let program = common::redefine_program(&dir);
     let (classes, v2, _) = &program;
+    let target = v2.join("Target.class");
+    std::fs::write(&target, v2_bytes(&std::fs::read(&target).unwrap())).unwrap();
     let file = dir.join("r.cov");
     let o = ok(common::run_redefine(
         &format!("coverage=y,include=Target,covfile={}", file.display()),
@@ -1768,6 +1776,8 @@ fn redefined_classes_count_into_their_own_data() {
     ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("s=151500"), "{out}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("Target"), "{err}");
     let d = read(&file);
     for (from, calls) in [(classes, 300), (v2, 400)] {
         let bytes = std::fs::read(from.join("Target.class")).unwrap();
@@ -1790,6 +1800,26 @@ fn redefined_classes_count_into_their_own_data() {
         }
     }
     assert_eq!(d.classes.keys().filter(|(n, _)| n == "Target").count(), 2);
+}
+
+/// A redefinition with bytes that declare the loaded version's coverage fields, `bci$s` and
+/// `bci$o`, but not its helpers or added `<clinit>`: what Byte Buddy makes from a loaded class
+/// (`new ByteBuddy().redefine(Foo.class)`: fields as reflection shows them, methods from the
+/// class file). Instrumented with those fields, the new version has the loaded one's members:
+/// the redefinition succeeds and counts as any other. Before, adding the fields again failed
+/// ("field bci$s [J exists already"), the bytes were left as given, and the JVM refused them
+/// ("attempted to delete a method"): the program died.
+#[test]
+fn redefinitions_declaring_the_coverage_fields_keep_the_loaded_members() {
+    use bci::class::{ACC_FINAL, ACC_PRIVATE, ACC_STATIC, ACC_SYNTHETIC};
+    redefined_counts("redefine-fields", |b| {
+        let cf = bci::ClassFile::parse(b).unwrap();
+        let mut w = bci::ClassWriter::new(&cf);
+        let access = ACC_PRIVATE | ACC_STATIC | ACC_FINAL | ACC_SYNTHETIC;
+        w.add_field(access, "bci$s", "[J").unwrap();
+        w.add_field(access, "bci$o", "Ljava/lang/Object;").unwrap();
+        w.finish().unwrap()
+    });
 }
 
 /// The hook's engine on a redefinition: the new bytes get coverage only when the loaded version

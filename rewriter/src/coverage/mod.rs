@@ -701,11 +701,18 @@ pub fn instrument(bytes: &[u8], opts: &Options<'_>) -> Result<(Outcome, ClassCov
         (ClassId::Constant(_) | ClassId::Redefined(_), true) => &REGISTERED[1..],
         (ClassId::Constant(_) | ClassId::Redefined(_), false) => &[],
     };
+    // bytes made from the loaded class by reflection may declare its fields already (Byte
+    // Buddy's class reloading): the code stores into those, and the class gets no second copy
+    let add: &'static [(&'static str, &'static str)] = if declares_fields(&cf, fields) {
+        &[]
+    } else {
+        fields
+    };
     let prologue = if fields.is_empty() {
         None
     } else {
         Some(crate::offline::Prologue::new(
-            &cf, &mut w.cp, &name, first, fields,
+            &cf, &mut w.cp, &name, first, add,
         )?)
     };
     let helper = if helper {
@@ -1060,6 +1067,43 @@ pub fn is_helper(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
         && (((name == HELPER || name == SLOW_HELPER) && desc == HELPER_DESC)
             || (name == ID_HELPER && desc == ID_HELPER_DESC)
             || (name == "<clinit>" && desc == "()V"))
+}
+
+/// Whether the class declares coverage's `fields` (name, descriptor) already, exactly as
+/// instrumenting adds them (static final synthetic, private, public in an interface), and
+/// none of its other fields and helper methods: bytes made from a covered class as loaded,
+/// whose fields reflection shows but whose helpers and added `<clinit>` it does not (Byte
+/// Buddy's `redefine(Foo.class)` and class reloading copy `bci$s` and `bci$o`). Such bytes are
+/// instrumented with those fields instead of new ones, so a redefinition with them keeps the
+/// members of the loaded class (before, adding the fields again failed, "field bci$s [J
+/// exists already", the bytes were passed on without the helpers and the JVM refused them,
+/// "attempted to delete a method").
+fn declares_fields(cf: &ClassFile<'_>, fields: &[(&str, &str)]) -> bool {
+    use bci::class::{ACC_FINAL, ACC_INTERFACE, ACC_PRIVATE, ACC_PUBLIC, ACC_STATIC};
+    let visibility = if cf.access & ACC_INTERFACE != 0 {
+        ACC_PUBLIC
+    } else {
+        ACC_PRIVATE
+    };
+    let access = visibility | ACC_STATIC | ACC_FINAL | bci::class::ACC_SYNTHETIC;
+    let ours = [CLASS_ID_FIELD, SHARED_FIELD, OWNER_FIELD];
+    let declared: Vec<&bci::Member<'_>> = cf
+        .fields
+        .iter()
+        .filter(|f| ours.iter().any(|n| cf.member_name(f) == *n))
+        .collect();
+    let helpers = [HELPER, SLOW_HELPER, ID_HELPER];
+    !fields.is_empty()
+        && declared.len() == fields.len()
+        && fields.iter().all(|&(n, d)| {
+            declared
+                .iter()
+                .any(|f| cf.member_name(f) == n && cf.member_desc(f) == d && f.access == access)
+        })
+        && !cf
+            .methods
+            .iter()
+            .any(|m| helpers.iter().any(|n| cf.member_name(m) == *n))
 }
 
 /// Whether the class gets the helpers (and the owner fields): not interfaces of class files
