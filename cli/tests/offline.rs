@@ -1604,6 +1604,78 @@ fn work_in_the_programs_shutdown_hooks_is_counted() {
     }
 }
 
+/// A library whose first use is in the program's shutdown hook (only it instrumented): the
+/// runtime registers while the JVM shuts down, when no shutdown hook can be added. Before, the
+/// runtimes' Runtime.addShutdownHook threw IllegalStateException ("Shutdown in progress") out of
+/// the library's `<clinit>` and the program's hook died (ExceptionInInitializerError); now the
+/// program prints what it prints bare and the data is written once the hook has ended.
+#[test]
+fn classes_first_used_in_a_shutdown_hook_are_counted() {
+    let out = fresh("late-hook");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("OfflLateHook.java")]);
+    let rt = runtime_jar(&out);
+    let cp = |dir: &Path| format!("{}:{}", dir.display(), rt.display());
+    for (kind, flags) in [("cpu", &[][..]), ("cov", &["--coverage"][..])] {
+        let inst = out.join(kind);
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
+        for f in flags {
+            args.push(f);
+        }
+        args.extend([
+            &classes as &dyn AsRef<std::ffi::OsStr>,
+            &inst,
+            &"--exclude",
+            &"OfflLateHook*",
+        ]);
+        let o = bci(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        for mode in ["end", "exit"] {
+            let bare = java(&[&"-cp", &classes, &"OfflLateHook", &mode]);
+            let data = out.join(format!("{kind}-{mode}.data"));
+            let prop = if kind == "cpu" {
+                "bci.file"
+            } else {
+                "bci.covfile"
+            };
+            let run = java(&[
+                &format!("-D{prop}={}", data.display()),
+                &"-cp",
+                &cp(&inst),
+                &"OfflLateHook",
+                &mode,
+            ]);
+            let err = text(&run.stderr);
+            assert!(run.status.success(), "{kind} {mode}: {err}");
+            assert_eq!(
+                text(&run.stdout),
+                text(&bare.stdout),
+                "{kind} {mode}: {err}"
+            );
+            assert!(!err.contains("Exception"), "{kind} {mode}: {err}");
+            if kind == "cpu" {
+                let o = bci(&[&"report", &data, &"format=methods"]);
+                assert!(o.status.success(), "{kind} {mode}: {}", text(&o.stderr));
+                let counts = method_counts(&text(&o.stdout));
+                assert_eq!(
+                    counts.get("OfflLate.work"),
+                    Some(&1500),
+                    "{mode}: {counts:?}"
+                );
+            } else {
+                let lcov = out.join(format!("{mode}.info"));
+                let o = bci(&[&"report", &data, &"--classes", &classes, &"--lcov", &lcov]);
+                assert!(o.status.success(), "{kind} {mode}: {}", text(&o.stderr));
+                let lcov = std::fs::read_to_string(&lcov).unwrap();
+                assert!(
+                    lcov.contains("FNDA:1500,OfflLate.work(I)I"),
+                    "{mode}: {lcov}"
+                );
+            }
+        }
+    }
+}
+
 /// The summary of `bci instrument` adds up: every class is instrumented, left original, or
 /// named for why it was copied as it is (an interface without code: nothing to count; left
 /// out by --exclude; instrumented already), and a count of 1 is singular. Before: `3 classes,

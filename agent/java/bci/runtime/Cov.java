@@ -106,7 +106,9 @@ public final class Cov {
                         + " for the coverage data: " + why);
                 Runtime.getRuntime().halt(2);
             }
-            Runtime.getRuntime().addShutdownHook(new Thread(Cov::writeAtExit, "bci coverage: write data"));
+            // (a class first initialized by one of the program's shutdown hooks: written once
+            // that hook has ended, see Offline.atExit)
+            Offline.atExit(Cov::writeAtExit, "bci coverage: write data");
         }
         String key = name + '\0' + Long.toHexString(hash);
         Integer id = IDS.get(key);
@@ -953,17 +955,15 @@ public final class Cov {
     static {
         String out = System.getProperty("bci.cov.dump");
         if (out != null) {
-            Runtime.getRuntime()
-                    .addShutdownHook(
-                            new Thread(
-                                    () -> {
-                                        try {
-                                            dumpText(out);
-                                        } catch (IOException e) {
-                                            System.err.println("bci: cannot write " + out + ": " + e);
-                                        }
-                                    },
-                                    "bci-coverage-dump"));
+            Offline.atExit(
+                    () -> {
+                        try {
+                            dumpText(out);
+                        } catch (IOException e) {
+                            System.err.println("bci: cannot write " + out + ": " + e);
+                        }
+                    },
+                    "bci-coverage-dump");
         }
     }
 }

@@ -199,7 +199,97 @@ public final class Offline {
             reaper.setDaemon(true);
             reaper.start();
         }
-        Runtime.getRuntime().addShutdownHook(new Thread(Offline::dump, "bci runtime: write data"));
+        atExit(Offline::dump, "bci runtime: write data");
+    }
+
+    /**
+     * Runs {@code write} at exit, in a thread named {@code name}: a shutdown hook, or, when the
+     * JVM shuts down already (the first instrumented class initialized by one of the program's
+     * shutdown hooks, e.g. when only a library it uses at exit is instrumented:
+     * Runtime.addShutdownHook throws IllegalStateException then), once the calling thread has
+     * run its last code ({@link #afterThread}). Public: the runtime jar's Cov may run where this
+     * class was defined by another loader (see {@link #expand(String, String)}).
+     */
+    public static void atExit(Runnable write, String name) {
+        Thread hook = new Thread(write, name);
+        try {
+            Runtime.getRuntime().addShutdownHook(hook);
+        } catch (IllegalStateException e) {
+            afterThread(Thread.currentThread(), write, name);
+        }
+    }
+
+    /** {@link #afterThread}: how long the calling thread waits for the writer, at most. */
+    static final int LATE_WAIT_MS = 1000;
+
+    /**
+     * The shutdown has begun, so no hook can be added: the JVM starts the program's shutdown
+     * hooks, joins each, and halts once they have all ended. {@code write} runs in a daemon
+     * thread of its own that holds the monitor of {@code t} (the thread that registered: a
+     * shutdown hook) until {@code t} has run its last code: a thread that ends takes its own
+     * monitor to wake the threads joining it (HotSpot's ensure_join), so {@code t}'s end, and
+     * with it the halt, waits for the write. {@code t} goes on once the writer holds its
+     * monitor ({@link #LATE_WAIT_MS} at most). A thread the JVM does not join (not a shutdown
+     * hook: a thread still running when System.exit was called) may be cut off by the halt
+     * before the write, which the README says.
+     */
+    private static void afterThread(Thread t, Runnable write, String name) {
+        boolean[] held = {false};
+        Thread w = new Thread(() -> {
+            synchronized (t) {
+                synchronized (held) {
+                    held[0] = true;
+                    held.notifyAll();
+                }
+                awaitEnd(t);
+                write.run();
+            }
+        }, name);
+        w.setDaemon(true);
+        w.start();
+        long end = System.nanoTime() + LATE_WAIT_MS * 1_000_000L;
+        synchronized (held) {
+            while (!held[0]) {
+                long left = (end - System.nanoTime()) / 1_000_000L;
+                if (left <= 0) {
+                    return;
+                }
+                try {
+                    held.wait(left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    /**
+     * Returns once {@code t} (whose monitor the caller holds) has run its last code: it is
+     * blocked with no frame left (taking its monitor to end), or it has ended. While {@code t}
+     * is blocked in its own code (perhaps on this monitor: a program synchronizing on its hook's
+     * Thread) the monitor is let go for a moment.
+     */
+    private static void awaitEnd(Thread t) {
+        try {
+            while (t.isAlive()) {
+                if (exiting(t)) {
+                    return;
+                }
+                if (t.getState() == Thread.State.BLOCKED) {
+                    t.wait(1);
+                } else {
+                    Thread.sleep(1);
+                }
+            }
+        } catch (InterruptedException e) {
+            // write what there is
+        }
+    }
+
+    /** Whether {@code t} has run its last code: blocked with no frame (see {@link #awaitEnd}). */
+    private static boolean exiting(Thread t) {
+        return t.getState() == Thread.State.BLOCKED && t.getStackTrace().length == 0;
     }
 
     /**
@@ -461,6 +551,9 @@ public final class Offline {
                 StackTraceElement[] st = t.getStackTrace();
                 if (frame(st, "java.lang.Shutdown", null) >= 0) {
                     continue; // the caller of System.exit, or DestroyJavaVM
+                }
+                if (st.length == 0 && t.getState() == Thread.State.BLOCKED) {
+                    continue; // past its last code, held by a late writer (afterThread)
                 }
                 if (!triedTimes) {
                     triedTimes = true;
