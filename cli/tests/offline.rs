@@ -1676,6 +1676,44 @@ fn classes_first_used_in_a_shutdown_hook_are_counted() {
     }
 }
 
+/// An instrumented system class loader (`-Djava.system.class.loader=`) registers while the VM
+/// makes it, when java.management cannot start. Before, the clock=sample sampler started it
+/// there: "clock=sample not available (... during VM init); using clock=wall", and the program
+/// then died with NoClassDefFoundError (ManagementFactory left broken). Now the sampler waits
+/// for the loader: the program prints what it prints bare, recorded with clock=sample.
+#[test]
+fn an_instrumented_system_class_loader_keeps_management_and_clock_sample() {
+    let out = fresh("sysloader");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("OfflSysLoader.java")]);
+    let rt = runtime_jar(&out);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let loader = "-Djava.system.class.loader=OfflSysLoader";
+    let bare = java(&[&"-Xshare:off", &loader, &"-cp", &classes, &"OfflSysLoader"]);
+    assert!(bare.status.success(), "{}", text(&bare.stderr));
+    let data = out.join("bci.data");
+    let run = java(&[
+        &"-Xshare:off",
+        &loader,
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"OfflSysLoader",
+    ]);
+    let err = text(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert_eq!(text(&run.stdout), text(&bare.stdout), "{err}");
+    assert!(!err.contains("not available"), "{err}");
+    let o = bci(&[&"report", &data, &"format=methods"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report = text(&o.stdout);
+    assert!(report.contains("clock = sample"), "{report}");
+    let counts = method_counts(&report);
+    assert_eq!(counts.get("OfflSysLoader.work"), Some(&100), "{counts:?}");
+}
+
 /// The summary of `bci instrument` adds up: every class is instrumented, left original, or
 /// named for why it was copied as it is (an interface without code: nothing to count; left
 /// out by --exclude; instrumented already), and a count of 1 is singular. Before: `3 classes,

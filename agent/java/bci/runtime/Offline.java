@@ -175,7 +175,11 @@ public final class Offline {
         }
         if (want.equals("sample")) {
             try {
-                sampler = new Sampler(interval);
+                // an instrumented system class loader (-Djava.system.class.loader=):
+                // java.management cannot start during the VM's init, and a failed start left
+                // ManagementFactory broken for the program; the sampler reads the MXBean once
+                // the loader is made
+                sampler = makingSystemLoader() ? Sampler.deferred(interval) : new Sampler(interval);
             } catch (Throwable e) {
                 // java.management not in the module graph, or no thread CPU time: wall clock
                 System.err.println("bci: clock=sample not available (" + e + "); using clock=wall");
@@ -290,6 +294,22 @@ public final class Offline {
     /** Whether {@code t} has run its last code: blocked with no frame (see {@link #awaitEnd}). */
     private static boolean exiting(Thread t) {
         return t.getState() == Thread.State.BLOCKED && t.getStackTrace().length == 0;
+    }
+
+    /**
+     * Whether the system class loader is being made (an instrumented class initialized by the
+     * loader of {@code -Djava.system.class.loader=}, during the VM's init): then
+     * ClassLoader.getSystemClassLoader() throws IllegalStateException.
+     */
+    static boolean makingSystemLoader() {
+        try {
+            ClassLoader.getSystemClassLoader();
+            return false;
+        } catch (IllegalStateException e) {
+            return true;
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     /**
@@ -749,20 +769,65 @@ public final class Offline {
      * class, so that a program without java.management fails here (caught) and not in Offline.
      */
     static final class Sampler extends Thread {
-        private final java.lang.management.ThreadMXBean mx;
+        /** The MXBean; null until {@link #run} reads it when {@link #deferred}. */
+        private java.lang.management.ThreadMXBean mx;
         private final int ms;
         volatile boolean running = true;
 
         Sampler(int ms) {
+            this(ms, true);
+        }
+
+        private Sampler(int ms, boolean now) {
             super("bci runtime sampler");
             setDaemon(true);
             this.ms = ms;
-            mx = java.lang.management.ManagementFactory.getThreadMXBean();
+            if (now) {
+                mx = threadMXBean();
+            }
+        }
+
+        /**
+         * A sampler that reads the MXBean once the system class loader is made (see
+         * {@link #makingSystemLoader}): it fails there only without java.management, checked
+         * here, or without thread CPU time (said then: the data has no times).
+         */
+        static Sampler deferred(int ms) {
+            if (!ModuleLayer.boot().findModule("java.management").isPresent()) {
+                throw new UnsupportedOperationException("java.management is not in the boot layer");
+            }
+            return new Sampler(ms, false);
+        }
+
+        private static java.lang.management.ThreadMXBean threadMXBean() {
+            java.lang.management.ThreadMXBean mx =
+                    java.lang.management.ManagementFactory.getThreadMXBean();
             if (!mx.isThreadCpuTimeSupported()) {
                 throw new UnsupportedOperationException("thread CPU time not supported");
             }
             if (!mx.isThreadCpuTimeEnabled()) {
                 mx.setThreadCpuTimeEnabled(true);
+            }
+            return mx;
+        }
+
+        /** {@link #deferred}: waits for the system class loader, then reads the MXBean. */
+        private boolean ready() {
+            if (mx != null) {
+                return true;
+            }
+            try {
+                while (makingSystemLoader()) {
+                    Thread.sleep(1);
+                }
+                mx = threadMXBean();
+                return true;
+            } catch (InterruptedException e) {
+                return false;
+            } catch (Throwable e) {
+                System.err.println("bci: clock=sample not available (" + e + "): the profile has"
+                        + " counts but no times; run with -Dbci.clock=wall");
+                return false;
             }
         }
 
@@ -773,6 +838,10 @@ public final class Offline {
          */
         @Override
         public void run() {
+            if (!ready()) {
+                reapLoop();
+                return;
+            }
             long version = -1;
             long[] serial = new long[0];
             long[] tid = new long[0];
