@@ -1714,6 +1714,79 @@ fn an_instrumented_system_class_loader_keeps_management_and_clock_sample() {
     assert_eq!(counts.get("OfflSysLoader.work"), Some(&100), "{counts:?}");
 }
 
+/// Several copies of the runtime jar in one JVM, one per class loader (a web application's
+/// WEB-INF/lib), each loading the instrumented OfflDep: nothing is lost. Before, coverage
+/// copies failed on the file lock (`cannot write coverage data to ...:
+/// OverlappingFileLockException`, FNDA 1 of 3) and cpu=times copies overwrote one data file
+/// (count 1 of 3). Now coverage copies add to the file one after another, each its own
+/// session; cpu=times copies write a file each, named on stderr.
+#[test]
+fn runtime_copies_in_several_class_loaders_keep_every_count() {
+    let out = fresh("loaders");
+    let classes = out.join("classes");
+    let fx = fixtures();
+    javac(
+        &classes,
+        &[fx.join("OfflLoaders.java"), fx.join("OfflDep.java")],
+    );
+    let rt = runtime_jar(&out);
+    for (kind, prop) in [("cpu", "bci.file"), ("cov", "bci.covfile")] {
+        let inst = out.join(kind);
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
+        if kind == "cov" {
+            args.push(&"--coverage");
+        }
+        args.extend([
+            &classes as &dyn AsRef<std::ffi::OsStr>,
+            &inst,
+            &"--exclude",
+            &"OfflLoaders*",
+        ]);
+        let o = bci(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let data = out.join(format!("x.{kind}"));
+        let run = java(&[
+            &format!("-D{prop}={}", data.display()),
+            &"-cp",
+            &classes,
+            &"OfflLoaders",
+            &"3",
+            &inst,
+            &rt,
+        ]);
+        let err = text(&run.stderr);
+        assert!(run.status.success(), "{kind}: {err}");
+        assert_eq!(text(&run.stdout), "done 3: 9\n", "{kind}: {err}");
+        assert!(!err.contains("cannot write"), "{kind}: {err}");
+        if kind == "cov" {
+            let lcov = out.join("x.info");
+            let o = bci(&[&"report", &data, &"--classes", &classes, &"--lcov", &lcov]);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            assert!(
+                text(&o.stdout).contains("3 sessions in"),
+                "{}",
+                text(&o.stdout)
+            );
+            let lcov = std::fs::read_to_string(&lcov).unwrap();
+            assert!(lcov.contains("FNDA:3,OfflDep.hello(I)I"), "{lcov}");
+            continue;
+        }
+        // each copy's file, named on stderr: the data file and two beside it
+        let files: Vec<&str> = err
+            .lines()
+            .filter_map(|l| l.split(" written to ").nth(1)?.split(';').next())
+            .collect();
+        assert_eq!(files.len(), 3, "{err}");
+        assert_eq!(files[0], data.display().to_string(), "{err}");
+        for f in &files {
+            let o = bci(&[&"report", f, &"format=methods"]);
+            assert!(o.status.success(), "{f}: {}", text(&o.stderr));
+            let counts = method_counts(&text(&o.stdout));
+            assert_eq!(counts.get("OfflDep.hello"), Some(&1), "{f}: {counts:?}");
+        }
+    }
+}
+
 /// The summary of `bci instrument` adds up: every class is instrumented, left original, or
 /// named for why it was copied as it is (an interface without code: nothing to count; left
 /// out by --exclude; instrumented already), and a count of 1 is singular. Before: `3 classes,

@@ -202,6 +202,15 @@ public final class Cov {
      * {@code path.<pid>}. Returns where the data went.
      */
     static String write(String path) throws IOException {
+        return write(path, true);
+    }
+
+    /**
+     * {@link #write(String)}; {@code fallBack}: a file that is not coverage data sends the data
+     * to {@code path.<pid>} (added to it: several copies of the runtime in this JVM may go
+     * there), else that file is replaced.
+     */
+    private static String write(String path, boolean fallBack) throws IOException {
         long[][] all = snapshot();
         Map<String, long[]> counts = new HashMap<>();
         ArrayList<String> order = new ArrayList<>();
@@ -237,117 +246,132 @@ public final class Cov {
             }
         }
         File f = new File(path);
-        try (RandomAccessFile lock = new RandomAccessFile(path + ".lck", "rw");
-                FileLock l = lock.getChannel().lock()) {
-            ArrayList<byte[]> sessions = new ArrayList<>();
-            if (f.exists() && f.length() > 0) {
-                // what is being read, and where: said when the file is not coverage data
-                Counted at = null;
-                String[] what = {"header"};
-                try (DataInputStream in = new DataInputStream(at = new Counted(new java.io.BufferedInputStream(new FileInputStream(f))))) {
-                    byte[] m = new byte[8];
-                    in.readFully(m);
-                    int version = java.util.Arrays.equals(m, MAGIC) ? in.readUnsignedShort() : 0;
-                    if (version != 1 && version != 2) {
-                        throw new IOException("not bci coverage data (version 1 or 2)");
-                    }
-                    what[0] = "session count";
-                    int ns = in.readInt();
-                    what[0] = "session";
-                    for (int i = 0; i < ns; i++) {
-                        ByteArrayOutputStream b = new ByteArrayOutputStream();
-                        DataOutputStream o = new DataOutputStream(b);
-                        writeStr(o, readStr(in));
-                        o.writeLong(in.readLong());
-                        o.writeLong(in.readLong());
-                        writeStr(o, readStr(in));
-                        writeStr(o, readStr(in));
-                        sessions.add(b.toByteArray());
-                    }
-                    // the file's counts are read on their own and added only once all of it
-                    // parsed and agrees with this run: a file that fails partway adds nothing
-                    Map<String, long[]> fileCounts = new HashMap<>();
-                    ArrayList<String> fileOrder = new ArrayList<>();
-                    java.util.TreeMap<String, Map<String, long[]>> fileTests = new java.util.TreeMap<>();
-                    what[0] = "class count";
-                    int nc = in.readInt();
-                    what[0] = "class record";
-                    for (int i = 0; i < nc; i++) {
-                        String name = readStr(in);
-                        long hash = in.readLong();
-                        int n = in.readInt();
-                        if (n < 0) {
-                            throw new IOException("bad counter count " + n);
+        // copies of the runtime in this JVM (one per class loader) write one after another:
+        // the file lock excludes other JVMs only (OverlappingFileLockException in this one)
+        synchronized (Offline.jvmLock("bci.covfile", path)) {
+            try (RandomAccessFile lock = new RandomAccessFile(path + ".lck", "rw");
+                    FileLock l = lock.getChannel().lock()) {
+                ArrayList<byte[]> sessions = new ArrayList<>();
+                // the file's session ids: another copy of this runtime in this JVM wrote one that
+                // may be this copy's too (the same start time)
+                java.util.HashSet<String> ids = new java.util.HashSet<>();
+                if (f.exists() && f.length() > 0) {
+                    // what is being read, and where: said when the file is not coverage data
+                    Counted at = null;
+                    String[] what = {"header"};
+                    try (DataInputStream in = new DataInputStream(at = new Counted(new java.io.BufferedInputStream(new FileInputStream(f))))) {
+                        byte[] m = new byte[8];
+                        in.readFully(m);
+                        int version = java.util.Arrays.equals(m, MAGIC) ? in.readUnsignedShort() : 0;
+                        if (version != 1 && version != 2) {
+                            throw new IOException("not bci coverage data (version 1 or 2)");
                         }
-                        long[] v = new long[n];
-                        for (int k = 0; k < n; k++) {
-                            v[k] = in.readLong();
+                        what[0] = "session count";
+                        int ns = in.readInt();
+                        what[0] = "session";
+                        for (int i = 0; i < ns; i++) {
+                            ByteArrayOutputStream b = new ByteArrayOutputStream();
+                            DataOutputStream o = new DataOutputStream(b);
+                            String id = readStr(in);
+                            ids.add(id);
+                            writeStr(o, id);
+                            o.writeLong(in.readLong());
+                            o.writeLong(in.readLong());
+                            writeStr(o, readStr(in));
+                            writeStr(o, readStr(in));
+                            sessions.add(b.toByteArray());
                         }
-                        addKey(fileCounts, fileOrder, name + '\0' + hash, v);
-                    }
-                    if (version == 2) {
-                        what[0] = "test count";
-                        int nt = in.readInt();
-                        for (int t = 0; t < nt; t++) {
-                            what[0] = "test name";
-                            String test = readStr(in);
-                            Map<String, long[]> tc = fileTests.computeIfAbsent(test, x -> new HashMap<>());
-                            what[0] = "test class count";
-                            int k = in.readInt();
-                            what[0] = "test class record";
-                            for (int i = 0; i < k; i++) {
-                                String name = readStr(in);
-                                long hash = in.readLong();
-                                long[] v = new long[in.readInt()];
-                                for (int j = 0; j < v.length; j++) {
-                                    v[j] = in.readLong();
+                        // the file's counts are read on their own and added only once all of it
+                        // parsed and agrees with this run: a file that fails partway adds nothing
+                        Map<String, long[]> fileCounts = new HashMap<>();
+                        ArrayList<String> fileOrder = new ArrayList<>();
+                        java.util.TreeMap<String, Map<String, long[]>> fileTests = new java.util.TreeMap<>();
+                        what[0] = "class count";
+                        int nc = in.readInt();
+                        what[0] = "class record";
+                        for (int i = 0; i < nc; i++) {
+                            String name = readStr(in);
+                            long hash = in.readLong();
+                            int n = in.readInt();
+                            if (n < 0) {
+                                throw new IOException("bad counter count " + n);
+                            }
+                            long[] v = new long[n];
+                            for (int k = 0; k < n; k++) {
+                                v[k] = in.readLong();
+                            }
+                            addKey(fileCounts, fileOrder, name + '\0' + hash, v);
+                        }
+                        if (version == 2) {
+                            what[0] = "test count";
+                            int nt = in.readInt();
+                            for (int t = 0; t < nt; t++) {
+                                what[0] = "test name";
+                                String test = readStr(in);
+                                Map<String, long[]> tc = fileTests.computeIfAbsent(test, x -> new HashMap<>());
+                                what[0] = "test class count";
+                                int k = in.readInt();
+                                what[0] = "test class record";
+                                for (int i = 0; i < k; i++) {
+                                    String name = readStr(in);
+                                    long hash = in.readLong();
+                                    long[] v = new long[in.readInt()];
+                                    for (int j = 0; j < v.length; j++) {
+                                        v[j] = in.readLong();
+                                    }
+                                    addKey(tc, new ArrayList<>(), name + '\0' + hash, v);
                                 }
-                                addKey(tc, new ArrayList<>(), name + '\0' + hash, v);
                             }
                         }
-                    }
-                    what[0] = null;
-                    // every class of the file has this run's number of counters...
-                    for (String key : fileOrder) {
-                        sameLength(counts, key, fileCounts.get(key));
-                    }
-                    for (Map.Entry<String, Map<String, long[]>> e : fileTests.entrySet()) {
-                        Map<String, long[]> tc = tests.get(e.getKey());
-                        if (tc != null) {
+                        what[0] = null;
+                        // every class of the file has this run's number of counters...
+                        for (String key : fileOrder) {
+                            sameLength(counts, key, fileCounts.get(key));
+                        }
+                        for (Map.Entry<String, Map<String, long[]>> e : fileTests.entrySet()) {
+                            Map<String, long[]> tc = tests.get(e.getKey());
+                            if (tc != null) {
+                                for (Map.Entry<String, long[]> c : e.getValue().entrySet()) {
+                                    sameLength(tc, c.getKey(), c.getValue());
+                                }
+                            }
+                        }
+                        // ...so adding cannot fail halfway
+                        for (String key : fileOrder) {
+                            addKey(counts, order, key, fileCounts.get(key));
+                        }
+                        for (Map.Entry<String, Map<String, long[]>> e : fileTests.entrySet()) {
+                            Map<String, long[]> tc = tests.computeIfAbsent(e.getKey(), x -> new HashMap<>());
                             for (Map.Entry<String, long[]> c : e.getValue().entrySet()) {
-                                sameLength(tc, c.getKey(), c.getValue());
+                                addKey(tc, new ArrayList<>(), c.getKey(), c.getValue());
                             }
                         }
-                    }
-                    // ...so adding cannot fail halfway
-                    for (String key : fileOrder) {
-                        addKey(counts, order, key, fileCounts.get(key));
-                    }
-                    for (Map.Entry<String, Map<String, long[]>> e : fileTests.entrySet()) {
-                        Map<String, long[]> tc = tests.computeIfAbsent(e.getKey(), x -> new HashMap<>());
-                        for (Map.Entry<String, long[]> c : e.getValue().entrySet()) {
-                            addKey(tc, new ArrayList<>(), c.getKey(), c.getValue());
+                    } catch (IOException e) {
+                        String other = path + "." + ProcessHandle.current().pid();
+                        // an EOFException has no message: the file ends inside what was read
+                        String why = e.getMessage();
+                        if (what[0] != null) {
+                            if (e instanceof java.io.EOFException || why == null) {
+                                why = "truncated " + what[0];
+                            }
+                            if (at != null) {
+                                why = "offset " + at.count + ": " + why;
+                            }
                         }
-                    }
-                } catch (IOException e) {
-                    String other = path + "." + ProcessHandle.current().pid();
-                    // an EOFException has no message: the file ends inside what was read
-                    String why = e.getMessage();
-                    if (what[0] != null) {
-                        if (e instanceof java.io.EOFException || why == null) {
-                            why = "truncated " + what[0];
+                        if (!fallBack) {
+                            // (not this JVM's: a file of an earlier process with this pid)
+                            System.err.println("bci: " + path + ": " + why + "; replaced");
+                            writeFile(f, new ArrayList<>(), ids, counts, order, tests);
+                            return path;
                         }
-                        if (at != null) {
-                            why = "offset " + at.count + ": " + why;
-                        }
+                        System.err.println("bci: " + path + ": " + why + "; left as it is, data written to " + other);
+                        // added to what this JVM's other copies of the runtime wrote there
+                        return write(other, false);
                     }
-                    System.err.println("bci: " + path + ": " + why + "; left as it is, data written to " + other);
-                    writeFile(new File(other), new ArrayList<>(), counts, order, tests);
-                    return other;
                 }
+                writeFile(f, sessions, ids, counts, order, tests);
+                return path;
             }
-            writeFile(f, sessions, counts, order, tests);
-            return path;
         }
     }
 
@@ -385,8 +409,9 @@ public final class Cov {
         }
     }
 
-    private static void writeFile(File f, ArrayList<byte[]> sessions, Map<String, long[]> counts,
-            ArrayList<String> order, java.util.TreeMap<String, Map<String, long[]>> tests) throws IOException {
+    private static void writeFile(File f, ArrayList<byte[]> sessions, java.util.Set<String> ids,
+            Map<String, long[]> counts, ArrayList<String> order,
+            java.util.TreeMap<String, Map<String, long[]>> tests) throws IOException {
         File tmp = new File(f.getPath() + ".tmp" + ProcessHandle.current().pid());
         try (DataOutputStream o = new DataOutputStream(new java.io.BufferedOutputStream(new FileOutputStream(tmp)))) {
             o.write(MAGIC);
@@ -395,7 +420,13 @@ public final class Cov {
             for (byte[] b : sessions) {
                 o.write(b);
             }
-            writeStr(o, hostPid());
+            // this copy's session: another id than the file's (a copy of the runtime in
+            // another class loader of this JVM may have started in the same millisecond)
+            String id = hostPid();
+            for (int k = 2; ids.contains(id); k++) {
+                id = hostPid() + "-" + k;
+            }
+            writeStr(o, id);
             o.writeLong(START);
             o.writeLong(System.currentTimeMillis());
             writeStr(o, System.getProperty("java.vm.name", "") + " " + System.getProperty("java.runtime.version", ""));

@@ -1,9 +1,9 @@
 package bci.runtime;
 
+import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
+import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Date;
@@ -753,13 +753,87 @@ public final class Offline {
         if (failure != null) {
             sb.append("failure\t").append(clean(failure)).append('\n');
         }
-        try (Writer w = new OutputStreamWriter(new FileOutputStream(file), StandardCharsets.UTF_8)) {
-            w.write(sb.toString());
-            System.err.println("bci: profile data (clock=" + clock + ") written to " + file
-                    + "; render it with: bci report " + file);
+        byte[] bytes = sb.toString().getBytes(StandardCharsets.UTF_8);
+        String to = file;
+        try {
+            synchronized (jvmLock("bci.file", file)) {
+                File f = new File(file);
+                if (f.exists() && !f.isFile()) {
+                    // a device or pipe (/dev/stdout): not locked, shared as a terminal is
+                    try (FileOutputStream o = new FileOutputStream(f)) {
+                        o.write(bytes);
+                    }
+                } else {
+                    RandomAccessFile out = claim(file);
+                    to = claimed;
+                    out.setLength(0);
+                    out.write(bytes);
+                }
+            }
+            System.err.println("bci: profile data (clock=" + clock + ") written to " + to
+                    + "; render it with: bci report " + to);
         } catch (IOException e) {
-            System.err.println("bci: cannot write " + file + ": " + e);
+            System.err.println("bci: cannot write " + to + ": " + e);
         }
+    }
+
+    /**
+     * The object this JVM's copies of the runtime (one per class loader: a web application's
+     * WEB-INF/lib) synchronize on to write the data file {@code path} of property
+     * {@code prop}: an interned String, one object in the whole JVM. (File locks exclude
+     * JVMs, not the threads of one: a second lock of the same file in one JVM throws
+     * OverlappingFileLockException.) Public: the runtime jar's Cov may run where this class
+     * was defined by another loader (see {@link #expand(String, String)}).
+     */
+    public static Object jvmLock(String prop, String path) {
+        return ("bci.runtime " + prop + " " + new File(path).getAbsolutePath()).intern();
+    }
+
+    /**
+     * The files of {@link #claim}, open and locked until the JVM exits (kept here: a file
+     * collected as garbage is closed, and on Linux closing any descriptor of a file drops
+     * every lock this process holds on it).
+     */
+    private static final java.util.ArrayList<RandomAccessFile> CLAIMS = new java.util.ArrayList<>();
+    /** The path {@link #claim} returned the file of. */
+    private static String claimed;
+
+    /**
+     * Opens and locks the file this copy writes its profile to, kept locked until the JVM
+     * exits: {@code path}, unless another JVM holds it (as the agent's {@code file=}: then
+     * {@code path.<pid>}) or another copy of the runtime in this JVM wrote it (then
+     * {@code path.<pid>}, {@code path.<pid>.2}, ...), said on stderr: every copy's data is
+     * kept (the data file holds one run's method table: copies are not merged into it). A file
+     * system without locks: written as it is. Called under {@link #jvmLock}.
+     */
+    private static RandomAccessFile claim(String path) throws IOException {
+        String pid = String.valueOf(ProcessHandle.current().pid());
+        String why = null;
+        for (int k = 0; k < 100; k++) {
+            String p = k == 0 ? path : k == 1 ? path + "." + pid : path + "." + pid + "." + k;
+            RandomAccessFile f = new RandomAccessFile(p, "rw");
+            CLAIMS.add(f);
+            String busy;
+            try {
+                busy = f.getChannel().tryLock() != null ? null : "in use by another running JVM";
+            } catch (java.nio.channels.OverlappingFileLockException e) {
+                busy = "written by another copy of the runtime in this JVM (another class loader's)";
+            } catch (IOException e) {
+                busy = null; // no file locks here: written as it is
+            }
+            if (busy != null) {
+                why = why == null ? busy : why;
+                continue;
+            }
+            if (why != null) {
+                System.err.println("bci: -Dbci.file=" + path + " is " + why + "; this runtime's"
+                        + " profile goes to " + p + (why.endsWith("JVM")
+                                ? " (use %p in -Dbci.file= for one file per JVM)" : ""));
+            }
+            claimed = p;
+            return f;
+        }
+        throw new IOException("no free file from " + path + " to " + path + "." + pid + ".99");
     }
 
     /**
