@@ -1787,6 +1787,67 @@ fn runtime_copies_in_several_class_loaders_keep_every_count() {
     }
 }
 
+/// Under a SecurityManager (JDK 17 `-Djava.security.manager`) whose policy grants the runtime
+/// jar AllPermission and the program nothing: the program runs as bare (still confined:
+/// `user.home denied`) and the data is written. Before, the first instrumented class died in
+/// `<clinit>` with AccessControlException reading "bci.file" (cpu) or "bci.cov.dump" (coverage):
+/// the runtime's own work ran with the program's permissions.
+#[test]
+fn a_security_policy_granting_the_runtime_jar_is_enough() {
+    let out = fresh("secure");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("OfflSecure.java")]);
+    let rt = runtime_jar(&out);
+    let policy = out.join("rt.policy");
+    std::fs::write(
+        &policy,
+        format!(
+            "grant codeBase \"file:{}\" {{ permission java.security.AllPermission; }};\n",
+            rt.display()
+        ),
+    )
+    .unwrap();
+    let sm = "-Djava.security.manager";
+    let pol = format!("-Djava.security.policy={}", policy.display());
+    let bare = java(&[&sm, &pol, &"-cp", &classes, &"OfflSecure"]);
+    assert!(bare.status.success(), "{}", text(&bare.stderr));
+    assert_eq!(text(&bare.stdout), "sum 55\nuser.home denied\n");
+    for (kind, prop) in [("cpu", "bci.file"), ("cov", "bci.covfile")] {
+        let inst = out.join(kind);
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
+        if kind == "cov" {
+            args.push(&"--coverage");
+        }
+        args.extend([&classes as &dyn AsRef<std::ffi::OsStr>, &inst]);
+        let o = bci(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let data = out.join(format!("x.{kind}"));
+        let run = java(&[
+            &sm,
+            &pol,
+            &format!("-D{prop}={}", data.display()),
+            &"-cp",
+            &format!("{}:{}", inst.display(), rt.display()),
+            &"OfflSecure",
+        ]);
+        let err = text(&run.stderr);
+        assert!(run.status.success(), "{kind}: {err}");
+        assert_eq!(text(&run.stdout), text(&bare.stdout), "{kind}: {err}");
+        if kind == "cpu" {
+            let o = bci(&[&"report", &data, &"format=methods"]);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let counts = method_counts(&text(&o.stdout));
+            assert_eq!(counts.get("OfflSecure.work"), Some(&10), "{counts:?}");
+        } else {
+            let lcov = out.join("x.info");
+            let o = bci(&[&"report", &data, &"--classes", &classes, &"--lcov", &lcov]);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let lcov = std::fs::read_to_string(&lcov).unwrap();
+            assert!(lcov.contains("FNDA:10,OfflSecure.work(I)I"), "{lcov}");
+        }
+    }
+}
+
 /// The summary of `bci instrument` adds up: every class is instrumented, left original, or
 /// named for why it was copied as it is (an interface without code: nothing to count; left
 /// out by --exclude; instrumented already), and a count of 1 is singular. Before: `3 classes,

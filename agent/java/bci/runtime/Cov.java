@@ -90,25 +90,9 @@ public final class Cov {
      */
     public static synchronized int register(String name, long hash, int n) {
         if (covfile == null) {
-            // %p, %t and %% as in -Dbci.file= and the agent's covfile= (one expansion: the
-            // same start time in both paths); another % sequence stops the program here
-            try {
-                covfile = followLinks(Offline.expand("bci.covfile", System.getProperty("bci.covfile", "bci.cov")));
-            } catch (IllegalArgumentException e) {
-                System.err.println("bci: " + e.getMessage());
-                Runtime.getRuntime().halt(2);
-            }
-            // checked now, as the agent checks covfile= at start: a path that cannot be
-            // written stops the program here instead of losing the run's counts at exit
-            String why = unwritable(covfile);
-            if (why != null) {
-                System.err.println("bci: cannot open -Dbci.covfile=" + covfile
-                        + " for the coverage data: " + why);
-                Runtime.getRuntime().halt(2);
-            }
-            // (a class first initialized by one of the program's shutdown hooks: written once
-            // that hook has ended, see Offline.atExit)
-            Offline.atExit(Cov::writeAtExit, "bci coverage: write data");
+            // properties, files and the hook with the runtime jar's permissions (a
+            // SecurityManager's policy granting them to it is enough)
+            Offline.privileged(Cov::start);
         }
         String key = name + '\0' + Long.toHexString(hash);
         Integer id = IDS.get(key);
@@ -127,6 +111,29 @@ public final class Cov {
         sizes[cid] = n;
         IDS.put(key, cid);
         return cid;
+    }
+
+    /** The first registration: the data file (checked now) and the write at exit. */
+    private static void start() {
+        // %p, %t and %% as in -Dbci.file= and the agent's covfile= (one expansion: the
+        // same start time in both paths); another % sequence stops the program here
+        try {
+            covfile = followLinks(Offline.expand("bci.covfile", System.getProperty("bci.covfile", "bci.cov")));
+        } catch (IllegalArgumentException e) {
+            System.err.println("bci: " + e.getMessage());
+            Runtime.getRuntime().halt(2);
+        }
+        // checked now, as the agent checks covfile= at start: a path that cannot be
+        // written stops the program here instead of losing the run's counts at exit
+        String why = unwritable(covfile);
+        if (why != null) {
+            System.err.println("bci: cannot open -Dbci.covfile=" + covfile
+                    + " for the coverage data: " + why);
+            Runtime.getRuntime().halt(2);
+        }
+        // (a class first initialized by one of the program's shutdown hooks: written once
+        // that hook has ended, see Offline.atExit)
+        Offline.atExit(Cov::writeAtExit, "bci coverage: write data");
     }
 
     /**
@@ -984,17 +991,20 @@ public final class Cov {
     }
 
     static {
-        String out = System.getProperty("bci.cov.dump");
-        if (out != null) {
-            Offline.atExit(
-                    () -> {
-                        try {
-                            dumpText(out);
-                        } catch (IOException e) {
-                            System.err.println("bci: cannot write " + out + ": " + e);
-                        }
-                    },
-                    "bci-coverage-dump");
-        }
+        // (with the runtime jar's permissions: see Offline.privileged)
+        Offline.privileged(() -> {
+            String out = System.getProperty("bci.cov.dump");
+            if (out != null) {
+                Offline.atExit(
+                        () -> {
+                            try {
+                                dumpText(out);
+                            } catch (IOException e) {
+                                System.err.println("bci: cannot write " + out + ": " + e);
+                            }
+                        },
+                        "bci-coverage-dump");
+            }
+        });
     }
 }

@@ -86,7 +86,7 @@ public final class Offline {
         synchronized (Offline.class) {
             if (!started) {
                 started = true;
-                start();
+                privileged(Offline::start);
             }
             // the same class registers again from its <clinit> after its bci$r registered it
             // (its code ran before <clinit>, e.g. from a superclass's): the same base
@@ -144,6 +144,23 @@ public final class Offline {
         lines[n] = line;
         hashes[n] = h;
         n++;
+    }
+
+    /**
+     * Runs {@code action} with the runtime jar's own permissions only, not those of the
+     * program's code that called it: under a SecurityManager a policy that grants the runtime
+     * jar permissions (reading its properties, shutdown hooks, threads, its data files) is
+     * enough. The threads started there inherit that context: the hooks' writes are covered.
+     * Public: the runtime jar's Cov may run where this class was defined by another loader
+     * (see {@link #expand(String, String)}).
+     */
+    @SuppressWarnings("removal")
+    public static void privileged(Runnable action) {
+        java.security.AccessController.doPrivileged(
+                (java.security.PrivilegedAction<Void>) () -> {
+                    action.run();
+                    return null;
+                });
     }
 
     private static void start() {
