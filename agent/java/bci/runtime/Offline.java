@@ -19,8 +19,8 @@ import java.util.Map;
  * <p>Each instrumented class's {@code <clinit>} first calls {@link #register} with its name,
  * the hash of its original bytes and its method table, and keeps the returned base id in a
  * static final field; its probes pass base + the method's index in the class. The first call
- * switches {@link Probes} on and installs a shutdown hook that writes every thread's data and
- * the method table to {@code bci.data} (system property {@code bci.file}; {@code %p},
+ * switches {@link Probes} on and installs a shutdown hook ({@link #atExit}) that writes every
+ * thread's data and the method table to {@code bci.data} (system property {@code bci.file}; {@code %p},
  * {@code %t} and {@code %%} expanded as in the agent's {@code file=}: {@link #expand(String, String)}), which
  * {@code bci report} turns into the agent's HPROF text. System properties: {@code bci.depth}
  * (default 4; 1 to 64, the agent's {@code depth=} range) frames per call path;
