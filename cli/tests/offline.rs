@@ -1778,6 +1778,8 @@ fn runtime_copies_in_several_class_loaders_keep_every_count() {
             .collect();
         assert_eq!(files.len(), 3, "{err}");
         assert_eq!(files[0], data.display().to_string(), "{err}");
+        let distinct: std::collections::BTreeSet<&&str> = files.iter().collect();
+        assert_eq!(distinct.len(), 3, "one file each: {err}");
         for f in &files {
             let o = bci(&[&"report", f, &"format=methods"]);
             assert!(o.status.success(), "{f}: {}", text(&o.stderr));
