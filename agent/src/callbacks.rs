@@ -1031,7 +1031,8 @@ unsafe extern "C" fn class_file_load_hook(
         // was, with the same fields and methods (a redefinition may not change them: left
         // original, the new bytes failed to replace a class that has our fields). Our
         // environment cannot retransform, so retransformation starts from the bytes this hook
-        // gave at load, and never comes here.
+        // gave at load, and never comes here. New bytes that carry our probes already (read
+        // back through a retransformation) are left as they are (Engine::carries_probes).
         let redefined = if class_being_redefined.is_null() {
             None
         } else {
@@ -1144,10 +1145,16 @@ unsafe extern "C" fn class_file_load_hook(
                 ));
             }
         }
+        let probed = result.as_ref().is_ok_and(|r| r.probed);
         match result.map(|r| (r.bytes, r.cpu_fields, r.cov_field)) {
             Ok((None, _, _)) => {
                 if a.opts.verbose {
-                    if crate::rewrite::is_marked(bytes) {
+                    if probed {
+                        log(&format!(
+                            "{name}: carries this agent's probes already (bytes read back from \
+                             the running class); left as it is"
+                        ));
+                    } else if crate::rewrite::is_marked(bytes) {
                         log(&format!(
                             "{name}: instrumented already (bci instrument); left as it is"
                         ));

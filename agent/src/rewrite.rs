@@ -67,6 +67,56 @@ pub struct Rewritten {
     pub cpu_fields: bool,
     /// java.lang.Thread got [`COV_THREAD_FIELD`].
     pub cov_field: bool,
+    /// The bytes call this agent's runtime already ([`Engine::carries_probes`]): left as they
+    /// are.
+    pub probed: bool,
+}
+
+/// Whether class file `bytes` has a CONSTANT_Class naming one of `names` (internal names, ASCII):
+/// a walk of the constant pool only, allocation-free when no Utf8 entry matches. False for bytes
+/// whose pool does not parse (the rewriter says what is wrong with them).
+pub fn pool_names_class(bytes: &[u8], names: &[&str]) -> bool {
+    if bytes.get(..4) != Some(&[0xCA, 0xFE, 0xBA, 0xBE]) {
+        return false;
+    }
+    let mut hits: Vec<u16> = Vec::new();
+    let found = walk_pool(bytes, |i, tag, payload| {
+        if tag == 1 && names.iter().any(|n| payload.get(2..) == Some(n.as_bytes())) {
+            hits.push(i);
+        }
+        false
+    });
+    found.is_some()
+        && !hits.is_empty()
+        && walk_pool(bytes, |_, tag, payload| {
+            tag == 7 && hits.contains(&u16::from_be_bytes([payload[0], payload[1]]))
+        }) == Some(true)
+}
+
+/// Calls `f(index, tag, payload)` for each constant of the pool of class file `bytes` (the
+/// payload after the tag; a Utf8's starts with its length) until it returns true: Some(true)
+/// then, Some(false) at the pool's end, None where the pool does not parse.
+fn walk_pool(bytes: &[u8], mut f: impl FnMut(u16, u8, &[u8]) -> bool) -> Option<bool> {
+    let u16_at = |p: usize| Some(u16::from_be_bytes([*bytes.get(p)?, *bytes.get(p + 1)?]));
+    let count = u16_at(8)?;
+    let (mut p, mut i) = (10usize, 1u16);
+    while i < count {
+        let tag = *bytes.get(p)?;
+        let len = match tag {
+            1 => 2 + u16_at(p + 1)? as usize,
+            3 | 4 | 9..=12 | 17 | 18 => 4,
+            5 | 6 => 8,
+            7 | 8 | 16 | 19 | 20 => 2,
+            15 => 3,
+            _ => return None,
+        };
+        if f(i, tag, bytes.get(p + 1..p + 1 + len)?) {
+            return Some(true);
+        }
+        p += 1 + len;
+        i = i.saturating_add(if matches!(tag, 5 | 6) { 2 } else { 1 });
+    }
+    Some(false)
 }
 /// Whether the class carries the marker of `bci instrument` (the rewriter leaves it alone).
 pub fn is_marked(bytes: &[u8]) -> bool {
@@ -431,6 +481,22 @@ mod imp {
             self.rules.runtime_class()
         }
 
+        /// Whether `bytes` call this agent's runtime (java.lang.BciProbes, BciCov, BciTrace;
+        /// an unmarked class calling the rules= file's bci/runtime/Probes): bytes this agent
+        /// produced, read back from the running class (a retransformation-capable transformer
+        /// sees them, as Byte Buddy's ClassFileLocator.AgentBased does before it redefines the
+        /// class with them). Their ids are this JVM's: instrumented again, every call counted
+        /// twice. A constant-pool walk, for selected classes only.
+        pub fn carries_probes(&self, bytes: &[u8]) -> bool {
+            let runtime = self.runtime_class();
+            pool_names_class(
+                bytes,
+                &[EARLY_RUNTIME_CLASS, COV_RUNTIME_CLASS, crate::trace::CLASS],
+            ) || (runtime == DEFAULT_RUNTIME_CLASS
+                && pool_names_class(bytes, &[runtime])
+                && !is_marked(bytes))
+        }
+
         /// Coverage first (planned from the original bytes: the class hash and counter
         /// numbering are those of `bci instrument --coverage`), then the tracing rules, then
         /// cpu=times on the result
@@ -453,6 +519,12 @@ mod imp {
             cpu_live: bool,
             redefined: Option<&[String]>,
         ) -> Result<Rewritten, String> {
+            if self.carries_probes(bytes) {
+                return Ok(Rewritten {
+                    probed: true,
+                    ..Default::default()
+                });
+            }
             let mut r = self.instrument_once(name, bytes, reg, cov, cpu_live, redefined)?;
             if let (Some(loaded), Some(out)) = (redefined, &r.bytes) {
                 let ours = |names: &mut dyn Iterator<Item = String>| {

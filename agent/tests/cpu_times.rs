@@ -1774,3 +1774,35 @@ fn redefined_classes_are_profiled_under_the_same_ids() {
         assert_eq!(rows[0].count, 700, "{m}");
     }
 }
+
+/// A class redefined with the bytes a retransformation-capable transformer read back (Byte
+/// Buddy's ClassFileLocator.AgentBased, then redefineClasses): they carry this agent's probes,
+/// and are left as they are: 300 calls, one row (before, they were instrumented a second time
+/// and each call after the redefinition counted twice: 500).
+#[test]
+fn bytes_read_back_with_the_probes_are_not_instrumented_again() {
+    let dir = tmp("reread");
+    let program = common::redefine_program(&dir);
+    let file = dir.join("out.txt");
+    let o = common::run_redefine_main(
+        &format!("cpu=times,cutoff=0,verbose=y,file={}", file.display()),
+        &program,
+        "Reread",
+    );
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("s=50300"), "{out}\n{err}");
+    let r = parse_report(&std::fs::read_to_string(&file).unwrap());
+    for m in ["Target.f(I)I", "Target.g(I)I"] {
+        let rows: Vec<_> = r.methods.iter().filter(|x| x.key == m).collect();
+        assert_eq!(rows.len(), 1, "{m}: one row: {rows:?}");
+        assert_eq!(rows[0].count, 300, "{m}");
+    }
+    assert!(
+        err.contains("Target: carries this agent's probes already"),
+        "{err}"
+    );
+}

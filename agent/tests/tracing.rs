@@ -626,6 +626,34 @@ fn tracing_with_cpu_times_and_coverage() {
     assert_eq!(entries("boom", "(Z)Ljava/lang/Object;"), Some(2));
 }
 
+/// A class redefined with the bytes a retransformation-capable transformer read back (Byte
+/// Buddy's ClassFileLocator.AgentBased) carries the tracing probes already: left as it is, each
+/// call is counted once (before: traced twice after the redefinition, 500 for 300 calls).
+#[test]
+fn bytes_read_back_with_the_sites_are_not_traced_again() {
+    let dir = common::tmp("trace", "reread");
+    let program = common::redefine_program(&dir);
+    let (rules, prof) = (dir.join("reread.toml"), dir.join("prof.txt"));
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"tg\"\nclass = \"Target\"\nmethod = \"g\"\ncount = true\n",
+    )
+    .unwrap();
+    let o = common::run_redefine_main(
+        &format!("rules={},file={}", rules.display(), prof.display()),
+        &program,
+        "Reread",
+    );
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("s=50300"), "{out}\n{err}");
+    let report = std::fs::read_to_string(&prof).unwrap();
+    assert_eq!(summary_count(&report, "tg"), Some(300), "{report}\n{err}");
+}
+
 /// test-classes/trace/TraceDeep.java: a traced recursion to StackOverflowError with `stack = 2`
 /// leaves the program's own stack traces working and counts the events it could not make as
 /// such (not as a full buffer); two rules timing one method each keep self = total; an enum

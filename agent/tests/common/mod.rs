@@ -67,7 +67,7 @@ pub fn tmp(tag: &str, name: &str) -> PathBuf {
     d
 }
 
-/// test-classes/redefine compiled into `dir`: the program (`Redef`, its first `Target`) into
+/// test-classes/redefine compiled into `dir`: the programs (`Redef`, `Reread`, the first `Target`) into
 /// `dir/classes`, the second version of `Target` into `dir/v2` (Redef's argument), and the java
 /// agent that gives Redef its Instrumentation into `dir/redef-agent.jar` (built with the JDK's
 /// `jar`). Returns (classes, v2, jar).
@@ -90,7 +90,13 @@ pub fn redefine_program(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     };
     javac(
         &classes,
-        &["Redef.java", "Target.java", "RedefAgent.java"].map(|f| src.join(f)),
+        &[
+            "Redef.java",
+            "Reread.java",
+            "Target.java",
+            "RedefAgent.java",
+        ]
+        .map(|f| src.join(f)),
     );
     javac(&v2, &[src.join("v2/Target.java")]);
     let manifest = dir.join("MANIFEST.MF");
@@ -114,9 +120,15 @@ pub fn redefine_program(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 
 /// Runs the program of [`redefine_program`] (`classes`, `v2`, `jar`) under the agent with
 /// `opts`, its java agent redefining Target, with -Xverify:all.
-pub fn run_redefine(
+pub fn run_redefine(opts: &str, program: &(PathBuf, PathBuf, PathBuf)) -> std::process::Output {
+    run_redefine_main(opts, program, "Redef")
+}
+
+/// [`run_redefine`] with another main class of test-classes/redefine (`Reread`).
+pub fn run_redefine_main(
     opts: &str,
     (classes, v2, jar): &(PathBuf, PathBuf, PathBuf),
+    main: &str,
 ) -> std::process::Output {
     Command::new(jdk_tool("java"))
         .arg(format!("-agentpath:{}={opts}", agent_lib().display()))
@@ -124,7 +136,7 @@ pub fn run_redefine(
         .arg("-Xverify:all")
         .arg("-cp")
         .arg(classes)
-        .arg("Redef")
+        .arg(main)
         .arg(v2)
         .output()
         .unwrap()
