@@ -1320,10 +1320,20 @@ fn cov_dump(a: &Agent, jni: &Jni) {
             log("coverage: a counter array could not be allocated; some counts are missing");
         }
         let classes = a.cov.snapshot();
-        let inflight = calls_in_flight(a, jni, &classes, &mut counts);
+        let (inflight, rewritten) = calls_in_flight(a, jni, &classes, &mut counts);
         if inflight > 0 && a.opts.verbose {
             log(&format!(
                 "coverage: {inflight} calls still running counted as their blocks' exits"
+            ));
+        }
+        if rewritten > 0 {
+            log(&format!(
+                "coverage: {rewritten} {} still running in code another agent's \
+                 retransformation replaced, not counted as {} blocks' exits: the code after \
+                 {} may show one run too many",
+                if rewritten == 1 { "call" } else { "calls" },
+                if rewritten == 1 { "its" } else { "their" },
+                if rewritten == 1 { "it" } else { "them" },
             ));
         }
         let mut run = crate::coverage::CovFile::run_data(&classes, &counts);
@@ -1374,24 +1384,29 @@ fn cov_dump(a: &Agent, jni: &Jni) {
 /// there ([`bci_rewriter::coverage::inflight::exit_counter_at`], from the bytecodes the VM
 /// runs). Platform threads only (JVMTI GetAllThreads: virtual threads are not in it); a
 /// thread's top frame when it is Java code (a thread running, racily read) is left out, so
-/// that a call just returned is never taken for one running. Returns how many were counted.
+/// that a call just returned is never taken for one running. A frame whose method's code is not
+/// the code the agent gave it (another agent's retransformation rewrote or replaced it: the
+/// fingerprints differ) has its exit local found by what is written to it
+/// ([`bci_rewriter::coverage::inflight::exit_local_in`]: a local renumbered), or else is left
+/// as it is, the exit local kept not being that code's. Returns how many were counted, and how
+/// many were left so.
 #[cfg(feature = "rewriter")]
 fn calls_in_flight(
     a: &Agent,
     jni: &Jni,
     classes: &[Option<crate::coverage::ClassRec>],
     counts: &mut std::collections::HashMap<usize, Vec<u64>>,
-) -> usize {
+) -> (usize, usize) {
     let index = crate::coverage::InFlight::new(classes);
     if index.is_empty() || !a.bytecodes {
-        return 0;
+        return (0, 0);
     }
     let Ok(threads) = a.jvmti.all_threads() else {
-        return 0;
+        return (0, 0);
     };
-    let mut code: std::collections::HashMap<crate::jvm::MethodId, Option<Vec<u8>>> =
+    let mut code: std::collections::HashMap<crate::jvm::MethodId, Option<(Vec<u8>, (u32, u64))>> =
         Default::default();
-    let mut n = 0;
+    let (mut n, mut not_ours) = (0, 0);
     for t in threads {
         let frames = a.jvmti.stack_trace(t, 4096).unwrap_or_default();
         jni.delete_local_ref(t);
@@ -1406,10 +1421,27 @@ fn calls_in_flight(
             let Ok((name, desc)) = a.jvmti.method_name(m) else {
                 continue;
             };
-            let Some((id, slot, size)) = index.find(&class, &name, &desc) else {
+            let Some((id, size, exit)) = index.find(&class, &name, &desc) else {
                 continue;
             };
-            let Some(bc) = code.entry(m).or_insert_with(|| a.jvmti.bytecodes(m).ok()) else {
+            let Some((bc, print)) = code.entry(m).or_insert_with(|| {
+                let bc = a.jvmti.bytecodes(m).ok()?;
+                let print = bci_rewriter::coverage::inflight::fingerprint(&bc);
+                Some((bc, print))
+            }) else {
+                continue;
+            };
+            // code another agent's retransformation rewrote (an ASM LocalVariablesSorter
+            // renumbers the locals: the slot kept names another local) or replaced
+            let slot = if *print == exit.code {
+                exit.slot
+            } else if let Some(slot) = exit
+                .stores
+                .and_then(|s| bci_rewriter::coverage::inflight::exit_local_in(bc, s))
+            {
+                slot
+            } else {
+                not_ours += 1;
                 continue;
             };
             let Some(c) = bci_rewriter::coverage::inflight::exit_counter_at(bc, slot, at as u32)
@@ -1425,7 +1457,7 @@ fn calls_in_flight(
             n += 1;
         }
     }
-    n
+    (n, not_ours)
 }
 
 /// The tracing rules' summary: at exit the last events written and the final summary, on

@@ -15,10 +15,24 @@ pub struct ClassRec {
     pub name: String,
     pub hash: u64,
     pub counters: u32,
-    /// (name, descriptor, exit local) of each method with an exit local
-    /// ([`bci_rewriter::coverage::MethodCoverage::exit_local`]): at a dump, its frames in a call
-    /// count as that block's exit ([`InFlight`]). Empty for classes registered offline.
-    pub exits: Vec<(String, String, u16)>,
+    /// Each method with an exit local ([`bci_rewriter::coverage::MethodCoverage::exit_local`]):
+    /// at a dump, its frames in a call count as that block's exit ([`InFlight`]). Empty for
+    /// classes registered offline.
+    pub exits: Vec<Exit>,
+}
+
+/// A method's exit local, the fingerprint of the code the agent gave it
+/// ([`bci_rewriter::coverage::inflight::fingerprint`]: the local is that code's), and the hash
+/// of what that code writes to the local
+/// ([`bci_rewriter::coverage::inflight::exit_stores`]), to find it in code another agent
+/// rewrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exit {
+    pub name: String,
+    pub desc: String,
+    pub slot: u16,
+    pub code: (u32, u64),
+    pub stores: Option<u64>,
 }
 
 /// The classes' methods by class name, to find the exit local of a frame's method at a dump.
@@ -42,24 +56,24 @@ impl<'a> InFlight<'a> {
         self.by_name.is_empty()
     }
 
-    /// The class id and exit local of method `name desc` of class `class` (internal name):
-    /// None if no instrumented class of that name has it, or if classes of that name from
+    /// The class id, counter count and exit of method `name desc` of class `class` (internal
+    /// name): None if no instrumented class of that name has it, or if classes of that name from
     /// different builds (other hashes: two class loaders, a redefinition) have it, which the
     /// name cannot tell apart.
-    pub fn find(&self, class: &str, name: &str, desc: &str) -> Option<(usize, u16, u32)> {
-        let mut found: Option<(usize, u16, u32, u64)> = None;
+    pub fn find(&self, class: &str, name: &str, desc: &str) -> Option<(usize, u32, &'a Exit)> {
+        let mut found: Option<(usize, u32, &Exit, u64)> = None;
         for &id in self.by_name.get(class)? {
             let Some(c) = &self.classes[id] else { continue };
-            let Some(&(_, _, slot)) = c.exits.iter().find(|e| e.0 == name && e.1 == desc) else {
+            let Some(e) = c.exits.iter().find(|e| e.name == name && e.desc == desc) else {
                 continue;
             };
             match found {
                 Some((_, _, _, h)) if h != c.hash => return None,
                 Some(_) => {}
-                None => found = Some((id, slot, c.counters, c.hash)),
+                None => found = Some((id, c.counters, e, c.hash)),
             }
         }
-        found.map(|(id, slot, n, _)| (id, slot, n))
+        found.map(|(id, n, e, _)| (id, n, e))
     }
 }
 

@@ -564,6 +564,8 @@ mod imp {
         ) -> Result<Rewritten, String> {
             let mut r = Rewritten::default();
             let mut cur: Option<Vec<u8>> = None;
+            let mut rec: Option<ClassRec> = None;
+            let mut exits: Vec<(String, String, u16)> = Vec::new();
             let covered_before = redefined
                 .is_none_or(|f| f.iter().any(|n| n == bci_rewriter::coverage::SHARED_FIELD));
             if self.cov_selects(name) && covered_before {
@@ -584,21 +586,19 @@ mod imp {
                                 r.left.push(format!("{name}.{m}{d}: no coverage: {e}"));
                             }
                         }
-                        cov.set(
-                            id,
-                            ClassRec {
-                                exits: cc
-                                    .methods
-                                    .iter()
-                                    .filter_map(|m| {
-                                        Some((m.name.clone(), m.desc.clone(), m.exit_local?))
-                                    })
-                                    .collect(),
-                                name: cc.name,
-                                hash: cc.hash,
-                                counters: cc.counters,
-                            },
-                        );
+                        // set once the later passes are done: each exit local with the
+                        // fingerprint of the method's final code
+                        exits = cc
+                            .methods
+                            .iter()
+                            .filter_map(|m| Some((m.name.clone(), m.desc.clone(), m.exit_local?)))
+                            .collect();
+                        rec = Some(ClassRec {
+                            exits: Vec::new(),
+                            name: cc.name,
+                            hash: cc.hash,
+                            counters: cc.counters,
+                        });
                         r.cov_id = Some(id);
                         r.cov_hash = cc.hash;
                         r.huge = cc
@@ -681,9 +681,49 @@ mod imp {
             for k in placed {
                 self.placed[k].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            if let (Some(id), Some(mut rec), Some(out)) = (r.cov_id, rec, &cur) {
+                rec.exits = fingerprinted(out, exits);
+                cov.set(id, rec);
+            }
             r.bytes = cur;
             Ok(r)
         }
+    }
+
+    /// `exits` (name, descriptor, exit local) of the methods of class file `out` with the
+    /// fingerprint of each one's code in `out` ([`bci_rewriter::coverage::inflight::fingerprint`]),
+    /// and the hash of what it writes to its exit local, for [`crate::coverage::InFlight`]. A
+    /// method whose code is not found is left out (its frames are not adjusted at a dump).
+    fn fingerprinted(
+        out: &[u8],
+        mut exits: Vec<(String, String, u16)>,
+    ) -> Vec<crate::coverage::Exit> {
+        let mut v = Vec::with_capacity(exits.len());
+        let Ok(cf) = bci::ClassFile::parse(out) else {
+            return v;
+        };
+        for m in &cf.methods {
+            if exits.is_empty() {
+                break;
+            }
+            let (name, desc) = (cf.member_name(m), cf.member_desc(m));
+            let Some(k) = exits.iter().position(|e| e.0 == name && e.1 == desc) else {
+                continue;
+            };
+            let (name, desc, slot) = exits.swap_remove(k);
+            let code = cf
+                .find_attr(&m.attributes, "Code")
+                .and_then(|(_, a)| bci::CodeAttr::parse(&cf, a).ok());
+            let Some(code) = code else { continue };
+            v.push(crate::coverage::Exit {
+                name,
+                desc,
+                slot,
+                code: bci_rewriter::coverage::inflight::fingerprint(code.code),
+                stores: bci_rewriter::coverage::inflight::exit_stores(code.code, slot),
+            });
+        }
+        v
     }
 }
 

@@ -1180,13 +1180,18 @@ public class CovInflight {
 
 /// Hits of the line of `CovInflight.java` that ends with `// <mark>...`.
 fn inflight_hits(d: &CovData, classes: &Path, mark: &str) -> u64 {
-    let line = INFLIGHT
+    line_hits(d, classes, INFLIGHT, "CovInflight", mark)
+}
+
+/// Hits of the line of `source` that ends with `// <mark>...`, in class `class` of `classes`.
+fn line_hits(d: &CovData, classes: &Path, source: &str, class: &str, mark: &str) -> u64 {
+    let line = source
         .lines()
         .position(|l| l.contains(&format!("// {mark}")))
         .unwrap_or_else(|| panic!("{mark}")) as u32
         + 1;
-    let bytes = std::fs::read(classes.join("CovInflight.class")).unwrap();
-    let (_, counts) = class_counts(d, "CovInflight");
+    let bytes = std::fs::read(classes.join(format!("{class}.class"))).unwrap();
+    let (_, counts) = class_counts(d, class);
     let c =
         bci_rewriter::coverage::analysis::analyze(&bytes, Some(counts), Split::AfterCalls).unwrap();
     c.lines
@@ -1248,6 +1253,131 @@ fn calls_still_running_at_a_dump_do_not_count_as_returned() {
             "{how}"
         );
     }
+}
+
+/// CovRenumbered.go is retransformed by a java agent with ASM's AdviceAdapter, whose new
+/// locals come first (LocalVariablesSorter: every local of the method renumbered), then runs
+/// into System.exit. At the exit dump the call still running is found in the rewritten code:
+/// its exit local by what is written to it (before: the slot the class hook kept, now another
+/// local, was read, and the line after the call showed 6 runs for 5).
+const RENUMBER: &str = r#"
+import java.lang.instrument.*;
+import org.objectweb.asm.*;
+import org.objectweb.asm.commons.AdviceAdapter;
+
+public class CovRenumber {
+    public static int entries;
+
+    public static void main(String[] args) throws Exception {
+        for (int i = 0; i < 5; i++) CovRenumbered.go(i);
+        ClassFileTransformer t = new ClassFileTransformer() {
+            public byte[] transform(ClassLoader l, String name, Class<?> c,
+                    java.security.ProtectionDomain pd, byte[] b) {
+                if (!"CovRenumbered".equals(name)) return null;
+                ClassReader r = new ClassReader(b);
+                ClassWriter w = new ClassWriter(r, ClassWriter.COMPUTE_FRAMES);
+                r.accept(new ClassVisitor(Opcodes.ASM9, w) {
+                    public MethodVisitor visitMethod(int acc, String n, String d, String s, String[] e) {
+                        MethodVisitor mv = super.visitMethod(acc, n, d, s, e);
+                        if (!n.equals("go")) return mv;
+                        return new AdviceAdapter(Opcodes.ASM9, mv, acc, n, d) {
+                            protected void onMethodEnter() {
+                                int k = newLocal(Type.LONG_TYPE);
+                                visitInsn(LCONST_1);
+                                visitVarInsn(LSTORE, k);
+                                int l = newLocal(Type.INT_TYPE);
+                                visitFieldInsn(GETSTATIC, "CovRenumber", "entries", "I");
+                                visitInsn(ICONST_1);
+                                visitInsn(IADD);
+                                visitVarInsn(ISTORE, l);
+                                visitVarInsn(ILOAD, l);
+                                visitFieldInsn(PUTSTATIC, "CovRenumber", "entries", "I");
+                            }
+                        };
+                    }
+                }, ClassReader.EXPAND_FRAMES);
+                return w.toByteArray();
+            }
+        };
+        RedefAgent.inst.addTransformer(t, true);
+        RedefAgent.inst.retransformClasses(CovRenumbered.class);
+        CovRenumbered.go(500);
+    }
+}
+
+class CovRenumbered {
+    static int sink;
+
+    static void go(int n) {
+        int a = n + 1;
+        sink = a;
+        if (n > 100) {
+            System.out.println("entries " + CovRenumber.entries);
+            System.exit(0);
+        }
+        sink += a; // AFTER_EXIT: runs 5 times
+    }
+}
+"#;
+
+#[test]
+fn calls_running_in_code_a_retransformation_renumbered_are_found() {
+    let asm: Vec<PathBuf> = ["asm", "asm-commons", "asm-tree"]
+        .iter()
+        .map(|j| PathBuf::from(format!("/usr/share/java/{j}.jar")))
+        .collect();
+    if let Some(j) = asm.iter().find(|j| !j.exists()) {
+        eprintln!(
+            "skipped: {} not installed (apt-get install libasm-java)",
+            j.display()
+        );
+        return;
+    }
+    let dir = tmp("renumber");
+    let (classes, _, jar) = common::redefine_program(&dir);
+    let src = dir.join("CovRenumber.java");
+    std::fs::write(&src, RENUMBER).unwrap();
+    let cp = std::iter::once(&classes)
+        .chain(&asm)
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+    let o = Command::new(jdk_tool("javac"))
+        .args(["-g", "-cp", &cp, "-d"])
+        .arg(&classes)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = dir.join("run.cov");
+    let o = ok(java(
+        &cp,
+        Some(&format!(
+            "coverage=y,verbose=y,include=CovRenumbered,covfile={}",
+            data.display()
+        )),
+        "CovRenumber",
+        &[],
+    )
+    .env("JAVA_TOOL_OPTIONS", format!("-javaagent:{}", jar.display()))
+    .output()
+    .unwrap());
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    // the retransformation ran (its advice counted the last call)
+    assert!(out.contains("entries 1"), "{out}\n{err}");
+    let d = read(&data);
+    assert_eq!(
+        line_hits(&d, &classes, RENUMBER, "CovRenumbered", "AFTER_EXIT"),
+        5,
+        "{err}"
+    );
+    assert!(
+        err.contains("coverage: 1 calls still running counted as their blocks' exits"),
+        "{err}"
+    );
 }
 
 /// doe=n: nothing is written at exit, for every output: no coverage data, no report; only a

@@ -118,9 +118,144 @@ pub fn exit_counter_at(code: &[u8], slot: u16, pc: u32) -> Option<u32> {
     }
 }
 
+/// A fingerprint of a method's code: its length and a hash of its bytes. At a dump, the code a
+/// frame runs (JVMTI GetBytecodes) is the code whose exit local the class hook kept if the
+/// fingerprints are equal; otherwise another agent's retransformation rewrote or replaced it
+/// (an ASM `LocalVariablesSorter` renumbers the locals, so the slot kept may name another local;
+/// a constant pool merged renumbers its indices) and the exit local is looked for with
+/// [`exit_local_in`].
+pub fn fingerprint(code: &[u8]) -> (u32, u64) {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(code);
+    (code.len() as u32, h.finish())
+}
+
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a, 64 bits, of `v`'s bytes added to `h`.
+fn fnv(h: u64, v: i64) -> u64 {
+    v.to_le_bytes()
+        .iter()
+        .fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Calls `f(local, what)` for every write of an int local in `code`, in pc order (what: the
+/// constant an `istore` stores when the instruction before pushed one, an `iinc`'s increment
+/// marked, or a mark for anything else), and `bump(local)` for each local an exit handler's
+/// bump reads (`iload L; dup2; laload; lconst_1; ladd; lastore`, what the coverage pass puts at
+/// each handler). None for code that does not decode.
+fn int_writes(code: &[u8], mut f: impl FnMut(u16, i64), mut bump: impl FnMut(u16)) -> Option<()> {
+    const BUMP: [u8; 5] = [op::DUP2, op::LALOAD, op::LCONST_1, op::LADD, op::LASTORE];
+    let mut top: Option<i32> = None;
+    // the last iload's local, and how many of BUMP followed it
+    let mut load: Option<(u16, usize)> = None;
+    let mut at = 0;
+    while at < code.len() {
+        let i = decode(code, at).ok()?;
+        at += i.len as usize;
+        let pushed = match i.opcode {
+            op::ICONST_M1..=op::ICONST_5 => Some(i.opcode as i32 - op::ICONST_0 as i32),
+            op::BIPUSH | op::SIPUSH => i.immediate(code),
+            _ => None,
+        };
+        load = match (load, i.opcode) {
+            (_, op::ILOAD | op::ILOAD_0..=op::ILOAD_3) => i.local(code).map(|l| (l, 0)),
+            (Some((l, k)), o) if BUMP[k] == o => {
+                if k + 1 == BUMP.len() {
+                    bump(l);
+                    None
+                } else {
+                    Some((l, k + 1))
+                }
+            }
+            _ => None,
+        };
+        match i.opcode {
+            op::ISTORE | op::ISTORE_0..=op::ISTORE_3 => {
+                f(i.local(code)?, top.map_or(i64::MIN, i64::from))
+            }
+            op::IINC => f(
+                i.local(code)?,
+                (1 << 40) + i64::from(i.immediate(code).unwrap_or(0)),
+            ),
+            _ => {}
+        }
+        top = pushed;
+    }
+    Some(())
+}
+
+/// A hash of the values the coverage code writes to the exit local `slot` of `code`, in order
+/// (see [`exit_local_in`]); None when nothing writes it or the code does not decode.
+pub fn exit_stores(code: &[u8], slot: u16) -> Option<u64> {
+    let mut h = None;
+    int_writes(
+        code,
+        |l, v| {
+            if l == slot {
+                h = Some(fnv(h.unwrap_or(FNV_START), v));
+            }
+        },
+        |_| {},
+    )?;
+    h
+}
+
+/// The exit local of `code`, a method's code as another agent's retransformation left it
+/// (its [`fingerprint`] is not the one the coverage pass gave): the one int local an exit
+/// handler's bump reads whose writes hash to `stores` ([`exit_stores`] of the code the pass
+/// gave). A transformer that renumbers the locals (ASM's `LocalVariablesSorter`) keeps the
+/// writes and their order. None when no local or more than one fits (the code was replaced:
+/// that call is not adjusted).
+pub fn exit_local_in(code: &[u8], stores: u64) -> Option<u16> {
+    let mut writes: std::collections::HashMap<u16, u64> = Default::default();
+    let mut bumped = Vec::new();
+    int_writes(
+        code,
+        |l, v| {
+            let h = writes.entry(l).or_insert(FNV_START);
+            *h = fnv(*h, v);
+        },
+        |l| bumped.push(l),
+    )?;
+    bumped.sort_unstable();
+    bumped.dedup();
+    let mut fits = bumped
+        .into_iter()
+        .filter(|l| writes.get(l) == Some(&stores));
+    match (fits.next(), fits.next()) {
+        (Some(slot), None) => Some(slot),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::exit_counter_at;
+    use super::{exit_counter_at, exit_local_in, exit_stores};
+
+    #[test]
+    fn a_renumbered_exit_local_is_found_by_its_writes() {
+        // 0: bipush 7; 2: istore_1; 3: invokestatic #1; 6: iinc 1 1; 9: invokestatic #1;
+        // 12: aload_2; 13: iload_1; 14: dup2; laload; lconst_1; ladd; lastore; 19: return
+        let code = [
+            0x10, 7, 0x3c, 0xb8, 0, 1, 0x84, 1, 1, 0xb8, 0, 1, 0x2c, 0x1b, 0x5c, 0x2f, 0x0a, 0x61,
+            0x50, 0xb1,
+        ];
+        let stores = exit_stores(&code, 1).unwrap();
+        assert_eq!(exit_local_in(&code, stores), Some(1));
+        // the same with local 1 as local 3, after an int local 1 of the transformer's own
+        let moved = [
+            0x04, 0x3c, 0x10, 7, 0x3e, 0xb8, 0, 1, 0x84, 3, 1, 0xb8, 0, 1, 0x2c, 0x1d, 0x5c, 0x2f,
+            0x0a, 0x61, 0x50, 0xb1,
+        ];
+        assert_eq!(exit_local_in(&moved, stores), Some(3));
+        // other writes: not it
+        assert_eq!(exit_local_in(&moved, exit_stores(&moved, 1).unwrap()), None);
+        // not read by a bump: not it
+        let unread = [0x10, 7, 0x3c, 0xb8, 0, 1, 0x84, 1, 1, 0xb1];
+        assert_eq!(exit_local_in(&unread, stores), None);
+    }
 
     #[test]
     fn the_exit_local_is_followed_through_stores_iincs_and_joins() {
