@@ -33,6 +33,9 @@ pub struct Agent {
     instrumented: AtomicUsize,
     /// Classes `coverage=y` could not cover: instrumented offline without `--coverage`.
     marked_uncovered: AtomicUsize,
+    /// cpu=times without coverage=y met a class instrumented `--coverage` offline, and checked
+    /// once whether the class path has the runtime jar's bci/runtime/Cov.
+    offline_cov_checked: AtomicBool,
     failed: AtomicUsize,
     /// Classes and methods left original after errors, for the report.
     left: Mutex<LeftOriginal>,
@@ -90,6 +93,44 @@ fn class_left_original(a: &Agent, name: &str, why: &str) {
 /// compilehuge=y: the first one turns `-XX:+DontCompileHugeMethods` off, once, so that they
 /// can still be JIT-compiled (said once; verbose=y names each method); if the flag cannot be
 /// set, or with compilehuge=n, each method is named with the advice.
+/// Whether an entry of class path `cp` (`java.class.path`: directories and jars, `:`-separated)
+/// has file `entry` (`bci/runtime/Cov.class`). A jar is looked up in its central directory,
+/// read through its end record (a jar that cannot be read so counts as having it).
+fn class_path_has(cp: &str, entry: &str) -> bool {
+    cp.split(':').any(|p| {
+        let p = std::path::Path::new(if p.is_empty() { "." } else { p });
+        if p.is_dir() {
+            p.join(entry).is_file()
+        } else {
+            p.is_file() && jar_has(p, entry).unwrap_or(true)
+        }
+    })
+}
+
+/// Whether the zip file `path` names `entry` in its central directory; None where it cannot
+/// be read (no end record in its last 64 KB: not a zip, or a zip64).
+fn jar_has(path: &std::path::Path, entry: &str) -> Option<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let tail = len.min(22 + 65535);
+    f.seek(SeekFrom::Start(len - tail)).ok()?;
+    let mut end = vec![0u8; tail as usize];
+    f.read_exact(&mut end).ok()?;
+    let at = (0..end.len().saturating_sub(21))
+        .rev()
+        .find(|&i| end[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])?;
+    let u32_at = |i: usize| Some(u32::from_le_bytes(end.get(i..i + 4)?.try_into().ok()?));
+    let (size, offset) = (u32_at(at + 12)?, u32_at(at + 16)?);
+    if size == u32::MAX || offset == u32::MAX || u64::from(offset) + u64::from(size) > len {
+        return None;
+    }
+    f.seek(SeekFrom::Start(offset.into())).ok()?;
+    let mut dir = vec![0u8; size as usize];
+    f.read_exact(&mut dir).ok()?;
+    Some(dir.windows(entry.len()).any(|w| w == entry.as_bytes()))
+}
+
 fn huge_methods(a: &Agent, notes: &[String]) {
     static FLAG: std::sync::OnceLock<Result<bool, String>> = std::sync::OnceLock::new();
     if a.opts.compile_huge {
@@ -386,6 +427,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         late,
         instrumented: AtomicUsize::new(0),
         marked_uncovered: AtomicUsize::new(0),
+        offline_cov_checked: AtomicBool::new(false),
         failed: AtomicUsize::new(0),
         left: Mutex::new(LeftOriginal::default()),
         hook_ns: AtomicU64::new(0),
@@ -1127,6 +1169,27 @@ unsafe extern "C" fn class_file_load_hook(
                 dump_class(dir, name, r.cov_hash, bytes);
             }
         }
+        if a.opts.cpu
+            && !a.opts.coverage
+            && result.as_ref().is_ok_and(|r| r.offline_cov)
+            && !a.offline_cov_checked.swap(true, Ordering::Relaxed)
+        {
+            // the mirror of the hint below: the counters need the runtime jar's Cov
+            let cov_class = format!("{}.class", crate::rewrite::OFFLINE_COV_CLASS);
+            if let Ok(cp) = a.jvmti.system_property("java.class.path") {
+                if !class_path_has(&cp, &cov_class) {
+                    log(&format!(
+                        "{name}: instrumented offline by `bci instrument --coverage`: its \
+                         counters call {0}, which cpu=times does not define (coverage=y does) \
+                         and which the class path (java.class.path) does not have: unless its \
+                         class loader finds one, it fails with NoClassDefFoundError: {0}. Put \
+                         the runtime jar (`bci runtime-jar`) on the class path (the coverage \
+                         goes to its -Dbci.covfile=), or add coverage=y (the agent records it).",
+                        crate::rewrite::OFFLINE_COV_CLASS
+                    ));
+                }
+            }
+        }
         if result.as_ref().is_ok_and(|r| r.marked_uncovered) {
             // coverage counters are not put into classes instrumented already
             if a.marked_uncovered.fetch_add(1, Ordering::Relaxed) == 0 {
@@ -1404,8 +1467,9 @@ fn calls_in_flight(
     let Ok(threads) = a.jvmti.all_threads() else {
         return (0, 0);
     };
-    let mut code: std::collections::HashMap<crate::jvm::MethodId, Option<(Vec<u8>, (u32, u64))>> =
-        Default::default();
+    // each method's bytecodes and their fingerprint
+    type Code = Option<(Vec<u8>, (u32, u64))>;
+    let mut code: std::collections::HashMap<crate::jvm::MethodId, Code> = Default::default();
     let (mut n, mut not_ours) = (0, 0);
     for t in threads {
         let frames = a.jvmti.stack_trace(t, 4096).unwrap_or_default();

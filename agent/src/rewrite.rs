@@ -70,27 +70,47 @@ pub struct Rewritten {
     /// The bytes call this agent's runtime already ([`Engine::carries_probes`]): left as they
     /// are.
     pub probed: bool,
+    /// The bytes call [`OFFLINE_COV_CLASS`]: counters of `bci instrument --coverage`.
+    pub offline_cov: bool,
 }
 
-/// Whether class file `bytes` has a CONSTANT_Class naming one of `names` (internal names, ASCII):
-/// a walk of the constant pool only, allocation-free when no Utf8 entry matches. False for bytes
-/// whose pool does not parse (the rewriter says what is wrong with them).
-pub fn pool_names_class(bytes: &[u8], names: &[&str]) -> bool {
+/// The class the counters of `bci instrument --coverage` call (the runtime jar's; the agent
+/// defines a forwarder of its own with `coverage=y` only).
+pub const OFFLINE_COV_CLASS: &str = "bci/runtime/Cov";
+
+/// Which of `names` (internal names, ASCII; at most 32) class file `bytes` has a CONSTANT_Class
+/// of: bit k for `names[k]`. A walk of the constant pool only, allocation-free when no Utf8 entry
+/// matches; 0 for bytes whose pool does not parse (the rewriter says what is wrong with them).
+pub fn pool_classes(bytes: &[u8], names: &[&str]) -> u32 {
     if bytes.get(..4) != Some(&[0xCA, 0xFE, 0xBA, 0xBE]) {
-        return false;
+        return 0;
     }
-    let mut hits: Vec<u16> = Vec::new();
+    // (Utf8 index, which name)
+    let mut hits: Vec<(u16, usize)> = Vec::new();
     let found = walk_pool(bytes, |i, tag, payload| {
-        if tag == 1 && names.iter().any(|n| payload.get(2..) == Some(n.as_bytes())) {
-            hits.push(i);
+        if tag == 1 {
+            if let Some(k) = names
+                .iter()
+                .position(|n| payload.get(2..) == Some(n.as_bytes()))
+            {
+                hits.push((i, k));
+            }
         }
         false
     });
-    found.is_some()
-        && !hits.is_empty()
-        && walk_pool(bytes, |_, tag, payload| {
-            tag == 7 && hits.contains(&u16::from_be_bytes([payload[0], payload[1]]))
-        }) == Some(true)
+    let mut bits = 0u32;
+    if found.is_some() && !hits.is_empty() {
+        walk_pool(bytes, |_, tag, payload| {
+            if tag == 7 {
+                let at = u16::from_be_bytes([payload[0], payload[1]]);
+                for &(_, k) in hits.iter().filter(|h| h.0 == at) {
+                    bits |= 1u32.checked_shl(k as u32).unwrap_or(0);
+                }
+            }
+            false
+        });
+    }
+    bits
 }
 
 /// Calls `f(index, tag, payload)` for each constant of the pool of class file `bytes` (the
@@ -488,13 +508,27 @@ mod imp {
         /// class with them). Their ids are this JVM's: instrumented again, every call counted
         /// twice. A constant-pool walk, for selected classes only.
         pub fn carries_probes(&self, bytes: &[u8]) -> bool {
-            let runtime = self.runtime_class();
-            pool_names_class(
+            self.runtimes_called(bytes).0
+        }
+
+        /// [`Engine::carries_probes`], and whether `bytes` call [`OFFLINE_COV_CLASS`]: one
+        /// walk of the pool.
+        fn runtimes_called(&self, bytes: &[u8]) -> (bool, bool) {
+            let bits = pool_classes(
                 bytes,
-                &[EARLY_RUNTIME_CLASS, COV_RUNTIME_CLASS, crate::trace::CLASS],
-            ) || (runtime == DEFAULT_RUNTIME_CLASS
-                && pool_names_class(bytes, &[runtime])
-                && !is_marked(bytes))
+                &[
+                    EARLY_RUNTIME_CLASS,
+                    COV_RUNTIME_CLASS,
+                    crate::trace::CLASS,
+                    DEFAULT_RUNTIME_CLASS,
+                    OFFLINE_COV_CLASS,
+                ],
+            );
+            let ours = bits & 0b111 != 0
+                || (bits & 0b1000 != 0
+                    && self.runtime_class() == DEFAULT_RUNTIME_CLASS
+                    && !is_marked(bytes));
+            (ours, bits & 0b10000 != 0)
         }
 
         /// Coverage first (planned from the original bytes: the class hash and counter
@@ -519,13 +553,16 @@ mod imp {
             cpu_live: bool,
             redefined: Option<&[String]>,
         ) -> Result<Rewritten, String> {
-            if self.carries_probes(bytes) {
+            let (probed, offline_cov) = self.runtimes_called(bytes);
+            if probed {
                 return Ok(Rewritten {
                     probed: true,
+                    offline_cov,
                     ..Default::default()
                 });
             }
             let mut r = self.instrument_once(name, bytes, reg, cov, cpu_live, redefined)?;
+            r.offline_cov = offline_cov;
             if let (Some(loaded), Some(out)) = (redefined, &r.bytes) {
                 let ours = |names: &mut dyn Iterator<Item = String>| {
                     let mut v: Vec<String> = names.filter(|n| n.starts_with("bci$")).collect();

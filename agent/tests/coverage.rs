@@ -912,6 +912,45 @@ fn offline_cpu_times_classes_under_coverage_are_named() {
     );
 }
 
+/// The mirror case: classes instrumented `--coverage` offline under `cpu=times` alone call the
+/// runtime jar's bci/runtime/Cov, which the agent defines only with coverage=y. Without the jar
+/// on the class path the agent says so at the first such class (before: only
+/// NoClassDefFoundError: bci/runtime/Cov, no hint); with it, nothing is said.
+#[test]
+fn offline_coverage_classes_under_cpu_times_name_the_runtime_jar() {
+    let dir = tmp("offline-cov-cpu");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let hint = "its counters call bci/runtime/Cov, which cpu=times does not define (coverage=y \
+                does) and which the class path (java.class.path) does not have";
+    let run = |cp: String| {
+        java(
+            &cp,
+            Some(&format!(
+                "cpu=times,file={}",
+                dir.join("prof.txt").display()
+            )),
+            "CovBasics",
+            &[],
+        )
+        .current_dir(&dir)
+        .output()
+        .unwrap()
+    };
+    let o = run(inst.display().to_string());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("NoClassDefFoundError: bci/runtime/Cov"),
+        "{err}"
+    );
+    assert_eq!(err.matches(hint).count(), 1, "{err}");
+    let o = ok(run(format!("{}:{}", inst.display(), rt.display())));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains(hint), "{err}");
+}
+
 /// A JVM with the runtime jar (offline-instrumented classes) and a JVM with the agent, at once,
 /// on one data file: both take the same lock (fcntl on `<file>.lck`), the counts add up.
 #[test]
