@@ -1767,11 +1767,17 @@ fn redefined_classes_are_profiled_under_the_same_ids() {
     assert!(o.status.success(), "{out}\n{err}");
     // the second version ran
     assert!(out.contains("s=151500"), "{out}\n{err}");
-    let r = parse_report(&std::fs::read_to_string(&file).unwrap());
+    target_rows_count(&file, 700);
+}
+
+/// Target.f and Target.g (test-classes/redefine) have one row each in report `file`, with
+/// `count` calls.
+fn target_rows_count(file: &Path, count: u64) {
+    let r = parse_report(&std::fs::read_to_string(file).unwrap());
     for m in ["Target.f(I)I", "Target.g(I)I"] {
         let rows: Vec<_> = r.methods.iter().filter(|x| x.key == m).collect();
         assert_eq!(rows.len(), 1, "{m}: one row: {rows:?}");
-        assert_eq!(rows[0].count, 700, "{m}");
+        assert_eq!(rows[0].count, count, "{m}");
     }
 }
 
@@ -1784,23 +1790,11 @@ fn bytes_read_back_with_the_probes_are_not_instrumented_again() {
     let dir = tmp("reread");
     let program = common::redefine_program(&dir);
     let file = dir.join("out.txt");
-    let o = common::run_redefine_main(
+    let err = common::run_reread(
         &format!("cpu=times,cutoff=0,verbose=y,file={}", file.display()),
         &program,
-        "Reread",
     );
-    let (out, err) = (
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
-    );
-    assert!(o.status.success(), "{out}\n{err}");
-    assert!(out.contains("s=50300"), "{out}\n{err}");
-    let r = parse_report(&std::fs::read_to_string(&file).unwrap());
-    for m in ["Target.f(I)I", "Target.g(I)I"] {
-        let rows: Vec<_> = r.methods.iter().filter(|x| x.key == m).collect();
-        assert_eq!(rows.len(), 1, "{m}: one row: {rows:?}");
-        assert_eq!(rows[0].count, 300, "{m}");
-    }
+    target_rows_count(&file, 300);
     assert!(
         err.contains("Target: carries this agent's probes already"),
         "{err}"

@@ -124,6 +124,19 @@ pub fn run_redefine(opts: &str, program: &(PathBuf, PathBuf, PathBuf)) -> std::p
     run_redefine_main(opts, program, "Redef")
 }
 
+/// Runs `Reread` of [`redefine_program`] under the agent with `opts` (see Reread.java), checks
+/// that it ran to its end, and returns its stderr.
+pub fn run_reread(opts: &str, program: &(PathBuf, PathBuf, PathBuf)) -> String {
+    let o = run_redefine_main(opts, program, "Reread");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("s=50300"), "{out}\n{err}");
+    err
+}
+
 /// [`run_redefine`] with another main class of test-classes/redefine (`Reread`).
 pub fn run_redefine_main(
     opts: &str,
