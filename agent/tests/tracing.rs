@@ -277,6 +277,35 @@ fn full_buffer_drops_and_counts() {
     assert_eq!(summary_count(&r.report, "sampled"), Some(10));
 }
 
+/// test-classes/trace/TraceInterrupt.java interrupts every thread it sees, the trace writer
+/// included, 200 times while it makes 200,000 events. The writer took an interrupt for its
+/// end: the 65,536-event buffer filled and the rest were dropped ("the writer fell behind").
+/// Only the runtime's own shutdown ends it: every event is written.
+#[test]
+fn a_program_interrupting_every_thread_loses_no_event() {
+    let dir = compile(&["TraceInterrupt.java"], "TraceInterrupt");
+    let rules = repo().join("test-classes/trace/trace-interrupt.toml");
+    let (mut cmd, ev, prof) = traced_cmd(&jdk_tool("java"), &dir, &rules, "TraceInterrupt");
+    let o = cmd.arg("200000").output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stdout.contains("bci-trace-writer"), "{stdout}");
+    assert!(!stderr.contains("buffer full"), "{stderr}");
+    let events = std::fs::read_to_string(&ev).unwrap();
+    let n = events
+        .lines()
+        .filter(|l| field(l, "rule", "\"traced\""))
+        .count();
+    assert_eq!(n, 200_000);
+    let r = std::fs::read_to_string(&prof).unwrap();
+    assert_eq!(summary_count(&r, "traced"), Some(200_000), "{r}");
+    assert!(
+        r.contains("trace events: 200000 written to ") && r.contains(", 0 dropped"),
+        "{r}"
+    );
+}
+
 /// `tracemax=` caps the trace file: events past the limit are counted, not written; the
 /// summary and one stderr line say so; counts are unaffected. The writer is held back so that
 /// every event reaches the file's writer (none dropped for a full buffer); then, not held, it

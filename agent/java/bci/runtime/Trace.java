@@ -400,7 +400,10 @@ public final class Trace {
                         try {
                             Q.wait(ms);
                         } catch (InterruptedException e) {
-                            return;
+                            // the program interrupted it (one that interrupts every thread
+                            // it sees, Thread.getAllStackTraces() lists this one): only
+                            // finish() (stopping) ends the writer, else the buffer fills
+                            // and events are dropped
                         }
                     }
                     if (qlen == 0 && stopping) {
