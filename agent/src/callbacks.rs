@@ -23,6 +23,10 @@ pub struct Agent {
     /// Classes are instrumented while set: from the start (early), or from VMInit once the
     /// runtime is defined and every module reads it.
     live: AtomicBool,
+    /// VMDeath began: a SIGQUIT dump writes nothing from then on (checked under the lock of
+    /// the file it would write, so that one that waited for the exit dump writes nothing
+    /// after it).
+    exiting: AtomicBool,
     early_skipped: AtomicUsize,
     /// java.lang.Thread was handed to the VM with the runtime's fields (rewrite::THREAD_FIELDS).
     thread_fields: AtomicBool,
@@ -422,6 +426,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         // early: classes are instrumented from the first one on (their code first runs after
         // early VMStart, where the runtime is defined); otherwise from VMInit on
         live: AtomicBool::new(early),
+        exiting: AtomicBool::new(false),
         early_skipped: AtomicUsize::new(0),
         thread_fields: AtomicBool::new(false),
         late,
@@ -1274,11 +1279,12 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
+        a.exiting.store(true, Ordering::SeqCst);
         a.live.store(false, Ordering::Release);
         // doe=n: nothing is dumped at exit (no report, no coverage data); SIGQUIT dumps only
         if a.opts.coverage {
             if a.opts.doe {
-                cov_dump(a, &jni);
+                cov_dump(a, &jni, true);
             }
             if a.opts.verbose {
                 log(&format!(
@@ -1338,6 +1344,10 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         if runtime::get().is_none() && runtime::cov_get().is_none() {
             return;
         }
+        // the JVM is exiting: its exit dump is (being) written, and is the last
+        if a.exiting.load(Ordering::SeqCst) {
+            return;
+        }
         let mut env: *mut c_void = std::ptr::null_mut();
         // SAFETY: a.vm is the VM's JavaVM; GetEnv only reads the current thread's state.
         let rc = unsafe {
@@ -1351,7 +1361,7 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         // SAFETY: env is the current thread's JNIEnv.
         let jni = unsafe { Jni::from_raw(env.cast()) };
         if a.opts.coverage {
-            cov_dump(a, &jni);
+            cov_dump(a, &jni, false);
         }
         if runtime::get().is_some() {
             dump(a, &jni, false);
@@ -1360,11 +1370,14 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
 }
 
 /// Adds this JVM's coverage counts since its last dump to the data file (at exit, SIGQUIT and
-/// SIGTERM, which exits).
-fn cov_dump(a: &Agent, jni: &Jni) {
+/// SIGTERM, which exits). A SIGQUIT dump (`at_exit` false) once VMDeath began writes nothing.
+fn cov_dump(a: &Agent, jni: &Jni, at_exit: bool) {
     #[cfg(feature = "rewriter")]
     {
         let mut f = a.cov_file.lock().unwrap_or_else(|p| p.into_inner());
+        if !at_exit && a.exiting.load(Ordering::SeqCst) {
+            return;
+        }
         let flat = match runtime::cov_snapshot(jni) {
             Ok(v) => v,
             Err(e) => {
@@ -1436,7 +1449,7 @@ fn cov_dump(a: &Agent, jni: &Jni) {
         }
     }
     #[cfg(not(feature = "rewriter"))]
-    let _ = (a, jni);
+    let _ = (a, jni, at_exit);
 }
 
 /// Calls still running at a dump: the count after a call is derived (its block's count minus
@@ -1557,8 +1570,13 @@ fn trace_summary(a: &Agent, jni: &Jni, at_exit: bool) -> Option<String> {
     }
 }
 
+/// Writes the report (`at_exit`: the exit dump; else a SIGQUIT snapshot, which writes nothing
+/// once VMDeath began).
 fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
     let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
+    if !at_exit && a.exiting.load(Ordering::SeqCst) {
+        return;
+    }
     let Some(out) = out.as_mut() else {
         // no report file (tracing rules alone, format=collapsed): the summary to stderr
         let _ = trace_summary(a, jni, at_exit);

@@ -132,6 +132,9 @@ pub struct OutFile {
     file: File,
     /// Dumps written so far.
     dumps: usize,
+    /// format=collapsed: SIGQUIT snapshots written so far (`<path>.N`; the exit dump, written
+    /// to the path itself, takes no number).
+    snapshots: usize,
     /// This JVM created the file when it opened it (it was not there before).
     created: bool,
     /// A dump was written to the file itself (not only collapsed snapshots beside it).
@@ -250,6 +253,7 @@ impl OutFile {
                 path,
                 file,
                 dumps: 0,
+                snapshots: 0,
                 created,
                 wrote: false,
             },
@@ -292,11 +296,12 @@ impl OutFile {
         let err = |p: &str, e: std::io::Error| format!("cannot write {p}: {e}");
         if format == Format::Collapsed && !at_exit {
             // one snapshot per file: flame-graph tools add up every line of a file
-            let p = format!("{}.{}", self.path, self.dumps + 1);
+            let p = format!("{}.{}", self.path, self.snapshots + 1);
             let file = std::fs::File::create(&p).map_err(|e| err(&p, e))?;
             let mut w = std::io::BufWriter::new(file);
             f(&mut w).and_then(|_| w.flush()).map_err(|e| err(&p, e))?;
             self.dumps += 1;
+            self.snapshots += 1;
             return Ok(p);
         }
         let first = self.dumps == 0 || format == Format::Collapsed;
@@ -379,6 +384,9 @@ mod tests {
         c.write("C2\n", Format::Collapsed, true).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "C2\n");
         assert_eq!(std::fs::read_to_string(format!("{p}.1")).unwrap(), "C1\n");
+        // the exit dump takes no snapshot number: the next snapshot is <path>.2 (was .3)
+        c.write("C3\n", Format::Collapsed, false).unwrap();
+        assert_eq!(std::fs::read_to_string(format!("{p}.2")).unwrap(), "C3\n");
         let _ = std::fs::remove_dir_all(&d);
     }
 

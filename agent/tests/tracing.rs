@@ -1267,6 +1267,98 @@ fn trace_file_is_written_while_the_program_runs() {
     assert_eq!(count(), 6);
 }
 
+/// test-classes/trace/TraceSigStorm.java under cpu=times with a count rule, SIGQUIT sent every
+/// 20 ms from its first dump until the process is gone. A SIGQUIT that came while the JVM
+/// exited was written after the exit dump: a "snapshot at SIGQUIT" summary after the "final,
+/// at exit" one, and with format=collapsed a `<file>.N` after the exit's file, numbered past a
+/// gap (the exit dump took a number). Once the exit dump begins a SIGQUIT writes nothing:
+/// whenever the signals come, the last summary is the final one, with every call counted, and
+/// the snapshots are `<file>.1` to `<file>.K`.
+#[test]
+fn sigquit_storm_writes_nothing_after_the_exit_dump() {
+    use std::io::{BufRead, BufReader};
+    let dir = compile(&["TraceSigStorm.java"], "TraceSigStorm");
+    let rules = repo().join("test-classes/trace/trace-sig-storm.toml");
+    let n = 5_000_000u64;
+    for format in ["methods", "collapsed"] {
+        let prof = dir.join(format!("{format}.txt"));
+        // the file the program waits for: the first SIGQUIT dump
+        let first = match format {
+            "collapsed" => dir.join(format!("{format}.txt.1")),
+            _ => prof.clone(),
+        };
+        let mut child = Command::new(jdk_tool("java"))
+            .arg(format!(
+                "-agentpath:{}=cpu=times,format={format},rules={},file={}",
+                agent_lib().display(),
+                rules.display(),
+                prof.display()
+            ))
+            .arg("-cp")
+            .arg(&dir)
+            .arg("TraceSigStorm")
+            .arg(n.to_string())
+            .arg(&first)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "running\n");
+        // read as they come: the JVM prints a thread dump on stdout at each SIGQUIT (a full
+        // pipe would stop it)
+        let stderr = child.stderr.take().unwrap();
+        let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap());
+        let stdout = std::thread::spawn(move || std::io::read_to_string(out).unwrap());
+        let pid = child.id().to_string();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        // (the process stays a zombie, its pid not reused, until try_wait reaps it)
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+            }
+            let _ = Command::new("kill").args(["-QUIT", &pid]).status();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let stderr = err.join().unwrap();
+        let stdout = stdout.join().unwrap();
+        assert!(status.success(), "{format}: {stderr}");
+        assert!(stdout.contains("done "), "{format}: {stdout}");
+        // the summaries: in the report, or on stderr with format=collapsed
+        let text = match format {
+            "collapsed" => stderr.clone(),
+            _ => std::fs::read_to_string(&prof).unwrap(),
+        };
+        let snapshots = text.matches("TRACE SUMMARY (snapshot at SIGQUIT").count();
+        assert!(snapshots >= 1, "{format}: {text}");
+        assert_eq!(text.matches("TRACE SUMMARY (final, at exit").count(), 1);
+        let last = &text[text.rfind("TRACE SUMMARY").unwrap()..];
+        assert!(
+            last.starts_with("TRACE SUMMARY (final, at exit"),
+            "{format}: the last summary is not the exit's: {last}"
+        );
+        assert_eq!(summary_count(last, "g"), Some(4 * n), "{format}: {last}");
+        if format == "collapsed" {
+            // one file per snapshot, numbered from 1 without a gap
+            let mut nums: Vec<usize> = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| {
+                    let name = e.unwrap().file_name().into_string().unwrap();
+                    name.strip_prefix("collapsed.txt.")?.parse().ok()
+                })
+                .collect();
+            nums.sort_unstable();
+            assert_eq!(nums, (1..=snapshots).collect::<Vec<_>>(), "{stderr}");
+            assert!(std::fs::metadata(&prof).unwrap().len() > 0);
+        }
+    }
+}
+
 /// test-classes/trace/TraceLive.java with a buffer of 3 lines and the writer held back: of the
 /// first 5 events 2 are dropped; a SIGQUIT writes the 3 and the marker of the 2 lost after them,
 /// and the event that follows comes after the marker: the trace says where events were lost
