@@ -213,7 +213,7 @@ pub unsafe extern "C" fn Agent_OnLoad(
 }
 
 fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
-    let mut opts = match options::parse(options) {
+    let mut opts = match options::parse_run(options) {
         Ok(o) => o,
         Err(e) => {
             log(&format!("{e}"));

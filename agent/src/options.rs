@@ -163,6 +163,64 @@ impl Options {
         Ok(())
     }
 
+    /// Options given (`given`: name and the option as written) that this run would ignore:
+    /// refused, saying what they need, as `file=` with coverage=y alone is ([`parse`]).
+    fn check_ignored(&self, given: &[(&str, &str)]) -> Result<(), OptionError> {
+        let as_given = |name: &str| given.iter().find(|(n, _)| *n == name).map(|(_, p)| *p);
+        let err = |m: String| Err(OptionError(m));
+        if !self.cpu {
+            if let Some(p) = PROFILE_OPTIONS.iter().find_map(|n| as_given(n)) {
+                return err(format!(
+                    "{p} shapes the cpu=times profile, which coverage=y alone does not write: \
+                     give cpu=times or rules= as well, or leave it out"
+                ));
+            }
+        }
+        if self.clock != Clock::Sample {
+            if let Some(p) = as_given("interval") {
+                return err(format!(
+                    "{p} is the sampling interval of clock=sample; clock={} reads the clock at \
+                     every entry and exit: leave it out (or give clock=sample)",
+                    self.clock.name()
+                ));
+            }
+        }
+        let format = as_given("format").unwrap_or("format=hprof");
+        if self.format != Format::Hprof {
+            for (n, what) in [
+                ("cutoff", "cuts the TRACE rows of format=hprof"),
+                (
+                    "lineno",
+                    "says whether the TRACE frames of format=hprof show lines",
+                ),
+            ] {
+                if let Some(p) = as_given(n) {
+                    return err(format!(
+                        "{p} {what}; {format} has none: leave it out (or give format=hprof)"
+                    ));
+                }
+            }
+        }
+        if self.format == Format::Methods {
+            if let Some(p) = as_given("thread") {
+                return err(format!(
+                    "{p} splits the stacks of format=hprof and format=collapsed by thread; \
+                     {format} has one row per method, all threads together: leave it out (or \
+                     give format=hprof or format=collapsed)"
+                ));
+            }
+        }
+        if !self.coverage {
+            if let Some(p) = as_given("compilehuge") {
+                return err(format!(
+                    "{p} is about methods that coverage=y's counters grow past HotSpot's \
+                     compile limit: give coverage=y or leave it out"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the agent can do without the early class hook, which turns the JVM's
     /// class-data sharing (CDS) off (JDK 17: 54 ms -> 86 ms for a hello world here): a
     /// coverage-only run (no profile, no tracing rules, no rules file) whose `include=`
@@ -335,6 +393,11 @@ Data is written at VM exit (doe=y; SIGTERM is an exit too) and on SIGQUIT
 Example: java -agentpath:libbciagent.so=cpu=times,depth=8,file=prof.txt Hello
 ";
 
+/// Options that only shape the cpu=times profile (ignored without it: coverage=y alone).
+const PROFILE_OPTIONS: &[&str] = &[
+    "depth", "thread", "clock", "interval", "cutoff", "lineno", "format",
+];
+
 /// Options that may be given more than once: their values add up (the others are refused
 /// when repeated).
 const REPEATABLE: &[&str] = &["include", "exclude"];
@@ -348,6 +411,22 @@ fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
             "bad value for option {name}: '{v}' (valid: y, n)"
         ))),
     }
+}
+
+/// The agent's options: [`parse`], then the options this run would ignore refused, saying
+/// what they need ([`Options::check_ignored`]; `bci report` takes [`parse`]: it has options of
+/// its own).
+pub fn parse_run(s: Option<&str>) -> Result<Options, OptionError> {
+    let o = parse(s)?;
+    let given: Vec<(&str, &str)> = s
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| (p.split('=').next().unwrap_or(p), p))
+        .collect();
+    o.check_ignored(&given)?;
+    Ok(o)
 }
 
 /// Parses the option string (`None` or empty = defaults).
@@ -388,7 +467,15 @@ pub fn parse(s: Option<&str>) -> Result<Options, OptionError> {
             }
         };
         match name {
-            "help" => o.help = true,
+            "help" => {
+                if value.is_some() {
+                    return Err(OptionError(format!(
+                        "option help takes no value ({part}): give help alone for the list of \
+                         options"
+                    )));
+                }
+                o.help = true
+            }
             "cpu" => {
                 cpu_given = true;
                 let v = need(value)?;
@@ -895,6 +982,87 @@ mod tests {
             "file=a",
         ] {
             assert!(parse(Some(ok)).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn options_the_run_would_ignore_are_refused() {
+        // accepted before, and without effect
+        let prof = |p: &str| {
+            format!(
+                "{p} shapes the cpu=times profile, which coverage=y alone does not write: give \
+                 cpu=times or rules= as well, or leave it out"
+            )
+        };
+        for (opts, want) in [
+            (
+                "cpu=times,clock=wall,interval=5",
+                "interval=5 is the sampling interval of clock=sample; clock=wall reads the \
+                 clock at every entry and exit: leave it out (or give clock=sample)"
+                    .to_string(),
+            ),
+            (
+                "interval=2,clock=cpu",
+                "interval=2 is the sampling interval of clock=sample; clock=cpu reads the \
+                 clock at every entry and exit: leave it out (or give clock=sample)"
+                    .to_string(),
+            ),
+            (
+                "format=collapsed,cutoff=0.5",
+                "cutoff=0.5 cuts the TRACE rows of format=hprof; format=collapsed has none: \
+                 leave it out (or give format=hprof)"
+                    .to_string(),
+            ),
+            (
+                "format=collapsed,lineno=n",
+                "lineno=n says whether the TRACE frames of format=hprof show lines; \
+                 format=collapsed has none: leave it out (or give format=hprof)"
+                    .to_string(),
+            ),
+            (
+                "cutoff=0,format=methods",
+                "cutoff=0 cuts the TRACE rows of format=hprof; format=methods has none: leave \
+                 it out (or give format=hprof)"
+                    .to_string(),
+            ),
+            (
+                "format=methods,thread=y",
+                "thread=y splits the stacks of format=hprof and format=collapsed by thread; \
+                 format=methods has one row per method, all threads together: leave it out (or \
+                 give format=hprof or format=collapsed)"
+                    .to_string(),
+            ),
+            ("coverage=y,depth=8", prof("depth=8")),
+            ("coverage=y,thread=y", prof("thread=y")),
+            ("clock=wall,coverage=y", prof("clock=wall")),
+            ("coverage=y,format=methods", prof("format=methods")),
+            ("coverage=y,interval=5", prof("interval=5")),
+            (
+                "cpu=times,compilehuge=n",
+                "compilehuge=n is about methods that coverage=y's counters grow past \
+                 HotSpot's compile limit: give coverage=y or leave it out"
+                    .to_string(),
+            ),
+        ] {
+            assert_eq!(parse_run(Some(opts)).unwrap_err().0, want, "{opts}");
+        }
+        // help takes no value (help=x was help)
+        assert_eq!(
+            parse(Some("help=x")).unwrap_err().0,
+            "option help takes no value (help=x): give help alone for the list of options"
+        );
+        assert!(parse_run(Some("help")).unwrap().help);
+        for ok in [
+            "clock=sample,interval=5",
+            "interval=5",
+            "format=hprof,cutoff=0.5,lineno=n,thread=y",
+            "format=collapsed,thread=y,depth=8",
+            "format=methods,clock=wall,depth=8",
+            "coverage=y,cpu=times,depth=8,format=collapsed",
+            "rules=r.toml,coverage=y,clock=wall",
+            "coverage=y,compilehuge=n,doe=n,verbose=y",
+        ] {
+            assert!(parse_run(Some(ok)).is_ok(), "{ok}");
         }
     }
 

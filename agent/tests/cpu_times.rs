@@ -678,6 +678,16 @@ fn bad_options_stop_the_jvm() {
             "exclude=java.{util}.*",
             &["include/exclude 'java.{util}.*'", "'{'"][..],
         ),
+        // options this run would ignore (accepted silently before)
+        (
+            "cpu=times,clock=wall,interval=5",
+            &["interval=5 is the sampling interval of clock=sample"][..],
+        ),
+        (
+            "coverage=y,depth=8",
+            &["depth=8 shapes the cpu=times profile"][..],
+        ),
+        ("help=x", &["option help takes no value (help=x)"][..]),
     ] {
         let (ok, err) = stderr_of(opts);
         assert!(!ok, "{opts} should stop the JVM");

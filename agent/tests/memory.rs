@@ -208,7 +208,7 @@ fn counts_before_the_budget_stop_are_exact() {
         &cp,
         &["-Xmx64m"],
         &file,
-        "cpu=times,format=methods,depth=64,cutoff=0",
+        "cpu=times,format=methods,depth=64",
         "BudgetStop",
         &["40000", "20"],
         &[],
