@@ -250,10 +250,34 @@ mod data_file {
         /// later dump write the whole run there (what this JVM had added to the file went
         /// with it), so that one run's data is in one file, whole.
         fallback: Option<String>,
+        /// `<path>.lck`, opened here and kept open, and descriptors held in reserve for the
+        /// files a dump opens (the data read, the temporary file written): a program that
+        /// holds every descriptor at exit lost the data ("Too many open files"). The dump
+        /// frees the reserve for its own opens and takes it again after.
+        lock: Option<std::fs::File>,
+        spare: Vec<std::fs::File>,
+    }
+
+    /// Descriptors a dump needs besides the lock file's (see `CovFile::spare`).
+    const SPARE_FDS: usize = 2;
+
+    fn reserve() -> Vec<std::fs::File> {
+        (0..SPARE_FDS)
+            .filter_map(|_| std::fs::File::open("/dev/null").ok())
+            .collect()
     }
 
     impl CovFile {
+        /// `path` empty: no coverage data (nothing opened).
         pub fn new(path: &str, session: Session) -> CovFile {
+            let lock = (!path.is_empty()).then(|| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(format!("{path}.lck"))
+                    .ok()
+            });
             CovFile {
                 path: path.to_string(),
                 session,
@@ -261,6 +285,12 @@ mod data_file {
                 written_tests: HashMap::new(),
                 in_file: false,
                 fallback: None,
+                lock: lock.flatten(),
+                spare: if path.is_empty() {
+                    Vec::new()
+                } else {
+                    reserve()
+                },
             }
         }
 
@@ -320,6 +350,14 @@ mod data_file {
         /// up). A file that is not coverage data is left alone and the whole run goes to
         /// `<path>.<pid>`, now and at every later dump. Returns where the data went.
         pub fn dump(&mut self, run: &CovData, dump_ms: i64) -> Result<String, String> {
+            self.spare.clear();
+            let r = self.dump_unreserved(run, dump_ms);
+            self.spare = reserve();
+            r
+        }
+
+        /// [`dump`](Self::dump), the reserved descriptors free.
+        fn dump_unreserved(&mut self, run: &CovData, dump_ms: i64) -> Result<String, String> {
             self.session.dump_ms = dump_ms;
             if let Some(f) = &self.fallback {
                 return self.write_whole_run(run, f.clone());
@@ -361,23 +399,31 @@ mod data_file {
                 }
             }
             let lck = format!("{}.lck", self.path);
-            let lock = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&lck)
-                .map_err(|e| format!("{lck}: {e}"))?;
-            crate::sys::lock_whole_file(&lock).map_err(|e| format!("{lck}: lock: {e}"))?;
-            let at = match self.merge_into_file(&delta, &back)? {
+            // the one kept open (else opened now: closed, it is unlocked, at the end)
+            let opened;
+            let lock = match &self.lock {
+                Some(f) => f,
+                None => {
+                    opened = std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(false)
+                        .write(true)
+                        .open(&lck)
+                        .map_err(|e| format!("{lck}: {e}"))?;
+                    &opened
+                }
+            };
+            crate::sys::lock_whole_file(lock).map_err(|e| format!("{lck}: lock: {e}"))?;
+            let merged = self.merge_into_file(&delta, &back);
+            let _ = crate::sys::unlock_whole_file(lock);
+            let at = match merged? {
                 Some(at) => at,
                 None => {
-                    drop(lock);
                     let f = format!("{}.{}", self.path, std::process::id());
                     self.fallback = Some(f.clone());
                     return self.write_whole_run(run, f);
                 }
             };
-            drop(lock);
             for (k, v) in &run.classes {
                 self.written.insert(k.clone(), v.clone());
             }

@@ -362,15 +362,35 @@ struct Flock {
     l_len: i64,
     l_pid: i32,
 }
+const F_SETLK: c_int = 6;
 const F_SETLKW: c_int = 7;
 const F_WRLCK: i16 = 1;
+const F_UNLCK: i16 = 2;
 
 extern "C" {
     fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
 }
 
-/// Blocks until this process holds a write lock on the whole of `f` (released when `f` is
-/// closed).
+/// Releases this process's lock on the whole of `f` ([`lock_whole_file`]), `f` staying open.
+pub fn unlock_whole_file(f: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let l = Flock {
+        l_type: F_UNLCK,
+        l_whence: 0,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    // SAFETY: f's descriptor is open for the call; l is a valid struct flock for F_SETLK.
+    if unsafe { fcntl(f.as_raw_fd(), F_SETLK, &l as *const Flock) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Blocks until this process holds a write lock on the whole of `f` (released when any
+/// descriptor of the file in this process is closed, or by [`unlock_whole_file`]).
 pub fn lock_whole_file(f: &std::fs::File) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     let l = Flock {

@@ -1517,6 +1517,59 @@ fn sigterm_writes_the_data() {
     assert_eq!(entries(&d, &classes, "CovSig", "main"), 1);
 }
 
+/// A program that holds every file descriptor it can get at exit (`ulimit -n 256`): the data
+/// is written. The dump opened `<covfile>.lck`, the data and a temporary file then, and the
+/// data was lost ("x.cov.lck: Too many open files") while the cpu=times report, opened at
+/// start, was written; the lock file is now kept open from start, and two descriptors are
+/// held in reserve for the dump.
+#[test]
+fn data_is_written_when_the_program_holds_every_descriptor() {
+    let dir = tmp("fds");
+    std::fs::write(
+        dir.join("CovFds.java"),
+        r#"
+import java.io.*;
+import java.util.*;
+public class CovFds {
+    static int f(int x) { return x + 1; }
+    public static void main(String[] a) throws Exception {
+        List<FileInputStream> l = new ArrayList<>();
+        try { while (true) l.add(new FileInputStream("/dev/null")); }
+        catch (IOException e) { System.out.println("exhausted " + (e.getMessage().contains("Too many open files"))); }
+        long s = 0;
+        for (int i = 0; i < 1000; i++) s += f(i);
+        System.out.println("s=" + s);
+    }
+}
+"#,
+    )
+    .unwrap();
+    javac(&dir, &[dir.join("CovFds.java")]);
+    let data = dir.join("fds.cov");
+    let o = ok(Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 256 && exec \"$@\"")
+        .arg("sh")
+        .arg(jdk_tool("java"))
+        .arg(format!(
+            "-agentpath:{}=coverage=y,include=CovFds,covfile={}",
+            agent_lib().display(),
+            data.display()
+        ))
+        .arg("-cp")
+        .arg(&dir)
+        .arg("CovFds")
+        .output()
+        .unwrap());
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(out.starts_with("exhausted true\ns=500500"), "{out}");
+    assert!(!err.contains("cannot write"), "{err}");
+    let d = read(&data);
+    assert_eq!(entries(&d, &dir, "CovFds", "f"), 1000, "{err}");
+    assert_eq!(entries(&d, &dir, "CovFds", "main"), 1);
+}
+
 /// Two JVMs at once on one covfile: the file holds the sum and both sessions; eight threads
 /// counting one method: exact.
 #[test]
