@@ -24,10 +24,10 @@ pub fn instrument(
     for (m, d, why) in &cov.skipped {
         if let bci_rewriter::coverage::Skipped::Error(e) = why {
             left += 1;
-            say(&format!(
-                "bci: {}.{m}{d}: left without counters: {e}",
-                cov.name
-            ));
+            // the editor's errors name the method already: once is enough
+            let at = format!("{}.{m}{d}", cov.name);
+            let e = e.strip_prefix(&format!("{at}: ")).unwrap_or(e);
+            say(&format!("bci: {at}: left without counters: {e}"));
         }
     }
     for (m, d, before, after) in &cov.huge {

@@ -1714,6 +1714,42 @@ fn an_instrumented_system_class_loader_keeps_management_and_clock_sample() {
     assert_eq!(counts.get("OfflSysLoader.work"), Some(&100), "{counts:?}");
 }
 
+/// A program that interrupts every thread it sees (Thread.getAllStackTraces lists the
+/// runtime's) keeps its times: before, the sampler's sleep returned on the first interrupt and
+/// the thread ended, so OfflInterrupt.spin, run after the interrupts, had no time at all.
+#[test]
+fn the_programs_interrupts_do_not_stop_the_sampler() {
+    let out = fresh("interrupts");
+    let classes = out.join("classes");
+    javac(&classes, &[fixtures().join("OfflInterrupt.java")]);
+    let rt = runtime_jar(&out);
+    let inst = out.join("inst");
+    let o = bci(&[&"instrument", &classes, &inst]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let data = out.join("bci.data");
+    let run = java(&[
+        &format!("-Dbci.file={}", data.display()),
+        &"-cp",
+        &format!("{}:{}", inst.display(), rt.display()),
+        &"OfflInterrupt",
+    ]);
+    let err = text(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert_eq!(text(&run.stdout), "done\n", "{err}");
+    let o = bci(&[&"report", &data, &"format=methods"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report = text(&o.stdout);
+    assert!(report.contains("clock = sample"), "{report}");
+    // rank self total count self(ms) total(ms) method
+    let self_ms: f64 = report
+        .lines()
+        .find(|l| l.ends_with(" OfflInterrupt.spin()V"))
+        .and_then(|l| l.split_whitespace().nth(4))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no row for spin: {report}"));
+    assert!(self_ms > 0.0, "spin has no sampled time: {report}");
+}
+
 /// Several copies of the runtime jar in one JVM, one per class loader (a web application's
 /// WEB-INF/lib), each loading the instrumented OfflDep: nothing is lost. Before, coverage
 /// copies failed on the file lock (`cannot write coverage data to ...:

@@ -522,13 +522,22 @@ public final class Offline {
         }
     }
 
+    /**
+     * Sleeps {@code ms}; an interrupt cuts the sleep short and nothing more: the runtime's
+     * threads are visible to the program (Thread.getAllStackTraces), and code that interrupts
+     * every thread it sees ended the sampler, whose samples then stopped (times lost).
+     */
+    static void pause(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            // not the runtime's to stop on: only `running` (or the JVM's end) stops its threads
+        }
+    }
+
     private static void reapLoop() {
         for (;;) {
-            try {
-                Thread.sleep(REAP_MS);
-            } catch (InterruptedException e) {
-                return;
-            }
+            pause(REAP_MS);
             reap();
         }
     }
@@ -909,12 +918,10 @@ public final class Offline {
             }
             try {
                 while (makingSystemLoader()) {
-                    Thread.sleep(1);
+                    pause(1);
                 }
                 mx = threadMXBean();
                 return true;
-            } catch (InterruptedException e) {
-                return false;
             } catch (Throwable e) {
                 System.err.println("bci: clock=sample not available (" + e + "): the profile has"
                         + " counts but no times; run with -Dbci.clock=wall");
@@ -938,11 +945,7 @@ public final class Offline {
             long[] tid = new long[0];
             int rounds = 0;
             while (running) {
-                try {
-                    Thread.sleep(ms);
-                } catch (InterruptedException e) {
-                    return;
-                }
+                pause(ms);
                 if (++rounds * ms >= REAP_MS) {
                     rounds = 0;
                     reap();
