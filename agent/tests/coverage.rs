@@ -117,6 +117,16 @@ fn instrument_offline(from: &Path, to: &Path, rt: &Path) {
     }
 }
 
+/// `java` running classes covered offline (`inst`, with the runtime jar's classes in `rt`),
+/// writing `covfile`; the caller adds the main class.
+fn offline_java(covfile: &Path, inst: &Path, rt: &Path) -> Command {
+    let mut c = Command::new(jdk_tool("java"));
+    c.arg(format!("-Dbci.covfile={}", covfile.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()));
+    c
+}
+
 fn cov_basics(dir: &Path) -> PathBuf {
     let classes = dir.join("classes");
     javac(
@@ -258,11 +268,8 @@ fn code_before_its_class_initializer_counts_offline_as_with_the_agent() {
     .output()
     .unwrap());
     let offline = dir.join("offline.cov");
-    let out_offline = ok(Command::new(jdk_tool("java"))
+    let out_offline = ok(offline_java(&offline, &inst, &rt)
         .arg("-Xverify:all")
-        .arg(format!("-Dbci.covfile={}", offline.display()))
-        .arg("-cp")
-        .arg(format!("{}:{}", inst.display(), rt.display()))
         .arg("CovInitOrder")
         .output()
         .unwrap());
@@ -297,11 +304,8 @@ fn agent_and_offline_give_identical_data() {
         .output()
         .unwrap());
         let offline = dir.join(format!("{main}-offline.cov"));
-        let out_offline = ok(Command::new(jdk_tool("java"))
+        let out_offline = ok(offline_java(&offline, &inst, &rt)
             .arg("-Xverify:all")
-            .arg(format!("-Dbci.covfile={}", offline.display()))
-            .arg("-cp")
-            .arg(format!("{}:{}", inst.display(), rt.display()))
             .arg(main)
             .output()
             .unwrap());
@@ -963,10 +967,7 @@ fn agent_and_runtime_jar_share_one_file() {
     let one = class_counts(&read(&reference), "CovBasics").1.to_vec();
     let shared = dir.join("shared.cov");
     for _ in 0..2 {
-        let offline = Command::new(jdk_tool("java"))
-            .arg(format!("-Dbci.covfile={}", shared.display()))
-            .arg("-cp")
-            .arg(format!("{}:{}", inst.display(), rt.display()))
+        let offline = offline_java(&shared, &inst, &rt)
             .arg("CovBasics")
             .spawn()
             .unwrap();
@@ -1020,10 +1021,7 @@ fn covfile_and_file_through_a_link_are_written_to_its_target() {
     )
     .output()
     .unwrap());
-    ok(Command::new(jdk_tool("java"))
-        .arg(format!("-Dbci.covfile={}", cov.display()))
-        .arg("-cp")
-        .arg(format!("{}:{}", inst.display(), rt.display()))
+    ok(offline_java(&cov, &inst, &rt)
         .arg("CovBasics")
         .output()
         .unwrap());
@@ -1074,12 +1072,8 @@ fn session_ids_name_the_real_host() {
     let mut pids = Vec::new();
     // (not exported, and exported with another name: the machine's name wins)
     for env in [None, Some("not-the-host")] {
-        let mut offline = Command::new(jdk_tool("java"));
-        offline
-            .arg(format!("-Dbci.covfile={}", shared.display()))
-            .arg("-cp")
-            .arg(format!("{}:{}", inst.display(), rt.display()))
-            .arg("CovBasics");
+        let mut offline = offline_java(&shared, &inst, &rt);
+        offline.arg("CovBasics");
         let mut agent = java(
             &classes.display().to_string(),
             Some(&format!(
@@ -1884,11 +1878,8 @@ fn bare_agent_offline(
     let bare = ok(java(&cp, None, main, &[]).output().unwrap());
     let opts = format!("coverage=y,include={main}*,covfile={}", agent.display());
     let covered = ok(java(&cp, Some(&opts), main, &[]).output().unwrap());
-    let off = ok(Command::new(jdk_tool("java"))
+    let off = ok(offline_java(&offline, &inst, &rt)
         .arg("-Xverify:all")
-        .arg(format!("-Dbci.covfile={}", offline.display()))
-        .arg("-cp")
-        .arg(format!("{}:{}", inst.display(), rt.display()))
         .arg(main)
         .output()
         .unwrap());
