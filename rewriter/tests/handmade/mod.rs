@@ -22,20 +22,8 @@ pub fn class(desc: &str, max_locals: u16, code: &[u8], handlers: &[[u16; 4]]) ->
     utf(&mut b, "Code"); // 9
     utf(&mut b, desc); // 10
     b.extend_from_slice(&[0, 0x21, 0, 2, 0, 4, 0, 0, 0, 0, 0, 1]);
-    b.extend_from_slice(&[0, 1, 0, 5, 0, 10, 0, 1, 0, 9]);
-    let len = 2 + 2 + 4 + code.len() + 2 + 8 * handlers.len() + 2;
-    b.extend_from_slice(&(len as u32).to_be_bytes());
-    b.extend_from_slice(&2u16.to_be_bytes());
-    b.extend_from_slice(&max_locals.to_be_bytes());
-    b.extend_from_slice(&(code.len() as u32).to_be_bytes());
-    b.extend_from_slice(code);
-    b.extend_from_slice(&(handlers.len() as u16).to_be_bytes());
-    for h in handlers {
-        for v in h {
-            b.extend_from_slice(&v.to_be_bytes());
-        }
-    }
-    b.extend_from_slice(&[0, 0, 0, 0]);
+    member(&mut b, 1, [5, 10, 9], 2, max_locals, code, handlers);
+    b.extend_from_slice(&[0, 0]);
     b
 }
 
@@ -69,10 +57,25 @@ pub fn method(
     code: &[u8],
     handlers: &[[u16; 4]],
 ) {
-    b.extend_from_slice(&[0, 9]);
+    member(b, 9, [name, desc, 7], stack, locals, code, handlers);
+}
+
+/// Appends a method with access `flags`, its name, descriptor and "Code" constants, and one
+/// Code attribute: max_stack, max_locals, code and exception table.
+fn member(
+    b: &mut Vec<u8>,
+    flags: u16,
+    [name, desc, code_name]: [u16; 3],
+    stack: u16,
+    locals: u16,
+    code: &[u8],
+    handlers: &[[u16; 4]],
+) {
+    b.extend_from_slice(&flags.to_be_bytes());
     b.extend_from_slice(&name.to_be_bytes());
     b.extend_from_slice(&desc.to_be_bytes());
-    b.extend_from_slice(&[0, 1, 0, 7]);
+    b.extend_from_slice(&1u16.to_be_bytes());
+    b.extend_from_slice(&code_name.to_be_bytes());
     let len = 2 + 2 + 4 + code.len() + 2 + 8 * handlers.len() + 2;
     b.extend_from_slice(&(len as u32).to_be_bytes());
     b.extend_from_slice(&stack.to_be_bytes());
