@@ -257,6 +257,10 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     // Tracing rules alone with format=collapsed write nothing to it (the summary goes to
     // stderr, see dump): it is not opened, so that no empty file is left behind.
     let trace_only = !engine.profiles() && !engine.trace_rules().is_empty();
+    if let Some(e) = opts.profile_option_ignored(trace_only) {
+        log(&e);
+        return sys::JNI_ERR;
+    }
     let out = if opts.cpu && !(trace_only && opts.format == options::Format::Collapsed) {
         // through a link, its target: a file this JVM creates there is removed, if unwritten,
         // instead of the link

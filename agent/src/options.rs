@@ -74,6 +74,11 @@ pub struct Options {
     pub cpu: bool,
     /// `cpu=times` given explicitly (a rules file with only tracing rules then profiles too).
     pub cpu_given: bool,
+    /// The first option given (as given) that only shapes the profile's rows (depth=,
+    /// thread=, clock=, interval=, cutoff=, lineno=): refused at start when the rules file
+    /// turns out to hold tracing rules only and cpu=times is not given (no profile is
+    /// written then; [`Options::profile_option_ignored`]).
+    pub profile_option: Option<String>,
     /// `compilehuge=y` (default): when coverage counters grow a method past HotSpot's
     /// 8000-byte compile limit, the agent turns `-XX:+DontCompileHugeMethods` off so that the
     /// method can still be JIT-compiled; `n` leaves the flag and names each such method.
@@ -105,6 +110,7 @@ impl Default for Options {
             classdump: None,
             cpu: true,
             cpu_given: false,
+            profile_option: None,
             compile_huge: true,
         }
     }
@@ -117,6 +123,23 @@ impl Default for Options {
 const EARLY_PREFIXES: &[&str] = &["java/", "jdk/", "sun/"];
 
 impl Options {
+    /// The error for a profile option given to a run that writes no profile: `rules=` holds
+    /// tracing rules only (`trace_only`) and cpu=times is not given, so the file= report
+    /// has the trace summary and no profile rows to shape (format= still chooses where the
+    /// summary goes).
+    pub fn profile_option_ignored(&self, trace_only: bool) -> Option<String> {
+        let p = self
+            .profile_option
+            .as_deref()
+            .filter(|_| trace_only && !self.cpu_given)?;
+        Some(format!(
+            "{p} shapes the cpu=times profile; rules={} has tracing rules only, so this run \
+             writes no profile (file= gets the trace summary): give cpu=times as well, or \
+             leave it out",
+            self.rules.as_deref().unwrap_or("")
+        ))
+    }
+
     /// The files this run writes, as (option, path as given): the profile (`file=`, with
     /// cpu=times or a rules file), the coverage data (`covfile=`) and the trace
     /// (`tracefile=`).
@@ -417,7 +440,7 @@ fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
 /// what they need ([`Options::check_ignored`]; `bci report` takes [`parse`]: it has options of
 /// its own).
 pub fn parse_run(s: Option<&str>) -> Result<Options, OptionError> {
-    let o = parse(s)?;
+    let mut o = parse(s)?;
     let given: Vec<(&str, &str)> = s
         .unwrap_or("")
         .split(',')
@@ -426,6 +449,15 @@ pub fn parse_run(s: Option<&str>) -> Result<Options, OptionError> {
         .map(|p| (p.split('=').next().unwrap_or(p), p))
         .collect();
     o.check_ignored(&given)?;
+    o.profile_option = PROFILE_OPTIONS
+        .iter()
+        .filter(|n| **n != "format")
+        .find_map(|n| {
+            given
+                .iter()
+                .find(|(g, _)| g == n)
+                .map(|(_, p)| p.to_string())
+        });
     Ok(o)
 }
 

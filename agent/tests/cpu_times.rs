@@ -656,6 +656,10 @@ fn stderr_of(opts: &str) -> (bool, String) {
 
 #[test]
 fn bad_options_stop_the_jvm() {
+    let trace = tmp("trace-only").join("t.jsonl");
+    let rules = format!("rules={},tracefile={}", trace_only_rules(), trace.display());
+    let trace_depth = format!("{rules},depth=8");
+    let trace_lineno = format!("lineno=n,{rules}");
     for (opts, needles) in [
         ("depht=3", &["unknown option 'depht'", "depth"][..]),
         ("clock=sundial", &["clock", "sample, wall, cpu"][..]),
@@ -688,6 +692,18 @@ fn bad_options_stop_the_jvm() {
             &["depth=8 shapes the cpu=times profile"][..],
         ),
         ("help=x", &["option help takes no value (help=x)"][..]),
+        // a rules file with tracing rules only writes no profile: depth= shaped nothing
+        (
+            trace_depth.as_str(),
+            &[
+                "depth=8 shapes the cpu=times profile",
+                "has tracing rules only",
+            ][..],
+        ),
+        (
+            trace_lineno.as_str(),
+            &["lineno=n shapes the cpu=times profile"][..],
+        ),
     ] {
         let (ok, err) = stderr_of(opts);
         assert!(!ok, "{opts} should stop the JVM");
@@ -695,6 +711,17 @@ fn bad_options_stop_the_jvm() {
             assert!(err.contains(n), "{opts}: stderr lacks {n:?}: {err}");
         }
     }
+    // with cpu=times the profile runs next to the tracing rules: depth= shapes it
+    let (ok, err) = stderr_of(&format!("cpu=times,depth=8,{rules}"));
+    assert!(ok, "{err}");
+}
+
+/// The shipped example rules file, which has one tracing rule and no probe rule.
+fn trace_only_rules() -> String {
+    format!(
+        "{}/../rules/examples/hashmap-resize.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 #[test]
