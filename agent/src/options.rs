@@ -188,7 +188,7 @@ impl Options {
 
     /// Options given (`given`: name and the option as written) that this run would ignore:
     /// refused, saying what they need, as `file=` with coverage=y alone is ([`parse`]).
-    fn check_ignored(&self, given: &[(&str, &str)]) -> Result<(), OptionError> {
+    pub fn check_ignored(&self, given: &[(&str, &str)]) -> Result<(), OptionError> {
         let as_given = |name: &str| given.iter().find(|(n, _)| *n == name).map(|(_, p)| *p);
         let err = |m: String| Err(OptionError(m));
         if !self.cpu {
@@ -441,13 +441,7 @@ fn yes_no(name: &str, v: &str) -> Result<bool, OptionError> {
 /// its own).
 pub fn parse_run(s: Option<&str>) -> Result<Options, OptionError> {
     let mut o = parse(s)?;
-    let given: Vec<(&str, &str)> = s
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| (p.split('=').next().unwrap_or(p), p))
-        .collect();
+    let given = given(s.unwrap_or(""));
     o.check_ignored(&given)?;
     o.profile_option = PROFILE_OPTIONS
         .iter()
@@ -459,6 +453,15 @@ pub fn parse_run(s: Option<&str>) -> Result<Options, OptionError> {
                 .map(|(_, p)| p.to_string())
         });
     Ok(o)
+}
+
+/// Each option of an option string as (name, the option as written), in order.
+pub fn given(s: &str) -> Vec<(&str, &str)> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| (p.split('=').next().unwrap_or(p), p))
+        .collect()
 }
 
 /// Parses the option string (`None` or empty = defaults).

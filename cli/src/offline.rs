@@ -279,7 +279,7 @@ const REPORT_OPTIONS: &[&str] = &["thread", "format", "cutoff", "lineno"];
 /// What a cpu=times report takes, for its error messages.
 pub const REPORT_USAGE: &str = "a cpu=times report takes -o FILE and one argument of options in \
      the agent's syntax: thread=y|n, format=hprof|collapsed|methods, cutoff=N, lineno=y|n \
-     (e.g. thread=y,format=methods)";
+     (e.g. thread=y,format=collapsed)";
 
 /// Whether a file starts like the data file the runtime jar writes (`bci-data` and a tab).
 pub fn is_profile_data(path: &Path) -> bool {
@@ -290,7 +290,7 @@ pub fn is_profile_data(path: &Path) -> bool {
 }
 
 /// Renders a data file as the agent would (HPROF text by default); `options` in the agent's
-/// syntax (`thread=y,format=methods,cutoff=0.01,lineno=n`). The agent's other options steer
+/// syntax (`thread=y,cutoff=0.01,lineno=n`). The agent's other options steer
 /// the run (clock, depth: they come from the data file; covfile, verbose …: they do nothing
 /// here) and are refused, as are unknown ones, saying what the report takes. `thread=` defaults to how the data
 /// was recorded (`-Dbci.thread=`); `thread=n` merges per-thread data; `thread=y` on data
@@ -317,6 +317,10 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
     }
     let given = |k: &str| names().any(|n| n == k);
     let mut o = bciagent::options::parse(Some(options)).map_err(|e| format!("{e}"))?;
+    // options the chosen format would ignore are refused as the agent refuses them
+    // (cutoff= and lineno= with format=collapsed|methods, thread= with format=methods)
+    o.check_ignored(&bciagent::options::given(options))
+        .map_err(|e| format!("{e}"))?;
     let (snap, rec) = read_data(data)?;
     if !given("thread") {
         o.thread = rec.per_thread;

@@ -717,7 +717,7 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
     .unwrap();
     let applies = "a cpu=times report takes -o FILE and one argument of options in the \
                    agent's syntax: thread=y|n, format=hprof|collapsed|methods, cutoff=N, \
-                   lineno=y|n (e.g. thread=y,format=methods)";
+                   lineno=y|n (e.g. thread=y,format=collapsed)";
     let (x, l, c, cob, h) = (
         out.join("x.xml"),
         out.join("l.info"),
@@ -843,11 +843,34 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
             "{opts}"
         );
     }
-    let o = bci(&[
-        &"report",
-        &data,
-        &"thread=n,format=methods,cutoff=0,lineno=n",
-    ]);
+    // options the chosen format would ignore, refused as the agent refuses them (accepted
+    // silently before: cutoff= and lineno= shape format=hprof's TRACE rows only)
+    for (opts, want) in [
+        (
+            "format=methods,cutoff=0",
+            "cutoff=0 cuts the TRACE rows of format=hprof; format=methods has none",
+        ),
+        (
+            "lineno=n,format=collapsed",
+            "lineno=n says whether the TRACE frames of format=hprof show lines; \
+             format=collapsed has none",
+        ),
+        (
+            "thread=n,format=methods",
+            "thread=n splits the stacks of format=hprof and format=collapsed by thread",
+        ),
+    ] {
+        let o = bci(&[&"report", &data, &opts]);
+        assert_eq!(o.status.code(), Some(2), "{opts}");
+        assert!(
+            text(&o.stderr).contains(want),
+            "{opts}: {}",
+            text(&o.stderr)
+        );
+    }
+    let o = bci(&[&"report", &data, &"thread=n,format=hprof,cutoff=0,lineno=n"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = bci(&[&"report", &data, &"format=methods"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     // the other way round: the agent's options next to coverage data
     let cov = out.join("a.cov");
