@@ -162,7 +162,7 @@ mod imp {
     use bci_rewriter::coverage::ClassId;
     use bci_rewriter::flow::Split;
     use bci_rewriter::{
-        instrument_methods, Glob, MethodInfo, NewField, Outcome, ProbeRegistry, Rules,
+        instrument_methods, Glob, MethodInfo, NewField, Outcome, ProbeRegistry, Rules, MOUNT_CLASS,
     };
 
     pub struct Engine {
@@ -489,6 +489,10 @@ mod imp {
         pub fn selects(&self, internal_name: &str) -> bool {
             (self.cpu && self.rules.selects_class(internal_name))
                 || self.opts.adds_fields_to(internal_name)
+                // VirtualThread gets the mount hooks whatever include=/exclude= say (clock=cpu
+                // moves a virtual thread's clock there: with include=com.acme.* it was left
+                // alone, and each virtual thread was charged its carrier's CPU time)
+                || (self.cpu && self.opts.mount_hook && internal_name == MOUNT_CLASS)
                 || self.cov_selects(internal_name)
                 || (!self.trace.is_empty() && self.trace_selects(internal_name))
                 || self
@@ -698,7 +702,9 @@ mod imp {
                 self.fields_only.as_ref().map(|(r, o)| (r, o, false))
             };
             if let Some((rules, opts, is_cpu)) = pass {
-                if (is_cpu && rules.selects_class(name)) || opts.adds_fields_to(name) {
+                if (is_cpu && (rules.selects_class(name) || opts.mount_hook && name == MOUNT_CLASS))
+                    || opts.adds_fields_to(name)
+                {
                     let (o, left) =
                         instrument_methods(input, rules, &mut Reg(reg, redefined.is_some()), opts)
                             .map_err(|e| e.to_string())?;

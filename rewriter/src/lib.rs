@@ -226,22 +226,19 @@ const THREAD_SWITCHING: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The class whose mount and unmount get [`Options::mount_hook`]'s calls.
+pub const MOUNT_CLASS: &str = "java/lang/VirtualThread";
+
 /// The methods at whose end a virtual thread (JDK 21+) runs as itself on a carrier thread:
 /// `VirtualThread.mount`, and JDK 21-23's `switchToVirtualThread` (back from code run as the
 /// carrier). [`Options::mount_hook`] calls the runtime there.
-const MOUNTS: (&str, &[&str]) = (
-    "java/lang/VirtualThread",
-    &["mount", "switchToVirtualThread"],
-);
+const MOUNTS: (&str, &[&str]) = (MOUNT_CLASS, &["mount", "switchToVirtualThread"]);
 
 /// The methods at whose entry a virtual thread (JDK 21+) is about to stop running as itself
 /// on its carrier (`Thread.currentThread()` is still the virtual thread): `VirtualThread.unmount`,
 /// and JDK 21-23's `switchToCarrierThread` (code run as the carrier). [`Options::mount_hook`]
 /// calls the runtime's `unmounting()V` there.
-const UNMOUNTS: (&str, &[&str]) = (
-    "java/lang/VirtualThread",
-    &["unmount", "switchToCarrierThread"],
-);
+const UNMOUNTS: (&str, &[&str]) = (MOUNT_CLASS, &["unmount", "switchToCarrierThread"]);
 
 /// Whether `class.name` is in [`THREAD_SWITCHING`].
 pub fn switches_threads(class: &str, name: &str) -> bool {
