@@ -85,6 +85,28 @@ struct LeftOriginal {
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
 
+/// The options the agent instance that runs was given (as written).
+static FIRST_OPTIONS: OnceLock<String> = OnceLock::new();
+
+/// The agent loaded a second time (`JAVA_TOOL_OPTIONS` and the command line, or two
+/// `-agentpath`s): one instance runs. With the same options the second does nothing; with
+/// other options the run would silently lack what they ask (a coverage=y given second wrote
+/// no data), so the JVM stops, naming both.
+fn second_instance(options: Option<&str>) -> sys::jint {
+    let now = options.unwrap_or("");
+    let first = FIRST_OPTIONS.get().map(String::as_str).unwrap_or("");
+    if now.trim() == first.trim() {
+        log("loaded twice with the same options; the second instance does nothing");
+        return sys::JNI_OK;
+    }
+    log(&format!(
+        "loaded twice with different options ('{first}', then '{now}'): one instance runs in a \
+         JVM, so the second one's options would be ignored; give the agent once, with all the \
+         options (e.g. cpu=times,coverage=y)"
+    ));
+    sys::JNI_ERR
+}
+
 /// A class left original after an error: logged once and listed in the report.
 fn class_left_original(a: &Agent, name: &str, why: &str) {
     a.failed.fetch_add(1, Ordering::Relaxed);
@@ -250,8 +272,7 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     };
     if AGENT.get().is_some() {
         // before the report file is opened: a second instance would lock its own copy of it
-        log("loaded twice; the second instance does nothing");
-        return sys::JNI_OK;
+        return second_instance(options);
     }
     // the report file now, not at exit: a path that cannot be written stops the JVM here.
     // Tracing rules alone with format=collapsed write nothing to it (the summary goes to
@@ -460,9 +481,9 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     };
     let _ = &covfile;
     if AGENT.set(agent).is_err() {
-        log("loaded twice; the second instance does nothing");
-        return sys::JNI_OK;
+        return second_instance(options);
     }
+    let _ = FIRST_OPTIONS.set(options.unwrap_or("").to_string());
     let r = jvmti.set_event_callbacks(&cbs).and_then(|_| {
         for ev in [
             sys::JVMTI_EVENT_VM_INIT,

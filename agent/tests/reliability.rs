@@ -525,8 +525,10 @@ public class Early {
     assert!(!r.contains("did not match the shadow stack"), "{r}");
 }
 
-/// The agent given twice: the second instance does nothing, and opens no report file of its
-/// own (it found the first one's file locked and wrote an empty `<file>.<pid>`).
+/// The agent given twice with the same options: the second instance does nothing, and opens
+/// no report file of its own (it found the first one's file locked and wrote an empty
+/// `<file>.<pid>`). With other options the JVM stops, naming both (the second's coverage=y was
+/// dropped silently: no coverage data; found by the JVM-configurations hunt).
 #[test]
 fn loaded_twice_one_report() {
     let dir = tmp("twice");
@@ -553,6 +555,23 @@ fn loaded_twice_one_report() {
         method_count(&std::fs::read_to_string(&f).unwrap(), "Small.f(I)I"),
         321
     );
+    let cov = dir.join("c.cov");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("coverage=y,covfile={}", cov.display()),
+        &[&agent],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(!o.status.success() && !out.contains("small"), "{out}{err}");
+    for n in [
+        "loaded twice with different options",
+        &format!("file={}", f.display()),
+        "coverage=y,covfile=",
+    ] {
+        assert!(err.contains(n), "stderr lacks {n:?}: {err}");
+    }
 }
 
 /// thread=y: a thread attaching through JNI (the launcher's DestroyJavaVM, which runs the
