@@ -30,6 +30,18 @@ pub const BUILTIN_EXCLUDES: &[&str] = &[];
 pub const REFLECTION_ACCESSORS: &[&str] =
     &["jdk/internal/reflect/Generated", "sun/reflect/Generated"];
 
+/// JFR's event classes and their mirrors (jdk.jfr.events.* and jdk.internal.event.*): JFR
+/// checks at start that each mirror declares exactly the fields of its event class, so a
+/// field coverage adds to one of a pair (serialVersionUID, kept for serialization) stopped
+/// every JVM started with -XX:StartFlightRecording ("Found additional fields in mirror class
+/// [serialVersionUID]", "Failure when starting JFR"; `jcmd JFR.start` failed alike). Coverage
+/// leaves them alone, and jdk.jfr.Event, which every mirror extends (its fields count in the
+/// check): JFR's plumbing, of no interest to a program's coverage.
+pub const JFR_EVENT_CLASSES: &[&str] = &["jdk/jfr/events/", "jdk/internal/event/"];
+
+/// The superclass of JFR's event classes (see [`JFR_EVENT_CLASSES`]).
+pub const JFR_EVENT: &str = "jdk/jfr/Event";
+
 /// The class that gets [`THREAD_FIELDS`].
 pub const THREAD_CLASS: &str = "java/lang/Thread";
 
@@ -379,12 +391,13 @@ mod imp {
             // BciCov.arr in its <init> would make cpu=times give it a catch-all handler, and C2
             // (JDK 17.0.21) crashes in ciExceptionHandler::catch_klass compiling that
             // (see BUILTIN_EXCLUDES)
-            if self.cpu && name == "java/lang/Object" {
+            if self.cpu && name == "java/lang/Object" || name == JFR_EVENT {
                 return false;
             }
             if [COV_RUNTIME_CLASS, EARLY_RUNTIME_CLASS, "bci/runtime/"]
                 .iter()
                 .chain(REFLECTION_ACCESSORS)
+                .chain(JFR_EVENT_CLASSES)
                 .any(|p| name.starts_with(p))
             {
                 return false;
