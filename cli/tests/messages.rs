@@ -381,7 +381,9 @@ fn a_damaged_jar_entry_is_named_by_instrument_and_verify() {
 }
 
 /// A class file the verifier cannot read (truncated, or text named `X.class`) is named by its
-/// path, and in a jar by the jar and the entry (it was `?: format error: ...`).
+/// path, and in a jar by the jar and the entry (it was `?: format error: ...`), also when its
+/// name can be read (a class file of a version after 69 was named by its class alone:
+/// `Main: format error: …`; found by the manuals hunt).
 #[test]
 fn verify_names_an_unreadable_class_file_by_its_path() {
     let d = work("verify-unreadable");
@@ -421,6 +423,11 @@ fn verify_names_an_unreadable_class_file_by_its_path() {
         z.write_all(&main).unwrap();
         z.start_file("a/Trunc.class", opts).unwrap();
         z.write_all(&main[..20]).unwrap();
+        // a newer javac's class file: its name is readable, its version is not
+        let mut future = main.clone();
+        future[6..8].copy_from_slice(&70u16.to_be_bytes());
+        z.start_file("b/Future.class", opts).unwrap();
+        z.write_all(&future).unwrap();
         z.finish().unwrap();
     }
     let o = bci(&["verify", "--no-jdk", jar.to_str().unwrap()]);
@@ -428,9 +435,10 @@ fn verify_names_an_unreadable_class_file_by_its_path() {
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
         format!(
-            "{}: a/Trunc.class: format error: truncated class file: constant pool: constant #3 \
-             (NameAndType): need 1 more byte at offset 0x13\n",
-            jar.display()
+            "{j}: a/Trunc.class: format error: truncated class file: constant pool: constant #3 \
+             (NameAndType): need 1 more byte at offset 0x13\n\
+             {j}: b/Future.class: format error: unsupported class file version 70.0\n",
+            j = jar.display()
         ),
         "{}",
         text(&o)

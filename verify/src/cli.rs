@@ -108,17 +108,23 @@ pub fn execute(a: &VerifyArgs, report: &mut dyn FnMut(&[String], usize, usize)) 
     let (mut n_err, mut assumed, mut unchecked) = (0usize, 0usize, 0usize);
     for (i, (file, b, at)) in classes.iter().enumerate() {
         let v = verify_class_counting(b, &path);
-        let errs = v.errors;
+        let (errs, unreadable) = (v.errors, v.unreadable);
         assumed += v.assumed;
         unchecked += v.unchecked;
-        // a class that cannot be read has no name (`?`): named by where it is instead
+        // a class that cannot be read has no name (`?`, or one guessed from its bytes): named
+        // by where it is instead (two entries of one jar with a guessed name were two identical
+        // lines naming neither the jar nor the entry)
         let mut lines: Vec<String> = errs
             .iter()
-            .map(|e| match e.class.as_str() {
-                "?" => format!("{at}: {}", e.message),
-                // one of several builds of the class: which entry
-                _ if versioned(file) => format!("{at}: {e}"),
-                _ => e.to_string(),
+            .map(|e| {
+                if unreadable || e.class == "?" {
+                    format!("{at}: {}", e.message)
+                } else if versioned(file) {
+                    // one of several builds of the class: which entry
+                    format!("{at}: {e}")
+                } else {
+                    e.to_string()
+                }
             })
             .collect();
         if a.cross {

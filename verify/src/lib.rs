@@ -103,6 +103,9 @@ pub struct Verdict {
     /// Methods with subroutines (jsr/ret, class files before version 51) whose types were not
     /// checked: the inference verifier here has no subroutine analysis (HotSpot's has).
     pub unchecked: usize,
+    /// The bytes do not parse as a class file (the error's class name is a guess, or `?`):
+    /// callers name the class by where it is.
+    pub unreadable: bool,
 }
 
 /// [`verify_class`], also counting what it could not decide ([`Verdict`]).
@@ -118,6 +121,7 @@ pub fn verify_class_counting(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Ve
                     offset: None,
                     message: format!("format error: {e}"),
                 }],
+                unreadable: true,
                 ..Verdict::default()
             };
         }
@@ -229,6 +233,7 @@ pub fn verify_class_counting(bytes: &[u8], hierarchy: &dyn ClassHierarchy) -> Ve
         errors: errs,
         assumed: hier.assumed(),
         unchecked,
+        unreadable: false,
     }
 }
 
