@@ -396,8 +396,14 @@ fn check_instrument_paths(
     map: Option<&std::path::Path>,
 ) -> Result<(), String> {
     if offline::same_path(input, output) {
+        // named both ways when they are written apart (a link, a hard link, `dir/./x`)
+        let input = if input == output {
+            String::new()
+        } else {
+            format!(" {}", input.display())
+        };
         return Err(format!(
-            "{}: output is the input; write the instrumented copy elsewhere",
+            "{}: output is the input{input}; write the instrumented copy elsewhere",
             output.display()
         ));
     }

@@ -610,7 +610,8 @@ fn hello_jar(dir: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// An output that is a hard link to the input is the input (it was truncated: `bci: a.jar:
-/// META-INF/: i/o error`, and the input lost); an existing output hard-linked elsewhere is
+/// META-INF/: i/o error`, and the input lost), refused naming both (the input was not named;
+/// found by the manuals hunt); an existing output hard-linked elsewhere is
 /// replaced, not written through the link (the other name keeps its bytes), for a jar and for
 /// the files of an output directory alike.
 #[test]
@@ -631,8 +632,9 @@ fn hard_links_are_never_written_through() {
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
         format!(
-            "bci: {}: output is the input; write the instrumented copy elsewhere\n",
-            same.display()
+            "bci: {}: output is the input {}; write the instrumented copy elsewhere\n",
+            same.display(),
+            jar.display()
         )
     );
     assert_eq!(std::fs::read(&jar).unwrap(), before, "the input changed");
