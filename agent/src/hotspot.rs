@@ -1,11 +1,14 @@
-//! HotSpot's boolean `-XX` flags, set from inside the JVM through the tables libjvm.so exports
+//! HotSpot's `-XX` flags, read and set from inside the JVM through the tables libjvm.so exports
 //! for its serviceability agent (`gHotSpotVMStructs`, `gHotSpotVMTypes`: the layout of
-//! `JVMFlag` and where the flag array is), as async-profiler and other profilers do. Used for
-//! one flag: `DontCompileHugeMethods`, when coverage counters grow a method past HotSpot's
+//! `JVMFlag` and where the flag array is), as async-profiler and other profilers do. Set: one
+//! flag, `DontCompileHugeMethods`, when coverage counters grow a method past HotSpot's
 //! 8000-byte compile limit (such a method would otherwise never be JIT-compiled, however hot).
+//! Read: bool and string (ccstr) flags, and the JVM's argument list
+//! (`Arguments::_jvm_args_array`, the list `jcmd VM.command_line` shows: JDK 25 keeps
+//! `-Xshare:` in no flag).
 //!
 //! Every step is checked (symbols present, the entries found, sizes and counts sane, the flag's
-//! type bool where the table gives it); anything missing is an error, never a guess.
+//! type bool or ccstr where the table gives it); anything missing is an error, never a guess.
 
 use std::ffi::{c_char, c_void, CStr};
 
@@ -79,7 +82,17 @@ struct FlagTable {
     type_at: Option<(usize, bool)>,
 }
 
-fn flag_table() -> Result<FlagTable, String> {
+/// One entry of the VMStructs table.
+struct StructEntry<'a> {
+    field: &'a [u8],
+    type_string: Option<&'a [u8]>,
+    is_static: bool,
+    offset: usize,
+    address: *const u8,
+}
+
+/// Calls `f` with every entry of the VMStructs table whose type name is one of `types`.
+fn struct_entries(types: &[&[u8]], mut f: impl FnMut(&StructEntry)) -> Result<(), String> {
     let structs = exported_ptr(c"gHotSpotVMStructs")?;
     let s_type = exported_u64(c"gHotSpotVMStructEntryTypeNameOffset")? as usize;
     let s_field = exported_u64(c"gHotSpotVMStructEntryFieldNameOffset")? as usize;
@@ -88,24 +101,15 @@ fn flag_table() -> Result<FlagTable, String> {
     let s_offset = exported_u64(c"gHotSpotVMStructEntryOffsetOffset")? as usize;
     let s_addr = exported_u64(c"gHotSpotVMStructEntryAddressOffset")? as usize;
     let s_stride = exported_u64(c"gHotSpotVMStructEntryArrayStride")? as usize;
-    let types = exported_ptr(c"gHotSpotVMTypes")?;
-    let t_name = exported_u64(c"gHotSpotVMTypeEntryTypeNameOffset")? as usize;
-    let t_size = exported_u64(c"gHotSpotVMTypeEntrySizeOffset")? as usize;
-    let t_stride = exported_u64(c"gHotSpotVMTypeEntryArrayStride")? as usize;
     let sane = |x: usize| x < 256;
-    if ![
-        s_type, s_field, s_tstr, s_static, s_offset, s_addr, t_name, t_size,
-    ]
-    .into_iter()
-    .all(sane)
+    if ![s_type, s_field, s_tstr, s_static, s_offset, s_addr]
+        .into_iter()
+        .all(sane)
         || !(8..256).contains(&s_stride)
-        || !(8..256).contains(&t_stride)
     {
         return Err("the VMStructs layout is not a known one".into());
     }
-    let (mut flags_addr, mut count_addr) = (None, None);
-    let (mut name_at, mut addr_at, mut type_at) = (None, None, None);
-    // the tables end with an entry whose type name is null; bounded in case they do not
+    // the table ends with an entry whose type name is null; bounded in case it does not
     for k in 0..100_000 {
         // SAFETY: entry k lies within the exported array (it ends with a null-named entry,
         // checked before reading further); the fields are at the offsets the JVM exports.
@@ -114,30 +118,43 @@ fn flag_table() -> Result<FlagTable, String> {
             let Some(ty) = c_str(*(e.add(s_type) as *const *const c_char)) else {
                 break;
             };
-            if ty != b"JVMFlag" && ty != b"Flag" {
+            if !types.contains(&ty) {
                 continue;
             }
-            let field = c_str(*(e.add(s_field) as *const *const c_char)).unwrap_or_default();
-            let is_static = *(e.add(s_static) as *const i32) != 0;
-            let offset = *(e.add(s_offset) as *const u64) as usize;
-            let address = *(e.add(s_addr) as *const *const u8);
-            match (field, is_static) {
-                (b"flags", true) => flags_addr = Some(address),
-                (b"numFlags", true) => count_addr = Some(address),
-                (b"_name", false) => name_at = Some(offset),
-                (b"_addr", false) => addr_at = Some(offset),
-                (b"_type", false) => {
-                    // JDK 17+: an int (0 = bool); JDK 8 and 11: a const char* ("bool")
-                    let ts = c_str(*(e.add(s_tstr) as *const *const c_char));
-                    type_at = Some((offset, ts == Some(b"int".as_slice())));
-                }
-                _ => {}
-            }
+            f(&StructEntry {
+                field: c_str(*(e.add(s_field) as *const *const c_char)).unwrap_or_default(),
+                type_string: c_str(*(e.add(s_tstr) as *const *const c_char)),
+                is_static: *(e.add(s_static) as *const i32) != 0,
+                offset: *(e.add(s_offset) as *const u64) as usize,
+                address: *(e.add(s_addr) as *const *const u8),
+            });
         }
+    }
+    Ok(())
+}
+
+fn flag_table() -> Result<FlagTable, String> {
+    let (mut flags_addr, mut count_addr) = (None, None);
+    let (mut name_at, mut addr_at, mut type_at) = (None, None, None);
+    struct_entries(&[b"JVMFlag", b"Flag"], |e| match (e.field, e.is_static) {
+        (b"flags", true) => flags_addr = Some(e.address),
+        (b"numFlags", true) => count_addr = Some(e.address),
+        (b"_name", false) => name_at = Some(e.offset),
+        (b"_addr", false) => addr_at = Some(e.offset),
+        // JDK 17+: an int (0 = bool); JDK 8 and 11: a const char* ("bool")
+        (b"_type", false) => type_at = Some((e.offset, e.type_string == Some(b"int".as_slice()))),
+        _ => {}
+    })?;
+    let types = exported_ptr(c"gHotSpotVMTypes")?;
+    let t_name = exported_u64(c"gHotSpotVMTypeEntryTypeNameOffset")? as usize;
+    let t_size = exported_u64(c"gHotSpotVMTypeEntrySizeOffset")? as usize;
+    let t_stride = exported_u64(c"gHotSpotVMTypeEntryArrayStride")? as usize;
+    if t_name >= 256 || t_size >= 256 || !(8..256).contains(&t_stride) {
+        return Err("the VMStructs layout is not a known one".into());
     }
     let mut size = None;
     for k in 0..100_000 {
-        // SAFETY: as above, for the types table.
+        // SAFETY: as in struct_entries, for the types table.
         unsafe {
             let e = types.add(k * t_stride);
             let Some(name) = c_str(*(e.add(t_name) as *const *const c_char)) else {
@@ -193,38 +210,144 @@ fn flag_table() -> Result<FlagTable, String> {
     })
 }
 
+/// A flag's type as the table gives it: JDK 17+ numbers them (jvmFlag.hpp's `FlagType`:
+/// bool 0, int, uint, intx, uintx, uint64_t, size_t, double, ccstr 8, ccstrlist 9), JDK 8 and
+/// 11 name them.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum FlagType {
+    Bool,
+    Ccstr,
+}
+
+impl FlagTable {
+    /// The entry of the flag `name` and its value address (None: no such flag); an error if
+    /// its type is not `want` (or, for a string, cannot be told from the table).
+    ///
+    /// # Safety
+    /// `self` is a table [`flag_table`] returned (checked to lie in the JVM's flag array).
+    unsafe fn find(&self, name: &str, want: FlagType) -> Result<Option<*mut u8>, String> {
+        for k in 0..self.count {
+            // SAFETY: flag k lies in the JVM's flag array of count entries of size bytes; the
+            // offsets were checked to fall inside one entry.
+            unsafe {
+                let f = self.flags.add(k * self.size);
+                if c_str(*(f.add(self.name_at) as *const *const c_char)) != Some(name.as_bytes()) {
+                    continue;
+                }
+                let ok = match (self.type_at, want) {
+                    (Some((at, true)), FlagType::Bool) => *(f.add(at) as *const i32) == 0,
+                    (Some((at, true)), FlagType::Ccstr) => {
+                        matches!(*(f.add(at) as *const i32), 8 | 9)
+                    }
+                    (Some((at, false)), _) => {
+                        let ts = c_str(*(f.add(at) as *const *const c_char));
+                        match want {
+                            FlagType::Bool => ts == Some(b"bool".as_slice()),
+                            FlagType::Ccstr => {
+                                matches!(ts, Some(b"ccstr") | Some(b"ccstrlist"))
+                            }
+                        }
+                    }
+                    (None, FlagType::Bool) => true,
+                    (None, FlagType::Ccstr) => false,
+                };
+                if !ok {
+                    let what = match want {
+                        FlagType::Bool => "a boolean",
+                        FlagType::Ccstr => "a string",
+                    };
+                    return Err(format!("-XX:{name} is not {what} flag"));
+                }
+                let addr = *(f.add(self.addr_at) as *const *mut u8);
+                if addr.is_null() {
+                    return Err(format!("-XX:{name} has no value address"));
+                }
+                return Ok(Some(addr));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// Sets the boolean `-XX` flag `name` to `value`; returns its value before. An error (nothing
 /// written) when the JVM's tables are not there or not as expected, or the flag is unknown.
 pub fn set_bool_flag(name: &str, value: bool) -> Result<bool, String> {
     let t = flag_table()?;
-    for k in 0..t.count {
-        // SAFETY: flag k lies in the JVM's flag array of t.count entries of t.size bytes; the
-        // offsets were checked to fall inside one entry.
-        unsafe {
-            let f = t.flags.add(k * t.size);
-            if c_str(*(f.add(t.name_at) as *const *const c_char)) != Some(name.as_bytes()) {
-                continue;
-            }
-            let is_bool = match t.type_at {
-                Some((at, true)) => *(f.add(at) as *const i32) == 0,
-                Some((at, false)) => {
-                    c_str(*(f.add(at) as *const *const c_char)) == Some(b"bool".as_slice())
-                }
-                None => true,
-            };
-            if !is_bool {
-                return Err(format!("-XX:{name} is not a boolean flag"));
-            }
-            let addr = *(f.add(t.addr_at) as *const *mut u8);
-            if addr.is_null() {
-                return Err(format!("-XX:{name} has no value address"));
-            }
-            let old = std::ptr::read_volatile(addr) != 0;
-            std::ptr::write_volatile(addr, value as u8);
-            return Ok(old);
-        }
+    // SAFETY: t is from flag_table.
+    let addr = unsafe { t.find(name, FlagType::Bool) }?
+        .ok_or_else(|| format!("-XX:{name}: no such flag in this JVM"))?;
+    // SAFETY: addr is the flag's value address, a bool (checked above).
+    unsafe {
+        let old = std::ptr::read_volatile(addr) != 0;
+        std::ptr::write_volatile(addr, value as u8);
+        Ok(old)
     }
-    Err(format!("-XX:{name}: no such flag in this JVM"))
+}
+
+/// The value of the boolean `-XX` flag `name`; None when this JVM has no such flag. An error
+/// when the JVM's tables are not there or not as expected.
+pub fn bool_flag(name: &str) -> Result<Option<bool>, String> {
+    let t = flag_table()?;
+    // SAFETY: t is from flag_table; the address is the flag's, a bool (checked).
+    unsafe {
+        Ok(t.find(name, FlagType::Bool)?
+            .map(|addr| std::ptr::read_volatile(addr) != 0))
+    }
+}
+
+/// The value of the string (ccstr) `-XX` flag `name` ("" when not set); None when this JVM has
+/// no such flag. An error when the JVM's tables are not there or not as expected.
+pub fn string_flag(name: &str) -> Result<Option<String>, String> {
+    let t = flag_table()?;
+    // SAFETY: t is from flag_table; the address is the flag's, a ccstr (const char*, checked),
+    // null or a NUL-terminated string the JVM keeps for its life.
+    unsafe {
+        Ok(t.find(name, FlagType::Ccstr)?.map(|addr| {
+            let p = std::ptr::read_volatile(addr as *const *const c_char);
+            String::from_utf8_lossy(c_str(p).unwrap_or_default()).into_owned()
+        }))
+    }
+}
+
+/// The JVM's own options as it was given them (`Arguments::_jvm_args_array`: the command
+/// line's, `JAVA_TOOL_OPTIONS`', `JDK_JAVA_OPTIONS`', an options file's, in order), as
+/// `jcmd VM.command_line` lists them.
+pub fn jvm_args() -> Result<Vec<String>, String> {
+    let (mut array_addr, mut count_addr) = (None, None);
+    struct_entries(&[b"Arguments"], |e| {
+        match (e.field, e.is_static, e.type_string) {
+            (b"_jvm_args_array", true, Some(b"char**")) => array_addr = Some(e.address),
+            (b"_num_jvm_args", true, Some(b"int")) => count_addr = Some(e.address),
+            _ => {}
+        }
+    })?;
+    let missing = |what: &str| format!("VMStructs: no {what} for Arguments");
+    let array_addr = array_addr
+        .filter(|p| !p.is_null())
+        .ok_or_else(|| missing("_jvm_args_array"))?;
+    let count_addr = count_addr
+        .filter(|p| !p.is_null())
+        .ok_or_else(|| missing("_num_jvm_args"))?;
+    // SAFETY: the addresses of Arguments' static fields _jvm_args_array (char**) and
+    // _num_jvm_args (int), as the table says (their type strings checked).
+    let (array, count) = unsafe {
+        (
+            *(array_addr as *const *const *const c_char),
+            *(count_addr as *const i32),
+        )
+    };
+    if !(0..100_000).contains(&count) || (count > 0 && array.is_null()) {
+        return Err(format!("VMStructs: {count} JVM arguments"));
+    }
+    (0..count as usize)
+        .map(|k| {
+            // SAFETY: the array has count entries, each a NUL-terminated string (checked for
+            // null) the JVM keeps for its life.
+            unsafe { c_str(*array.add(k)) }
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .ok_or_else(|| format!("VMStructs: JVM argument {k} is null"))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -236,5 +359,16 @@ mod tests {
         // the test binary has no libjvm.so: every lookup fails cleanly
         let e = set_bool_flag("DontCompileHugeMethods", false).unwrap_err();
         assert!(e.contains("gHotSpotVM"), "{e}");
+    }
+
+    #[test]
+    fn outside_a_jvm_reads_are_errors() {
+        for e in [
+            bool_flag("ExitOnOutOfMemoryError").unwrap_err(),
+            string_flag("AOTMode").unwrap_err(),
+            jvm_args().unwrap_err(),
+        ] {
+            assert!(e.contains("gHotSpotVM"), "{e}");
+        }
     }
 }
