@@ -282,6 +282,23 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         log(&e);
         return sys::JNI_ERR;
     }
+    // HotSpot flags the agent cannot work with (parsed before agents load): the JVM stops
+    // here, before any output file is made
+    let early_hook = !opts.late_hook(engine.trace_rules().is_empty());
+    let uses = crate::hotspot::Uses {
+        early_hook,
+        // (a rules= file alone leaves Thread unchanged, seen with rules on Thread itself)
+        rewrites_thread: (opts.cpu && (opts.cpu_given || opts.rules.is_none()))
+            || (opts.coverage && early_hook),
+        coverage_only: opts.coverage && !opts.cpu && opts.rules.is_none(),
+    };
+    match crate::hotspot::check_flags(&uses) {
+        Ok(warnings) => warnings.iter().for_each(|w| log(w)),
+        Err(e) => {
+            log(&e);
+            return sys::JNI_ERR;
+        }
+    }
     let out = if opts.cpu && !(trace_only && opts.format == options::Format::Collapsed) {
         // through a link, its target: a file this JVM creates there is removed, if unwritten,
         // instead of the link

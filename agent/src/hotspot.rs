@@ -3,9 +3,11 @@
 //! `JVMFlag` and where the flag array is), as async-profiler and other profilers do. Set: one
 //! flag, `DontCompileHugeMethods`, when coverage counters grow a method past HotSpot's
 //! 8000-byte compile limit (such a method would otherwise never be JIT-compiled, however hot).
-//! Read: bool and string (ccstr) flags, and the JVM's argument list
-//! (`Arguments::_jvm_args_array`, the list `jcmd VM.command_line` shows: JDK 25 keeps
-//! `-Xshare:` in no flag).
+//! Read at start ([`check_flags`]): the flags the agent cannot work with (an AOT cache training
+//! run, `-Xshare:on` and `-XX:AOTMode=on` with the early class hook) and those that lose its
+//! data (`-XX:+ExitOnOutOfMemoryError`); `-Xshare:` from the JVM's argument list
+//! (`Arguments::_jvm_args_array`, the list `jcmd VM.command_line` shows), since JDK 25 keeps
+//! it in no flag.
 //!
 //! Every step is checked (symbols present, the entries found, sizes and counts sane, the flag's
 //! type bool or ccstr where the table gives it); anything missing is an error, never a guess.
@@ -350,6 +352,90 @@ pub fn jvm_args() -> Result<Vec<String>, String> {
         .collect()
 }
 
+/// What the agent will do, as far as the flags below care.
+pub struct Uses {
+    /// The early class hook (classes seen from the first one loaded).
+    pub early_hook: bool,
+    /// java.lang.Thread is rewritten (cpu=times' fields, coverage's field under the early
+    /// hook): one of the classes HotSpot's CDS/AOT writer cannot leave out of its archive.
+    pub rewrites_thread: bool,
+    /// Coverage alone (no profile, no rules file): `include=` can do without the early hook.
+    pub coverage_only: bool,
+}
+
+/// The flags the agent cannot work with, read at `Agent_OnLoad` (HotSpot has parsed them and
+/// applied its ergonomics by then): Err with the message that stops the JVM, naming the flag,
+/// why and what to do instead; else the warnings to print. A JVM whose tables cannot be read
+/// is not checked (nothing is guessed).
+pub fn check_flags(uses: &Uses) -> Result<Vec<String>, String> {
+    let string = |name: &str| string_flag(name).ok().flatten().unwrap_or_default();
+    let bool = |name: &str| bool_flag(name).ok().flatten().unwrap_or(false);
+    if uses.rewrites_thread {
+        let output = string("AOTCacheOutput");
+        let mode = string("AOTMode");
+        let flag = if !output.is_empty() {
+            Some(format!("-XX:AOTCacheOutput={output}"))
+        } else if mode == "record" || mode == "create" {
+            Some(format!("-XX:AOTMode={mode}"))
+        } else {
+            None
+        };
+        if let Some(flag) = flag {
+            return Err(format!(
+                "{flag}: HotSpot's AOT cache writer crashes the JVM (SIGSEGV at exit, no report \
+                 or coverage data) on the classes this agent rewrites (java.lang.Thread); \
+                 create the AOT cache without the agent (a run with the agent cannot use one \
+                 anyway: HotSpot refuses aot-linked classes while a ClassFileLoadHook is in use)"
+            ));
+        }
+    }
+    if uses.early_hook {
+        let instead = if uses.coverage_only {
+            ", or an include= of application packages only (no java.*, jdk.* or sun.* \
+             class: coverage then does without the early hook and CDS stays on)"
+        } else {
+            ""
+        };
+        // JDK 17: -Xshare:on sets RequireSharedSpaces; JDK 25 keeps it in no flag: the last
+        // -Xshare: given
+        let xshare_on = match bool_flag("RequireSharedSpaces") {
+            Ok(Some(on)) => on,
+            _ => jvm_args().ok().is_some_and(|a| {
+                a.iter().rev().find_map(|a| a.strip_prefix("-Xshare:")) == Some("on")
+            }),
+        };
+        if xshare_on {
+            return Err(format!(
+                "-Xshare:on: this agent's early class hook turns HotSpot's class-data sharing \
+                 (CDS) off, which -Xshare:on makes a start failure; use -Xshare:auto (the \
+                 default: the JVM runs without CDS){instead}"
+            ));
+        }
+        if string("AOTMode") == "on" {
+            return Err(format!(
+                "-XX:AOTMode=on: this agent's early class hook makes HotSpot refuse the AOT \
+                 cache, which AOTMode=on makes a start failure; use -XX:AOTMode=auto (the \
+                 default: the JVM runs without the cache){instead}"
+            ));
+        }
+    }
+    Ok(["ExitOnOutOfMemoryError", "CrashOnOutOfMemoryError"]
+        .into_iter()
+        .filter(|f| bool(f))
+        .map(|f| {
+            let exits = if f.starts_with("Exit") {
+                "exits"
+            } else {
+                "crashes"
+            };
+            format!(
+                "-XX:+{f}: if the heap runs out, the JVM {exits} without telling agents: no \
+                 report/coverage data is written"
+            )
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn outside_a_jvm_reads_are_errors() {
+    fn outside_a_jvm_reads_are_errors_and_nothing_is_refused() {
         for e in [
             bool_flag("ExitOnOutOfMemoryError").unwrap_err(),
             string_flag("AOTMode").unwrap_err(),
@@ -370,5 +456,12 @@ mod tests {
         ] {
             assert!(e.contains("gHotSpotVM"), "{e}");
         }
+        // tables that cannot be read: nothing is guessed, the JVM is not stopped
+        let uses = Uses {
+            early_hook: true,
+            rewrites_thread: true,
+            coverage_only: false,
+        };
+        assert_eq!(check_flags(&uses), Ok(vec![]));
     }
 }

@@ -103,6 +103,198 @@ fn unwritable_file_refused_at_start() {
     assert!(!o.status.success() && err.contains("%q"), "{err}");
 }
 
+const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
+
+/// The JDK 25 `java`, None (skipped, said on stderr) where it is not installed.
+fn java25() -> Option<PathBuf> {
+    let java = Path::new(JDK25).join("bin/java");
+    if java.exists() {
+        Some(java)
+    } else {
+        eprintln!("skipped: no JDK 25 at {JDK25}");
+        None
+    }
+}
+
+/// `java` (a given JDK's) with the agent and JVM options `extra`, run in `dir` with the class
+/// path `cp` (relative to `dir`).
+fn java_in(java: &Path, dir: &Path, cp: &str, main: &str, opts: &str, extra: &[&str]) -> Output {
+    Command::new(java)
+        .current_dir(dir)
+        .args(extra)
+        .arg(format!("-agentpath:{}={}", agent_lib().display(), opts))
+        .arg("-cp")
+        .arg(cp)
+        .arg(main)
+        .output()
+        .unwrap()
+}
+
+/// JDK 25: an AOT cache training run (`-XX:AOTMode=record`, `-XX:AOTCacheOutput=`) with the
+/// classes the agent rewrites (java.lang.Thread: cpu=times, coverage with the early hook) made
+/// HotSpot's archive writer crash at exit (SIGSEGV in ArchiveBuilder, rc 134, hs_err, the
+/// report left empty). It stops the JVM at start, naming the flag and what to do; a rules= file
+/// alone and coverage without the early hook (Thread unchanged) train as before.
+#[test]
+fn aot_cache_training_run_refused_where_it_would_crash() {
+    let Some(java) = java25() else { return };
+    let dir = tmp("aotrecord");
+    compile(&dir, "Small", SMALL, &[]);
+    // (an AOT cache takes no non-empty directory on the class path: a jar)
+    let cp = "small.jar";
+    let jar = Command::new(jdk_tool("jar"))
+        .current_dir(&dir)
+        .args(["cf", cp, "Small.class"])
+        .output()
+        .unwrap();
+    assert!(
+        jar.status.success(),
+        "{}",
+        String::from_utf8_lossy(&jar.stderr)
+    );
+    for (opts, flags) in [
+        (
+            "cpu=times,file=p.txt",
+            &["-XX:AOTMode=record", "-XX:AOTConfiguration=a.conf"][..],
+        ),
+        (
+            "coverage=y,covfile=c.cov",
+            &["-XX:AOTCacheOutput=a.aot"][..],
+        ),
+    ] {
+        let o = java_in(&java, &dir, cp, "Small", opts, flags);
+        let (out, err) = text(&o);
+        assert!(
+            !o.status.success(),
+            "{opts} {flags:?} must not start: {out}{err}"
+        );
+        assert!(!out.contains("small"), "the program ran: {out}");
+        assert!(
+            err.contains(&format!("bciagent: {}", flags[0]))
+                && err.contains("crashes")
+                && err.contains("without the agent"),
+            "{err}"
+        );
+        assert!(!dir.join("p.txt").exists() && !dir.join("c.cov.lck").exists());
+    }
+    let rules = dir.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"f\"\nclass = \"Small\"\nmethod = \"f\"\ncount = true\n",
+    )
+    .unwrap();
+    for opts in [
+        format!("rules={}", rules.display()),
+        "coverage=y,include=Small,covfile=c.cov".to_string(),
+    ] {
+        let o = java_in(
+            &java,
+            &dir,
+            cp,
+            "Small",
+            &opts,
+            &["-XX:AOTMode=record", "-XX:AOTConfiguration=b.conf"],
+        );
+        let (out, err) = text(&o);
+        assert!(
+            o.status.success() && out.contains("small 51681"),
+            "{opts}: {out}{err}"
+        );
+        assert!(!err.contains("AOTMode"), "{err}");
+    }
+}
+
+/// `-Xshare:on` (and JDK 25's `-XX:AOTMode=on`) with the early class hook, which turns CDS
+/// off: the JVM failed to start, JDK 25 saying only "Unable to map shared spaces". It stops at
+/// start naming the flag and the way out; `-Xshare:on` overridden by a later `-Xshare:auto`,
+/// and coverage of application classes only (no early hook), run.
+#[test]
+fn xshare_on_with_the_early_hook_refused_at_start() {
+    let dir = tmp("xshareon");
+    compile(&dir, "Small", SMALL, &[]);
+    let default = jdk_tool("java");
+    let java25 = java25();
+    for java in std::iter::once(&default).chain(java25.as_ref()) {
+        for (opts, flags, hint) in [
+            ("cpu=times,file=p.txt", &["-Xshare:on"][..], false),
+            ("coverage=y,covfile=c.cov", &["-Xshare:on"][..], true),
+        ] {
+            let o = java_in(java, &dir, ".", "Small", opts, flags);
+            let (out, err) = text(&o);
+            assert!(!o.status.success() && !out.contains("small"), "{out}{err}");
+            assert!(
+                err.contains("bciagent: -Xshare:on: this agent's early class hook")
+                    && err.contains("-Xshare:auto")
+                    && err.contains("include=") == hint,
+                "{java:?} {opts}: {err}"
+            );
+        }
+        for (opts, flags) in [
+            ("cpu=times,file=p.txt", &["-Xshare:on", "-Xshare:auto"][..]),
+            (
+                "coverage=y,include=Small,covfile=c.cov",
+                &["-Xshare:on"][..],
+            ),
+        ] {
+            let o = java_in(java, &dir, ".", "Small", opts, flags);
+            let (out, err) = text(&o);
+            assert!(
+                o.status.success() && out == "small 51681\n",
+                "{java:?} {opts}: {out}{err}"
+            );
+        }
+    }
+    let Some(java) = java25 else { return };
+    let o = java_in(
+        &java,
+        &dir,
+        ".",
+        "Small",
+        "cpu=times,file=p.txt",
+        &["-XX:AOTMode=on"],
+    );
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}{err}");
+    assert!(
+        err.contains("bciagent: -XX:AOTMode=on: this agent's early class hook"),
+        "{err}"
+    );
+}
+
+/// `-XX:+ExitOnOutOfMemoryError` (and CrashOnOutOfMemoryError): HotSpot leaves with
+/// os::_exit when the heap runs out, before any JVMTI event (ResourceExhausted comes after,
+/// VMDeath never), so nothing can be written: said on stderr at start, and only then.
+#[test]
+fn exit_on_out_of_memory_error_warned_at_start() {
+    let dir = tmp("exitoom");
+    compile(&dir, "Small", SMALL, &[]);
+    let java = jdk_tool("java");
+    for (flags, warned) in [
+        (&["-XX:+ExitOnOutOfMemoryError"][..], Some("exits")),
+        (&["-XX:+CrashOnOutOfMemoryError"][..], Some("crashes")),
+        (&[][..], None),
+        (&["-XX:-ExitOnOutOfMemoryError"][..], None),
+    ] {
+        let o = java_in(&java, &dir, ".", "Small", "cpu=times,file=p.txt", flags);
+        let (out, err) = text(&o);
+        assert!(o.status.success() && out == "small 51681\n", "{out}{err}");
+        let line = warned.map(|how| {
+            format!(
+                "bciagent: {}: if the heap runs out, the JVM {how} without telling agents: no \
+                 report/coverage data is written\n",
+                flags[0]
+            )
+        });
+        assert_eq!(
+            err.lines()
+                .find(|l| l.contains("OutOfMemoryError"))
+                .map(|l| format!("{l}\n")),
+            line,
+            "{err}"
+        );
+    }
+}
+
 /// Two JVMs running at the same time with the same `file=`: both reports are kept (the second
 /// writes `<file>.<pid>` and says so); `%p` gives each JVM its own file.
 #[test]
