@@ -287,9 +287,8 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
     let early_hook = !opts.late_hook(engine.trace_rules().is_empty());
     let uses = crate::hotspot::Uses {
         early_hook,
-        // (a rules= file alone leaves Thread unchanged, seen with rules on Thread itself)
-        rewrites_thread: (opts.cpu && (opts.cpu_given || opts.rules.is_none()))
-            || (opts.coverage && early_hook),
+        // (the late hook never sees Thread: loaded before VMStart)
+        rewrites_thread: early_hook && engine.rewrites_thread(),
         coverage_only: opts.coverage && !opts.cpu && opts.rules.is_none(),
     };
     match crate::hotspot::check_flags(&uses) {

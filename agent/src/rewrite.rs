@@ -497,6 +497,16 @@ mod imp {
             self.cpu
         }
 
+        /// Whether java.lang.Thread gets fields (the profile's state, coverage's arrays): the
+        /// rewrite HotSpot's AOT cache writer cannot take (hotspot::check_flags).
+        pub fn rewrites_thread(&self) -> bool {
+            (self.cpu && self.opts.adds_fields_to(THREAD_CLASS))
+                || self
+                    .fields_only
+                    .as_ref()
+                    .is_some_and(|(_, o)| o.adds_fields_to(THREAD_CLASS))
+        }
+
         /// Whether the hook must hand class `internal_name` to [`Engine::instrument`]: rules
         /// or coverage select it, or it gets the runtime's fields.
         pub fn selects(&self, internal_name: &str) -> bool {
@@ -810,6 +820,9 @@ mod imp {
             Vec::new()
         }
         pub fn profiles(&self) -> bool {
+            false
+        }
+        pub fn rewrites_thread(&self) -> bool {
             false
         }
         pub fn runtime_class(&self) -> &str {
