@@ -1281,6 +1281,193 @@ fn multi_release_jar_reports_the_entry_that_ran() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// Several classes of one name loaded side by side in one run (JRuby's JIT: a class named after
+/// the file for each hot method of a script it cannot compile whole), kept apart by classdump=
+/// (`prog.<hash>.class`): builds under one --classes path that each have data and declare
+/// different methods are each reported as a class of their own, `name#hash` (distinct XML,
+/// CSV rows and HTML pages), their source file's lines combined (hits summed) in LCOV. Before,
+/// one build was reported (the first by entry name) and the others' data "left out" (found by
+/// the languages hunt: fib, safe_call and the worker block gone from JRuby's LCOV). Builds
+/// declaring the same methods and fields may be a redefinition's versions: one build per
+/// report, as before.
+#[test]
+fn classes_of_one_name_loaded_side_by_side_are_each_reported() {
+    let work = fresh_work("side-by-side");
+    let src = |body: &str| format!("package rb;\npublic class Prog {{\n{body}\n}}\n");
+    let builds = [
+        (
+            "v1",
+            src("  static int fib(int n) {\n    return n + 1;\n  }"),
+        ),
+        (
+            "v2",
+            src("\n\n  static int risky(int n) {\n    return n * 2;\n  }"),
+        ),
+        // the methods of v1, another body: what a redefinition may make of v1
+        (
+            "v3",
+            src("  static int fib(int n) {\n    return n + 2;\n  }"),
+        ),
+    ];
+    let mut files = Vec::new();
+    for (tag, text) in &builds {
+        let out = work.join(tag);
+        javac_into(
+            &work.join(format!("src-{tag}")),
+            &out,
+            &[("rb/Prog.java", text)],
+        );
+        files.push(std::fs::read(out.join("rb/Prog.class")).unwrap());
+    }
+    // one run's data of some builds: every counter of v1 3, of v2 5, of v3 7
+    let counts: Vec<Vec<u64>> = (files.iter().zip([3, 5, 7]))
+        .map(|(b, k)| {
+            let plan = bci_rewriter::coverage::plan_class(b, Split::AfterCalls).unwrap();
+            vec![k; plan.counters as usize]
+        })
+        .collect();
+    let run = |name: &str, which: &[usize]| -> PathBuf {
+        let mut d = CovData::default();
+        d.sessions.push(bci_rewriter::coverage::data::Session {
+            id: format!("host-1-{name}"),
+            start_ms: 1,
+            dump_ms: 2,
+            jvm: "17".into(),
+            command: "jruby prog.rb".into(),
+        });
+        for &i in which {
+            d.add_class("rb/Prog", class_hash(&files[i]), &counts[i])
+                .unwrap();
+        }
+        let data = work.join(name);
+        std::fs::write(&data, d.to_bytes()).unwrap();
+        data
+    };
+    // a classdump= directory of two builds
+    let dump = |name: &str, which: &[usize]| -> PathBuf {
+        let dir = work.join(name).join("rb");
+        std::fs::create_dir_all(&dir).unwrap();
+        for &i in which {
+            let h = class_hash(&files[i]);
+            std::fs::write(dir.join(format!("Prog.{h:016x}.class")), &files[i]).unwrap();
+        }
+        dir.parent().unwrap().to_path_buf()
+    };
+    let (h1, h2, h3) = (
+        class_hash(&files[0]),
+        class_hash(&files[1]),
+        class_hash(&files[2]),
+    );
+
+    let (side, data) = (dump("side", &[0, 1]), run("side.cov", &[0, 1]));
+    let (info, xml, csv, html) = (
+        work.join("s.info"),
+        work.join("s.xml"),
+        work.join("s.csv"),
+        work.join("html"),
+    );
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&side),
+        os("--lcov"),
+        os(&info),
+        os("--xml"),
+        os(&xml),
+        os("--csv"),
+        os(&csv),
+        os("--html"),
+        os(&html),
+    ]);
+    let (n1, n2) = (format!("rb/Prog#{h1:016x}"), format!("rb/Prog#{h2:016x}"));
+    let mut names = [n1.clone(), n2.clone()];
+    names.sort();
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(0),
+            format!(
+                "bci: note: rb/Prog: 2 builds in {} have data (classes loaded side by side \
+                 under one name, e.g. JRuby's JIT compiling each method of a file into a class \
+                 of its own): each reported as a class of its own ({}, {}); their source \
+                 file's lines are combined\n",
+                side.display(),
+                names[0],
+                names[1]
+            )
+            .as_str()
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n2 classes analysed, 2 with data; 1 session in"),
+        "{out}"
+    );
+    let xml = std::fs::read_to_string(&xml).unwrap();
+    let classes: Vec<&str> = tags(&xml, "class")
+        .iter()
+        .filter_map(|t| attr(t, "name"))
+        .collect();
+    assert_eq!(classes, names, "{xml}");
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    for n in &names {
+        let simple = n.strip_prefix("rb/").unwrap();
+        assert!(csv.contains(&format!(",rb,{simple},")), "{csv}");
+    }
+    // a page of each build, one of the source file
+    let mut pages: Vec<String> = std::fs::read_dir(html.join("rb"))
+        .unwrap()
+        .map(|e| percent_decode(&e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    pages.sort();
+    let mut want_pages: Vec<String> = (names.iter())
+        .map(|n| format!("{}.html", n.strip_prefix("rb/").unwrap()))
+        .chain(["Prog.java.html".into(), "index.html".into()])
+        .collect();
+    want_pages.sort();
+    assert_eq!(pages, want_pages);
+    // LCOV: one record of Prog.java, each line's hits summed over the builds that have it
+    let mut want: BTreeMap<u32, u64> = BTreeMap::new();
+    for i in [0, 1] {
+        let c = analyze(&files[i], Some(&counts[i]), Split::AfterCalls).unwrap();
+        for (l, x) in &c.lines {
+            *want.entry(*l).or_default() += line_count(x);
+        }
+    }
+    assert!(want.keys().eq(&[2, 4, 6]) && want[&2] > 0);
+    assert_eq!(lcov_da(&info), want);
+    let text = std::fs::read_to_string(&info).unwrap();
+    let sf: Vec<&str> = text.lines().filter(|l| l.starts_with("SF:")).collect();
+    assert_eq!(sf, ["SF:rb/Prog.java"], "{text}");
+    for m in ["fib(I)I", "risky(I)I"] {
+        assert!(text.contains(m), "{m}: {text}");
+    }
+
+    // the same methods and fields (a redefinition's versions): one build, the other left out
+    let (redefined, data) = (dump("redefined", &[0, 2]), run("redefined.cov", &[0, 2]));
+    let (first, second) = if h1 < h3 { (h1, h3) } else { (h3, h1) };
+    let (code, out, err) = run_bci(&[os("report"), os(&data), os("--classes"), os(&redefined)]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(0),
+            format!(
+                "left out: rb/Prog: the data in {} is of rb/Prog.{second:016x}.class, the report \
+                 shows rb/Prog.{first:016x}.class (one build of a class per report)\n",
+                data.display()
+            )
+            .as_str()
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n1 class analysed, 1 with data; 1 session in"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Paths after one --classes are data files to the parser: a jar, a directory or a class file
 /// given as data says it looks like a class path and that --classes takes one path per flag,
 /// wherever it stands (also first, also after --classes), instead of "bad magic".

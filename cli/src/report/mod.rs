@@ -126,6 +126,8 @@ pub struct Report {
     pub input_errors: Vec<String>,
     /// Named on stderr; the report is whole.
     pub warnings: Vec<String>,
+    /// Said on stderr (`bci: note:`): what the report did that a reader should know.
+    pub notes: Vec<String>,
     /// Classes that had data.
     pub with_data: usize,
     /// Classes without data that would need more counters than a class may have
@@ -261,6 +263,50 @@ fn choose(entries: &[Entry], has_data: impl Fn(u64) -> bool) -> Option<usize> {
     best(&|e| has_data(e.hash))
         .or_else(|| best(&|e| e.release.is_none()))
         .or_else(|| best(&|_| true))
+}
+
+/// The entries of one path that are builds of a class loaded side by side under one name in a
+/// run (JRuby's JIT makes a class of each hot method of a file it cannot compile whole, all
+/// named after the file; `classdump=` keeps each): base entries (no multi-release
+/// `META-INF/versions/N/` entry) of distinct names and hashes, each with data, whose methods
+/// or fields differ. A redefinition cannot change a class's methods or fields, so builds that
+/// all declare the same ones may be versions of one class that replaced one another: those
+/// keep the one-build rule ([`choose`]), as do a multi-release jar's entries. Empty when not
+/// side by side; else the indexes of the builds, in entry order.
+fn side_by_side(entries: &[Entry], has_data: impl Fn(u64) -> bool) -> Vec<usize> {
+    let mut picked: Vec<usize> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        if e.release.is_none()
+            && has_data(e.hash)
+            && !(picked.iter()).any(|&k| entries[k].hash == e.hash || entries[k].path == e.path)
+        {
+            picked.push(i);
+        }
+    }
+    if picked.len() < 2 {
+        return Vec::new();
+    }
+    let members = |b: &[u8]| -> Option<[Vec<(String, String)>; 2]> {
+        let cf = bci::ClassFile::parse(b).ok()?;
+        let list = |ms: &[bci::class::Member<'_>]| {
+            let mut v: Vec<(String, String)> = (ms.iter())
+                .map(|m| {
+                    (
+                        cf.member_name(m).into_owned(),
+                        cf.member_desc(m).into_owned(),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        Some([list(&cf.methods), list(&cf.fields)])
+    };
+    let first = members(&entries[picked[0]].bytes);
+    if (picked[1..].iter()).all(|&k| members(&entries[k].bytes) == first) {
+        return Vec::new();
+    }
+    picked
 }
 
 /// One source file of a package: its classes and their lines merged.
@@ -418,6 +464,7 @@ impl Report {
             errors: Vec::new(),
             input_errors: Vec::new(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             with_data: 0,
             too_big: Vec::new(),
             not_found: Vec::new(),
@@ -606,11 +653,26 @@ impl Report {
             let Some(chosen) = choose(&entries, has_data) else {
                 continue;
             };
-            let Entry {
-                bytes, hash, path, ..
-            } = &entries[chosen];
-            let (bytes, hash) = (bytes.as_slice(), *hash);
-            let counts = data.counts(&name, hash);
+            // Builds loaded side by side under one name: each reported as a class of its own,
+            // named `name#hash` (the hash of its data and classdump= file name); else one.
+            let side = side_by_side(&entries, has_data);
+            if !side.is_empty() {
+                let named: Vec<String> = (side.iter())
+                    .map(|&k| format!("{name}#{:016x}", entries[k].hash))
+                    .collect();
+                r.notes.push(format!(
+                    "{name}: {} builds in {} have data (classes loaded side by side under one \
+                     name, e.g. JRuby's JIT compiling each method of a file into a class of its \
+                     own): each reported as a class of its own ({}); their source file's lines \
+                     are combined",
+                    side.len(),
+                    containers[first],
+                    named.join(", ")
+                ));
+            }
+            let reported: Vec<usize> = if side.is_empty() { vec![chosen] } else { side };
+            let Entry { hash, path, .. } = &entries[chosen];
+            let hash = *hash;
             // Data of other builds of the class: named, never counted for this one (without
             // data of its own build the class is reported as not run). Data of another entry
             // of the same multi-release jar is that build's, but one build of a class is
@@ -624,13 +686,14 @@ impl Report {
             let mut stale_files = Vec::new();
             // the files that hold data of the build reported too, with the other builds'
             // hashes: named apart (their data of this build is counted)
+            let is_reported = |h: u64| reported.iter().any(|&k| entries[k].hash == h);
             let with_this: Vec<usize> = (in_data.iter())
-                .filter(|(h, _)| *h == hash)
+                .filter(|(h, _)| is_reported(*h))
                 .flat_map(|(_, f)| f.iter().copied())
                 .collect();
             let mut both: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
             for (h, files) in &in_data {
-                if *h == hash {
+                if is_reported(*h) {
                     continue;
                 }
                 match entries.iter().find(|e| e.hash == *h) {
@@ -662,69 +725,88 @@ impl Report {
             for (f, mut gone) in both {
                 gone.sort_unstable();
                 gone.dedup();
+                // the build reported that this file has data of (of builds side by side, one)
+                let kept = (in_data.iter())
+                    .find(|(h, fs)| is_reported(*h) && fs.contains(&f))
+                    .map_or(hash, |(h, _)| *h);
                 r.stale.push(Stale {
                     class: name.clone(),
                     files: names(&[f]),
                     other_entry: None,
-                    both: Some((hash, gone)),
+                    both: Some((kept, gone)),
                 });
             }
             let root = &containers[first];
-            // as `bci instrument --coverage` (and the agent) planned it: a method it left
-            // without counters is named as such, not reported as never run
-            let plan = match instrumented_plan(bytes, &crate::coverage::options(false)) {
-                Ok(p) => p,
-                Err(e) => {
-                    r.errors.push(format!("{root}: {name}: {e}"));
-                    continue;
-                }
-            };
-            match analyze_plan(bytes, &plan, counts) {
-                Ok(c) if c.counters.instructions.total() > 0 => {
-                    r.with_data += counts.is_some() as usize;
-                    if counts.is_none() && plan.counters > bci_rewriter::coverage::MAX_COUNTERS {
-                        r.too_big.push((name.clone(), plan.counters));
-                    }
-                    r.classes.push(c);
-                }
-                Ok(_) => continue,
-                Err(e) => {
-                    r.errors.push(format!("{root}: {name}: {e}"));
-                    continue;
-                }
-            }
-            // Per test: a class with no data (never run) is in the section outside the tests,
-            // with zero counts, so that the sections add up to the whole report.
-            let per_test_total = match (per_test.as_mut(), counts) {
-                (Some(pt), None) => {
-                    pt.outside.extend(r.classes.last().cloned());
-                    None
-                }
-                (Some(pt), Some(total)) => Some((pt, total)),
-                (None, _) => None,
-            };
-            if let Some((pt, total)) = per_test_total {
-                // split by the one rule every per-test output shows: a method whose call
-                // spans a test's begin or end is outside the tests, whole
-                let key = (name.clone(), hash);
-                let tests: Vec<Option<&[u64]>> = (data.tests.values())
-                    .map(|classes| classes.get(&key).map(Vec::as_slice))
-                    .collect();
-                let w = bci_rewriter::coverage::split_windows(&plan, total, &tests);
-                for (t, tc) in w.tests.iter().enumerate() {
-                    let Some(tc) = tc else {
+            for &k in &reported {
+                let (bytes, hash) = (entries[k].bytes.as_slice(), entries[k].hash);
+                let counts = data.counts(&name, hash);
+                // the name the report gives it: a build side by side with others has its hash
+                let shown = if reported.len() > 1 {
+                    format!("{name}#{hash:016x}")
+                } else {
+                    name.clone()
+                };
+                let named = |mut c: Class| {
+                    c.name = shown.clone();
+                    c
+                };
+                // as `bci instrument --coverage` (and the agent) planned it: a method it left
+                // without counters is named as such, not reported as never run
+                let plan = match instrumented_plan(bytes, &crate::coverage::options(false)) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        r.errors.push(format!("{root}: {shown}: {e}"));
                         continue;
-                    };
-                    match analyze_plan(bytes, &plan, Some(tc)) {
-                        Ok(c) => pt.classes[t].push(c),
-                        Err(e) => r
-                            .errors
-                            .push(format!("{root}: {name}: test {}: {e}", pt.tests[t])),
+                    }
+                };
+                match analyze_plan(bytes, &plan, counts) {
+                    Ok(c) if c.counters.instructions.total() > 0 => {
+                        r.with_data += counts.is_some() as usize;
+                        if counts.is_none() && plan.counters > bci_rewriter::coverage::MAX_COUNTERS
+                        {
+                            r.too_big.push((shown.clone(), plan.counters));
+                        }
+                        r.classes.push(named(c));
+                    }
+                    Ok(_) => continue,
+                    Err(e) => {
+                        r.errors.push(format!("{root}: {shown}: {e}"));
+                        continue;
                     }
                 }
-                match analyze_plan(bytes, &plan, Some(&w.outside)) {
-                    Ok(c) => pt.outside.push(c),
-                    Err(e) => r.errors.push(format!("{root}: {name}: {e}")),
+                // Per test: a class with no data (never run) is in the section outside the tests,
+                // with zero counts, so that the sections add up to the whole report.
+                let per_test_total = match (per_test.as_mut(), counts) {
+                    (Some(pt), None) => {
+                        pt.outside.extend(r.classes.last().cloned());
+                        None
+                    }
+                    (Some(pt), Some(total)) => Some((pt, total)),
+                    (None, _) => None,
+                };
+                if let Some((pt, total)) = per_test_total {
+                    // split by the one rule every per-test output shows: a method whose call
+                    // spans a test's begin or end is outside the tests, whole
+                    let key = (name.clone(), hash);
+                    let tests: Vec<Option<&[u64]>> = (data.tests.values())
+                        .map(|classes| classes.get(&key).map(Vec::as_slice))
+                        .collect();
+                    let w = bci_rewriter::coverage::split_windows(&plan, total, &tests);
+                    for (t, tc) in w.tests.iter().enumerate() {
+                        let Some(tc) = tc else {
+                            continue;
+                        };
+                        match analyze_plan(bytes, &plan, Some(tc)) {
+                            Ok(c) => pt.classes[t].push(named(c)),
+                            Err(e) => r
+                                .errors
+                                .push(format!("{root}: {shown}: test {}: {e}", pt.tests[t])),
+                        }
+                    }
+                    match analyze_plan(bytes, &plan, Some(&w.outside)) {
+                        Ok(c) => pt.outside.push(named(c)),
+                        Err(e) => r.errors.push(format!("{root}: {shown}: {e}")),
+                    }
                 }
             }
         }
@@ -936,6 +1018,9 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
     }
     for w in &r.warnings {
         progress.line(&format!("bci: warning: {w}"));
+    }
+    for n in &r.notes {
+        progress.line(&format!("bci: note: {n}"));
     }
     for s in &r.stale {
         progress.line(&s.line());
