@@ -108,8 +108,8 @@ enum Cmd {
         /// stdout.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Coverage: a directory or jar of the original classes that ran; one path per flag,
-        /// repeat it for more (--classes a.jar --classes b/classes).
+        /// Coverage: a directory, jar or class file of the original classes that ran; one path
+        /// per flag, repeat it for more (--classes a.jar --classes b/classes).
         #[arg(long)]
         classes: Vec<PathBuf>,
         /// Coverage: a source root (for the HTML source pages and the LCOV/Cobertura paths); one

@@ -3650,6 +3650,63 @@ fn an_unreadable_class_file_is_not_called_absent() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A `--classes` path that is one class file (a classdump= file, to report one build of a class)
+/// is read as a class, as `bci verify` takes one: before, it was read as a zip ("not a zip
+/// archive", exit 2; found by the languages hunt). A file that is neither says what
+/// `--classes` takes.
+#[test]
+fn a_class_file_given_as_classes_is_read() {
+    let work = fresh_work("class-file-as-classes");
+    let classes = work.join("classes");
+    javac_into(
+        &work,
+        &classes,
+        &[(
+            "com/acme/Calc.java",
+            "package com.acme; public class Calc { int f() { return 1; } }",
+        )],
+    );
+    let file = classes.join("com/acme/Calc.class");
+    let data = work.join("run.cov");
+    std::fs::write(&data, loaded_data("host-1-1", &[&file]).to_bytes()).unwrap();
+    // also under a classdump= name, and under a name that is no .class
+    let dumped = work.join("Calc.0123456789abcdef.class");
+    let plain = work.join("Calc.bin");
+    for to in [&dumped, &plain] {
+        std::fs::copy(&file, to).unwrap();
+    }
+    for f in [&file, &dumped, &plain] {
+        let (code, out, err) = run_bci(&[os("report"), os(&data), os("--classes"), os(f)]);
+        assert_eq!(
+            (code, err.as_str()),
+            (Some(0), ""),
+            "{}: {out}",
+            f.display()
+        );
+        assert!(
+            out.contains("\n1 class analysed, 1 with data; 1 session in"),
+            "{out}"
+        );
+    }
+    let text = work.join("notes.txt");
+    std::fs::write(&text, "not a class\n").unwrap();
+    let (code, out, err) = run_bci(&[os("report"), os(&data), os("--classes"), os(&text)]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            format!(
+                "bci: {}: not a zip archive (no end-of-central-directory record: not a zip, or \
+                 one cut short) (--classes takes a directory, a jar or a class file)\n",
+                text.display()
+            )
+            .as_str()
+        ),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Data of one run (session `id`) in which each class file of `classes` was loaded and none of
 /// its code ran (every counter 0): each class is "with data", under the hash of its bytes.
 fn loaded_data(id: &str, classes: &[&Path]) -> CovData {

@@ -4,9 +4,10 @@
 //! `WEB-INF/lib/*.jar`), recursively, read in memory. Each directory or jar is a [`Container`]
 //! of its own, named as a path (`libs/app.jar`) or, nested, with `!/` as in a jar URL
 //! (`app.jar!/BOOT-INF/lib/util.jar`), so that a class in two of them is treated as a class
-//! under two `--classes` paths.
+//! under two `--classes` paths. A `--classes` path that is a class file is a container of that
+//! one class.
 
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::Path;
 
 /// Jars nested deeper than this are not read (a zip that holds itself, a "zip quine", would
@@ -30,7 +31,8 @@ pub fn is_archive_name(name: &str) -> bool {
         .any(|x| n.ends_with(x))
 }
 
-/// What a `--classes` path holds: the path itself first, then each jar in it (a directory's
+/// What a `--classes` path holds (a directory, a jar, or one class file, as `bci verify`
+/// takes): the path itself first, then each jar in it (a directory's
 /// in name order, a jar's in entry order, each followed by those nested in it). `Err` when
 /// the path itself cannot be read; a jar in it that cannot be read is an error line in
 /// `errors` (the report is incomplete), one nested too deep a line in `warnings`.
@@ -56,11 +58,41 @@ pub fn read(
         }
         return Ok(out);
     }
-    // a path that is not a directory is read as a zip, whatever its name
+    // a path that is not a directory is read as a zip, whatever its name, unless it is a class
+    // file (its magic, or a `.class` name: one cut short is then "not a class file")
     let err = |e: &dyn std::fmt::Display| format!("{name}: {e}");
-    let f = std::fs::File::open(root).map_err(|e| err(&e))?;
-    let mut z = zip::ZipArchive::new(std::io::BufReader::new(f))
-        .map_err(|e| err(&crate::io::zip_open_error(&e, root)))?;
+    let mut f = std::fs::File::open(root).map_err(|e| err(&e))?;
+    let mut magic = Vec::with_capacity(4);
+    (&mut f)
+        .take(4)
+        .read_to_end(&mut magic)
+        .map_err(|e| err(&e))?;
+    let class_name = root
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().ends_with(".class"));
+    if magic == [0xca, 0xfe, 0xba, 0xbe] || class_name {
+        let bytes = std::fs::read(root).map_err(|e| err(&e))?;
+        let entry =
+            (root.file_name()).map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
+        // its file name as the entry: a classdump= file (`prog.<hash>.class`) reads as such
+        let entry = if entry.ends_with(".class") {
+            entry
+        } else {
+            format!("{entry}.class")
+        };
+        out.push(Container {
+            name,
+            classes: vec![(entry, bytes)],
+        });
+        return Ok(out);
+    }
+    f.rewind().map_err(|e| err(&e))?;
+    let mut z = zip::ZipArchive::new(std::io::BufReader::new(f)).map_err(|e| {
+        err(&format!(
+            "{} (--classes takes a directory, a jar or a class file)",
+            crate::io::zip_open_error(&e, root)
+        ))
+    })?;
     let own = entries(&mut z, &name, 0, &mut out, errors, warnings)?;
     out.insert(0, own);
     Ok(out)
