@@ -2721,6 +2721,97 @@ fn a_missing_source_root_is_named_once_on_stderr() {
     );
 }
 
+/// Sources not laid out by package (usual in Scala and Kotlin projects: src/Calc.java declares
+/// `package com.acme`): the one file of that name under the --sources roots is used (HTML text,
+/// LCOV `SF` the root joined with where it is, Cobertura's filename relative to the root).
+/// Before, every page said "not found", LCOV got `SF:com/acme/Calc.java` (genhtml could not
+/// read it) and nothing was said (found by the languages hunt). Two files of the name, or none:
+/// not found, named in one note on stderr (exit 0).
+#[test]
+fn sources_not_laid_out_by_package_are_found_by_name() {
+    let work = fresh_work("sources-by-name");
+    let classes = work.join("classes");
+    let text = "package com.acme;\npublic class Calc {\n  int f() { return 1; }\n}\n";
+    javac_into(&work, &classes, &[("Calc.java", text)]);
+    let data = work.join("run.cov");
+    let file = classes.join("com/acme/Calc.class");
+    std::fs::write(&data, loaded_data("host-1-1", &[&file]).to_bytes()).unwrap();
+    let src = work.join("src");
+    let report = |roots: &[&Path]| {
+        let (html, info, cob) = (work.join("html"), work.join("c.info"), work.join("c.xml"));
+        let mut args = vec![os("report"), os(&data), os("--classes"), os(&classes)];
+        for r in roots {
+            args.extend([os("--sources"), os(*r)]);
+        }
+        args.extend([
+            os("--html"),
+            os(&html),
+            os("--lcov"),
+            os(&info),
+            os("--cobertura"),
+            os(&cob),
+        ]);
+        let (code, out, err) = run_bci(&args);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let page = std::fs::read_to_string(html.join("com.acme/Calc.java.html")).unwrap();
+        let sf: Vec<String> = (std::fs::read_to_string(&info).unwrap().lines())
+            .filter_map(|l| l.strip_prefix("SF:").map(String::from))
+            .collect();
+        let cob = std::fs::read_to_string(&cob).unwrap();
+        let names: Vec<String> = tags(&cob, "class")
+            .iter()
+            .filter_map(|t| attr(t, "filename").map(String::from))
+            .collect();
+        (
+            err,
+            page.contains("not found under the --sources roots"),
+            sf,
+            names,
+        )
+    };
+    // the one Calc.java, under the root itself, and a root given twice (one file)
+    for roots in [vec![src.as_path()], vec![src.as_path(), src.as_path()]] {
+        assert_eq!(
+            report(&roots),
+            (
+                String::new(),
+                false,
+                vec![src.join("Calc.java").display().to_string()],
+                vec!["Calc.java".to_string()]
+            )
+        );
+    }
+    // a second Calc.java in another root: which one is meant cannot be told
+    let other = work.join("other");
+    std::fs::create_dir_all(other.join("x")).unwrap();
+    std::fs::write(other.join("x/Calc.java"), text).unwrap();
+    assert_eq!(
+        report(&[&src, &other]),
+        (
+            "bci: note: 1 source file not found under the --sources roots (neither at its \
+             package path nor as the one file of its name): HTML source pages without text, \
+             LCOV and Cobertura name it by package path: com/acme/Calc.java\n"
+                .to_string(),
+            true,
+            vec!["com/acme/Calc.java".to_string()],
+            vec!["com/acme/Calc.java".to_string()]
+        )
+    );
+    // at its package path it is found there, whatever files of its name are elsewhere
+    std::fs::create_dir_all(other.join("com/acme")).unwrap();
+    std::fs::write(other.join("com/acme/Calc.java"), text).unwrap();
+    assert_eq!(
+        report(&[&src, &other]),
+        (
+            String::new(),
+            false,
+            vec![other.join("com/acme/Calc.java").display().to_string()],
+            vec!["com/acme/Calc.java".to_string()]
+        )
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// The console summary's headings start where their columns do: each counter's cell (its
 /// percentage, then covered/total) begins under its heading (the headings were right-aligned
 /// over the counts: "package  instructions" over "com.acme 88.4%").

@@ -3,7 +3,8 @@
 //! ran is never 0), `branch="true"` with `condition-coverage="50% (1/2)"` on lines with
 //! branches. Rates are covered/valid (1 when there is nothing to cover), complexity is
 //! JaCoCo's cyclomatic complexity. File names are package paths relative to the `<source>`
-//! roots (the `--sources` directories).
+//! roots (the `--sources` directories), or, for a source file not at its package path, where
+//! the one file of its name under them is ([`Report::source_rel`]).
 
 use super::{esc, Package, Report};
 use bci_rewriter::coverage::analysis::{Counter, Line};
@@ -87,7 +88,7 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
         for c in &p.classes {
             let (l, b) = line_branch(&c.lines);
             // Relative to the <source> roots, as Cobertura writes it.
-            let file = bci_rewriter::coverage::lcov::source_path(c);
+            let file = r.source_rel(&bci_rewriter::coverage::lcov::source_path(c));
             let _ = write!(
                 body,
                 "<class name=\"{}\" filename=\"{}\" line-rate=\"{}\" branch-rate=\"{}\" complexity=\"{}\"><methods>",

@@ -137,6 +137,8 @@ pub struct Report {
     /// Classes in the data that are under none of the `--classes` paths (sorted).
     pub not_found: Vec<String>,
     pub sources: Vec<PathBuf>,
+    /// The files under the source roots by name ([`Report::source_index`]).
+    source_index: std::cell::OnceCell<BTreeMap<String, Vec<(usize, PathBuf)>>>,
     /// `--source-encoding`.
     pub source_encoding: Option<encoding::Encoding>,
     pub data_files: Vec<PathBuf>,
@@ -469,6 +471,7 @@ impl Report {
             too_big: Vec::new(),
             not_found: Vec::new(),
             sources: a.sources.to_vec(),
+            source_index: std::cell::OnceCell::new(),
             source_encoding,
             data_files: a.data.to_vec(),
             per_test: None,
@@ -977,21 +980,108 @@ impl Report {
         ))
     }
 
-    /// Where a source file (`a/b/C.java`) is under the source roots, if it is.
-    pub fn find_source(&self, path: &str) -> Option<PathBuf> {
-        self.sources
-            .iter()
-            .map(|r| r.join(path))
-            .find(|p| p.is_file())
+    /// Where a source file (`a/b/C.java`) is under the source roots, if it is: (index of the
+    /// root, path under it). At its package path under the first root that has it, else
+    /// (sources not laid out by package, usual in Scala and Kotlin projects) the one file of
+    /// its name anywhere under the roots, if exactly one is.
+    fn locate_source(&self, path: &str) -> Option<(usize, PathBuf)> {
+        if let Some(i) = (0..self.sources.len()).find(|&i| self.sources[i].join(path).is_file()) {
+            return Some((i, PathBuf::from(path)));
+        }
+        let name = path.rsplit('/').next().unwrap_or(path);
+        match self.source_index().get(name).map(Vec::as_slice) {
+            Some([one]) => Some(one.clone()),
+            _ => None,
+        }
     }
 
-    /// The path LCOV and Cobertura name a source file by: the source root as given joined
-    /// with the package path when the file is there, else the package path.
+    /// The files under the source roots by file name (the same file through two roots, one in
+    /// the other, once): read once, when a file is not at its package path.
+    fn source_index(&self) -> &BTreeMap<String, Vec<(usize, PathBuf)>> {
+        self.source_index.get_or_init(|| {
+            let mut index: BTreeMap<String, Vec<(usize, PathBuf)>> = BTreeMap::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, root) in self.sources.iter().enumerate() {
+                let mut dirs = vec![PathBuf::new()];
+                while let Some(rel) = dirs.pop() {
+                    let Ok(rd) = std::fs::read_dir(root.join(&rel)) else {
+                        continue;
+                    };
+                    let mut entries: Vec<_> = rd.flatten().collect();
+                    entries.sort_by_key(|e| e.file_name());
+                    for e in entries {
+                        let (name, sub) = (e.file_name(), rel.join(e.file_name()));
+                        // symbolic links to directories are not followed (no loops)
+                        match e.file_type() {
+                            Ok(t) if t.is_dir() => dirs.push(sub),
+                            Ok(_) if e.path().is_file() => {
+                                let real = std::fs::canonicalize(e.path()).unwrap_or(e.path());
+                                if seen.insert(real) {
+                                    let v = index.entry(name.to_string_lossy().into_owned());
+                                    v.or_default().push((i, sub));
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            index
+        })
+    }
+
+    /// Where a source file (`a/b/C.java`) is under the source roots, if it is
+    /// ([`Report::locate_source`]).
+    pub fn find_source(&self, path: &str) -> Option<PathBuf> {
+        self.locate_source(path)
+            .map(|(i, rel)| self.sources[i].join(rel))
+    }
+
+    /// The path LCOV names a source file by: the file found under the source roots (the root
+    /// as given joined with its package path, or with where the one file of its name is),
+    /// else the package path.
     pub fn source_name(&self, path: &str) -> String {
         self.find_source(path)
             .unwrap_or_else(|| PathBuf::from(path))
             .display()
             .to_string()
+    }
+
+    /// The path Cobertura names a source file by, relative to its `<source>` root: where it
+    /// was found under it, else the package path.
+    pub fn source_rel(&self, path: &str) -> String {
+        self.locate_source(path)
+            .map_or_else(|| path.to_string(), |(_, rel)| rel.display().to_string())
+    }
+
+    /// The line that names the source files not found under the `--sources` roots, if any
+    /// is not (and a root is a directory: roots that are not are named apart).
+    pub fn sources_not_found_note(&self, packages: &[Package<'_>]) -> Option<String> {
+        if !self.sources.iter().any(|r| r.is_dir()) {
+            return None;
+        }
+        let missing: Vec<&str> = (packages.iter())
+            .flat_map(|p| &p.files)
+            .map(|f| f.path.as_str())
+            .filter(|p| self.locate_source(p).is_none())
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let mut some: Vec<&str> = missing.iter().copied().take(5).collect();
+        if missing.len() > 5 {
+            some.push("…");
+        }
+        Some(format!(
+            "{} not found under the --sources roots (neither at {} package path nor as the \
+             one file of {} name): HTML source pages without text, LCOV and Cobertura name {} \
+             by package path: {}",
+            crate::io::count(missing.len(), "source file", "source files"),
+            if missing.len() == 1 { "its" } else { "their" },
+            if missing.len() == 1 { "its" } else { "their" },
+            if missing.len() == 1 { "it" } else { "them" },
+            some.join(", ")
+        ))
     }
 }
 
@@ -1032,6 +1122,11 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
         progress.line(&format!("bci: warning: per test: {note}"));
     }
     let packages = r.packages();
+    if a.html.is_some() || a.lcov.is_some() || a.cobertura.is_some() {
+        if let Some(note) = r.sources_not_found_note(&packages) {
+            progress.line(&format!("bci: note: {note}"));
+        }
+    }
     // Every report file is written to a temporary file first, then the HTML directory (whole
     // or not at all), and only then are the files put in place: a report that cannot be
     // written leaves every output as it was.
