@@ -128,9 +128,10 @@ impl Options {
     /// has the trace summary and no profile rows to shape (format= still chooses where the
     /// summary goes).
     pub fn profile_option_ignored(&self, trace_only: bool) -> Option<String> {
-        let p = self
-            .profile_option
-            .as_deref()
+        // format=methods too: the trace summary is written the same with it
+        let methods = (self.format == Format::Methods).then_some("format=methods");
+        let p = (self.profile_option.as_deref())
+            .or(methods)
             .filter(|_| trace_only && !self.cpu_given)?;
         Some(format!(
             "{p} shapes the cpu=times profile; rules={} has tracing rules only, so this run \
@@ -227,7 +228,8 @@ impl Options {
         if self.format == Format::Methods {
             if let Some(p) = as_given("thread") {
                 return err(format!(
-                    "{p} splits the stacks of format=hprof and format=collapsed by thread; \
+                    "{p}: thread= chooses whether format=hprof and format=collapsed split \
+                     their stacks by thread; \
                      {format} has one row per method, all threads together: leave it out (or \
                      give format=hprof or format=collapsed)"
                 ));
@@ -1062,7 +1064,8 @@ mod tests {
             ),
             (
                 "format=methods,thread=y",
-                "thread=y splits the stacks of format=hprof and format=collapsed by thread; \
+                "thread=y: thread= chooses whether format=hprof and format=collapsed split \
+                 their stacks by thread; \
                  format=methods has one row per method, all threads together: leave it out (or \
                  give format=hprof or format=collapsed)"
                     .to_string(),

@@ -660,6 +660,7 @@ fn bad_options_stop_the_jvm() {
     let rules = format!("rules={},tracefile={}", trace_only_rules(), trace.display());
     let trace_depth = format!("{rules},depth=8");
     let trace_lineno = format!("lineno=n,{rules}");
+    let trace_methods = format!("{rules},format=methods");
     for (opts, needles) in [
         ("depht=3", &["unknown option 'depht'", "depth"][..]),
         ("clock=sundial", &["clock", "sample, wall, cpu"][..]),
@@ -703,6 +704,10 @@ fn bad_options_stop_the_jvm() {
         (
             trace_lineno.as_str(),
             &["lineno=n shapes the cpu=times profile"][..],
+        ),
+        (
+            trace_methods.as_str(),
+            &["format=methods shapes the cpu=times profile"][..],
         ),
     ] {
         let (ok, err) = stderr_of(opts);

@@ -857,7 +857,8 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
         ),
         (
             "thread=n,format=methods",
-            "thread=n splits the stacks of format=hprof and format=collapsed by thread",
+            "thread=n: thread= chooses whether format=hprof and format=collapsed split their \
+             stacks by thread",
         ),
     ] {
         let o = bci(&[&"report", &data, &opts]);
