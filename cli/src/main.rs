@@ -314,6 +314,14 @@ fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<(String, bool)
             .iter()
             .map(|p| p.display().to_string())
             .collect();
+        // never suggest a string that would be refused itself (format=methods thread=y)
+        if let Err(e) = offline::report_options(&joined.join(",")) {
+            return Err(format!(
+                "{}: {} arguments of options, not one (as one, comma-separated: {e})",
+                first.display(),
+                inputs.len() - 1,
+            ));
+        }
         return Err(format!(
             "{}: {} arguments of options, not one: {}; write them as one, comma-separated \
              ({})",

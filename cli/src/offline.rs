@@ -289,21 +289,10 @@ pub fn is_profile_data(path: &Path) -> bool {
         .is_ok_and(|()| &head == b"bci-data\t")
 }
 
-/// Renders a data file as the agent would (HPROF text by default); `options` in the agent's
-/// syntax (`thread=y,cutoff=0.01,lineno=n`). The agent's other options steer
-/// the run (clock, depth: they come from the data file; covfile, verbose …: they do nothing
-/// here) and are refused, as are unknown ones, saying what the report takes. `thread=` defaults to how the data
-/// was recorded (`-Dbci.thread=`); `thread=n` merges per-thread data; `thread=y` on data
-/// recorded without it is refused (its threads are one row: there is nothing to split).
-pub fn report(data: &Path, options: &str) -> Result<String, String> {
-    let names = || {
-        options
-            .split(',')
-            .map(|p| p.trim())
-            .filter(|p| !p.is_empty())
-            .map(|p| p.split('=').next().unwrap_or(p))
-    };
-    for k in names() {
+/// The options of a cpu=times report, checked: only the report's own (the agent's others
+/// steer a run), each valid, none the chosen format would ignore.
+pub fn report_options(options: &str) -> Result<bciagent::options::Options, String> {
+    for (k, _) in bciagent::options::given(options) {
         if REPORT_OPTIONS.contains(&k) {
             continue;
         }
@@ -315,12 +304,27 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
             format!("unknown report option '{k}'; {REPORT_USAGE}")
         });
     }
-    let given = |k: &str| names().any(|n| n == k);
-    let mut o = bciagent::options::parse(Some(options)).map_err(|e| format!("{e}"))?;
+    let o = bciagent::options::parse(Some(options)).map_err(|e| format!("{e}"))?;
     // options the chosen format would ignore are refused as the agent refuses them
     // (cutoff= and lineno= with format=collapsed|methods, thread= with format=methods)
     o.check_ignored(&bciagent::options::given(options))
         .map_err(|e| format!("{e}"))?;
+    Ok(o)
+}
+
+/// Renders a data file as the agent would (HPROF text by default); `options` in the agent's
+/// syntax (`thread=y,cutoff=0.01,lineno=n`). The agent's other options steer
+/// the run (clock, depth: they come from the data file; covfile, verbose …: they do nothing
+/// here) and are refused, as are unknown ones, saying what the report takes. `thread=` defaults to how the data
+/// was recorded (`-Dbci.thread=`); `thread=n` merges per-thread data; `thread=y` on data
+/// recorded without it is refused (its threads are one row: there is nothing to split).
+pub fn report(data: &Path, options: &str) -> Result<String, String> {
+    let mut o = report_options(options)?;
+    let given = |k: &str| {
+        bciagent::options::given(options)
+            .iter()
+            .any(|(n, _)| *n == k)
+    };
     let (snap, rec) = read_data(data)?;
     if !given("thread") {
         o.thread = rec.per_thread;

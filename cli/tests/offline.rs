@@ -788,13 +788,27 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
     );
     // two arguments of options: say so once, with the one argument they make (the usage
     // text was given twice in one message)
-    let o = bci(&[&"report", &data, &"thread=n", &"format=methods"]);
+    let o = bci(&[&"report", &data, &"thread=n", &"format=hprof"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         text(&o.stderr),
         format!(
             "bci: {}: 2 arguments of options, not one: {applies}; write them as one, \
-             comma-separated (thread=n,format=methods)\n",
+             comma-separated (thread=n,format=hprof)\n",
+            data.display()
+        )
+    );
+    // a combination that would be refused as one is not suggested (found by the manuals
+    // hunt: format=methods thread=y was answered with format=methods,thread=y)
+    let o = bci(&[&"report", &data, &"format=methods", &"thread=y"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "bci: {}: 2 arguments of options, not one (as one, comma-separated: thread=y: \
+             thread= chooses whether format=hprof and format=collapsed split their stacks by \
+             thread; format=methods has one row per method, all threads together: leave it \
+             out (or give format=hprof or format=collapsed))\n",
             data.display()
         )
     );
