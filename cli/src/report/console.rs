@@ -78,15 +78,54 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     if let Some(note) = r.too_big_note() {
         let _ = writeln!(s, "note: {note}");
     }
+    let intrinsic = |why: &str| why == bci_rewriter::coverage::INTRINSIC_NOTE;
     let not_analysed: Vec<String> = r
         .classes
         .iter()
         .flat_map(|c| {
             c.not_analysed
                 .iter()
+                .filter(|(_, _, why)| !intrinsic(why))
                 .map(move |(m, d, why)| format!("{}.{m}{d}: {why}", c.name.replace('/', ".")))
         })
         .collect();
+    // HotSpot intrinsics: one reason, one line per class
+    let intrinsics: Vec<(String, Vec<String>)> = r
+        .classes
+        .iter()
+        .filter_map(|c| {
+            let ms: Vec<String> = c
+                .not_analysed
+                .iter()
+                .filter(|(_, _, why)| intrinsic(why))
+                .map(|(m, d, _)| format!("{m}{d}"))
+                .collect();
+            (!ms.is_empty()).then(|| (c.name.replace('/', "."), ms))
+        })
+        .collect();
+    if !intrinsics.is_empty() {
+        let n: usize = intrinsics.iter().map(|(_, ms)| ms.len()).sum();
+        let _ = writeln!(
+            s,
+            "note: {} HotSpot {} no counters and {} in no count above ({}):",
+            n,
+            if n == 1 {
+                "intrinsic has"
+            } else {
+                "intrinsics have"
+            },
+            if n == 1 { "is" } else { "are" },
+            bci_rewriter::coverage::INTRINSIC_NOTE
+                .strip_prefix("a HotSpot intrinsic: ")
+                .unwrap_or(bci_rewriter::coverage::INTRINSIC_NOTE)
+        );
+        for (c, ms) in intrinsics.iter().take(20) {
+            let _ = writeln!(s, "  {c}: {}", ms.join(", "));
+        }
+        if intrinsics.len() > 20 {
+            let _ = writeln!(s, "  …");
+        }
+    }
     if !not_analysed.is_empty() {
         let _ = writeln!(
             s,

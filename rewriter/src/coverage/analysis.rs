@@ -153,7 +153,7 @@ pub struct Class {
     /// Methods left out by a filter: (name, descriptor, filter).
     pub filtered: Vec<(String, String, &'static str)>,
     /// Methods with code that could take no counters (subroutines, a method that would outgrow
-    /// 64 KiB …): (name, descriptor, why). Neither covered nor missed: their share of the
+    /// 64 KiB, a HotSpot intrinsic …): (name, descriptor, why). Neither covered nor missed: their share of the
     /// class is unknown, so a report names them.
     pub not_analysed: Vec<(String, String, String)>,
 }
@@ -384,6 +384,7 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
                         .unwrap_or(e)
                         .to_string(),
                 )),
+                Skipped::Intrinsic => Some((n.clone(), d.clone(), super::INTRINSIC_NOTE.into())),
                 _ => None,
             })
             .collect(),

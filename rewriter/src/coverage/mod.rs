@@ -1,6 +1,7 @@
-//! Coverage instrumentation: every method with code gets the counters of its [`flow::Plan`],
-//! numbered in method order within the class (a pure function of the class bytes, so the
-//! agent, the offline instrumenter and the report agree without a registry).
+//! Coverage instrumentation: every method with code (but HotSpot intrinsics: [`Skipped`]) gets
+//! the counters of its [`flow::Plan`], numbered in method order within the class (a pure
+//! function of the class bytes, so the agent, the offline instrumenter and the report agree
+//! without a registry).
 //!
 //! The code a method gets (runtime ABI, defined once here):
 //!
@@ -119,6 +120,11 @@ pub enum Skipped {
     NoCode,
     /// An empty `finalize()`: probing it would make every object of the class finalizable.
     EmptyFinalize,
+    /// A HotSpot intrinsic of [`crate::intrinsics`]'s table: C1 and C2 replace its body, and
+    /// the interpreter runs some through special entries, so counters in it would miss calls
+    /// (`Math.sqrt`: none of 300,000). The analysis names it as not analysed
+    /// ([`INTRINSIC_NOTE`]).
+    Intrinsic,
     /// The graph or the edit failed (subroutines, a counter that needs a trampoline, a method
     /// that would outgrow 64 KiB …).
     Error(String),
@@ -164,6 +170,11 @@ pub struct ClassCoverage {
     pub marked: Option<bool>,
 }
 
+/// Why a [`Skipped::Intrinsic`] method is in no count of the report.
+pub const INTRINSIC_NOTE: &str = "a HotSpot intrinsic: the JIT or the interpreter may run its \
+     own code instead of the bytecode, so counters would miss calls; cpu=times counts the calls \
+     at their call sites";
+
 /// HotSpot compiles no method with more bytes of code than this (`HugeMethodLimit`) while
 /// `-XX:+DontCompileHugeMethods` (the default) is on: a method the counters grow past it would
 /// run interpreted however hot it is.
@@ -183,11 +194,11 @@ pub fn huge_note(class: &str, name: &str, desc: &str, before: u32, after: u32) -
 }
 
 /// The counter layout [`class_hash`] is tagged with: data recorded with another numbering of
-/// the counters (4: blocks also end, with a counted exit, after instructions that throw
+/// the counters (5: the methods of [`crate::intrinsics`]'s table get none; 4: blocks also end, with a counted exit, after instructions that throw
 /// implicitly; 3: counter 0 of a class is [`LOST`] and calls have exceptional exits; 2: the
 /// entry counter is each method's last; before, its first) has other keys, so it shows as
 /// stale instead of being misread.
-pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-4";
+pub const LAYOUT_TAG: &[u8] = b"\0bci-cov-layout-5";
 
 /// Counter 0 of every class: exceptions thrown where no block's exceptional exit is counted
 /// (implicit exceptions in blocks without one, athrow), which a method's handlers add there.
@@ -237,6 +248,7 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
         huge: Vec::new(),
         marked: None,
     };
+    let intrinsics = crate::intrinsics::class_listed(out.name.as_bytes());
     for (k, m) in cf.methods.iter().enumerate() {
         let mname = cf.member_name(m).into_owned();
         let mdesc = cf.member_desc(m).into_owned();
@@ -244,6 +256,10 @@ fn plan_parsed(cf: &ClassFile<'_>, bytes: &[u8], split: Split) -> Result<ClassCo
             Some(Skipped::NoCode)
         } else if empty_finalize(cf, m, &mname, &mdesc) {
             Some(Skipped::EmptyFinalize)
+        } else if intrinsics
+            && crate::intrinsics::in_table(out.name.as_bytes(), mname.as_bytes(), mdesc.as_bytes())
+        {
+            Some(Skipped::Intrinsic)
         } else {
             None
         };
