@@ -13,8 +13,9 @@
 //!   `toString`/`hashCode`/`equals` and field accessors, methods and classes annotated with an
 //!   annotation whose name contains `Generated`; inside methods ([`filters`]): string-switch
 //!   dispatch, try-with-resources, `finally` copies (merged: hits summed), `assert`, an
-//!   exhaustive switch's generated default. Filtered code is neither covered nor missed, and
-//!   its branches are not in [`Method::branches`] (so LCOV agrees with the counters).
+//!   exhaustive switch's generated default, a branch on a constant. Filtered code is neither
+//!   covered nor missed, and its branches are not in [`Method::branches`] (so LCOV agrees with
+//!   the counters).
 
 mod filters;
 

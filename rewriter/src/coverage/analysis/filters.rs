@@ -18,6 +18,8 @@
 //! * `synchronized` blocks: the handler that releases the monitor and rethrows.
 //! * record patterns (javac 21+): the handler of `Throwable` around the record accessor calls
 //!   that throws `MatchException`.
+//! * constant branches (javac 23+'s test of a primitive component pattern, `iconst_1; ifeq`):
+//!   the test and the code only its outcome that never comes reaches.
 
 use bci::code::{Handler, Insn};
 use bci::opcodes::op;
@@ -164,7 +166,105 @@ pub(crate) fn run(m: &Method<'_, '_>) -> Marks {
     exhaustive_switch(m, &mut marks);
     synchronized(m, &mut marks);
     record_pattern(m, &mut marks);
+    constant_branch(m, &mut marks);
     marks
+}
+
+/// A conditional branch on a constant: `iconst_0` or `iconst_1` then `ifeq` or `ifne`, the `if`
+/// no jump target (so its operand is that constant). javac 23+ tests each primitive component
+/// of a record pattern so (JDK-8303374: `iconst_1; ifeq`, the pattern's exactness). Its
+/// outcome is fixed: both instructions are ignored (no branch, no code of the source), and so is
+/// the code that only the outcome that never comes reaches (in a switch, javac 25's restart of
+/// the switch, `iconst_1; istore; goto`); code other paths reach too stays.
+fn constant_branch(m: &Method<'_, '_>, marks: &mut Marks) {
+    let n = m.insns.len();
+    let mut target = vec![false; n];
+    for k in 0..n {
+        if let Some(t) = m.jump_target(k) {
+            target[t] = true;
+        }
+        for t in m.switch_default(k).into_iter().chain(m.switch_targets(k)) {
+            target[t] = true;
+        }
+    }
+    for h in m.handlers {
+        if let Some(t) = m.index_of(h.handler as i64) {
+            target[t] = true;
+        }
+    }
+    // (the `if`, its successor that never runs)
+    let mut dead = Vec::new();
+    for (k, &is_target) in target.iter().enumerate().skip(1) {
+        let (Some(c @ (op::ICONST_0 | op::ICONST_1)), Some(i @ (op::IFEQ | op::IFNE))) =
+            (m.op(k - 1), m.op(k))
+        else {
+            continue;
+        };
+        if is_target {
+            continue;
+        }
+        let Some(jump) = m.jump_target(k) else {
+            continue;
+        };
+        marks.ignore(k - 1, k);
+        let taken = (i == op::IFEQ) == (c == op::ICONST_0);
+        if jump != k + 1 {
+            dead.push((k, if taken { k + 1 } else { jump }));
+        }
+    }
+    if dead.is_empty() {
+        return;
+    }
+    let all = reachable(m, &[]);
+    let live = reachable(m, &dead);
+    for k in 0..n {
+        if all[k] && !live[k] {
+            marks.ignore(k, k);
+        }
+    }
+}
+
+/// The instructions reachable from the method's start, without the edges `cut` (from, to):
+/// the normal flow, and a handler's start once an instruction it covers is reachable.
+fn reachable(m: &Method<'_, '_>, cut: &[(usize, usize)]) -> Vec<bool> {
+    use bci::opcodes::Flow;
+    let n = m.insns.len();
+    let mut seen = vec![false; n];
+    let mut work = vec![0usize];
+    loop {
+        while let Some(k) = work.pop() {
+            if k >= n || seen[k] {
+                continue;
+            }
+            seen[k] = true;
+            let mut next = Vec::new();
+            match m.insns[k].flow() {
+                Flow::Next => next.push(k + 1),
+                Flow::Cond | Flow::Jsr => next.extend([k + 1].into_iter().chain(m.jump_target(k))),
+                Flow::Goto => next.extend(m.jump_target(k)),
+                Flow::Switch => {
+                    next.extend(m.switch_default(k).into_iter().chain(m.switch_targets(k)))
+                }
+                Flow::Return | Flow::Throw | Flow::Ret => {}
+            }
+            work.extend(next.into_iter().filter(|&t| !cut.contains(&(k, t))));
+        }
+        let before = work.len();
+        for h in m.handlers {
+            let covered = m
+                .insns
+                .iter()
+                .enumerate()
+                .any(|(k, i)| seen[k] && i.pc >= h.start as u32 && i.pc < h.end as u32);
+            match m.index_of(h.handler as i64) {
+                Some(t) if covered && !seen[t] => work.push(t),
+                _ => {}
+            }
+        }
+        if work.len() == before {
+            return seen;
+        }
+    }
 }
 
 /// A record pattern's handler (javac 21+): javac calls the record's accessors inside a handler
