@@ -37,7 +37,7 @@ pub fn reach(path: &Path, rules: &Rules) -> (Vec<String>, Vec<String>) {
     for r in rules.trace_rules() {
         if let Some(why) = r.never_traced(&[]) {
             let (line, col) = if why.starts_with("method") {
-                r.pos
+                r.method_pos
             } else {
                 r.class_pos
             };

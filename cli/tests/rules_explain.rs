@@ -741,7 +741,8 @@ fn explain_names_the_jdk_module_that_holds_the_package() {
 /// `bci rules check` refuses a rule that can never match (its class pattern names only classes
 /// tracing never instruments: java.lang, …; or it names only `<clinit>`) and warns of one whose
 /// class pattern can match some of those classes too (it said "ok" to both; the agent's
-/// summary then said the rule matched nothing of the classes loaded).
+/// summary then said the rule matched nothing of the classes loaded). Each error is at the
+/// value that causes it.
 #[test]
 fn check_refuses_rules_on_classes_tracing_never_instruments() {
     let d = work("check-never");
@@ -762,7 +763,14 @@ fn check_refuses_rules_on_classes_tracing_never_instruments() {
     refused_by_check(
         &d.join("clinit.toml"),
         "[[rule]]\nname = \"init\"\nclass = \"a.B\"\nmethod = \"<clinit>\"\ncount = true\n",
-        "1:1: rule \"init\" can never match: the agent never traces it: method \"<clinit>\"",
+        "4:10: rule \"init\" can never match: the agent never traces it: method \"<clinit>\"",
+    );
+    // a probe rule's key in a tracing rule: at that key's value (both were at the rule's
+    // header, 1:1; found by the manuals hunt)
+    refused_by_check(
+        &d.join("mix.toml"),
+        "[[rule]]\nname = \"a\"\nclass = \"a.B\"\ncount = true\nclasses = [\"x\"]\n",
+        "5:11: rule \"a\": `classes` belongs to probe rules (with `probes`)",
     );
     // some of them: ok, with a warning naming the packages
     let some = d.join("some.toml");

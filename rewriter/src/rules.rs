@@ -125,10 +125,10 @@ struct RuntimeToml {
 pub(crate) struct RuleToml {
     pub(crate) name: Option<toml::Spanned<String>>,
     // probe rules
-    pub(crate) classes: Option<Vec<String>>,
-    pub(crate) exclude_classes: Option<Vec<String>>,
-    pub(crate) methods: Option<Vec<String>>,
-    pub(crate) exclude_methods: Option<Vec<String>>,
+    pub(crate) classes: Option<Sp<Vec<String>>>,
+    pub(crate) exclude_classes: Option<Sp<Vec<String>>>,
+    pub(crate) methods: Option<Sp<Vec<String>>>,
+    pub(crate) exclude_methods: Option<Sp<Vec<String>>>,
     pub(crate) descriptors: Option<Vec<Sp<String>>>,
     pub(crate) probes: Option<toml::Spanned<Vec<toml::Spanned<String>>>>,
     // tracing rules (crate::trace)
@@ -305,11 +305,12 @@ impl Rules {
             if r.descriptors.is_none() {
                 descriptors.push(Glob::new("*"));
             }
-            let or_all = |v: &Option<Vec<String>>| v.clone().unwrap_or_else(all);
+            let or_all =
+                |v: &Option<Sp<Vec<String>>>| v.as_ref().map_or_else(all, |v| v.get_ref().clone());
             let mut exclude_classes: Vec<Glob> = r
                 .exclude_classes
                 .iter()
-                .flatten()
+                .flat_map(|v| v.get_ref())
                 .map(|s| Glob::class(s))
                 .collect();
             // The runtime must never call itself.
@@ -321,7 +322,7 @@ impl Rules {
                 exclude_methods: r
                     .exclude_methods
                     .iter()
-                    .flatten()
+                    .flat_map(|v| v.get_ref())
                     .map(|s| Glob::new(s))
                     .collect(),
                 descriptors,

@@ -261,6 +261,8 @@ pub struct TraceRule {
     pub pos: (usize, usize),
     /// line and column of its `class =` value
     pub class_pos: (usize, usize),
+    /// line and column of its `method =` value (the rule's header without it)
+    pub method_pos: (usize, usize),
     class: Pattern,
     exclude_class: Vec<Pattern>,
     method: Pattern,
@@ -428,16 +430,20 @@ impl TraceRule {
         };
         let who = format!("rule {name:?}");
         // probe-rule keys in a tracing rule
-        for (key, v) in [
-            ("classes", &r.classes),
-            ("exclude_classes", &r.exclude_classes),
-            ("methods", &r.methods),
-            ("exclude_methods", &r.exclude_methods),
-            ("descriptors", &r.descriptors.as_ref().map(|_| Vec::new())),
+        let span = |v: &Option<Sp<Vec<String>>>| v.as_ref().map(|v| v.span().start);
+        for (key, at) in [
+            ("classes", span(&r.classes)),
+            ("exclude_classes", span(&r.exclude_classes)),
+            ("methods", span(&r.methods)),
+            ("exclude_methods", span(&r.exclude_methods)),
+            (
+                "descriptors",
+                (r.descriptors.as_ref()).map(|d| d.first().map_or(start, |v| v.span().start)),
+            ),
         ] {
-            if v.is_some() {
+            if let Some(at) = at {
                 return Err(err(
-                    start,
+                    at,
                     format!("{who}: `{key}` belongs to probe rules (with `probes`); tracing rules use class, method, descriptor, exclude_class, exclude_method"),
                 ));
             }
@@ -446,10 +452,13 @@ impl TraceRule {
             Pattern::parse(v.get_ref(), what)
                 .map_err(|m| err(v.span().start, format!("{who}: {m}")))
         };
-        let class_pos = r.class.as_ref().map_or(pos, |c| {
-            let e = err(c.span().start, String::new());
-            (e.line, e.col)
-        });
+        let value_pos = |v: &Option<Sp<String>>| {
+            v.as_ref().map_or(pos, |c| {
+                let e = err(c.span().start, String::new());
+                (e.line, e.col)
+            })
+        };
+        let (class_pos, method_pos) = (value_pos(&r.class), value_pos(&r.method));
         let class = match &r.class {
             Some(c) => pat(c, "class")?,
             None => {
@@ -790,6 +799,7 @@ impl TraceRule {
             name,
             pos,
             class_pos,
+            method_pos,
             class,
             exclude_class,
             method,
