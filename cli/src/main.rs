@@ -160,6 +160,8 @@ enum Cmd {
         /// Coverage data files (bci.cov); at least one.
         #[arg(value_name = "DATA")]
         inputs: Vec<PathBuf>,
+        /// The merged data file (written through a temporary file renamed into place; it may
+        /// be one of the inputs).
         #[arg(short, long)]
         output: PathBuf,
         /// Of a class with data of several builds, keep one instead of failing: the build under
@@ -546,6 +548,8 @@ fn main() -> ExitCode {
             let (mut no_code, mut not_selected) = (0usize, 0usize);
             // classes bci never instruments (its runtime's) and classes a rule file leaves out
             let (mut runtime_own, mut not_in_rules) = (0usize, 0usize);
+            // the --rules file's own runtime class (not bci's), found among the inputs
+            let mut rules_runtime = 0usize;
             let runtime_class = r.runtime_class().to_string();
             // an entry of a jar named with the jar, as elsewhere; a directory's file by its name
             let shown = |name: &str| {
@@ -621,10 +625,10 @@ fn main() -> ExitCode {
                             Some(c) if !r.selects_class(&c) => {
                                 if unfiltered.selects_class(&c) {
                                     not_selected += 1;
-                                } else if c.starts_with("bci/runtime/")
-                                    || c.starts_with(&runtime_class)
-                                {
+                                } else if c.starts_with("bci/runtime/") {
                                     runtime_own += 1;
+                                } else if c.starts_with(&runtime_class) {
+                                    rules_runtime += 1;
                                 } else {
                                     not_in_rules += 1;
                                 }
@@ -690,6 +694,13 @@ fn main() -> ExitCode {
                 // (a runtime jar given for input: bci never instruments its own runtime)
                 parts.push(format!(
                     "{runtime_own} of bci's runtime (never instrumented)"
+                ));
+            }
+            if rules_runtime > 0 {
+                // (a probe runtime never calls itself: the rules leave it out)
+                parts.push(format!(
+                    "{rules_runtime} of the rules' runtime {} (never instrumented)",
+                    runtime_class.replace('/', ".")
                 ));
             }
             if marked > 0 {

@@ -637,6 +637,36 @@ fn output_into_a_closed_pipe_ends_quietly() {
     assert_eq!(o.status.code(), Some(141), "bci's status");
 }
 
+/// A --rules file's own runtime class among the inputs is named as that, not as bci's runtime
+/// (it was "1 of bci's runtime (never instrumented)"; found by the manuals hunt).
+#[test]
+fn instrument_names_the_rules_runtime_class() {
+    let d = work("rules-runtime-input");
+    let classes = some_classes(&d);
+    let rules = d.join("r.toml");
+    std::fs::write(
+        &rules,
+        "[runtime]\nclass = \"Probe\"\n\n[[rule]]\nname = \"all\"\nclasses = [\"*\"]\n\
+         methods = [\"*\"]\nprobes = [\"enter\", \"exit\"]\n",
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = bci(&[
+        "instrument",
+        classes.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--rules",
+        rules.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(", 1 of the rules' runtime Probe (never instrumented), ")
+            && !stdout.contains("bci's runtime"),
+        "{stdout}"
+    );
+}
+
 /// A jar given bci's own runtime classes (`bci runtime-jar`) says they are never instrumented
 /// (it said "13 not selected by --include/--exclude", none given).
 #[test]
