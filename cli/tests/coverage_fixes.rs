@@ -258,6 +258,7 @@ fn hotspot_intrinsics_are_named_not_counted_wrong() {
                \x20       System.out.println(s > 0);\n    }\n}\n";
     javac_into(&work, &classes, &[("In.java", src)]);
     let (data, dump, info) = (work.join("in.cov"), work.join("dump"), work.join("in.info"));
+    let html = work.join("html");
     let o = Command::new(common::java_home().join("bin/java"))
         .arg(format!(
             "-agentpath:{}=coverage=y,include=In:java.lang.Math:java.lang.Integer,covfile={},\
@@ -280,8 +281,17 @@ fn hotspot_intrinsics_are_named_not_counted_wrong() {
         os(&dump),
         os("--lcov"),
         os(&info),
+        os("--html"),
+        os(&html),
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
+    // the class page names them too (it named no method left without counters)
+    let page = std::fs::read_to_string(html.join("java.lang/Math.html")).unwrap();
+    assert!(
+        page.contains("Without counters, in no figure here:")
+            && page.contains("<li>sqrt(D)D: a HotSpot intrinsic"),
+        "{page}"
+    );
     assert!(
         out.contains(" HotSpot intrinsics have no counters and are in no count above (the JIT"),
         "{out}"

@@ -181,7 +181,7 @@ const CASES: &[(&str, &str)] = &[
         ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nclasses = [\"*\"]\n",
-            "t.toml:1:1: rule \"r\": `classes` belongs to probe rules (with `probes`); tracing rules use class, method, descriptor, exclude_class, exclude_method",
+            "t.toml:5:11: rule \"r\": `classes` belongs to probe rules (with `probes`); tracing rules use class, method, descriptor, exclude_class, exclude_method",
         ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = \"yes\"\n",

@@ -392,6 +392,22 @@ fn pages(
                     bci_rewriter::coverage::MAX_COUNTERS
                 );
             }
+            if !c.not_analysed.is_empty() {
+                // methods the instrumenter left without counters: in no figure of the page
+                let _ = write!(
+                    body,
+                    "<p class=\"note\">Without counters, in no figure here:</p><ul class=\"note\">"
+                );
+                for (name, desc, why) in &c.not_analysed {
+                    let _ = write!(
+                        body,
+                        "<li>{}: {}</li>",
+                        esc(&format!("{name}{desc}")),
+                        esc(why)
+                    );
+                }
+                body.push_str("</ul>");
+            }
             table(
                 &mut body,
                 "Method",
