@@ -1875,19 +1875,19 @@ fn flight_recorder_starts_under_coverage() {
     );
     let data = dir.join("jfr.cov");
     let rec = dir.join("rec.jfr");
-    let mut cmd = Command::new(jdk_tool("java"));
-    cmd.arg(format!(
-        "-XX:StartFlightRecording=filename={},dumponexit=true",
-        rec.display()
-    ))
-    .arg(format!(
-        "-agentpath:{}=coverage=y,covfile={}",
-        agent_lib().display(),
-        data.display()
-    ))
-    .arg("-cp")
-    .arg(&classes)
-    .arg("CovJfr");
+    let mut cmd = java(
+        classes.to_str().unwrap(),
+        Some(&format!("coverage=y,covfile={}", data.display())),
+        "CovJfr",
+        &[],
+    );
+    cmd.env(
+        "JDK_JAVA_OPTIONS",
+        format!(
+            "-XX:StartFlightRecording=filename={},dumponexit=true",
+            rec.display()
+        ),
+    );
     let o = ok(cmd.output().unwrap());
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("jfr 42"),

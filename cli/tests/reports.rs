@@ -3705,14 +3705,12 @@ fn javac_into(work: &Path, out: &Path, sources: &[(&str, &str)]) {
     assert!(st.success(), "javac {sources:?}");
 }
 
-/// A class file under --classes that is no class file (cut short) is an error naming it, and
-/// its class is not also said to be "under no --classes path" (its file is there).
-#[test]
-fn an_unreadable_class_file_is_not_called_absent() {
-    let work = fresh_work("unreadable-class");
+/// `com.acme.Calc` compiled into `work`/classes and a data file (run.cov) of it loaded, never
+/// run: (the classes directory, Calc's class file, the data file).
+fn calc_with_data(work: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let classes = work.join("classes");
     javac_into(
-        &work,
+        work,
         &classes,
         &[(
             "com/acme/Calc.java",
@@ -3722,6 +3720,15 @@ fn an_unreadable_class_file_is_not_called_absent() {
     let file = classes.join("com/acme/Calc.class");
     let data = work.join("run.cov");
     std::fs::write(&data, loaded_data("host-1-1", &[&file]).to_bytes()).unwrap();
+    (classes, file, data)
+}
+
+/// A class file under --classes that is no class file (cut short) is an error naming it, and
+/// its class is not also said to be "under no --classes path" (its file is there).
+#[test]
+fn an_unreadable_class_file_is_not_called_absent() {
+    let work = fresh_work("unreadable-class");
+    let (classes, file, data) = calc_with_data(&work);
     let bytes = std::fs::read(&file).unwrap();
     std::fs::write(&file, &bytes[..40]).unwrap();
     let (code, out, err) = run_bci(&[os("report"), os(&data), os("--classes"), os(&classes)]);
@@ -3748,18 +3755,7 @@ fn an_unreadable_class_file_is_not_called_absent() {
 #[test]
 fn a_class_file_given_as_classes_is_read() {
     let work = fresh_work("class-file-as-classes");
-    let classes = work.join("classes");
-    javac_into(
-        &work,
-        &classes,
-        &[(
-            "com/acme/Calc.java",
-            "package com.acme; public class Calc { int f() { return 1; } }",
-        )],
-    );
-    let file = classes.join("com/acme/Calc.class");
-    let data = work.join("run.cov");
-    std::fs::write(&data, loaded_data("host-1-1", &[&file]).to_bytes()).unwrap();
+    let (_, file, data) = calc_with_data(&work);
     // also under a classdump= name, and under a name that is no .class
     let dumped = work.join("Calc.0123456789abcdef.class");
     let plain = work.join("Calc.bin");
