@@ -816,6 +816,7 @@ pub fn transform(
     let mut report = Report::default();
     let signed = new.iter().any(Option::is_some) && files.iter().any(|(n, _)| is_signature_file(n));
     let err = named(output);
+    let mut pending = Pending(Vec::new());
     let mut staged = None;
     let mut z = if is_archive(output) {
         let (s, file) = stage_writer(output)?;
@@ -881,14 +882,17 @@ pub fn transform(
             if let Some(d) = p.parent() {
                 std::fs::create_dir_all(d).map_err(|e| named(d)(&e))?;
             }
-            // a new file: never written through one there (a hard link to an input file, a
-            // copy made with `cp -al`, or a link to elsewhere)
-            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
-                std::fs::remove_file(&p).map_err(|e| named(&p)(&e))?;
-            }
-            std::fs::write(&p, bytes).map_err(|e| named(&p)(&e))?;
+            // a new file beside it, renamed over it once every file is written: never written
+            // through the one there (a hard link to an input file, a copy made with `cp -al`,
+            // or a link to elsewhere: the rename replaces the name), and a run that fails
+            // partway (a full disk) leaves every file as it was (it left a truncated class and
+            // a directory of two builds)
+            let tmp = temp_beside(&p);
+            pending.0.push((tmp.clone(), p.clone()));
+            std::fs::write(&tmp, bytes).map_err(|e| named(&p)(&e))?;
         }
     }
+    pending.commit()?;
     if let Some(z) = z {
         let q = z.finish().map_err(|e| err(&zip_err(&e)))?;
         q.check().map_err(|e| err(&e))?;
@@ -899,8 +903,32 @@ pub fn transform(
     Ok(report)
 }
 
+/// The files of an output directory written beside their targets (temporary name, target):
+/// renamed into place by [`Pending::commit`]; dropped before, the temporary files go.
+struct Pending(Vec<(PathBuf, PathBuf)>);
+
+impl Pending {
+    fn commit(&mut self) -> Result<(), String> {
+        while let Some((tmp, p)) = self.0.pop() {
+            if let Err(e) = std::fs::rename(&tmp, &p) {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(named(&p)(&e));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        for (tmp, _) in &self.0 {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
 /// A zip error as a message: an I/O error's own (the zip crate says only "i/o error").
-fn zip_err(e: &zip::result::ZipError) -> String {
+pub fn zip_err(e: &zip::result::ZipError) -> String {
     match e {
         zip::result::ZipError::Io(e) => e.to_string(),
         e => e.to_string(),

@@ -13,22 +13,23 @@ use std::path::Path;
 /// `Automatic-Module-Name: bci.runtime` (usable on the class path and the module path).
 pub fn runtime_jar(out: &Path) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", out.display());
+    // the zip crate's I/O errors say only "i/o error": the OS's reason instead
+    let zerr = |e: zip::result::ZipError| err(&crate::io::zip_err(&e));
     // written to a temporary file beside it and renamed over it: a run that fails leaves the
     // previous jar as it was, and a jar hard-linked elsewhere is never written through
     let (staged, file) = crate::io::stage_writer(out)?;
     let mut z = zip::ZipWriter::new(file);
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
-    z.add_directory("META-INF/", opts).map_err(|e| err(&e))?;
-    z.start_file("META-INF/MANIFEST.MF", opts)
-        .map_err(|e| err(&e))?;
+    z.add_directory("META-INF/", opts).map_err(zerr)?;
+    z.start_file("META-INF/MANIFEST.MF", opts).map_err(zerr)?;
     let manifest = format!(
         "Manifest-Version: 1.0\r\nCreated-By: bci {}\r\nAutomatic-Module-Name: bci.runtime\r\n\r\n",
         env!("CARGO_PKG_VERSION")
     );
     z.write_all(manifest.as_bytes()).map_err(|e| err(&e))?;
     for (name, bytes) in bciagent::runtime_jar::CLASSES {
-        z.start_file(*name, opts).map_err(|e| err(&e))?;
+        z.start_file(*name, opts).map_err(zerr)?;
         z.write_all(bytes).map_err(|e| err(&e))?;
     }
     // Per-test coverage: JUnit Platform finds the listener through ServiceLoader.
@@ -40,11 +41,11 @@ pub fn runtime_jar(out: &Path) -> Result<(), String> {
             "META-INF/services/org.junit.platform.launcher.TestExecutionListener",
             opts,
         )
-        .map_err(|e| err(&e))?;
+        .map_err(zerr)?;
         z.write_all(b"bci.runtime.JUnitListener\n")
             .map_err(|e| err(&e))?;
     }
-    z.finish().map_err(|e| err(&e))?;
+    z.finish().map_err(zerr)?;
     staged.commit()
 }
 

@@ -609,6 +609,95 @@ fn hello_jar(dir: &Path) -> (PathBuf, PathBuf) {
     (jar, classes)
 }
 
+/// A run into an output directory that fails partway (here a file-size limit, as a full disk
+/// does) leaves every file there as it was: the files are written beside their targets and
+/// renamed into place once all are written. Before, a class was cut short in place (a
+/// `ClassFormatError: Truncated class file` for the JVM) and the directory held two builds
+/// (found by the file-systems hunt, on a full tmpfs).
+#[test]
+fn a_directory_output_is_replaced_whole_or_not_at_all() {
+    let dir = fresh("dir-all-or-nothing");
+    let src = dir.join("src/p");
+    std::fs::create_dir_all(&src).unwrap();
+    // one class of ~40 KB (its constants), one small one
+    let consts: String = (0..400)
+        .map(|i| {
+            format!(
+                "    static final String S{i} = \"{}\";\n",
+                "x".repeat(90) + &i.to_string()
+            )
+        })
+        .collect();
+    std::fs::write(
+        src.join("Big.java"),
+        format!("package p; public class Big {{\n{consts}    static int f(int x) {{ return x + 1; }}\n}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("Small.java"),
+        "package p; public class Small { static int g(int x) { return x * 3; } }",
+    )
+    .unwrap();
+    let classes = dir.join("classes");
+    run(jdk("javac")
+        .arg("-d")
+        .arg(&classes)
+        .arg(src.join("Big.java"))
+        .arg(src.join("Small.java")));
+    let out = dir.join("out");
+    let bci = env!("CARGO_BIN_EXE_bci");
+    run(Command::new(bci).arg("instrument").arg(&classes).arg(&out));
+    let before: Vec<(String, Vec<u8>)> = ["p/Big.class", "p/Small.class"]
+        .iter()
+        .map(|n| (n.to_string(), std::fs::read(out.join(n)).unwrap()))
+        .collect();
+    assert!(before[0].1.len() > 20_000, "{}", before[0].1.len());
+    // the same output with coverage counters, under a 16 KiB file-size limit (SIGXFSZ
+    // ignored: writes past it fail with EFBIG, as on a full disk)
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 16; exec '{bci}' instrument --coverage '{}' '{}'",
+            classes.display(),
+            out.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for (n, b) in &before {
+        assert!(std::fs::read(out.join(n)).unwrap() == *b, "{n} changed");
+    }
+    let left: Vec<String> = walk(&out);
+    assert_eq!(
+        left,
+        ["p/Big.class", "p/Small.class"],
+        "temporary files left"
+    );
+}
+
+/// The files under `dir`, relative, sorted.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                v.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
 /// An output that is a hard link to the input is the input (it was truncated: `bci: a.jar:
 /// META-INF/: i/o error`, and the input lost), refused naming both (the input was not named;
 /// found by the manuals hunt); an existing output hard-linked elsewhere is

@@ -265,6 +265,24 @@ fn instrument_output_gets_its_missing_directories() {
     let o = bci(&["runtime-jar", rt.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(rt.is_file());
+    // a write that fails says why, as instrument's do (it said only "i/o error"; found by the
+    // file-systems hunt on a full disk; here a 4 KiB file-size limit, SIGXFSZ ignored)
+    let small = d.join("small/bci-runtime.jar");
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 4; exec '{}' runtime-jar '{}'",
+            env!("CARGO_BIN_EXE_bci"),
+            small.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("bci: {}: File too large (os error 27)\n", small.display())
+    );
+    assert!(!small.exists());
 }
 
 /// Classes to work on: the test fixtures compiled into `dir`.
