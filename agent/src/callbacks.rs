@@ -1056,6 +1056,26 @@ unsafe extern "system" fn offline_cov_register(
     .unwrap_or(0)
 }
 
+/// `bci/runtime/Cov.agentRegister` of a copy of the forwarder that a class loader other than the
+/// boot loader defined (the class hook gives its bci/runtime/Cov the forwarder's bytes, see
+/// [`class_file_load_hook`]): no RegisterNatives reaches that class, and HotSpot finds the
+/// native under its JNI name in the agent library (it searches agent libraries for natives the
+/// class's loader has none of).
+///
+/// # Safety
+/// Called by the VM as the native method, with the current thread's JNIEnv.
+#[no_mangle]
+pub unsafe extern "system" fn Java_bci_runtime_Cov_agentRegister(
+    env: *mut sys::JNIEnv,
+    cls: sys::jclass,
+    class: sys::jstring,
+    hash: sys::jlong,
+    n: sys::jint,
+) -> sys::jint {
+    // SAFETY: same contract as offline_cov_register.
+    unsafe { offline_cov_register(env, cls, class, hash, n) }
+}
+
 /// `bci/runtime/Offline.agentRegister(className, hash, table)`: the methods of a class
 /// instrumented by `bci instrument` (its `<clinit>` calls it), registered under consecutive ids
 /// in the agent's table; returns the first.
@@ -1096,7 +1116,7 @@ unsafe extern "C" fn class_file_load_hook(
     _jvmti: *mut sys::jvmtiEnv,
     jni: *mut sys::JNIEnv,
     class_being_redefined: sys::jclass,
-    _loader: sys::jobject,
+    loader: sys::jobject,
     name: *const c_char,
     _protection_domain: sys::jobject,
     class_data_len: sys::jint,
@@ -1148,6 +1168,32 @@ unsafe extern "C" fn class_file_load_hook(
                 None => return,
             },
         };
+        if name == crate::rewrite::OFFLINE_COV_CLASS
+            && !loader.is_null()
+            && redefined.is_none()
+            && a.opts.coverage
+            && runtime::cov_get().is_some()
+        {
+            // Another loader's own bci/runtime/Cov (the runtime jar in a child-first loader:
+            // a web application's WEB-INF/lib) gets the agent's forwarder, so that the
+            // offline-covered classes it serves register and count with the agent too (before,
+            // they counted in that copy, and the agent's file had none of them).
+            let fwd = runtime::FORWARD_COV_CLASS;
+            if let Ok(p) = a.jvmti.allocate_copy(fwd) {
+                // SAFETY: out pointers provided by the VM for this callback.
+                unsafe {
+                    *new_class_data_len = fwd.len() as sys::jint;
+                    *new_class_data = p;
+                }
+                if a.opts.verbose {
+                    log(&format!(
+                        "{name} of a class loader other than the boot loader: given the \
+                         agent's forwarder (its offline-covered classes count with the agent)"
+                    ));
+                }
+            }
+            return;
+        }
         if name.starts_with("bci/runtime/")
             || name.starts_with(runtime::EARLY_PROBES)
             || name.starts_with(crate::rewrite::COV_RUNTIME_CLASS)

@@ -618,8 +618,9 @@ pub fn collect(jni: &Jni) -> Result<(Vec<ThreadData>, Option<String>), String> {
 /// java.lang.BciCov as build.rs compiled it (java/cov/).
 const COV_CLASS: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/java-cov/java/lang/BciCov.class"));
-/// bci/runtime/Cov forwarding to java.lang.BciCov (java/forward/), for offline-covered classes.
-const FORWARD_COV_CLASS: &[u8] = include_bytes!(concat!(
+/// bci/runtime/Cov forwarding to java.lang.BciCov (java/forward/), for offline-covered classes
+/// (also the bytes the class hook gives another loader's copy of bci/runtime/Cov).
+pub(crate) const FORWARD_COV_CLASS: &[u8] = include_bytes!(concat!(
     env!("OUT_DIR"),
     "/java-forward/bci/runtime/Cov.class"
 ));

@@ -830,6 +830,73 @@ fn offline_classes_under_the_agent_count_once() {
     );
 }
 
+/// A child-first class loader (Tomcat's web-app loader looks in WEB-INF/lib first) holding the
+/// offline-covered classes and the runtime jar: its own copy of bci/runtime/Cov is given the
+/// agent's forwarder bytes, so the counts go into the agent's file (before, that copy counted
+/// on its own: the agent wrote "coverage data of 0 classes", found by the server hunt).
+#[test]
+fn offline_classes_in_a_child_first_loader_count_with_the_agent() {
+    let dir = tmp("offline-child-first");
+    let classes = cov_basics(&dir);
+    let (inst, rt) = (dir.join("inst"), dir.join("rt"));
+    instrument_offline(&classes, &inst, &rt);
+    let reference = agent_reference(&classes, &dir.join("agent.cov"));
+    let main = dir.join("main");
+    std::fs::create_dir_all(&main).unwrap();
+    let src = dir.join("ChildFirst.java");
+    std::fs::write(
+        &src,
+        r#"import java.net.*;
+public class ChildFirst extends URLClassLoader {
+    ChildFirst(URL[] urls) { super(urls, ChildFirst.class.getClassLoader()); }
+    @Override protected Class<?> loadClass(String name, boolean resolve)
+            throws ClassNotFoundException {
+        synchronized (getClassLoadingLock(name)) {
+            Class<?> c = findLoadedClass(name);
+            if (c == null && !name.startsWith("java.")) {
+                try { c = findClass(name); } catch (ClassNotFoundException e) { }
+            }
+            if (c == null) return super.loadClass(name, resolve);
+            return c;
+        }
+    }
+    public static void main(String[] args) throws Exception {
+        URL[] urls = { new java.io.File(args[0]).toURI().toURL(),
+                       new java.io.File(args[1]).toURI().toURL() };
+        ChildFirst l = new ChildFirst(urls);
+        Class<?> cov = l.loadClass("bci.runtime.Cov");
+        if (cov.getClassLoader() != l) throw new AssertionError("Cov not child-first");
+        l.loadClass("CovBasics").getMethod("main", String[].class)
+            .invoke(null, (Object) new String[0]);
+    }
+}
+"#,
+    )
+    .unwrap();
+    javac(&main, &[src]);
+    let data = dir.join("child-first.cov");
+    let o = ok(java(
+        &main.display().to_string(),
+        Some(&format!("coverage=y,covfile={}", data.display())),
+        "ChildFirst",
+        &[
+            &format!("{}/", inst.display()),
+            &format!("{}/", rt.display()),
+        ],
+    )
+    .current_dir(&dir)
+    .output()
+    .unwrap());
+    let err = String::from_utf8_lossy(&o.stderr);
+    // the loader's copy of the runtime jar's Cov did not record (nor write its own file)
+    assert!(!dir.join("bci.cov").exists(), "{err}");
+    assert_eq!(
+        class_counts(&read(&data), "CovBasics").1,
+        class_counts(&read(&reference), "CovBasics").1,
+        "{err}"
+    );
+}
+
 /// Classes instrumented offline for cpu=times (`bci instrument` without --coverage) cannot take
 /// coverage counters under `coverage=y`: the agent says so (once, and their number at exit)
 /// instead of writing a data file without them in silence.

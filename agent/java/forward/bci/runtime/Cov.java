@@ -5,7 +5,9 @@ package bci.runtime;
  * classes instrumented by {@code bci instrument --coverage} register with the agent (same class
  * ids as the classes it instruments itself) and count in java.lang.BciCov's arrays, so that
  * their data goes into the agent's data file with the rest. The runtime jar's Cov on the class
- * path is then not used.
+ * path is then not used, and a loader that defines its own bci.runtime.Cov (a child-first
+ * web-app loader with the runtime jar) gets these bytes from the agent's class hook: its
+ * {@link #agentRegister} is then found under its JNI name in the agent library.
  */
 public final class Cov {
     private Cov() {}
