@@ -249,6 +249,67 @@ fn distinct<'a>(ts: &[&'a ThreadData]) -> Cow<'a, [Node]> {
     Cow::Owned(out)
 }
 
+/// `s` with every method id whose printed identity (class, name, descriptor) an earlier id has
+/// replaced by that id: one class file loaded by two class loaders (a web application
+/// redeployed) registers its methods twice, and its rows (methods, traces, timers) printed
+/// twice, identical but for the numbers. A developer reads rows by name: they are one row,
+/// counts and times summed, as coverage adds such classes up (and a redefined class keeps its
+/// ids). Without such ids (nearly always) `s` itself, nothing copied.
+fn merged(s: &Snapshot) -> Cow<'_, Snapshot> {
+    let mut first: HashMap<(&str, &str, &str), u32> = HashMap::new();
+    let canon: Vec<u32> = s
+        .methods
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            *first
+                .entry((m.class.as_str(), m.name.as_str(), m.desc.as_str()))
+                .or_insert(i as u32)
+        })
+        .collect();
+    if canon.iter().enumerate().all(|(i, &c)| c == i as u32) {
+        return Cow::Borrowed(s);
+    }
+    // (ids beyond the methods known stay as they are)
+    let id = |i: u32| canon.get(i as usize).copied().unwrap_or(i);
+    let threads = s
+        .threads
+        .iter()
+        .map(|t| {
+            let mut total_ns = vec![0; t.total_ns.len()];
+            for (i, &ns) in t.total_ns.iter().enumerate() {
+                total_ns[id(i as u32) as usize] += ns;
+            }
+            let mut timer = vec![(0, 0); t.timer.len()];
+            for (i, &(c, ns)) in t.timer.iter().enumerate() {
+                let e = &mut timer[id(i as u32) as usize];
+                e.0 += c;
+                e.1 += ns;
+            }
+            ThreadData {
+                name: t.name.clone(),
+                nodes: t
+                    .nodes
+                    .iter()
+                    .map(|n| Node { id: id(n.id), ..*n })
+                    .collect(),
+                total_ns,
+                timer,
+                ..*t
+            }
+        })
+        .collect();
+    Cow::Owned(Snapshot {
+        threads,
+        methods: s.methods.clone(),
+        date: s.date.clone(),
+        uninstrumented_early: s.uninstrumented_early,
+        left_classes: s.left_classes.clone(),
+        left_methods: s.left_methods.clone(),
+        failure: s.failure.clone(),
+    })
+}
+
 pub struct MethodRow {
     pub id: u32,
     pub count: u64,
@@ -341,6 +402,7 @@ pub fn render(o: &Options, s: &Snapshot) -> String {
 /// The report as [`render`] makes it, written to `w` as it is made (a large profile's report
 /// is never all in memory).
 pub fn render_to(o: &Options, s: &Snapshot, w: &mut dyn Write) -> io::Result<()> {
+    let s = &*merged(s);
     match o.format {
         Format::Hprof => {
             hprof_to(o, s, w)?;
@@ -362,7 +424,7 @@ fn text(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {
 
 /// HPROF's text: header, THREAD START records (thread=y), TRACE records, CPU TIME block.
 pub fn hprof(o: &Options, s: &Snapshot) -> String {
-    text(|w| hprof_to(o, s, w))
+    text(|w| hprof_to(o, &merged(s), w))
 }
 
 fn hprof_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
@@ -502,7 +564,7 @@ fn hprof_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
 
 /// What HPROF never printed: per method, count, self and total (inclusive) time.
 pub fn methods_table(o: &Options, s: &Snapshot) -> String {
-    text(|w| methods_table_to(o, s, w))
+    text(|w| methods_table_to(o, &merged(s), w))
 }
 
 fn methods_table_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
@@ -569,7 +631,7 @@ fn methods_table_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Resul
 
 /// The rules' `timer` probe (per-method System.nanoTime durations), if any method used it.
 pub fn timer_table(s: &Snapshot) -> String {
-    text(|w| timer_table_to(s, w))
+    text(|w| timer_table_to(&merged(s), w))
 }
 
 fn timer_table_to(s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
@@ -637,7 +699,7 @@ pub fn stopped_frame(why: &str) -> String {
 }
 
 pub fn collapsed(o: &Options, s: &Snapshot) -> String {
-    text(|w| collapsed_to(o, s, w))
+    text(|w| collapsed_to(o, &merged(s), w))
 }
 
 fn collapsed_to(o: &Options, s: &Snapshot, out: &mut dyn Write) -> io::Result<()> {
@@ -861,6 +923,71 @@ mod tests {
         let c = collapsed(&o, &s2);
         assert!(c.contains("Fib.main;Fib.fib;Fib.fib 3500\n"), "{c}");
         assert_eq!(c.matches("Fib.main;Fib.fib;Fib.fib ").count(), 1, "{c}");
+    }
+
+    /// One class file loaded by two class loaders (a web application redeployed): its methods
+    /// have two ids each, and were two identical rows with the counts split (101 and 100 of
+    /// doGet, found by the server hunt). Now one row, everything summed, in every format.
+    #[test]
+    fn a_class_loaded_again_by_another_loader_gives_one_row_per_method() {
+        let mut s = snap();
+        // loader 2's Fib: main (id 2) calls fib (id 3) once, fib calls itself once
+        s.methods.push(rec("Fib", "main"));
+        s.methods.push(rec("Fib", "fib"));
+        let t = &mut s.threads[0];
+        t.nodes.push(Node {
+            prefix: 0,
+            id: 2,
+            count: 1,
+            self_ns: 1_000_000,
+        });
+        t.nodes.push(Node {
+            prefix: 4,
+            id: 3,
+            count: 1,
+            self_ns: 2_000_000,
+        });
+        t.nodes.push(Node {
+            prefix: 5,
+            id: 3,
+            count: 1,
+            self_ns: 1_000_000,
+        });
+        t.total_ns = vec![6_000_000, 5_000_000, 4_000_000, 3_000_000];
+        t.timer = vec![(0, 0), (3, 30_000_000), (0, 0), (2, 20_000_000)];
+        let o = Options::default();
+        let m = methods_table(&o, &s);
+        assert!(m.contains("methods = 2,"), "{m}");
+        assert_eq!(m.matches(" Fib.fib()V\n").count(), 1, "{m}");
+        assert!(
+            m.contains("   1 80.00% 80.00%          5       8.000       8.000 Fib.fib()V\n"),
+            "{m}"
+        );
+        assert!(
+            m.contains("   2 20.00% 100.00%          2       2.000      10.000 Fib.main()V\n"),
+            "{m}"
+        );
+        let h = render(&o, &s);
+        assert!(h.contains("CPU TIME (ms) BEGIN (total = 10)"), "{h}");
+        assert!(
+            h.contains("   1 40.00% 40.00%       3 300001 Fib.fib\n"),
+            "{h}"
+        );
+        assert!(
+            h.contains("   2 40.00% 80.00%       2 300002 Fib.fib\n"),
+            "{h}"
+        );
+        assert!(
+            h.contains("   3 20.00% 100.00%       2 300003 Fib.main\n"),
+            "{h}"
+        );
+        assert!(!h.contains("300004"), "{h}");
+        assert!(h.contains("         5       50.000 Fib.fib()V\n"), "{h}");
+        let c = collapsed(&o, &s);
+        assert_eq!(
+            c, "Fib.main 2000\nFib.main;Fib.fib 4000\nFib.main;Fib.fib;Fib.fib 4000\n",
+            "{c}"
+        );
     }
 
     /// Sampled totals are kept for all threads at once and come with the first entry, whose

@@ -646,6 +646,77 @@ fn collapsed_and_methods_formats() {
     assert_eq!(parse_report(&text).count("Recursion.fib"), 218910);
 }
 
+/// One class file loaded by two class loaders (a web application redeployed), calls in both:
+/// one row per method, the counts summed, in every format (before, two identical rows, 101
+/// and 100 of doGet, found by the server hunt).
+#[test]
+fn a_class_loaded_by_two_loaders_gives_one_row_per_method() {
+    let dir = tmp("two-loaders");
+    let (app, main) = (dir.join("app"), dir.join("main"));
+    let src = |name: &str, text: &str| {
+        let f = dir.join(format!("{name}.java"));
+        std::fs::write(&f, text).unwrap();
+        f
+    };
+    for (out, file) in [
+        (
+            &app,
+            src(
+                "Work",
+                "public class Work {\n\
+                 static int leaf(int i) { return i * 3; }\n\
+                 public static int run(int n) { int s = 0; for (int i = 0; i < n; i++) s += leaf(i); return s; }\n\
+                 }\n",
+            ),
+        ),
+        (
+            &main,
+            src(
+                "TwoLoaders",
+                "import java.net.*;\n\
+                 public class TwoLoaders {\n\
+                 public static void main(String[] a) throws Exception {\n\
+                 URL[] u = { new java.io.File(System.getProperty(\"app\")).toURI().toURL() };\n\
+                 for (int n : new int[] { 101, 100 }) {\n\
+                 ClassLoader l = new URLClassLoader(u, ClassLoader.getPlatformClassLoader());\n\
+                 l.loadClass(\"Work\").getMethod(\"run\", int.class).invoke(null, n);\n\
+                 }\n}\n}\n",
+            ),
+        ),
+    ] {
+        let o = Command::new(jdk_tool("javac"))
+            .arg("-g")
+            .arg("-d")
+            .arg(out)
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let app_dir = format!("-Dapp={}/", app.display());
+    // (hprof: every TRACE row, whatever its time)
+    for (format, more, leaf) in [
+        ("methods", "", " Work.leaf(I)I\n"),
+        ("hprof", ",cutoff=0", " Work.leaf\n"),
+        ("collapsed", "", "Work.run;Work.leaf "),
+    ] {
+        let f = dir.join(format!("{format}.txt"));
+        let o = java(
+            &main,
+            "TwoLoaders",
+            &format!("file={},format={format},clock=wall{more}", f.display()),
+            &[&app_dir],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert_eq!(text.matches(leaf).count(), 1, "{format}:\n{text}");
+        if format == "methods" {
+            assert_eq!(parse_report(&text).count("Work.leaf"), 201, "{text}");
+            assert_eq!(parse_report(&text).count("Work.run"), 2, "{text}");
+        }
+    }
+}
+
 fn stderr_of(opts: &str) -> (bool, String) {
     let o = java(classes(), "Recursion", opts, &[]);
     (
