@@ -1863,6 +1863,65 @@ fn runtime_copies_in_several_class_loaders_keep_every_count() {
     }
 }
 
+/// The runtime jar in a class loader that the program stops before it exits, as Tomcat stops a
+/// web application's loader (the jar in WEB-INF/lib) before the JVM runs the shutdown hooks:
+/// from then on that loader's loadClass refuses every name. The data is written with exact
+/// counts, coverage and cpu=times. Before, the exit hooks resolved classes lazily through the
+/// stopped loader and died (`NoClassDefFoundError: java/io/PrintStream` in Cov.writeAtExit,
+/// `java/lang/StringBuilder` in Offline.dump; found by the server hunt): no data file at all.
+#[test]
+fn runtime_in_a_class_loader_stopped_before_exit_writes_its_data() {
+    let out = fresh("stopped");
+    let classes = out.join("classes");
+    let fx = fixtures();
+    javac(
+        &classes,
+        &[fx.join("OfflClosed.java"), fx.join("OfflDep.java")],
+    );
+    let rt = runtime_jar(&out);
+    for (kind, prop) in [("cpu", "bci.file"), ("cov", "bci.covfile")] {
+        let inst = out.join(kind);
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
+        if kind == "cov" {
+            args.push(&"--coverage");
+        }
+        args.extend([
+            &classes as &dyn AsRef<std::ffi::OsStr>,
+            &inst,
+            &"--exclude",
+            &"OfflClosed*",
+        ]);
+        let o = bci(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let data = out.join(format!("x.{kind}"));
+        let run = java(&[
+            &format!("-D{prop}={}", data.display()),
+            &"-cp",
+            &classes,
+            &"OfflClosed",
+            &inst,
+            &rt,
+        ]);
+        let err = text(&run.stderr);
+        assert!(run.status.success(), "{kind}: {err}");
+        assert_eq!(text(&run.stdout), "done: 32\n", "{kind}: {err}");
+        assert!(!err.contains("Exception"), "{kind}: {err}");
+        assert!(data.is_file(), "{kind}: no data file: {err}");
+        if kind == "cov" {
+            let lcov = out.join("x.info");
+            let o = bci(&[&"report", &data, &"--classes", &classes, &"--lcov", &lcov]);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let lcov = std::fs::read_to_string(&lcov).unwrap();
+            assert!(lcov.contains("FNDA:8,OfflDep.hello(I)I"), "{lcov}");
+        } else {
+            let o = bci(&[&"report", &data, &"format=methods"]);
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let counts = method_counts(&text(&o.stdout));
+            assert_eq!(counts.get("OfflDep.hello"), Some(&8), "{counts:?}");
+        }
+    }
+}
+
 /// Under a SecurityManager (JDK 17 `-Djava.security.manager`) whose policy grants the runtime
 /// jar AllPermission and the program nothing: the program runs as bare (still confined:
 /// `user.home denied`) and the data is written. Before, the first instrumented class died in

@@ -133,6 +133,9 @@ public final class Cov {
         }
         // (a class first initialized by one of the program's shutdown hooks: written once
         // that hook has ended, see Offline.atExit)
+        // what the write at exit uses, resolved while this class's loader still loads (a
+        // server stops a web application's loader before the JVM runs the hooks)
+        Offline.resolveAhead(Cov.class);
         Offline.atExit(Cov::writeAtExit, "bci coverage: write data");
     }
 

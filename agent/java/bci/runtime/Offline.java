@@ -220,7 +220,165 @@ public final class Offline {
             reaper.setDaemon(true);
             reaper.start();
         }
+        resolveAhead(Offline.class);
         atExit(Offline::dump, "bci runtime: write data");
+    }
+
+    /**
+     * Resolves now, through the class loader of {@code c}, every class that {@code c} and the
+     * runtime's classes it reaches ({@code bci/runtime/}, loaded by that loader too, and linked
+     * here) name in their constant pools (classes, and the descriptors of the members and
+     * call sites they use) and in their members' descriptors. A server stops a web
+     * application's class loader (Tomcat: the runtime jar in WEB-INF/lib) before the JVM runs
+     * the shutdown hooks, and from then on that loader refuses every name, java.* included:
+     * the exit hooks, which resolved classes lazily, died with NoClassDefFoundError
+     * (ThreadGroup, Iterator, PrintStream, StringBuilder) and wrote nothing. The JVM asks a
+     * loader for a name once (it records the loader as the name's initiating loader), so what
+     * is resolved here no longer needs the loader. Fails open. Public: the runtime jar's Cov
+     * may run where this class was defined by another loader (see {@link #expand}).
+     */
+    public static void resolveAhead(Class<?> c) {
+        try {
+            resolveAll(c);
+        } catch (Throwable e) {
+            // (out of memory: the program runs on, the write at exit may fail as before)
+        }
+    }
+
+    private static void resolveAll(Class<?> c) {
+        ClassLoader l = c.getClassLoader();
+        if (l == null) {
+            return;
+        }
+        java.util.ArrayDeque<String> todo = new java.util.ArrayDeque<>();
+        java.util.HashSet<String> seen = new java.util.HashSet<>();
+        String first = c.getName().replace('.', '/');
+        todo.add(first);
+        seen.add(first);
+        while (!todo.isEmpty()) {
+            String own = todo.poll();
+            Class<?> k = load(own, l);
+            if (k == null || k.getClassLoader() != l) {
+                continue;
+            }
+            try {
+                // links (verifies) it, and resolves its members' types
+                k.getDeclaredMethods();
+                k.getDeclaredConstructors();
+                k.getDeclaredFields();
+            } catch (Throwable e) {
+                // a type that is not there: resolved as far as it goes
+            }
+            byte[] b;
+            try (java.io.InputStream in = l.getResourceAsStream(own + ".class")) {
+                if (in == null) {
+                    continue;
+                }
+                b = in.readAllBytes();
+            } catch (Throwable e) {
+                continue;
+            }
+            for (String name : classNames(b)) {
+                if (name.startsWith("bci/runtime/")) {
+                    if (seen.add(name)) {
+                        todo.add(name);
+                    }
+                } else {
+                    load(name, l);
+                }
+            }
+        }
+    }
+
+    /** Class {@code name} (internal form) loaded, not initialized, through {@code l}; or null. */
+    private static Class<?> load(String name, ClassLoader l) {
+        try {
+            return Class.forName(name.replace('/', '.'), false, l);
+        } catch (Throwable e) {
+            return null;
+        }
+    }
+
+    /**
+     * The classes a class file names in its constant pool: its class entries (an array's
+     * element class) and the classes in the descriptors of its NameAndType and MethodType
+     * entries (the members it uses, its call sites), internal form; empty if malformed.
+     */
+    static java.util.Set<String> classNames(byte[] b) {
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        try {
+            java.io.DataInputStream in =
+                    new java.io.DataInputStream(new java.io.ByteArrayInputStream(b));
+            in.readInt();
+            in.readUnsignedShort();
+            in.readUnsignedShort();
+            int count = in.readUnsignedShort();
+            String[] utf = new String[count];
+            int[] names = new int[count];
+            int[] descs = new int[count];
+            for (int k = 1; k < count; k++) {
+                int tag = in.readUnsignedByte();
+                switch (tag) {
+                    case 1:
+                        utf[k] = in.readUTF();
+                        break;
+                    case 7:
+                        names[k] = in.readUnsignedShort();
+                        break;
+                    case 16:
+                        descs[k] = in.readUnsignedShort();
+                        break;
+                    case 8: case 19: case 20:
+                        in.readUnsignedShort();
+                        break;
+                    case 15:
+                        in.readUnsignedByte();
+                        in.readUnsignedShort();
+                        break;
+                    case 12:
+                        in.readUnsignedShort();
+                        descs[k] = in.readUnsignedShort();
+                        break;
+                    case 3: case 4: case 9: case 10: case 11: case 17: case 18:
+                        in.readInt();
+                        break;
+                    case 5: case 6:
+                        in.readLong();
+                        k++;
+                        break;
+                    default:
+                        return out;
+                }
+            }
+            for (int k = 1; k < count; k++) {
+                String n = names[k] > 0 ? utf[names[k]] : null;
+                if (n != null) {
+                    if (n.startsWith("[")) {
+                        descriptorNames(n, out);
+                    } else {
+                        out.add(n);
+                    }
+                }
+                if (descs[k] > 0 && utf[descs[k]] != null) {
+                    descriptorNames(utf[descs[k]], out);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // what was read so far
+        }
+        return out;
+    }
+
+    /** Adds the class names of descriptor {@code d} ({@code Lname;}) to {@code out}. */
+    private static void descriptorNames(String d, java.util.Set<String> out) {
+        for (int i = d.indexOf('L'); i >= 0; i = d.indexOf('L', i)) {
+            int e = d.indexOf(';', i);
+            if (e < 0) {
+                return;
+            }
+            out.add(d.substring(i + 1, e));
+            i = e + 1;
+        }
     }
 
     /**
