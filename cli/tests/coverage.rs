@@ -752,6 +752,31 @@ fn unwritable_coverage_file_stops_the_program_at_its_first_covered_class() {
         )
     );
     assert!(!work.join("missing").exists());
+    // a FIFO (as a device) cannot be read, added to and replaced by rename: refused at start,
+    // no lock file made beside it (the exit hung on opening it for reading; a copy of /dev/null
+    // was replaced by a regular file; found by the file-systems hunt)
+    let fifo = work.join("fifo.cov");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let o = run(&fifo);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "bci: cannot open -Dbci.covfile={p} for the coverage data: {p}: not a regular file \
+             (the data file is read, added to and replaced by rename): give the path of a file\n",
+            p = fifo.display()
+        )
+    );
+    assert!(!work.join("fifo.cov.lck").exists());
     // a writable path: the program runs and the data is written at exit, no file of the
     // check's left but the lock file the write uses
     let good = work.join("good.cov");

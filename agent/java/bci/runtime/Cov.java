@@ -166,6 +166,10 @@ public final class Cov {
      * and {@code path.tmp<pid>} in the same directory (created and removed again).
      */
     static String unwritable(String path) {
+        String notFile = notRegular(path);
+        if (notFile != null) {
+            return notFile;
+        }
         String lck = path + ".lck";
         try (RandomAccessFile f = new RandomAccessFile(lck, "rw")) {
             // opened: the lock file can be made
@@ -179,6 +183,20 @@ public final class Cov {
             return reason(tmp.getPath(), e);
         }
         tmp.delete();
+        return null;
+    }
+
+    /**
+     * Why {@code path} cannot hold the data when it names something other than a regular file
+     * (a device such as /dev/null, which the rename replaced with a file; /dev/zero, read
+     * forever; a FIFO, which hung the exit), else null. Links are followed.
+     */
+    static String notRegular(String path) {
+        File f = new File(path);
+        if (f.exists() && !f.isFile()) {
+            return path + ": not a regular file (the data file is read, added to and replaced by "
+                    + "rename): give the path of a file";
+        }
         return null;
     }
 
@@ -256,6 +274,11 @@ public final class Cov {
             }
         }
         File f = new File(path);
+        String notFile = notRegular(path);
+        if (notFile != null) {
+            // (made so since the start-up check)
+            throw new IOException(notFile);
+        }
         // copies of the runtime in this JVM (one per class loader) write one after another:
         // the file lock excludes other JVMs only (OverlappingFileLockException in this one)
         synchronized (Offline.jvmLock("bci.covfile", path)) {
@@ -423,6 +446,22 @@ public final class Cov {
             Map<String, long[]> counts, ArrayList<String> order,
             java.util.TreeMap<String, Map<String, long[]>> tests) throws IOException {
         File tmp = new File(f.getPath() + ".tmp" + ProcessHandle.current().pid());
+        try {
+            writeData(tmp, sessions, ids, order, counts, tests);
+        } catch (IOException | RuntimeException e) {
+            // (a full disk left the empty temporary file beside the data)
+            tmp.delete();
+            throw e;
+        }
+        if (!tmp.renameTo(f)) {
+            tmp.delete();
+            throw new IOException("cannot replace " + f);
+        }
+    }
+
+    private static void writeData(File tmp, ArrayList<byte[]> sessions, java.util.Set<String> ids,
+            ArrayList<String> order, Map<String, long[]> counts,
+            java.util.TreeMap<String, Map<String, long[]>> tests) throws IOException {
         try (DataOutputStream o = new DataOutputStream(new java.io.BufferedOutputStream(new FileOutputStream(tmp)))) {
             o.write(MAGIC);
             o.writeShort(tests.isEmpty() ? 1 : 2);
@@ -455,10 +494,6 @@ public final class Cov {
                     }
                 }
             }
-        }
-        if (!tmp.renameTo(f)) {
-            tmp.delete();
-            throw new IOException("cannot replace " + f);
         }
     }
 
