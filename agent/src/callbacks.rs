@@ -349,15 +349,8 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         // replaced by rename, the link left as it is
         let covfile = outfile::expand_option("covfile", &opts.covfile, pid, secs)
             .map(|p| outfile::follow_links(&p));
-        match covfile.and_then(|p| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(format!("{p}.lck"))
-                .map(|_| p.clone())
-                .map_err(|e| format!("covfile={p}: cannot write {p}.lck: {e}"))
-        }) {
+        // (a regular file or none; <p>.lck and the dump's temporary file can be made)
+        match covfile.and_then(|p| crate::coverage::check_covfile(&p, pid).map(|()| p)) {
             Ok(p) => p,
             Err(e) => {
                 log(&e);

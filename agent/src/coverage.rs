@@ -226,6 +226,70 @@ pub fn parse_tests(flat: &[i64]) -> Result<TestCounts, String> {
     Ok(out)
 }
 
+/// What a path that is not a regular file is, for messages: "a character device", "a FIFO
+/// (named pipe)", ….
+pub fn kind_of(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The temporary file a dump writes beside `target` and renames over it.
+pub fn temp_name(target: &str, pid: u32) -> String {
+    format!("{target}.tmp{pid}")
+}
+
+/// The start-up check of `covfile=` `p` (expanded, links followed), so that a dump at exit
+/// cannot fail for a reason known now: `p`, if it exists, is a regular file (the data is read,
+/// added to and replaced by rename: a device would be replaced by a file, `/dev/zero` read
+/// without end, a FIFO's open for reading would block), `<p>.lck` can be made (it stays: see
+/// agent/README.md), and so can the temporary file a dump renames over `p` (made and removed
+/// here: a name one byte short of the limit passed the lock file's check).
+pub fn check_covfile(p: &str, pid: u32) -> Result<(), String> {
+    if let Ok(m) = std::fs::metadata(p) {
+        if !m.is_file() {
+            return Err(format!(
+                "covfile={p} is {}, not a regular file: coverage data is read, added to and \
+                 replaced by rename, which needs a regular file (give a file's path)",
+                kind_of(&m.file_type())
+            ));
+        }
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("{p}.lck"))
+        .map_err(|e| format!("covfile={p}: cannot write {p}.lck: {e}"))?;
+    let tmp = temp_name(p, pid);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&tmp)
+        .and_then(|_| std::fs::remove_file(&tmp))
+        .map_err(|e| {
+            format!(
+                "covfile={p}: cannot write {tmp} (the temporary file a dump renames over it): {e}"
+            )
+        })
+}
+
+/// The most of a data file a dump reads (a larger file is left as it is, as one that is not
+/// coverage data).
+pub const MAX_DATA_FILE: u64 = 2 << 30;
+
 #[cfg(feature = "rewriter")]
 pub use data_file::CovFile;
 
@@ -234,6 +298,11 @@ mod data_file {
     use super::*;
     use bci_rewriter::coverage::data::{CovData, Session};
     use std::io::{Read, Write};
+
+    // open(2) flags: a FIFO or terminal opened to be read must neither block nor become the
+    // controlling terminal (Linux values)
+    const O_NONBLOCK: i32 = 0o4000;
+    const O_NOCTTY: i32 = 0o400;
 
     /// The data file and what this JVM has added to it so far: each dump adds only the counts
     /// since the previous one (a SIGQUIT dump, then the exit dump: the file holds the run's
@@ -446,9 +515,18 @@ mod data_file {
             Ok(target)
         }
 
-        /// Writes `data` to `target` through a temporary file renamed over it.
+        /// Writes `data` to `target` through a temporary file renamed over it. A target that
+        /// is there already must be a regular file (a device is never replaced by a file).
         fn replace(data: &CovData, target: &str) -> Result<(), String> {
-            let tmp = format!("{target}.tmp{}", std::process::id());
+            let tmp = temp_name(target, std::process::id());
+            if let Ok(m) = std::fs::metadata(target) {
+                if !m.is_file() {
+                    return Err(format!(
+                        "{target}: {}, not a regular file: not replaced",
+                        kind_of(&m.file_type())
+                    ));
+                }
+            }
             let write = || -> std::io::Result<()> {
                 let mut f = std::fs::File::create(&tmp)?;
                 f.write_all(&data.to_bytes())?;
@@ -471,11 +549,43 @@ mod data_file {
             let mut data = CovData::default();
             let target = self.path.clone();
             let mut bytes = Vec::new();
-            let existing = match std::fs::File::open(&self.path) {
-                Ok(mut f) => f
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| format!("{}: {e}", self.path))
-                    .map(|_| !bytes.is_empty())?,
+            // only a regular file is read (checked at start, but the path may have changed
+            // since): a FIFO's open would block, /dev/zero's read never end; opened without
+            // blocking, its type checked on the descriptor, read up to its size
+            let left = |why: String| {
+                crate::callbacks::log(&format!(
+                    "{}: {why}; left as it is, coverage data written to {}.{} (this run's, \
+                     whole, at every dump)",
+                    self.path,
+                    self.path,
+                    std::process::id()
+                ));
+                Ok(None)
+            };
+            let opened = match std::fs::metadata(&self.path) {
+                Ok(m) if !m.is_file() => return left(kind_of(&m.file_type()).to_string()),
+                _ => {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(O_NONBLOCK | O_NOCTTY)
+                        .open(&self.path)
+                }
+            };
+            let existing = match opened {
+                Ok(f) => {
+                    let m = f.metadata().map_err(|e| format!("{}: {e}", self.path))?;
+                    if !m.is_file() {
+                        return left(kind_of(&m.file_type()).to_string());
+                    }
+                    if m.len() > MAX_DATA_FILE {
+                        return left(format!("{} bytes, more than a dump reads", m.len()));
+                    }
+                    f.take(m.len())
+                        .read_to_end(&mut bytes)
+                        .map_err(|e| format!("{}: {e}", self.path))
+                        .map(|_| !bytes.is_empty())?
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
                 Err(e) => return Err(format!("{}: {e}", self.path)),
             };
@@ -662,6 +772,67 @@ mod tests {
         assert_eq!(f.dump(&run(10, 6), 4).unwrap(), fallback);
         assert_eq!(read(&fallback).counts("A", 1).unwrap(), &[10, 6]);
         assert!(!std::path::Path::new(&p).exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A covfile replaced mid-run by a FIFO or a device (the start-up check refuses them, the
+    /// path may change after): the dump neither blocks opening the FIFO (the JVM hung at exit,
+    /// deaf to SIGTERM) nor renames a file over the device (a private copy of /dev/null was
+    /// replaced by a regular file); the run goes to `<covfile>.<pid>`, as for a file that is
+    /// not coverage data (found by the output-files hunt).
+    #[cfg(feature = "rewriter")]
+    #[test]
+    fn a_covfile_become_a_fifo_or_device_is_neither_read_nor_replaced() {
+        use bci_rewriter::coverage::data::Session;
+        use std::os::unix::fs::FileTypeExt;
+        let d = std::env::temp_dir().join(format!("bciagent-cov-special-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let classes = vec![
+            None,
+            Some(ClassRec {
+                name: "A".into(),
+                hash: 1,
+                counters: 1,
+                exits: Vec::new(),
+            }),
+        ];
+        let run = CovFile::run_data(&classes, &HashMap::from([(1, vec![3])]));
+        let mknod = |kind: &str, p: &str, args: &[&str]| {
+            let made = std::process::Command::new(kind)
+                .arg(p)
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !made {
+                eprintln!("{kind} {p} not permitted here: that case is skipped");
+            }
+            made
+        };
+        for (kind, args) in [("mkfifo", &[][..]), ("mknod", &["c", "1", "3"][..])] {
+            let p = d.join(format!("{kind}.cov")).display().to_string();
+            if !mknod(kind, &p, args) {
+                continue;
+            }
+            let mut f = CovFile::new(&p, Session::default());
+            // on a thread: before, the FIFO's open blocked for good
+            let (tx, rx) = std::sync::mpsc::channel();
+            let run = run.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(f.dump(&run, 1));
+            });
+            let at = rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the dump blocked on the FIFO");
+            assert_eq!(at.unwrap(), format!("{p}.{}", std::process::id()), "{kind}");
+            let t = std::fs::symlink_metadata(&p).unwrap().file_type();
+            assert!(t.is_fifo() || t.is_char_device(), "{kind}: replaced: {t:?}");
+            let got = bci_rewriter::coverage::data::CovData::parse(
+                &std::fs::read(format!("{p}.{}", std::process::id())).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(got.counts("A", 1).unwrap(), &[3]);
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -103,6 +103,100 @@ fn unwritable_file_refused_at_start() {
     assert!(!o.status.success() && err.contains("%q"), "{err}");
 }
 
+/// `java` as [`java`] does, killed after `secs` seconds: None if it had to be.
+fn java_within(secs: u64, cp: &str, main: &str, opts: &str) -> Option<Output> {
+    let mut cmd = Command::new(jdk_tool("java"));
+    cmd.arg(format!("-agentpath:{}={}", agent_lib().display(), opts));
+    cmd.arg("-cp").arg(cp).arg(main);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed().as_secs() >= secs {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// A `covfile=` that is not a regular file stops the JVM at start, saying what it is: the data
+/// is read, added to and replaced by rename. Before, a FIFO hung the JVM at exit (its open for
+/// reading blocked; SIGTERM did nothing), and a device (a private mknod copy of /dev/null) was
+/// replaced by a regular file, with `<device>.lck` made beside it (found by the output-files
+/// hunt). The mknod case is skipped, said on stderr, where mknod is not permitted.
+#[test]
+fn covfile_not_a_regular_file_refused_at_start() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tmp("covfile-special");
+    compile(&dir, "Small", SMALL, &[]);
+    for (tool, args, what) in [
+        ("mkfifo", &[][..], "a FIFO (named pipe)"),
+        ("mknod", &["c", "1", "3"][..], "a character device"),
+    ] {
+        let cf = dir.join(format!("{tool}.cov"));
+        let _ = std::fs::remove_file(&cf);
+        let _ = std::fs::remove_file(dir.join(format!("{tool}.cov.lck")));
+        let made = Command::new(tool).arg(&cf).args(args).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("{tool} not permitted here: the {what} case is skipped");
+            continue;
+        }
+        let o = java_within(
+            30,
+            dir.to_str().unwrap(),
+            "Small",
+            &format!("coverage=y,include=Small,covfile={}", cf.display()),
+        )
+        .unwrap_or_else(|| panic!("{what}: the JVM hung"));
+        let (out, err) = text(&o);
+        assert!(!o.status.success(), "{what}: must not start: {out}{err}");
+        assert!(!out.contains("small"), "the program ran: {out}");
+        assert!(
+            err.contains(&format!(
+                "covfile={} is {what}, not a regular file",
+                cf.display()
+            )),
+            "{err}"
+        );
+        let t = std::fs::symlink_metadata(&cf).unwrap().file_type();
+        assert!(t.is_fifo() || t.is_char_device(), "{what}: replaced: {t:?}");
+        assert!(!dir.join(format!("{tool}.cov.lck")).exists());
+    }
+}
+
+/// A `covfile=` name whose lock file can be made but whose temporary file (`<name>.tmp<pid>`,
+/// renamed over the data at a dump) cannot stops the JVM at start: with a 250-byte name the
+/// run went on and its data was lost at exit ("File name too long", exit status 0; found by
+/// the output-files hunt).
+#[test]
+fn covfile_whose_temporary_file_cannot_be_made_refused_at_start() {
+    let dir = tmp("covfile-long");
+    compile(&dir, "Small", SMALL, &[]);
+    let cf = dir.join(format!("{}.cov", "x".repeat(246)));
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("coverage=y,include=Small,covfile={}", cf.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "must not start: {out}{err}");
+    assert!(!out.contains("small"), "the program ran: {out}");
+    assert!(
+        err.contains(&format!(
+            "covfile={}: cannot write {}.tmp",
+            cf.display(),
+            cf.display()
+        )) && err.contains("File name too long"),
+        "{err}"
+    );
+}
+
 const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
 /// The JDK 25 `java`, None (skipped, said on stderr) where it is not installed.
