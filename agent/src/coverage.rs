@@ -516,19 +516,24 @@ mod data_file {
         }
 
         /// Writes `data` to `target` through a temporary file renamed over it. A target that
-        /// is there already must be a regular file (a device is never replaced by a file).
+        /// is there already must be a regular file (a device is never replaced by a file); the
+        /// new file keeps its permission bits and group (and, run as root, its owner).
         fn replace(data: &CovData, target: &str) -> Result<(), String> {
             let tmp = temp_name(target, std::process::id());
-            if let Ok(m) = std::fs::metadata(target) {
-                if !m.is_file() {
+            let before = match std::fs::metadata(target) {
+                Ok(m) if !m.is_file() => {
                     return Err(format!(
                         "{target}: {}, not a regular file: not replaced",
                         kind_of(&m.file_type())
-                    ));
+                    ))
                 }
-            }
+                m => m.ok(),
+            };
             let write = || -> std::io::Result<()> {
                 let mut f = std::fs::File::create(&tmp)?;
+                if let Some(m) = &before {
+                    Self::keep_owner_and_mode(&f, m);
+                }
                 f.write_all(&data.to_bytes())?;
                 f.sync_all()?;
                 std::fs::rename(&tmp, target)
@@ -537,6 +542,16 @@ mod data_file {
                 let _ = std::fs::remove_file(&tmp);
                 format!("{target}: {e}")
             })
+        }
+
+        /// Gives `f` the permission bits and group of `m` (a file it replaces), and its owner
+        /// when this process may (root); what cannot be given is left as made.
+        fn keep_owner_and_mode(f: &std::fs::File, m: &std::fs::Metadata) {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let root = crate::sys::effective_uid() == 0;
+            let _ = std::os::unix::fs::fchown(f, root.then_some(m.uid()), Some(m.gid()));
+            // after the chown, which clears set-id bits
+            let _ = f.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777));
         }
 
         /// Adds the counts to the file; `None` if it is not coverage data (left as it is, and
@@ -832,6 +847,46 @@ mod tests {
             )
             .unwrap();
             assert_eq!(got.counts("A", 1).unwrap(), &[3]);
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Replacing a covfile keeps its permission bits (a group-shared 0664 file came back 0644
+    /// with umask 022) and, run as root, its owner and group (found by the output-files
+    /// hunt).
+    #[cfg(feature = "rewriter")]
+    #[test]
+    fn a_replaced_covfile_keeps_its_mode_and_owner() {
+        use bci_rewriter::coverage::data::Session;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let d = std::env::temp_dir().join(format!("bciagent-cov-mode-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("x.cov").display().to_string();
+        std::fs::write(&p, b"").unwrap();
+        // a mode no umask gives a new file
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o604)).unwrap();
+        let root = crate::sys::effective_uid() == 0;
+        if root {
+            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        }
+        let classes = vec![
+            None,
+            Some(ClassRec {
+                name: "A".into(),
+                hash: 1,
+                counters: 1,
+                exits: Vec::new(),
+            }),
+        ];
+        let mut f = CovFile::new(&p, Session::default());
+        let run = CovFile::run_data(&classes, &HashMap::from([(1, vec![3])]));
+        assert_eq!(f.dump(&run, 1).unwrap(), p);
+        let m = std::fs::metadata(&p).unwrap();
+        assert!(m.len() > 0);
+        assert_eq!(m.mode() & 0o7777, 0o604);
+        if root {
+            assert_eq!((m.uid(), m.gid()), (65534, 65534));
         }
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -350,6 +350,13 @@ extern "C" {
     pub fn nanosleep(req: *const timespec, rem: *mut timespec) -> c_int;
     pub fn time(t: *mut i64) -> i64;
     pub fn ctime_r(t: *const i64, buf: *mut c_char) -> *mut c_char;
+    fn geteuid() -> u32;
+}
+
+/// This process's effective user id (0: root).
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { geteuid() }
 }
 
 // fcntl record locks: what Java's FileChannel.lock takes on Linux (flock locks do not exclude
