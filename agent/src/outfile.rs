@@ -7,8 +7,10 @@
 //! locked (advisory `flock`) for the life of the JVM; if this JVM created it and never wrote a
 //! dump to it (doe=n without SIGQUIT), it is removed at VM death. If another running JVM holds the lock,
 //! this JVM writes to `<path>.<pid>` instead and says so. A file left by an earlier run is
-//! replaced at the first dump, with a warning at start. `format=hprof|methods`: later dumps
-//! (SIGQUIT) are appended; `format=collapsed`: each SIGQUIT dump is a file of its own,
+//! replaced at the first dump, with a warning at start. A dump to a file (not a device or
+//! pipe) is written to `<path>.tmp<pid>` and renamed over it: a failed write leaves the
+//! previous file whole. `format=hprof|methods`: later dumps (SIGQUIT) are appended (to a
+//! copy); `format=collapsed`: each SIGQUIT dump is a file of its own,
 //! `<path>.1`, `<path>.2`, …, and the dump at exit is `<path>`: one snapshot per file.
 
 use crate::options::Format;
@@ -305,25 +307,70 @@ impl OutFile {
             return Ok(p);
         }
         let first = self.dumps == 0 || format == Format::Collapsed;
-        let file = &mut self.file;
-        // a device or pipe (file=/dev/stderr) cannot be truncated or positioned: just written
-        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
-        let r = if !regular {
-            Ok(0)
-        } else if first {
-            file.set_len(0).and_then(|_| file.seek(SeekFrom::Start(0)))
+        // a device or pipe (file=/dev/stderr) cannot be truncated, positioned or replaced:
+        // just written
+        let regular = self.file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        if !regular {
+            let mut w = std::io::BufWriter::new(&mut self.file);
+            f(&mut w)
+                .and_then(|_| w.flush())
+                .map_err(|e| err(&self.path, e))?;
         } else {
-            file.seek(SeekFrom::End(0))
-        };
-        r.and_then(|_| {
-            let mut w = std::io::BufWriter::new(&mut *file);
-            f(&mut w)?;
-            w.flush()
-        })
-        .map_err(|e| err(&self.path, e))?;
+            // a file: written whole to a temporary file beside it, renamed over it, so that a
+            // failed write (a full disk) leaves the previous report whole, and a file deleted
+            // (or replaced) mid-run is made again (or named in the error)
+            let tmp = crate::coverage::temp_name(&self.path, std::process::id());
+            match self.replace(&tmp, first, f) {
+                Ok(t) => self.file = t,
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(format!(
+                        "{}; {} is left as it was before this dump",
+                        err(&self.path, e),
+                        self.path
+                    ));
+                }
+            }
+        }
         self.dumps += 1;
         self.wrote = true;
         Ok(self.path.clone())
+    }
+}
+
+impl OutFile {
+    /// Writes `tmp` (the report so far unless `first`, then the dump by `f`), locked, with the
+    /// file's permission bits, and renames it over the path; the new file, open for reading
+    /// and writing (a later dump appends to a copy of it).
+    fn replace(
+        &mut self,
+        tmp: &str,
+        first: bool,
+        f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<File> {
+        let mut t = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(tmp)?;
+        if let Ok(m) = self.file.metadata() {
+            let _ = t.set_permissions(m.permissions());
+        }
+        // (a file of this JVM's own name: the lock is free; taken before the rename, so that
+        // the path is never unlocked while this JVM holds it)
+        let _ = t.try_lock();
+        if !first {
+            self.file.seek(SeekFrom::Start(0))?;
+            std::io::copy(&mut self.file, &mut t)?;
+        }
+        let mut w = std::io::BufWriter::new(&mut t);
+        f(&mut w)?;
+        w.flush()?;
+        drop(w);
+        t.sync_data()?;
+        std::fs::rename(tmp, &self.path)?;
+        Ok(t)
     }
 }
 
@@ -440,6 +487,52 @@ mod tests {
         let (mut f, _) = OutFile::open(&p, 1).unwrap();
         assert_eq!(f.remove_if_unwritten(), None);
         assert!(std::path::Path::new(&p).exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A dump that fails (a full disk: the write error comes here from the closure) leaves the
+    /// previous report whole, and the error says so; a report deleted or replaced by a
+    /// directory mid-run is made again, or named in the error. Before, the file was emptied
+    /// and left cut mid-line (8192 bytes, no METHODS END), and a deleted file was written into
+    /// its unlinked inode without a word (found by the output-files hunt).
+    #[test]
+    fn a_failed_dump_leaves_the_previous_report_whole() {
+        let d = std::env::temp_dir().join(format!("bciagent-outfail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("p.txt").display().to_string();
+        std::fs::write(&p, "previous run\n").unwrap();
+        let full = |w: &mut dyn Write| {
+            w.write_all(b"cut mid-li")?;
+            Err(std::io::Error::other("No space left on device"))
+        };
+        let (mut f, _) = OutFile::open(&p, 1).unwrap();
+        let e = f.write_with(Format::Hprof, true, full).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "cannot write {p}: No space left on device; {p} is left as it was before this \
+                 dump"
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "previous run\n");
+        // a SIGQUIT dump, then a failed one: the first kept
+        f.write("A1\n", Format::Hprof, false).unwrap();
+        assert!(f.write_with(Format::Hprof, true, full).is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "A1\n");
+        // deleted mid-run: made again, with what was written before
+        std::fs::remove_file(&p).unwrap();
+        f.write("A2\n", Format::Hprof, true).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "A1\nA2\n");
+        // replaced by a directory: named
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        let e = f.write("A3\n", Format::Hprof, true).unwrap_err();
+        assert!(e.starts_with(&format!("cannot write {p}: ")), "{e}");
+        assert!(
+            std::fs::read_dir(&d).unwrap().count() == 1,
+            "temporary file left"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 
