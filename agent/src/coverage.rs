@@ -327,6 +327,9 @@ mod data_file {
         spare: Vec<std::fs::File>,
     }
 
+    /// How long a dump waits for `<covfile>.lck` before it says it is waiting (it waits on).
+    const LOCK_NOTE_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
     /// Descriptors a dump needs besides the lock file's (see `CovFile::spare`).
     const SPARE_FDS: usize = 2;
 
@@ -482,7 +485,14 @@ mod data_file {
                     &opened
                 }
             };
-            crate::sys::lock_whole_file(lock).map_err(|e| format!("{lck}: lock: {e}"))?;
+            crate::sys::lock_whole_file_noting(lock, LOCK_NOTE_AFTER, |pid| {
+                crate::callbacks::log(&format!(
+                    "waiting for the lock on {lck}, held by another process{} (a JVM writing \
+                     the same covfile, or one stopped); the data is written once it is released",
+                    pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                ))
+            })
+            .map_err(|e| format!("{lck}: lock: {e}"))?;
             let merged = self.merge_into_file(&delta, &back);
             let _ = crate::sys::unlock_whole_file(lock);
             let at = match merged? {

@@ -369,6 +369,7 @@ struct Flock {
     l_len: i64,
     l_pid: i32,
 }
+const F_GETLK: c_int = 5;
 const F_SETLK: c_int = 6;
 const F_SETLKW: c_int = 7;
 const F_WRLCK: i16 = 1;
@@ -418,4 +419,42 @@ pub fn lock_whole_file(f: &std::fs::File) -> std::io::Result<()> {
             return Err(e);
         }
     }
+}
+
+/// [`lock_whole_file`], saying so through `note` (once, with the holder's process id when the
+/// kernel gives it) if the lock is not this process's after `after`: a stopped or hung holder
+/// (a JVM stopped mid-dump, a debugger) would otherwise make this process wait without a word.
+pub fn lock_whole_file_noting(
+    f: &std::fs::File,
+    after: std::time::Duration,
+    note: impl FnOnce(Option<i32>),
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut l = Flock {
+        l_type: F_WRLCK,
+        l_whence: 0,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < after {
+        // SAFETY: f's descriptor is open for the call; l is a valid struct flock for F_SETLK.
+        if unsafe { fcntl(f.as_raw_fd(), F_SETLK, &l as *const Flock) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        let busy = matches!(e.raw_os_error(), Some(11 | 13)); // EAGAIN, EACCES
+        if !busy && e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: as above; F_GETLK fills l with a conflicting lock, or sets l_type to F_UNLCK.
+    let holder = (unsafe { fcntl(f.as_raw_fd(), F_GETLK, &mut l as *mut Flock) } == 0
+        && l.l_type != F_UNLCK
+        && l.l_pid > 0)
+        .then_some(l.l_pid);
+    note(holder);
+    lock_whole_file(f)
 }

@@ -197,6 +197,61 @@ fn covfile_whose_temporary_file_cannot_be_made_refused_at_start() {
     );
 }
 
+/// A JVM whose dump waits for `<covfile>.lck`, held by another process, says so on stderr
+/// after about 2 s, once, with the path and the holder's pid, and waits on: its data is
+/// written when the lock is released. Before, it waited without a word (found by the
+/// output-files hunt). Skipped, said on stderr, without python3 (the other holder).
+#[test]
+fn covfile_lock_held_elsewhere_is_said_and_waited_for() {
+    let dir = tmp("covfile-lockheld");
+    compile(&dir, "Small", SMALL, &[]);
+    let cf = dir.join("c.cov");
+    let _ = std::fs::remove_file(&cf);
+    let lck = dir.join("c.cov.lck");
+    let holder = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import fcntl,sys,time\n\
+             f=open(sys.argv[1],'a'); fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('locked', flush=True); time.sleep(5)",
+        )
+        .arg(&lck)
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut holder) = holder else {
+        eprintln!("no python3: covfile_lock_held_elsewhere_is_said_and_waited_for skipped");
+        return;
+    };
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("coverage=y,include=Small,covfile={}", cf.display()),
+        &[],
+        &[],
+    );
+    let _ = holder.wait();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let said = format!(
+        "waiting for the lock on {}, held by another process (pid {})",
+        lck.display(),
+        holder.id()
+    );
+    assert_eq!(err.matches(&said).count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("written to {}", cf.display())),
+        "{err}"
+    );
+    assert!(std::fs::metadata(&cf).unwrap().len() > 0);
+}
+
 const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
 /// The JDK 25 `java`, None (skipped, said on stderr) where it is not installed.
