@@ -235,6 +235,27 @@ impl OutFile {
                  replace this one's {what}"
             )),
         }
+        // the report is renamed over a file from <path>.tmp<pid> (OutFile::replace): that name
+        // must be possible too (a 250-byte name is, <name>.tmp<pid> is not), known now rather
+        // than with the report lost at exit
+        if option == "file" && file.metadata().is_ok_and(|m| m.is_file()) {
+            let tmp = crate::coverage::temp_name(&path, std::process::id());
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&tmp)
+                .and_then(|_| std::fs::remove_file(&tmp))
+                .map_err(|e| {
+                    if created {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                    format!(
+                        "cannot open {option}={path} for the {what}: cannot write {tmp} (the \
+                         temporary file a dump renames over it): {e}"
+                    )
+                })?;
+        }
         if file.metadata().map(|m| m.len() > 0).unwrap_or(false) {
             match when {
                 Replaces::AtExit => warnings.push(format!(
@@ -544,6 +565,26 @@ mod tests {
         assert_eq!((g.path.as_str(), w.len()), ("/dev/null", 0), "{w:?}");
         f.write("x\n", Format::Hprof, false).unwrap();
         f.write("y\n", Format::Hprof, true).unwrap();
+    }
+
+    /// A name whose temporary file (`<name>.tmp<pid>`, renamed over it at a dump) cannot be
+    /// made is refused at start, and the file made to check it removed: else the report would
+    /// be lost at exit ("File name too long" for a 250-byte name).
+    #[test]
+    fn a_name_whose_temporary_file_cannot_be_made_is_refused_at_start() {
+        let d = std::env::temp_dir().join(format!("bciagent-outlong-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("x".repeat(250)).display().to_string();
+        let e = OutFile::open(&p, 1).err().unwrap();
+        assert!(
+            e.starts_with(&format!(
+                "cannot open file={p} for the profile: cannot write {p}.tmp"
+            )) && e.contains("File name too long"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
