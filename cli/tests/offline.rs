@@ -1788,6 +1788,25 @@ fn the_programs_interrupts_do_not_stop_the_sampler() {
     assert!(self_ms > 0.0, "spin has no sampled time: {report}");
 }
 
+/// `classes` instrumented into `out/<kind>` (`cov`: `--coverage`, else cpu=times), leaving out
+/// the classes `exclude` names (the program that loads them through its own loaders).
+fn instrument_kind(classes: &Path, out: &Path, kind: &str, exclude: &str) -> PathBuf {
+    let inst = out.join(kind);
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
+    if kind == "cov" {
+        args.push(&"--coverage");
+    }
+    args.extend([
+        &classes as &dyn AsRef<std::ffi::OsStr>,
+        &inst,
+        &"--exclude",
+        &exclude,
+    ]);
+    let o = bci(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    inst
+}
+
 /// Several copies of the runtime jar in one JVM, one per class loader (a web application's
 /// WEB-INF/lib), each loading the instrumented OfflDep: nothing is lost. Before, coverage
 /// copies failed on the file lock (`cannot write coverage data to ...:
@@ -1805,19 +1824,7 @@ fn runtime_copies_in_several_class_loaders_keep_every_count() {
     );
     let rt = runtime_jar(&out);
     for (kind, prop) in [("cpu", "bci.file"), ("cov", "bci.covfile")] {
-        let inst = out.join(kind);
-        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
-        if kind == "cov" {
-            args.push(&"--coverage");
-        }
-        args.extend([
-            &classes as &dyn AsRef<std::ffi::OsStr>,
-            &inst,
-            &"--exclude",
-            &"OfflLoaders*",
-        ]);
-        let o = bci(&args);
-        assert!(o.status.success(), "{}", text(&o.stderr));
+        let inst = instrument_kind(&classes, &out, kind, "OfflLoaders*");
         let data = out.join(format!("x.{kind}"));
         let run = java(&[
             &format!("-D{prop}={}", data.display()),
@@ -1880,19 +1887,7 @@ fn runtime_in_a_class_loader_stopped_before_exit_writes_its_data() {
     );
     let rt = runtime_jar(&out);
     for (kind, prop) in [("cpu", "bci.file"), ("cov", "bci.covfile")] {
-        let inst = out.join(kind);
-        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"instrument"];
-        if kind == "cov" {
-            args.push(&"--coverage");
-        }
-        args.extend([
-            &classes as &dyn AsRef<std::ffi::OsStr>,
-            &inst,
-            &"--exclude",
-            &"OfflClosed*",
-        ]);
-        let o = bci(&args);
-        assert!(o.status.success(), "{}", text(&o.stderr));
+        let inst = instrument_kind(&classes, &out, kind, "OfflClosed*");
         let data = out.join(format!("x.{kind}"));
         let run = java(&[
             &format!("-D{prop}={}", data.display()),
