@@ -306,6 +306,54 @@ fn a_program_interrupting_every_thread_loses_no_event() {
     );
 }
 
+/// A trace file whose write fails partway (a full disk; here a 64 KiB file-size limit with
+/// SIGXFSZ ignored): the file ends with the last whole event (it ended in a JSON line cut
+/// short, which breaks every reader) and the summary counts the events the file took as
+/// written (it said 0 written, the whole 64 KiB chunk "not written (write error)"; found by
+/// the file-systems hunt).
+#[test]
+fn a_write_error_keeps_whole_events_and_counts_them() {
+    let dir = compile(&["TraceInterrupt.java"], "TraceWriteError");
+    let rules = repo().join("test-classes/trace/trace-interrupt.toml");
+    let (cmd, ev, prof) = traced_cmd(&jdk_tool("java"), &dir, &rules, "TraceInterrupt");
+    let args: Vec<String> = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| format!("'{}'", a.to_string_lossy()))
+        .collect();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 64; exec {} 20000",
+            args.join(" ")
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let events = std::fs::read_to_string(&ev).unwrap();
+    assert!(events.len() <= 64 * 1024, "{}", events.len());
+    assert!(
+        events.ends_with("}\n"),
+        "cut short: {:?}",
+        &events[events.len().saturating_sub(80)..]
+    );
+    let lines = events.lines().count() as u64;
+    assert!(lines > 100, "{lines}");
+    let r = std::fs::read_to_string(&prof).unwrap();
+    let summary = r
+        .lines()
+        .find(|l| l.starts_with("trace events: "))
+        .unwrap_or_else(|| panic!("{r}"));
+    let written: u64 = summary["trace events: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert_eq!(written, lines, "{summary}");
+    assert!(summary.contains(" not written (write error)"), "{summary}");
+    assert_eq!(summary_count(&r, "traced"), Some(20_000), "{r}");
+}
+
 /// `tracemax=` caps the trace file: events past the limit are counted, not written; the
 /// summary and one stderr line say so; counts are unaffected. The writer is held back so that
 /// every event reaches the file's writer (none dropped for a full buffer); then, not held, it

@@ -114,6 +114,8 @@ public final class Trace {
     static long maxBytes;
     /** Bytes written to the trace file. Guarded by the class lock. */
     static long bytes;
+    /** Bytes the trace file took (what reached it, obuf's not yet). Guarded by the class lock. */
+    static long flushed;
     /** Events not written because the file reached {@link #maxBytes}. Guarded by Q. */
     static long overLimit;
     /** The trace file reached {@link #maxBytes}. */
@@ -472,6 +474,13 @@ public final class Trace {
     static final byte[] obuf = new byte[1 << 16];
     static int olen;
     static long opending;
+    /**
+     * Where each item in obuf ends: an event's end offset, or {@code ~end} for a marker line;
+     * {@code oitems} of them. After a write that failed partway (a full disk), the file is cut
+     * back to the last whole item it took, and only the events it took count as written.
+     */
+    static int[] oends = new int[256];
+    static int oitems;
 
     /**
      * Writes the file's buffer; its events count as written once the file took them, as not
@@ -483,20 +492,63 @@ public final class Trace {
         }
         int n = olen;
         long k = opending;
+        int items = oitems;
         olen = 0;
         opending = 0;
+        oitems = 0;
         if (out == null) {
             lostErr += k;
             return false;
         }
         try {
             out.write(obuf, 0, n);
+            flushed += n;
             written += k;
             return true;
         } catch (java.io.IOException e) {
-            lostErr += k;
+            long took = tookWhole(items);
+            written += took;
+            lostErr += k - took;
             failed(e);
             return false;
+        }
+    }
+
+    /**
+     * After a write of obuf that failed partway (a full disk): the events of the first
+     * {@code items} items in obuf that reached the file whole; a regular file is cut back to
+     * the end of the last whole item (a JSON line cut short broke every reader of the file,
+     * and the summary called the events the file had taken not written). java.io only (no
+     * FileChannel: an interrupt of the writer would close it).
+     */
+    static long tookWhole(int items) {
+        try {
+            java.io.File f = new java.io.File(outPath);
+            if (!f.isFile()) {
+                return 0;
+            }
+            long got = f.length() - flushed;
+            long events = 0;
+            int keep = 0;
+            for (int j = 0; j < items; j++) {
+                int end = oends[j] >= 0 ? oends[j] : ~oends[j];
+                if (end > got) {
+                    break;
+                }
+                keep = end;
+                if (oends[j] >= 0) {
+                    events++;
+                }
+            }
+            if (got > keep) {
+                try (java.io.RandomAccessFile r = new java.io.RandomAccessFile(f, "rw")) {
+                    r.setLength(flushed + keep);
+                }
+            }
+            flushed += keep;
+            return events;
+        } catch (java.io.IOException | RuntimeException e) {
+            return 0;
         }
     }
 
@@ -575,10 +627,13 @@ public final class Trace {
                 if (b.length > obuf.length) {
                     try {
                         out.write(b);
+                        flushed += b.length;
                         if (ev) {
                             written++;
                         }
                     } catch (java.io.IOException e) {
+                        // (no whole item in obuf: the part of this line written is cut off)
+                        tookWhole(0);
                         if (ev) {
                             lostErr++;
                         }
@@ -587,6 +642,13 @@ public final class Trace {
                 } else {
                     System.arraycopy(b, 0, obuf, olen, b.length);
                     olen += b.length;
+                    if (oitems == oends.length) {
+                        // (System.arraycopy: java.lang, which tracing never instruments)
+                        int[] more = new int[2 * oitems];
+                        System.arraycopy(oends, 0, more, 0, oitems);
+                        oends = more;
+                    }
+                    oends[oitems++] = ev ? olen : ~olen;
                     if (ev) {
                         opending++;
                     }
