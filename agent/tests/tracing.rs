@@ -354,6 +354,30 @@ fn a_write_error_keeps_whole_events_and_counts_them() {
     assert_eq!(summary_count(&r, "traced"), Some(20_000), "{r}");
 }
 
+/// A trace file deleted while the program runs: the summary says so (it said the events were
+/// written to a file that no longer existed; found by the file-systems hunt).
+#[test]
+fn a_trace_file_deleted_while_running_is_said_to_be() {
+    let dir = compile(&["TraceDelete.java"], "TraceDelete");
+    let rules = repo().join("test-classes/trace/trace-delete.toml");
+    let (mut cmd, ev, prof) = traced_cmd(&jdk_tool("java"), &dir, &rules, "TraceDelete");
+    let o = cmd.arg(&ev).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("deleted true"), "{stdout}");
+    assert!(!ev.exists());
+    let r = std::fs::read_to_string(&prof).unwrap();
+    assert!(
+        r.contains(&format!(
+            "; {} was deleted or replaced while the program ran: the events written to it are \
+             gone",
+            ev.display()
+        )),
+        "{r}"
+    );
+    assert_eq!(summary_count(&r, "traced"), Some(2000), "{r}");
+}
+
 /// `tracemax=` caps the trace file: events past the limit are counted, not written; the
 /// summary and one stderr line say so; counts are unaffected. The writer is held back so that
 /// every event reaches the file's writer (none dropped for a full buffer); then, not held, it

@@ -122,6 +122,8 @@ public final class Trace {
     static volatile boolean full;
     static java.io.OutputStream out;
     static String outPath;
+    /** The trace file was a regular file when it was opened (not a pipe, not /dev/stdout). */
+    static boolean outRegular;
     static Thread writer;
     static boolean stopping;
     static String[] ruleNames = new String[0];
@@ -352,6 +354,7 @@ public final class Trace {
             // buffered here (obuf): an event counts as written once the file took it
             out = new java.io.FileOutputStream(path);
             outPath = path;
+            outRegular = new java.io.File(path).isFile();
         }
         // Stack walking initializes classes of its own (StackTraceElement$HashedModules) at its
         // first use. Done first in an event of a method that ran out of stack, that
@@ -1929,6 +1932,11 @@ public final class Trace {
             if (f > 0) {
                 sb.append(", ").append(f)
                         .append(" could not be made (the thread was out of stack or memory)");
+            }
+            if (outRegular && !new java.io.File(outPath).isFile()) {
+                // the events went into the file opened at start, which no name reaches now
+                sb.append("; ").append(outPath).append(" was deleted or replaced while the program "
+                        + "ran: the events written to it are gone");
             }
             sb.append('\n');
         }
