@@ -1858,7 +1858,11 @@ fn runtime_copies_in_several_class_loaders_keep_every_count() {
             .filter_map(|l| l.split(" written to ").nth(1)?.split(';').next())
             .collect();
         assert_eq!(files.len(), 3, "{err}");
-        assert_eq!(files[0], data.display().to_string(), "{err}");
+        // (the copies' exit hooks run at once: any of them may finish first)
+        assert!(
+            files.contains(&data.display().to_string().as_str()),
+            "{err}"
+        );
         let distinct: std::collections::BTreeSet<&&str> = files.iter().collect();
         assert_eq!(distinct.len(), 3, "one file each: {err}");
         for f in &files {
