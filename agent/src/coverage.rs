@@ -702,6 +702,29 @@ mod tests {
         assert!(parse_snapshot(&[-2, 0]).is_err());
     }
 
+    /// A fresh scratch directory of this test process, `bciagent-cov-<tag>-<pid>`.
+    #[cfg(feature = "rewriter")]
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("bciagent-cov-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// The class table of one class `A` (id 1, hash 1) with `counters` counters.
+    #[cfg(feature = "rewriter")]
+    fn class_a(counters: u32) -> Vec<Option<ClassRec>> {
+        vec![
+            None,
+            Some(ClassRec {
+                name: "A".into(),
+                hash: 1,
+                counters,
+                exits: Vec::new(),
+            }),
+        ]
+    }
+
     #[cfg(feature = "rewriter")]
     #[test]
     fn dumps_add_deltas_and_jvms_add_up() {
@@ -766,15 +789,7 @@ mod tests {
         let fallback = format!("{p}.{}", std::process::id());
         let _ = std::fs::remove_file(&p);
         let _ = std::fs::remove_file(&fallback);
-        let classes = vec![
-            None,
-            Some(ClassRec {
-                name: "A".into(),
-                hash: 1,
-                counters: 2,
-                exits: Vec::new(),
-            }),
-        ];
+        let classes = class_a(2);
         let run = |a: u64, b: u64| CovFile::run_data(&classes, &HashMap::from([(1, vec![a, b])]));
         let session = Session {
             id: "one".into(),
@@ -810,18 +825,8 @@ mod tests {
     fn a_covfile_become_a_fifo_or_device_is_neither_read_nor_replaced() {
         use bci_rewriter::coverage::data::Session;
         use std::os::unix::fs::FileTypeExt;
-        let d = std::env::temp_dir().join(format!("bciagent-cov-special-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        let classes = vec![
-            None,
-            Some(ClassRec {
-                name: "A".into(),
-                hash: 1,
-                counters: 1,
-                exits: Vec::new(),
-            }),
-        ];
+        let d = scratch("special");
+        let classes = class_a(1);
         let run = CovFile::run_data(&classes, &HashMap::from([(1, vec![3])]));
         let mknod = |kind: &str, p: &str, args: &[&str]| {
             let made = std::process::Command::new(kind)
@@ -869,9 +874,7 @@ mod tests {
     fn a_replaced_covfile_keeps_its_mode_and_owner() {
         use bci_rewriter::coverage::data::Session;
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let d = std::env::temp_dir().join(format!("bciagent-cov-mode-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
+        let d = scratch("mode");
         let p = d.join("x.cov").display().to_string();
         std::fs::write(&p, b"").unwrap();
         // a mode no umask gives a new file
@@ -880,15 +883,7 @@ mod tests {
         if root {
             std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
         }
-        let classes = vec![
-            None,
-            Some(ClassRec {
-                name: "A".into(),
-                hash: 1,
-                counters: 1,
-                exits: Vec::new(),
-            }),
-        ];
+        let classes = class_a(1);
         let mut f = CovFile::new(&p, Session::default());
         let run = CovFile::run_data(&classes, &HashMap::from([(1, vec![3])]));
         assert_eq!(f.dump(&run, 1).unwrap(), p);

@@ -252,17 +252,9 @@ fn covfile_lock_held_elsewhere_is_said_and_waited_for() {
     assert!(std::fs::metadata(&cf).unwrap().len() > 0);
 }
 
-const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
-
 /// The JDK 25 `java`, None (skipped, said on stderr) where it is not installed.
 fn java25() -> Option<PathBuf> {
-    let java = Path::new(JDK25).join("bin/java");
-    if java.exists() {
-        Some(java)
-    } else {
-        eprintln!("skipped: no JDK 25 at {JDK25}");
-        None
-    }
+    common::jdk25().map(|j| j.join("bin/java"))
 }
 
 /// `java` (a given JDK's) with the agent and JVM options `extra`, run in `dir` with the class

@@ -8,13 +8,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 mod common;
-use common::{agent_lib, jdk17, repo};
+use common::{agent_lib, jdk17, jdk25, repo};
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("threads", name)
 }
-
-const JDK25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
 /// Held by the tests that start 100,000 virtual threads, so that two of them do not run at
 /// once: on 2 cores their JVMs slowed each other until nearly all 100,000 threads were parked
@@ -284,16 +282,6 @@ fn no_room_stops_recording() {
     assert!(text.contains("RECORDING STOPPED: "), "{text}");
     assert!(text.contains("# recording stopped: "), "{text}");
     assert!(err.contains("recording stopped"), "{err}");
-}
-
-fn jdk25() -> Option<PathBuf> {
-    let jdk = PathBuf::from(JDK25);
-    if jdk.join("bin/java").exists() {
-        Some(jdk)
-    } else {
-        eprintln!("skipped: no JDK 25 at {JDK25}");
-        None
-    }
 }
 
 /// JDK 25: virtual threads are measured and each one's data is folded when it ends

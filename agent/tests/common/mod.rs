@@ -21,6 +21,17 @@ pub fn jdk17() -> PathBuf {
     }
 }
 
+/// The Temurin JDK 25 home, None (the test skips, said on stderr) where it is not installed.
+pub fn jdk25() -> Option<PathBuf> {
+    let jdk = PathBuf::from("/usr/lib/jvm/temurin-25-jdk-amd64");
+    if jdk.join("bin/java").exists() {
+        Some(jdk)
+    } else {
+        eprintln!("skipped: no JDK 25 at {}", jdk.display());
+        None
+    }
+}
+
 /// A JDK tool (java, javac …): $JAVA_HOME/bin, Debian's JDK 17, else the PATH.
 pub fn jdk_tool(name: &str) -> PathBuf {
     let p = jdk17().join("bin").join(name);
