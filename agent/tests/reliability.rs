@@ -1089,3 +1089,31 @@ fn stack_overflow_on_threads_loses_no_counts() {
         }
     }
 }
+
+#[test]
+fn scratch_directories_of_ended_test_processes_are_swept() {
+    assert_eq!(
+        common::scratch_pid("bciagent-cov-1437-annotation"),
+        Some(1437)
+    );
+    assert_eq!(
+        common::scratch_pid("bciagent-trace-88-TraceBasics-3"),
+        Some(88)
+    );
+    assert_eq!(common::scratch_pid("bciagent-cov2-x"), None);
+    assert_eq!(common::scratch_pid("bci-oracle-cache"), None);
+    let root = std::env::temp_dir().join(format!("bciagent-sweep-{}-root", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    // no process has pid 4194305 (above Linux's pid_max limit)
+    let (gone, live) = (
+        root.join("bciagent-t-4194305-x"),
+        root.join(format!("bciagent-t-{}-x", std::process::id())),
+    );
+    let file = root.join("bciagent-t-4194305-file");
+    std::fs::create_dir_all(gone.join("sub")).unwrap();
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::write(&file, b"kept: not a directory").unwrap();
+    common::sweep_scratch(&root);
+    assert!(!gone.exists() && live.exists() && file.exists());
+    std::fs::remove_dir_all(&root).unwrap();
+}

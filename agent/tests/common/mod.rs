@@ -70,12 +70,43 @@ pub fn agent_lib() -> PathBuf {
     .clone()
 }
 
-/// A fresh scratch directory `bciagent-<tag>-<pid>-<name>` under the temp dir.
+/// A fresh scratch directory `bciagent-<tag>-<pid>-<name>` under the temp dir. A failed test
+/// leaves its directory for a look; the first call of each test process removes the
+/// directories of test processes that are gone (a full test run made ~1,100 of them).
 pub fn tmp(tag: &str, name: &str) -> PathBuf {
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    SWEPT.get_or_init(|| sweep_scratch(&std::env::temp_dir()));
     let d = std::env::temp_dir().join(format!("bciagent-{tag}-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// The pid a scratch directory name `bciagent-<tag>-<pid>-<name>` holds: its first part of
+/// digits only (tags and names may have digits, never a part of digits alone before the pid).
+pub fn scratch_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("bciagent-")?;
+    rest.split('-')
+        .find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))?
+        .parse()
+        .ok()
+}
+
+/// Removes the scratch directories under `root` whose test process no longer runs.
+pub fn sweep_scratch(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(scratch_pid) else {
+            continue;
+        };
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// test-classes/redefine compiled into `dir`: the programs (`Redef`, `Reread`, the first `Target`) into
