@@ -223,6 +223,37 @@ fn mutual_recursion_in_one_rule_counts_the_outermost_call() {
     assert!((v[1] - v[5]).abs() <= 0.2, "{}", summary(&r.report));
 }
 
+const OUTER: &str =
+    "[[rule]]\nname = \"outer\"\nclass = \"TraceRuntime\"\nmethod = \"/outer|sleepy/\"\ntime = true\n";
+
+/// A call still running when the summary is made (System.exit inside it; a SIGQUIT snapshot
+/// while it runs) counts in the total up to the summary, and the summary says so: outer calls
+/// sleepy(50) twice, then exits or dumps. Before, the total counted only outermost calls that
+/// had ended: 0.0, with 100,000 µs of self time (found by the tracing-on-real-programs hunt:
+/// javac, which calls System.exit in Main.main, showed self 26,770,522 µs for a total of 15,140).
+#[test]
+fn calls_still_running_count_in_the_total_up_to_the_summary() {
+    for case in ["exit", "sigquit"] {
+        let r = run(case, OUTER, case, None, "", &[]);
+        // the first summary: the SIGQUIT snapshot, or the exit's
+        let v = row(&r.report, "outer");
+        let s = summary(&r.report);
+        let s = &s[..s[1..].find("TRACE SUMMARY").map_or(s.len(), |i| i + 1)];
+        assert_eq!(v[0], 3.0, "{case}: {s}");
+        let (total, self_, max) = (v[1], v[2], v[5]);
+        assert!(self_ >= 100_000.0, "{case}: {s}");
+        assert!(total >= self_ && total >= max, "{case}: {s}");
+        let still = s
+            .lines()
+            .skip_while(|l| l.split_whitespace().next() != Some("outer"))
+            .find(|l| l.starts_with("    still running: "));
+        assert!(
+            still.is_some_and(|l| l.starts_with("    still running: 1 call (")),
+            "{case}: {s}"
+        );
+    }
+}
+
 const SAMPLED: &str = "[[rule]]\nname = \"ab\"\nclass = \"TraceRuntime\"\nmethod = \"/a|b/\"\ntrace = true\nsample = 50\n";
 
 /// `sample = N` counts the rule's calls on a thread, whatever the method: 2 x 2032 calls give

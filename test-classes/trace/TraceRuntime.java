@@ -56,6 +56,37 @@ public class TraceRuntime {
         return v.length();
     }
 
+    /**
+     * Two sleepy(50) calls, then, still inside: System.exit (exit), or a SIGQUIT to this JVM
+     * and a wait for its summary in the report (file=, read from the -agentpath option).
+     */
+    static void outer(boolean exit) throws Exception {
+        sleepy(50);
+        sleepy(50);
+        if (exit) {
+            System.exit(0);
+        }
+        String file = null;
+        for (String a : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            for (String o : a.split(",")) {
+                if (a.startsWith("-agentpath:") && o.startsWith("file=")) {
+                    file = o.substring(5);
+                }
+            }
+        }
+        java.nio.file.Path report = java.nio.file.Path.of(file);
+        new ProcessBuilder("kill", "-QUIT", Long.toString(ProcessHandle.current().pid()))
+                .inheritIO().start().waitFor();
+        for (int i = 0; i < 200; i++) {
+            if (java.nio.file.Files.exists(report)
+                    && java.nio.file.Files.readString(report).contains("TRACE SUMMARY (snapshot")) {
+                return;
+            }
+            Thread.sleep(50);
+        }
+        throw new IllegalStateException("no SIGQUIT summary in " + report);
+    }
+
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
             case "work": {
@@ -104,6 +135,12 @@ public class TraceRuntime {
                 System.out.println("toString calls: " + Slow.calls);
                 break;
             }
+            case "exit":
+                outer(true);
+                break;
+            case "sigquit":
+                outer(false);
+                break;
             default:
                 throw new IllegalArgumentException(args[0]);
         }

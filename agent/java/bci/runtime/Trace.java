@@ -1808,8 +1808,36 @@ public final class Trace {
         return new Object[n + 1];
     }
 
+    /**
+     * The calls of rule {@code rix} still running on thread {@code t} at {@code now}, timed at
+     * an end: adds to {@code open[0]} the time so far of the outermost ones (no enclosing frame
+     * of the rule on the thread; the program's time, as an exit measures it) and to
+     * {@code open[1]} how many there are. Another thread's stack is read as it is (a
+     * snapshot: a frame being pushed or popped meanwhile may be off).
+     */
+    static void running(T t, Site[] ss, int rix, long now, long[] open) {
+        Frame[] fs = t.frames;
+        int depth = Math.min(t.depth, fs.length);
+        long work = t.work;
+        for (int d = 0; d < depth; d++) {
+            Frame f = fs[d];
+            if (f == null || f.id < 0 || f.id >= ss.length) {
+                continue;
+            }
+            Site s = ss[f.id];
+            if (s == null || s.rix != rix || (s.mask & (M_EXIT | M_EXCEPTION)) == 0) {
+                continue;
+            }
+            open[1]++;
+            if (f.up == 0) {
+                open[0] += Math.max(0, now - f.start - (work - f.w));
+            }
+        }
+    }
+
     /** The per-rule summary; {@code what}: final, or a snapshot (and when). */
     static String summary(String what) {
+        long now = System.nanoTime();
         StringBuilder sb = new StringBuilder();
         sb.append("TRACE SUMMARY (").append(what)
                 .append("; times in microseconds; total counts a recursion once; self = total minus traced callees)\n");
@@ -1878,14 +1906,26 @@ public final class Trace {
                 sb.append(String.format(name + " %12s%n", rule, "- (no method ran)"));
                 continue;
             }
+            // the rule's calls still running (System.exit inside one, a SIGQUIT while a loop
+            // runs): the outermost ones count in the total up to now, read after the ended
+            // calls' self times (each ended call's self is in an outermost call, ended or
+            // running). Before, their time was in no number: total 0 with self in seconds.
+            long[] open = new long[2];
+            for (int k = 0; k < nt; k++) {
+                running(ts[k], ss, rix, now, open);
+            }
+            total += open[0];
             for (int k = 0; k < nt; k++) {
                 long[] rs = ts[k].rs;
                 if ((rix + 1) * RW <= rs.length) {
                     total += rs[rix * RW + R_TOTAL];
                 }
             }
+            String still = open[1] == 0 ? "" : String.format("    still running: %d call%s (the total "
+                    + "counts %s up to this summary; self, min, avg and max only calls that ended)%n",
+                    open[1], open[1] == 1 ? "" : "s", open[1] == 1 ? "it" : "them");
             if (timed == 0) {
-                sb.append(String.format(name + " %12d%n", rule, cnt));
+                sb.append(String.format(name + " %12d%n", rule, cnt)).append(still);
                 continue;
             }
             sb.append(String.format(name + " %12d %12.1f %12.1f %10.1f %10.1f %10.1f%n", rule, cnt,
@@ -1903,6 +1943,7 @@ public final class Trace {
                 sb.append(String.format("    slowest %10.1f  %s%n", slowD[best] / 1e3, slowS[best]));
                 slowS[best] = null;
             }
+            sb.append(still);
         }
         long d, w, x, f = 0, e;
         synchronized (Q) {
