@@ -352,6 +352,24 @@ fn strings_keep_surrogate_pairs_and_escape_lone_ones() {
     );
 }
 
+const STRINGS_TRACED: &str =
+    "[[rule]]\nname = \"s\"\nclass = \"TraceRuntime\"\nmethod = \"s\"\ntrace = true\n";
+
+/// The summary's slowest lines keep a supplementary character (an emoji) of an argument: the
+/// agent decodes the JVM's modified UTF-8 (the character as two 3-byte surrogates), which it
+/// read as UTF-8, six U+FFFD in its place (found by the tracing-on-real-programs hunt).
+#[test]
+fn summary_keeps_supplementary_characters_of_arguments() {
+    let r = run("strings-summary", STRINGS_TRACED, "strings", None, "", &[]);
+    let s = slowest(&r.report, "s");
+    assert!(
+        s.iter().any(|l| l.contains("args=[\"ab\u{1F600}cd\"]")),
+        "{}",
+        summary(&r.report)
+    );
+    assert!(!r.report.contains('\u{FFFD}'), "{}", r.report);
+}
+
 /// The summary says whether it is final (at exit) or a snapshot (SIGQUIT); a slowest line
 /// names its thread's id (a virtual thread has no name).
 #[test]
