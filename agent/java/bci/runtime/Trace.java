@@ -102,6 +102,14 @@ public final class Trace {
     static boolean dropSaid;
     /** Events not taken by the buffer after the trace file failed. Guarded by Q. */
     static long qLostErr;
+    /**
+     * The final flush is done (finish): an event made after it (a daemon thread's probe that
+     * passed the {@link #on} check before it was cleared) is counted in {@link #late}, never
+     * written. Guarded by Q.
+     */
+    static boolean closed;
+    /** Events made after the final flush, or left in the buffer by it. Guarded by Q. */
+    static long late;
     /** The trace file failed (a write error): nothing more is written. */
     static volatile boolean broken;
     /** The writer flushes the trace file this long after it wrote an event, at the latest. */
@@ -675,6 +683,10 @@ public final class Trace {
      */
     static boolean emit(String line) {
         synchronized (Q) {
+            if (closed) {
+                late++;
+                return false;
+            }
             if (full) {
                 overLimit++;
                 return false;
@@ -1715,6 +1727,19 @@ public final class Trace {
         Object p = pause();
         try {
             drainAll();
+            // what probes still running on other threads (daemon threads) make from now on,
+            // or left in the buffer, is counted as not written: before, such an event was in
+            // no number of the summary (a counted call short of its entry event)
+            synchronized (Q) {
+                closed = true;
+                for (; qlen > 0; qlen--) {
+                    if (!isMarker(queue[qhead])) {
+                        late++;
+                    }
+                    queue[qhead] = null;
+                    qhead = (qhead + 1) % queue.length;
+                }
+            }
             return summary("final, at exit");
         } finally {
             resume(p);
@@ -1945,11 +1970,12 @@ public final class Trace {
             }
             sb.append(still);
         }
-        long d, w, x, f = 0, e;
+        long d, w, x, f = 0, e, l;
         synchronized (Q) {
             d = dropped;
             x = overLimit;
             e = qLostErr;
+            l = late;
         }
         for (int k = 0; k < nt; k++) {
             x += ts[k].over;
@@ -1969,6 +1995,10 @@ public final class Trace {
             }
             if (e > 0) {
                 sb.append(", ").append(e).append(" not written (write error)");
+            }
+            if (l > 0) {
+                sb.append(", ").append(l)
+                        .append(" not written (made after the final flush, as the program exited)");
             }
             if (f > 0) {
                 sb.append(", ").append(f)
