@@ -33,7 +33,7 @@ mod progress;
 mod report;
 mod rules_cmd;
 
-use bci_rewriter::{instrument_with, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
+use bci_rewriter::{instrument_methods, MethodInfo, Options, Outcome, ProbeRegistry, Rules};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -538,6 +538,9 @@ fn main() -> ExitCode {
                 module_reads: runtime_ids && offline::is_modular(&input),
                 leaf_probes: builtin,
                 frame_tokens: builtin,
+                // a method that cannot take probes stays original, not its whole class (as
+                // under the agent)
+                method_fallback: true,
                 ..Default::default()
             };
             let mut marked = 0usize;
@@ -559,8 +562,9 @@ fn main() -> ExitCode {
                     name.to_string()
                 }
             };
-            // methods of instrumented classes left without coverage counters
-            let mut methods_left = 0usize;
+            // methods of instrumented classes left without coverage counters (--coverage) or
+            // without probes; of the latter, those in --map (registered before they failed)
+            let (mut methods_left, mut left_in_map) = (0usize, 0usize);
             let progress = progress::Progress::new("classes");
             let res = io::transform(&input, &output, &progress, |name, bytes| {
                 classes += 1;
@@ -602,7 +606,35 @@ fn main() -> ExitCode {
                         },
                     )
                 } else {
-                    instrument_with(bytes, &r, &mut reg, &opts)
+                    instrument_methods(bytes, &r, &mut reg, &opts).and_then(|(o, mut left)| {
+                        if !matches!(o, Outcome::Rewritten(_)) && !left.is_empty() {
+                            // no method took probes: the class is left original, named with
+                            // its first such method (and the others named after it)
+                            let first = left.remove(0);
+                            for e in &left {
+                                progress.line(&format!(
+                                    "bci: {}: method left original: {e}",
+                                    shown(name)
+                                ));
+                            }
+                            return Err(first);
+                        }
+                        // each method left original named (the error names it: Class.name(desc))
+                        for e in &left {
+                            let at = e.path().first().map(String::as_str).unwrap_or("");
+                            progress
+                                .line(&format!("bci: {}: method left original: {e}", shown(name)));
+                            methods_left += 1;
+                            left_in_map += reg.map[registered..]
+                                .iter()
+                                .filter(|l| {
+                                    let f: Vec<&str> = l.split('\t').collect();
+                                    f.len() >= 4 && format!("{}.{}{}", f[1], f[2], f[3]) == at
+                                })
+                                .count();
+                        }
+                        Ok(o)
+                    })
                 };
                 if !matches!(result, Ok(Outcome::Rewritten(_))) {
                     // methods registered before the class was left original (or not
@@ -673,7 +705,7 @@ fn main() -> ExitCode {
             } else {
                 format!(
                     "{rewritten} instrumented ({})",
-                    io::count(reg.map.len(), "method", "methods")
+                    io::count(reg.map.len() - left_in_map, "method", "methods")
                 )
             });
             if no_code > 0 {
@@ -709,8 +741,9 @@ fn main() -> ExitCode {
             parts.push(format!("{failed} left original"));
             if methods_left > 0 {
                 parts.push(format!(
-                    "{} left without counters",
-                    io::count(methods_left, "method", "methods")
+                    "{} left without {}",
+                    io::count(methods_left, "method", "methods"),
+                    if coverage { "counters" } else { "probes" }
                 ));
             }
             outln!("bci: {}", parts.join(", "));

@@ -1374,6 +1374,80 @@ fn classes_with_a_method_table_past_64k_are_instrumented() {
     }
 }
 
+/// A method that cannot take probes (max_stack 65,535: NoProbes.full and full2; a `<clinit>`
+/// whose exit probes would pass 65,535 bytes: NoProbesInit) stays original and the class's
+/// other methods are counted, as under the agent; each such method is named and counted in
+/// the summary (found by the B hunt: the whole class was left original, naming only `full`).
+/// The classes come from cli/tests/fixtures/asm/GenNoProbes.java (ASM, Debian libasm-java).
+#[test]
+fn methods_that_cannot_take_probes_leave_only_themselves_original() {
+    let out = fresh("noprobes");
+    let (tools, classes, inst) = (out.join("gen"), out.join("classes"), out.join("inst"));
+    let asm = "/usr/share/java/asm.jar";
+    let src = fixtures().join("../asm/GenNoProbes.java");
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .args(["-cp", asm, "-d"])
+        .arg(&tools)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "javac GenNoProbes");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg("-cp")
+        .arg(format!("{asm}:{}", tools.display()))
+        .arg("GenNoProbes")
+        .arg(&classes)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = bci(&[&"instrument", &classes, &inst]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout).lines().next().unwrap(),
+        "bci: 2 classes, 2 instrumented (6 methods), 0 left original, 3 methods left without \
+         probes"
+    );
+    let err = text(&o.stderr);
+    for m in [
+        "NoProbes.full()V: max_stack over 65535",
+        "NoProbes.full2(I)I: max_stack over 65535",
+        "NoProbesInit.<clinit>()V: code would be",
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&format!("method left original: {m}"))),
+            "{m}: {err}"
+        );
+    }
+    let rt = runtime_jar(&out);
+    for (main, printed, want) in [
+        (
+            "NoProbes",
+            "0\n1\n2\n",
+            &[("NoProbes.id", 6), ("NoProbes.main", 1)][..],
+        ),
+        (
+            "NoProbesInit",
+            "4024\n",
+            &[("NoProbesInit.twice", 2), ("NoProbesInit.main", 1)][..],
+        ),
+    ] {
+        let data = out.join(format!("{main}.data"));
+        let run = java(&[
+            &format!("-Dbci.file={}", data.display()),
+            &"-cp",
+            &format!("{}:{}", inst.display(), rt.display()),
+            &main,
+        ]);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        assert_eq!(text(&run.stdout), printed);
+        let o = bci(&[&"report", &data, &"format=methods"]);
+        let counts = method_counts(&text(&o.stdout));
+        let want: BTreeMap<String, u64> = want.iter().map(|(m, n)| (m.to_string(), *n)).collect();
+        assert_eq!(counts, want, "{}", text(&o.stdout));
+    }
+}
+
 /// A directory with a dangling symbolic link, a link back to a parent (a loop) and a fifo
 /// next to its classes: `bci instrument` skips each with a line on stderr and instruments
 /// the rest (the dangling link failed the whole run, the loop failed it after 40 levels and
