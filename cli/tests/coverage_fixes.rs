@@ -377,6 +377,88 @@ fn cobertura_totals_count_a_line_of_two_classes_once() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A LineNumberTable entry of line 0 (the Clojure compiler writes them) is no line: the code
+/// after it stays on the line before, as in ASM, so JaCoCo (found by the R hunt: bci reported
+/// a "line 0", `DA:0`, `FN:0`, and a LINE counter unlike JaCoCo's). Only the analysis changes:
+/// the counters are where they were.
+#[test]
+fn line_zero_entries_keep_the_line_before() {
+    let work = fresh_work("line-zero");
+    let classes = work.join("classes");
+    javac_into(
+        &work,
+        &classes,
+        &[(
+            "z/Z.java",
+            "package z;\npublic class Z {\n    static int f(int x) {\n        int y = x + 1;\n        \
+             y = y * 2;\n        return y;\n    }\n}\n",
+        )],
+    );
+    let file = classes.join("z/Z.class");
+    let orig = std::fs::read(&file).unwrap();
+    let lines = |bytes: &[u8]| -> Vec<(u32, u64)> {
+        let c = bci_rewriter::coverage::analysis::analyze(
+            bytes,
+            None,
+            bci_rewriter::flow::Split::AfterCalls,
+        )
+        .unwrap();
+        let f = c.methods.iter().find(|m| m.name == "f").unwrap();
+        (f.lines.iter())
+            .map(|(l, x)| (*l, x.instructions.total()))
+            .collect()
+    };
+    let before = lines(&orig);
+    assert_eq!(before.iter().map(|l| l.0).collect::<Vec<_>>(), [4, 5, 6]);
+    // f's entry for line 5 made line 0
+    let mut bytes = orig.clone();
+    {
+        let cf = bci::ClassFile::parse(&orig).unwrap();
+        let m = (cf.methods.iter())
+            .find(|m| cf.member_name(m) == "f")
+            .unwrap();
+        let (_, a) = cf.find_attr(&m.attributes, "Code").unwrap();
+        let code = bci::CodeAttr::parse(&cf, a).unwrap();
+        let t = (code.attributes.iter())
+            .find(|a| cf.attr_name(a) == "LineNumberTable")
+            .unwrap();
+        let at = t.data.as_ptr() as usize - orig.as_ptr() as usize;
+        let n = u16::from_be_bytes([t.data[0], t.data[1]]) as usize;
+        let k = (0..n)
+            .find(|k| t.data[2 + 4 * k + 2..2 + 4 * k + 4] == [0, 5])
+            .unwrap();
+        bytes[at + 2 + 4 * k + 2..at + 2 + 4 * k + 4].copy_from_slice(&[0, 0]);
+    }
+    let after = lines(&bytes);
+    assert_eq!(
+        after,
+        [(4, before[0].1 + before[1].1), (6, before[2].1)],
+        "{before:?}"
+    );
+    // the report agrees: no DA:0, no FN:0
+    let (classes0, data, info) = (work.join("zero"), work.join("z.cov"), work.join("z.info"));
+    std::fs::create_dir_all(classes0.join("z")).unwrap();
+    std::fs::write(classes0.join("z/Z.class"), &bytes).unwrap();
+    write_data(&data, &[]);
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes0),
+        os("--lcov"),
+        os(&info),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    assert!(
+        !lcov.contains("\nDA:0,")
+            && !lcov.contains("\nFN:0,")
+            && lcov.contains("\nDA:4,0\nDA:6,0\n"),
+        "{lcov}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 const JUNIT: &str = "/usr/share/java/junit-platform-console-standalone.jar";
 
 /// cli/tests/fixtures/pertest/Shapes.java compiled into `orig` and covered offline into

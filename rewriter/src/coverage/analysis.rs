@@ -459,8 +459,11 @@ fn analyze_method(
     let code = bci::CodeAttr::parse(cf, a)?;
     let insns = code.decode_all()?;
     // the lines the plan split blocks at (its blocks end where the code after an implicit
-    // exception is of another line)
-    let table = super::line_table(cf, &code)?;
+    // exception is of another line), without line 0: ASM (so JaCoCo) takes a `line 0` entry
+    // (the Clojure compiler writes them) for none, the code after it staying on the line
+    // before; the plan still splits there (the data's layout)
+    let mut table = super::line_table(cf, &code)?;
+    table.retain(|&(_, line)| line != 0);
     let zeros;
     let values = match counts {
         Some(c) => super::method_counts(m, c),
