@@ -377,6 +377,78 @@ fn cobertura_totals_count_a_line_of_two_classes_once() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A class whose source is not given does not take the one file of its simple name when that
+/// file is another package's (found by the R hunt: commons-lang3's StringUtils was reported
+/// against the project's src/drv2/StringUtils.java: LCOV, Cobertura and HTML showed the
+/// library's counts on the project's text). The file sits at its own package path of a
+/// reported package, and it declares that package: either is enough. The class is not found
+/// and named in the note, as other sources not found are.
+#[test]
+fn a_file_of_another_package_is_not_taken_by_name() {
+    let work = fresh_work("by-name-other-package");
+    let classes = work.join("classes");
+    let own = (
+        "drv2/StringUtils.java",
+        "package drv2;\npublic class StringUtils {\n    static int f() { return 1; }\n}\n",
+    );
+    javac_into(&work, &classes, &[own]);
+    // the library's class, its source elsewhere (not under --sources)
+    let lib = (
+        "lib/StringUtils.java",
+        "package lib;\npublic class StringUtils {\n    static int g() {\n        return 2;\n    }\n}\n",
+    );
+    javac_into(&work.join("libsrc"), &classes, &[lib]);
+    let data = work.join("a.cov");
+    write_data(&data, &[]);
+    let src = work.join("src");
+    let report = |include: &str| {
+        let (info, cob) = (work.join("a.info"), work.join("a.xml"));
+        let (code, out, err) = run_bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&classes),
+            os("--include"),
+            os(include),
+            os("--sources"),
+            os(&src),
+            os("--lcov"),
+            os(&info),
+            os("--cobertura"),
+            os(&cob),
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let sf: Vec<String> = (std::fs::read_to_string(&info).unwrap().lines())
+            .filter_map(|l| l.strip_prefix("SF:").map(String::from))
+            .collect();
+        let cob = std::fs::read_to_string(&cob).unwrap();
+        (err, sf, cob)
+    };
+    // both reported: the file is drv2's by its package path (and by its declaration)
+    let (err, sf, cob) = report("*");
+    assert_eq!(
+        sf,
+        [
+            src.join("drv2/StringUtils.java").display().to_string(),
+            "lib/StringUtils.java".to_string()
+        ]
+    );
+    assert!(
+        cob.contains("<class name=\"lib.StringUtils\" filename=\"lib/StringUtils.java\""),
+        "{cob}"
+    );
+    assert!(
+        err.contains("1 source file not found under the --sources roots")
+            && err.contains(": lib/StringUtils.java\n"),
+        "{err}"
+    );
+    // the library's class alone: the file declares another package
+    let (err, sf, _) = report("lib.*");
+    assert_eq!(sf, ["lib/StringUtils.java".to_string()]);
+    assert!(err.contains(": lib/StringUtils.java\n"), "{err}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// A LineNumberTable entry of line 0 (the Clojure compiler writes them) is no line: the code
 /// after it stays on the line before, as in ASM, so JaCoCo (found by the R hunt: bci reported
 /// a "line 0", `DA:0`, `FN:0`, and a LINE counter unlike JaCoCo's). Only the analysis changes:

@@ -139,6 +139,8 @@ pub struct Report {
     pub sources: Vec<PathBuf>,
     /// The files under the source roots by name ([`Report::source_index`]).
     source_index: std::cell::OnceCell<BTreeMap<String, Vec<(usize, PathBuf)>>>,
+    /// The reported classes' packages and source paths ([`Report::owned`]).
+    owned: std::cell::OnceCell<Owned>,
     /// `--source-encoding`.
     pub source_encoding: Option<encoding::Encoding>,
     pub data_files: Vec<PathBuf>,
@@ -196,6 +198,60 @@ impl Stale {
             ),
         }
     }
+}
+
+/// The reported classes' packages (`a/b`) and source paths (`a/b/C.java`): a file found by
+/// name must be of neither another package nor another class ([`Report::locate_source`]).
+#[derive(Default)]
+struct Owned {
+    packages: std::collections::BTreeSet<String>,
+    paths: std::collections::BTreeSet<String>,
+}
+
+/// The package a source file declares (`a/b`), if its first lines (after comments and file
+/// annotations) are `package` clauses: Java's, Kotlin's, Groovy's, Scala's (chained clauses
+/// joined). None when it declares none or cannot be read.
+fn declared_package(file: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_end(&mut head)
+        .ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let mut rest: &str = &text;
+    let mut parts: Vec<String> = Vec::new();
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+        if let Some(r) = rest.strip_prefix("//") {
+            rest = r.split_once('\n').map_or("", |(_, r)| r);
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, r)| r);
+        } else if rest.starts_with("@file:") || rest.starts_with("#!") {
+            rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        } else if let Some(r) = rest.strip_prefix("package") {
+            if !r.starts_with(|c: char| c.is_whitespace()) {
+                break;
+            }
+            let r = r.trim_start();
+            let end = r
+                .find(|c: char| {
+                    !(c.is_alphanumeric() || c == '_' || c == '.' || c == '$' || c == '`')
+                })
+                .unwrap_or(r.len());
+            let name = r[..end].replace('`', "");
+            if name.is_empty() || name == "object" {
+                break;
+            }
+            parts.push(name);
+            rest = &r[end..];
+            rest = rest.trim_start_matches([' ', '\t', ';']);
+        } else {
+            break;
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(".").replace('.', "/"))
 }
 
 /// A class file under a `--classes` path.
@@ -472,6 +528,7 @@ impl Report {
             not_found: Vec::new(),
             sources: a.sources.to_vec(),
             source_index: std::cell::OnceCell::new(),
+            owned: std::cell::OnceCell::new(),
             source_encoding,
             data_files: a.data.to_vec(),
             per_test: None,
@@ -984,15 +1041,48 @@ impl Report {
     /// root, path under it). At its package path under the first root that has it, else
     /// (sources not laid out by package, usual in Scala and Kotlin projects) the one file of
     /// its name anywhere under the roots, if exactly one is.
+    ///
+    /// The one file of its name is not taken when it is another package's: it declares
+    /// another package, or it sits at the package path of another reported package (and not
+    /// at its own), or it is another reported class's source at its package path
+    /// (`src/drv2/StringUtils.java` is not `org.apache.commons.lang3.StringUtils`'s source).
     fn locate_source(&self, path: &str) -> Option<(usize, PathBuf)> {
         if let Some(i) = (0..self.sources.len()).find(|&i| self.sources[i].join(path).is_file()) {
             return Some((i, PathBuf::from(path)));
         }
         let name = path.rsplit('/').next().unwrap_or(path);
-        match self.source_index().get(name).map(Vec::as_slice) {
-            Some([one]) => Some(one.clone()),
-            _ => None,
+        let (i, rel) = match self.source_index().get(name).map(Vec::as_slice) {
+            Some([one]) => one.clone(),
+            _ => return None,
+        };
+        let pkg = package_of(path);
+        let rel_s = rel.to_string_lossy().replace('\\', "/");
+        let dir = package_of(&rel_s);
+        let at = |p: &str| dir == p || dir.ends_with(&format!("/{p}"));
+        let owned = self.owned();
+        let others = (pkg.is_empty() || !at(pkg))
+            && (owned.packages.iter()).any(|p| !p.is_empty() && p != pkg && at(p));
+        let taken = owned.paths.contains(&rel_s) && rel_s != path;
+        let declared = declared_package(&self.sources[i].join(&rel));
+        if others || taken || declared.is_some_and(|d| d != pkg) {
+            return None;
         }
+        Some((i, rel))
+    }
+
+    /// The reported classes' packages and source paths: read once, when a file is not at its
+    /// package path.
+    fn owned(&self) -> &Owned {
+        self.owned.get_or_init(|| {
+            let mut o = Owned::default();
+            for c in &self.classes {
+                o.packages.insert(package_of(&c.name).to_string());
+                if c.source_file.is_some() {
+                    o.paths.insert(lcov::source_path(c));
+                }
+            }
+            o
+        })
     }
 
     /// The files under the source roots by file name (the same file through two roots, one in
