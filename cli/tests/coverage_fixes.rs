@@ -531,6 +531,64 @@ fn line_zero_entries_keep_the_line_before() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A class with line numbers but no SourceFile attribute (every Clojure namespace's `__init`,
+/// Rhino's compiled scripts; here `javac -g:lines`) is in no LCOV record and no Cobertura
+/// class, and a note on stderr names it: LCOV had a made-up `SF:p/A.java` that stopped
+/// genhtml, with nothing said (found by the R hunt). JaCoCo's XML has no source file for it
+/// either; the console and the XML still count it.
+#[test]
+fn a_class_without_a_source_file_is_left_out_of_lcov_and_said() {
+    let work = fresh_work("no-source-file");
+    let classes = work.join("classes");
+    let src = work.join("src/p/A.java");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+    std::fs::write(&src, A.1).unwrap();
+    let st = Command::new(common::java_home().join("bin/javac"))
+        .arg("-g:lines")
+        .arg("-d")
+        .arg(&classes)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let data = work.join("a.cov");
+    write_data(&data, &[]);
+    let (info, cob, xml) = (work.join("a.info"), work.join("c.xml"), work.join("j.xml"));
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes),
+        os("--lcov"),
+        os(&info),
+        os("--cobertura"),
+        os(&cob),
+        os("--xml"),
+        os(&xml),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(std::fs::read_to_string(&info).unwrap(), "");
+    let cobertura = std::fs::read_to_string(&cob).unwrap();
+    assert!(!cobertura.contains("<class "), "{cobertura}");
+    assert_eq!(
+        err,
+        format!(
+            "bci: note: 1 class with line numbers but no SourceFile attribute (the Clojure \
+             compiler's __init classes, compiled scripts): source file not known, left out of \
+             {} and {}; the other reports count it: p.A\n",
+            info.display(),
+            cob.display()
+        )
+    );
+    assert!(out.contains("1 class analysed"), "{out}");
+    let xml = std::fs::read_to_string(&xml).unwrap();
+    assert!(
+        xml.contains("<class name=\"p/A\"") && !xml.contains("<sourcefile"),
+        "{xml}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 const JUNIT: &str = "/usr/share/java/junit-platform-console-standalone.jar";
 
 /// cli/tests/fixtures/pertest/Shapes.java compiled into `orig` and covered offline into

@@ -70,11 +70,9 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
             l.add(fl);
             b.add(fb);
         }
-        for c in p.classes.iter().filter(|c| c.source_file.is_none()) {
-            let (cl, cb) = line_branch(&c.lines);
-            l.add(cl);
-            b.add(cb);
-        }
+        // Classes with lines but no SourceFile attribute are left out: their file is not
+        // known (LCOV leaves them out too, and the note on stderr names them); one without
+        // either has no line to add.
         tl.add(l);
         tb.add(b);
         let _ = write!(
@@ -85,7 +83,8 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
             rate(b),
             p.counters.complexity.total()
         );
-        for c in &p.classes {
+        let unknown = bci_rewriter::coverage::lcov::without_source(&p.classes);
+        for c in (p.classes.iter()).filter(|c| !unknown.iter().any(|u| std::ptr::eq(*u, **c))) {
             let (l, b) = line_branch(&c.lines);
             // Relative to the <source> roots, as Cobertura writes it.
             let file = r.source_rel(&bci_rewriter::coverage::lcov::source_path(c));

@@ -1217,6 +1217,31 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
             progress.line(&format!("bci: note: {note}"));
         }
     }
+    // classes with lines but no SourceFile attribute: of no known file, so in no LCOV record
+    // and no Cobertura class (a made-up `a/B.java` stops genhtml)
+    let files: Vec<String> = [a.lcov, a.cobertura]
+        .into_iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect();
+    let unknown = lcov::without_source(&r.classes);
+    if !files.is_empty() && !unknown.is_empty() {
+        let mut names: Vec<String> = (unknown.iter().take(5))
+            .map(|c| c.name.replace('/', "."))
+            .collect();
+        if unknown.len() > 5 {
+            names.push(format!("and {} more", unknown.len() - 5));
+        }
+        progress.line(&format!(
+            "bci: note: {} with line numbers but no SourceFile attribute (the Clojure \
+             compiler's __init classes, compiled scripts): source file not known, left out of \
+             {}; the other reports count {}: {}",
+            crate::io::count(unknown.len(), "class", "classes"),
+            files.join(" and "),
+            if unknown.len() == 1 { "it" } else { "them" },
+            names.join(", ")
+        ));
+    }
     // Every report file is written to a temporary file first, then the HTML directory (whole
     // or not at all), and only then are the files put in place: a report that cannot be
     // written leaves every output as it was.

@@ -38,8 +38,9 @@ fn has_lines(cs: &[&Class]) -> bool {
         .any(|c| c.lines.values().any(|l| l.instructions.total() > 0))
 }
 
-/// The classes with code that [`write`] leaves out: those of source files without any line
-/// number (compiled with `javac -g:none` or stripped, e.g. by ProGuard).
+/// The classes with code that [`write`] leaves out for having no line number: those of source
+/// files without any (compiled with `javac -g:none` or stripped, e.g. by ProGuard), and those
+/// without a SourceFile attribute that have none.
 pub fn without_lines(classes: &[Class]) -> Vec<&Class> {
     let mut by_file: BTreeMap<String, Vec<&Class>> = BTreeMap::new();
     for c in classes {
@@ -47,17 +48,39 @@ pub fn without_lines(classes: &[Class]) -> Vec<&Class> {
     }
     by_file
         .into_values()
-        .filter(|cs| !has_lines(cs))
-        .flatten()
+        .flat_map(|cs| {
+            // a class without a SourceFile is of no file: its own lines alone count
+            let file_has_lines = has_lines(&cs);
+            cs.into_iter().filter(move |c| {
+                !(if c.source_file.is_some() {
+                    file_has_lines
+                } else {
+                    has_lines(&[c])
+                })
+            })
+        })
         .filter(|c| c.counters.instructions.total() > 0)
         .collect()
 }
 
-/// Writes one record per source file that has lines ([`without_lines`] are left out). `path` maps a class's [`source_path`] to what `SF:` says
+/// The classes with line numbers but no SourceFile attribute (the Clojure compiler's
+/// `ns__init`, Rhino's compiled scripts) that [`write`] leaves out: their source file is not
+/// known, and a record naming a made-up one (`a/B.java`) stops genhtml. JaCoCo's XML has no
+/// source file for them either.
+pub fn without_source<C: std::borrow::Borrow<Class>>(classes: &[C]) -> Vec<&Class> {
+    classes
+        .iter()
+        .map(|c| c.borrow())
+        .filter(|c| c.source_file.is_none() && has_lines(&[c]))
+        .collect()
+}
+
+/// Writes one record per source file that has lines ([`without_lines`] and
+/// [`without_source`] are left out). `path` maps a class's [`source_path`] to what `SF:` says
 /// (e.g. joined to a source root); `test` names the test (`TN:`).
 pub fn write(classes: &[Class], test: &str, path: &dyn Fn(&str) -> String) -> String {
     let mut by_file: BTreeMap<String, Vec<&Class>> = BTreeMap::new();
-    for c in classes {
+    for c in classes.iter().filter(|c| c.source_file.is_some()) {
         by_file.entry(source_path(c)).or_default().push(c);
     }
     let mut out = String::new();
