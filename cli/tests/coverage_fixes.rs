@@ -589,6 +589,110 @@ fn a_class_without_a_source_file_is_left_out_of_lcov_and_said() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// A version-49 class `D` with `names` × `descs` static methods, the first `iconst_0; ireturn`,
+/// the others native, and `ints` Integer constants more in its pool.
+fn big_class(names: u32, descs: &[&str], ints: u32) -> Vec<u8> {
+    let mut pool: Vec<Vec<u8>> = Vec::new();
+    let utf = |pool: &mut Vec<Vec<u8>>, s: &str| -> u16 {
+        let mut e = vec![1];
+        e.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        e.extend_from_slice(s.as_bytes());
+        pool.push(e);
+        pool.len() as u16
+    };
+    let d = utf(&mut pool, "D");
+    pool.push([&[7u8][..], &d.to_be_bytes()].concat());
+    let this = pool.len() as u16;
+    let o = utf(&mut pool, "java/lang/Object");
+    pool.push([&[7u8][..], &o.to_be_bytes()].concat());
+    let sup = pool.len() as u16;
+    let code = utf(&mut pool, "Code");
+    let ds: Vec<u16> = descs.iter().map(|s| utf(&mut pool, s)).collect();
+    let ns: Vec<u16> = (0..names)
+        .map(|k| utf(&mut pool, &format!("m{k}")))
+        .collect();
+    for k in 0..ints {
+        pool.push([&[3u8][..], &(0x4000_0000 + k).to_be_bytes()].concat());
+    }
+    let mut b = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 49];
+    b.extend_from_slice(&(pool.len() as u16 + 1).to_be_bytes());
+    for e in &pool {
+        b.extend_from_slice(e);
+    }
+    b.extend_from_slice(&[0, 0x21]);
+    b.extend_from_slice(&this.to_be_bytes());
+    b.extend_from_slice(&sup.to_be_bytes());
+    b.extend_from_slice(&[0, 0, 0, 0]);
+    b.extend_from_slice(&((ns.len() * ds.len()) as u16).to_be_bytes());
+    for (k, (n, d)) in (ns.iter())
+        .flat_map(|n| ds.iter().map(move |d| (n, d)))
+        .enumerate()
+    {
+        // the first with code, the others native (no counters)
+        b.extend_from_slice(&[if k == 0 { 0 } else { 1 }, 9]);
+        b.extend_from_slice(&n.to_be_bytes());
+        b.extend_from_slice(&d.to_be_bytes());
+        if k > 0 {
+            b.extend_from_slice(&[0, 0]);
+            continue;
+        }
+        b.extend_from_slice(&[0, 1]);
+        b.extend_from_slice(&code.to_be_bytes());
+        b.extend_from_slice(&14u32.to_be_bytes());
+        b.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 2, 0x03, 0xAC, 0, 0, 0, 0]);
+    }
+    b.extend_from_slice(&[0, 0]);
+    b
+}
+
+/// A class the instrumenter leaves without coverage for a class-level reason other than the
+/// counter limit (no room in the constant pool, or in the method table for the helpers) is
+/// named in the console and the HTML as never instrumented, with the reason; it was shown as
+/// 0 % with no note (found by the B hunt). The reason names no helper of bci's own (it said
+/// `MethBig.bci$b(I)[J: too many methods`).
+#[test]
+fn a_class_with_no_room_for_counters_is_named_not_missed() {
+    for (tag, bytes, why) in [
+        (
+            "cp",
+            big_class(1, &["()I"], 65_520 - 7),
+            "constant pool would exceed 65535 entries",
+        ),
+        (
+            "methods",
+            big_class(13_107, &["()I", "()Z", "()B", "()C", "()S"], 0),
+            "too many methods: no room for the coverage helper methods (a class may have 65535 \
+             methods)",
+        ),
+    ] {
+        let work = fresh_work(&format!("no-room-{tag}"));
+        let (classes, html, data) = (work.join("classes"), work.join("html"), work.join("d.cov"));
+        std::fs::create_dir_all(&classes).unwrap();
+        std::fs::write(classes.join("D.class"), &bytes).unwrap();
+        write_data(&data, &[]);
+        let (code, out, err) = run_bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&classes),
+            os("--html"),
+            os(&html),
+        ]);
+        assert_eq!(code, Some(0), "{tag}: {out}{err}");
+        let note = format!(
+            "note: 1 class has no room for the coverage counters: never instrumented (bci \
+             instrument and the agent leave it without coverage), it shows as not run: D ({why}"
+        );
+        assert!(out.contains(&note) && !out.contains("bci$"), "{tag}: {out}");
+        let page = std::fs::read_to_string(html.join("default/D.html")).unwrap();
+        assert!(
+            page.contains(&format!("<p class=\"note\">Not instrumented: {why}")),
+            "{tag}: {page}"
+        );
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}
+
 const JUNIT: &str = "/usr/share/java/junit-platform-console-standalone.jar";
 
 /// cli/tests/fixtures/pertest/Shapes.java compiled into `orig` and covered offline into

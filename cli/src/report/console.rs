@@ -78,6 +78,9 @@ pub fn write(r: &Report, packages: &[Package<'_>]) -> String {
     if let Some(note) = r.too_big_note() {
         let _ = writeln!(s, "note: {note}");
     }
+    if let Some(note) = r.uncovered_note() {
+        let _ = writeln!(s, "note: {note}");
+    }
     let intrinsic = |why: &str| why == bci_rewriter::coverage::INTRINSIC_NOTE;
     let not_analysed: Vec<String> = r
         .classes

@@ -290,6 +290,9 @@ fn pages(
     if let Some(note) = r.too_big_note() {
         let _ = write!(body, "<p class=\"note\">{}.</p>", esc(&note));
     }
+    if let Some(note) = r.uncovered_note() {
+        let _ = write!(body, "<p class=\"note\">{}.</p>", esc(&note));
+    }
     if let Some(note) = r.per_test.as_ref().and_then(|pt| pt.overlap_note()) {
         let _ = write!(body, "<p class=\"note\">Per test: {}.</p>", esc(&note));
     }
@@ -390,6 +393,14 @@ fn pages(
                      more than a class may have ({}); bci instrument and the agent leave it \
                      without coverage, so it shows as not run.</p>",
                     bci_rewriter::coverage::MAX_COUNTERS
+                );
+            }
+            if let Some((_, why)) = r.uncovered.iter().find(|(x, _)| *x == c.name) {
+                let _ = write!(
+                    body,
+                    "<p class=\"note\">Not instrumented: {}; bci instrument and the agent \
+                     leave it without coverage, so it shows as not run.</p>",
+                    esc(why)
                 );
             }
             if !c.not_analysed.is_empty() {

@@ -22,7 +22,7 @@ mod staged;
 
 use crate::progress::Progress;
 use bci_rewriter::coverage::analysis::{
-    analyze_plan, instrumented_plan, Class, Counter, Counters, Line, Status,
+    analyze_plan, instrumented_plan_or_why, Class, Counter, Counters, Line, Status,
 };
 use bci_rewriter::coverage::data::{CovData, Session, OVERLAP_CLASS};
 use bci_rewriter::coverage::{class_hash, lcov};
@@ -134,6 +134,10 @@ pub struct Report {
     /// ([`bci_rewriter::coverage::MAX_COUNTERS`]): never instrumented, so never run as far as
     /// the data knows (internal name, counters), sorted.
     pub too_big: Vec<(String, u32)>,
+    /// Classes without data that `bci instrument --coverage` (and the agent) leave original
+    /// for another class-level reason (no room in the constant pool or the method table for
+    /// what the counters add): (internal name, why), sorted; they show as not run.
+    pub uncovered: Vec<(String, String)>,
     /// Classes in the data that are under none of the `--classes` paths (sorted).
     pub not_found: Vec<String>,
     pub sources: Vec<PathBuf>,
@@ -525,6 +529,7 @@ impl Report {
             notes: Vec::new(),
             with_data: 0,
             too_big: Vec::new(),
+            uncovered: Vec::new(),
             not_found: Vec::new(),
             sources: a.sources.to_vec(),
             source_index: std::cell::OnceCell::new(),
@@ -812,19 +817,24 @@ impl Report {
                 };
                 // as `bci instrument --coverage` (and the agent) planned it: a method it left
                 // without counters is named as such, not reported as never run
-                let plan = match instrumented_plan(bytes, &crate::coverage::options(false)) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        r.errors.push(format!("{root}: {shown}: {e}"));
-                        continue;
-                    }
-                };
+                let (plan, why) =
+                    match instrumented_plan_or_why(bytes, &crate::coverage::options(false)) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            r.errors.push(format!("{root}: {shown}: {e}"));
+                            continue;
+                        }
+                    };
                 match analyze_plan(bytes, &plan, counts) {
                     Ok(c) if c.counters.instructions.total() > 0 => {
                         r.with_data += counts.is_some() as usize;
                         if counts.is_none() && plan.counters > bci_rewriter::coverage::MAX_COUNTERS
                         {
                             r.too_big.push((shown.clone(), plan.counters));
+                        } else if let (None, Some(why)) = (counts, why) {
+                            // the instrumenter's errors start with the class's name
+                            let why = why.strip_prefix(&format!("{name}: ")).unwrap_or(&why);
+                            r.uncovered.push((shown.clone(), why.to_string()));
                         }
                         r.classes.push(named(c));
                     }
@@ -915,6 +925,7 @@ impl Report {
         }
         r.classes.sort_by(|x, y| x.name.cmp(&y.name));
         r.stale.sort_by(|x, y| x.class.cmp(&y.class));
+        r.uncovered.sort();
         if let Some(mut pt) = per_test {
             for (t, classes) in pt.classes.iter_mut().enumerate() {
                 classes.sort_by(|x, y| x.name.cmp(&y.name));
@@ -1029,6 +1040,39 @@ impl Report {
                 "them"
             },
             if self.too_big.len() == 1 {
+                "it shows"
+            } else {
+                "they show"
+            },
+            some.join(", ")
+        ))
+    }
+
+    /// The line that names the classes left without coverage for another class-level reason
+    /// ([`Report::uncovered`]), if any.
+    pub fn uncovered_note(&self) -> Option<String> {
+        if self.uncovered.is_empty() {
+            return None;
+        }
+        let mut some: Vec<String> = (self.uncovered.iter().take(5))
+            .map(|(c, why)| format!("{} ({why})", c.replace('/', ".")))
+            .collect();
+        if self.uncovered.len() > 5 {
+            some.push("…".into());
+        }
+        Some(format!(
+            "{} no room for the coverage counters: never instrumented (bci instrument and the \
+             agent leave {} without coverage), {} as not run: {}",
+            match self.uncovered.len() {
+                1 => "1 class has".to_string(),
+                n => format!("{n} classes have"),
+            },
+            if self.uncovered.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            if self.uncovered.len() == 1 {
                 "it shows"
             } else {
                 "they show"

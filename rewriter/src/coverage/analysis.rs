@@ -356,9 +356,19 @@ pub fn analyze(bytes: &[u8], counts: Option<&[u64]>, split: Split) -> Result<Cla
 /// counters add is the same for every class id). A class the instrumenter leaves original as a
 /// whole (more counters than a class may have …) has no data: [`plan_class`]'s plan.
 pub fn instrumented_plan(bytes: &[u8], opts: &Options<'_>) -> Result<ClassCoverage> {
+    instrumented_plan_or_why(bytes, opts).map(|(plan, _)| plan)
+}
+
+/// [`instrumented_plan`], with why the instrumenter leaves the class original as a whole, if it
+/// does (the constant pool or method table has no room for what the counters add, more
+/// counters than a class may have …): such a class has no data, and shows as not run.
+pub fn instrumented_plan_or_why(
+    bytes: &[u8],
+    opts: &Options<'_>,
+) -> Result<(ClassCoverage, Option<String>)> {
     match super::instrument(bytes, opts) {
-        Ok((_, plan)) => Ok(plan),
-        Err(_) => plan_class(bytes, opts.split),
+        Ok((_, plan)) => Ok((plan, None)),
+        Err(e) => Ok((plan_class(bytes, opts.split)?, Some(e.to_string()))),
     }
 }
 

@@ -1352,9 +1352,16 @@ fn add_id_helper(
 }
 
 /// The context of an error adding helper `name desc` to `class`: the helper, but for a full
-/// constant pool, which is the class's limit (the helper exists only in the rewrite).
+/// constant pool or method table, which is the class's limit (the helper exists only in the
+/// rewrite, and its name means nothing to a user).
 fn helper_context(e: Error, class: &str, name: &str, desc: &str) -> Error {
-    if e.kind() == ErrorKind::TooLarge && e.message().starts_with("constant pool") {
+    if e.kind() == ErrorKind::TooLarge && e.message() == "too many methods" {
+        Error::new(
+            ErrorKind::TooLarge,
+            "too many methods: no room for the coverage helper methods (a class may have \
+             65535 methods)",
+        )
+    } else if e.kind() == ErrorKind::TooLarge && e.message().starts_with("constant pool") {
         e.context(class.to_string())
     } else {
         e.context(format!("{class}.{name}{desc}"))
