@@ -1458,6 +1458,15 @@ fn cov_dump(a: &Agent, jni: &Jni, at_exit: bool) {
         if !at_exit && a.exiting.load(Ordering::SeqCst) {
             return;
         }
+        if at_exit {
+            // a test still running (System.exit in it, SIGTERM from a build tool's timeout)
+            // ends here, before the counts are read, as offline (Cov.writeAtExit): its counts
+            // since its begin are its own, not "(outside tests)". A SIGQUIT snapshot leaves it
+            // running.
+            if let Err(e) = runtime::cov_end_test(jni) {
+                log(&format!("cannot end the test still running: {e}"));
+            }
+        }
         let flat = match runtime::cov_snapshot(jni) {
             Ok(v) => v,
             Err(e) => {

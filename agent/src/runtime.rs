@@ -699,6 +699,13 @@ pub fn cov_snapshot(jni: &Jni) -> Result<Vec<i64>, String> {
     Ok(v)
 }
 
+/// BciCov.end(): the test still running (if any) ends, its window's counts kept as its own
+/// (the exit dump's, as the runtime jar's Cov.writeAtExit does).
+pub fn cov_end_test(jni: &Jni) -> Result<(), String> {
+    let rt = cov_get().ok_or("coverage runtime not defined")?;
+    jni.call_static_void(rt.class.0, "end")
+}
+
 /// BciCov.tests(): per-test counts, flattened (see coverage::parse_tests).
 pub fn cov_tests(jni: &Jni) -> Result<Vec<i64>, String> {
     let rt = cov_get().ok_or("coverage runtime not defined")?;

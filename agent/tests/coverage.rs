@@ -1578,6 +1578,160 @@ fn sigterm_writes_the_data() {
     assert_eq!(entries(&d, &classes, "CovSig", "main"), 1);
 }
 
+const OPEN_TEST: &str = r#"
+import bci.runtime.Cov;
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+
+public class CovOpenTest {
+    static int work(int i) { return i * 2; }
+
+    public static void main(String[] a) throws Exception {
+        long s = 0;
+        Cov.begin("t1");
+        for (int i = 0; i < 10; i++) s += work(i);
+        Cov.end("t1");
+        Cov.begin("t2");
+        for (int i = 0; i < 20; i++) s += work(i);
+        if (a[0].equals("exit")) {
+            System.exit(3);
+        } else if (a[0].equals("term")) {
+            System.out.println("ready " + s);
+            System.out.flush();
+            Thread.sleep(60_000);
+        } else if (a[0].equals("quit")) {
+            File f = new File(a[1]);
+            long pid = ProcessHandle.current().pid();
+            new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+            for (int k = 0; k < 400 && !f.exists(); k++) Thread.sleep(25);
+            Thread.sleep(200);
+            Files.copy(f.toPath(), new File(a[2]).toPath(), StandardCopyOption.REPLACE_EXISTING);
+            for (int i = 0; i < 5; i++) s += work(i);
+            Cov.end("t2");
+        }
+        System.out.println("done " + s);
+    }
+}
+"#;
+
+/// Entries of `CovOpenTest.work` in test `test`'s counts (0 when the test is absent).
+fn test_entries(d: &CovData, classes: &Path, test: &str) -> u64 {
+    let Some(t) = d.tests.get(test) else {
+        return 0;
+    };
+    let one = CovData {
+        classes: t.clone(),
+        ..CovData::default()
+    };
+    entries(&one, classes, "CovOpenTest", "work")
+}
+
+/// A test still running when the JVM exits (`System.exit` in it, or SIGTERM, as a build tool's
+/// fork timeout sends) keeps the counts since its begin, with the agent as offline (whose exit
+/// ends it, Cov.writeAtExit). The agent's exit dump left it open: the test was missing from the
+/// per-test data (1 test for 2) and its counts were "(outside tests)". A SIGQUIT snapshot in
+/// the middle of a test leaves it running: the snapshot has no counts for it yet, and it gets
+/// all of them when it ends.
+#[test]
+fn a_test_running_at_exit_keeps_its_counts() {
+    let dir = tmp("open-test");
+    let (classes, inst, rt) = (dir.join("classes"), dir.join("inst"), dir.join("rt"));
+    for (path, bytes) in bciagent::runtime_jar::CLASSES {
+        let f = rt.join(path);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, bytes).unwrap();
+    }
+    std::fs::create_dir_all(&classes).unwrap();
+    let src = dir.join("CovOpenTest.java");
+    std::fs::write(&src, OPEN_TEST).unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .args(["-g", "-cp"])
+        .arg(&rt)
+        .arg("-d")
+        .arg(&classes)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    instrument_offline(&classes, &inst, &rt);
+    let cp = format!("{}:{}", classes.display(), rt.display());
+    for how in ["exit", "term"] {
+        for agent in [true, false] {
+            let data = dir.join(format!("{how}-{agent}.cov"));
+            let mut cmd = if agent {
+                java(
+                    &cp,
+                    Some(&format!(
+                        "coverage=y,include=CovOpenTest,covfile={}",
+                        data.display()
+                    )),
+                    "CovOpenTest",
+                    &[how],
+                )
+            } else {
+                let mut c = offline_java(&data, &inst, &rt);
+                c.args(["CovOpenTest", how]);
+                c
+            };
+            let mut child = cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            if how == "term" {
+                let mut line = String::new();
+                std::io::BufRead::read_line(
+                    &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+                    &mut line,
+                )
+                .unwrap();
+                assert!(line.starts_with("ready"), "{line:?}");
+                let st = Command::new("kill")
+                    .args(["-TERM", &child.id().to_string()])
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            }
+            let o = child.wait_with_output().unwrap();
+            assert!(!o.status.success(), "{how}: {:?}", o.status);
+            let err = String::from_utf8_lossy(&o.stderr);
+            let d = read(&data);
+            let what = format!("{how}, agent={agent}: {:?}\n{err}", d.tests.keys());
+            assert_eq!(d.tests.keys().collect::<Vec<_>>(), ["t1", "t2"], "{what}");
+            assert_eq!(test_entries(&d, &classes, "t1"), 10, "{what}");
+            assert_eq!(test_entries(&d, &classes, "t2"), 20, "{what}");
+            assert_eq!(entries(&d, &classes, "CovOpenTest", "work"), 30, "{what}");
+        }
+    }
+    // SIGQUIT in the middle of t2 (agent): the snapshot has t1 only; t2 runs on and ends with
+    // every count since its begin
+    let (data, snap) = (dir.join("quit.cov"), dir.join("snap.cov"));
+    ok(java(
+        &cp,
+        Some(&format!(
+            "coverage=y,include=CovOpenTest,covfile={}",
+            data.display()
+        )),
+        "CovOpenTest",
+        &[
+            "quit",
+            &data.display().to_string(),
+            &snap.display().to_string(),
+        ],
+    )
+    .output()
+    .unwrap());
+    let s = read(&snap);
+    assert_eq!(s.tests.keys().collect::<Vec<_>>(), ["t1"]);
+    assert_eq!(entries(&s, &classes, "CovOpenTest", "work"), 30);
+    let d = read(&data);
+    assert_eq!(d.tests.keys().collect::<Vec<_>>(), ["t1", "t2"]);
+    assert_eq!(test_entries(&d, &classes, "t1"), 10);
+    assert_eq!(test_entries(&d, &classes, "t2"), 25);
+    assert_eq!(entries(&d, &classes, "CovOpenTest", "work"), 35);
+}
+
 /// A program that holds every file descriptor it can get at exit (`ulimit -n 256`): the data
 /// is written. The dump opened `<covfile>.lck`, the data and a temporary file then, and the
 /// data was lost ("x.cov.lck: Too many open files") while the cpu=times report, opened at
