@@ -2111,6 +2111,8 @@ fn per_test(agent: bool) {
             .unwrap();
         assert!(o.status.success(), "{}", text(&o));
         assert!(text(&o).contains("3 tests successful"), "{}", text(&o));
+        // run one at a time: nothing said (no overlap, no parallel execution)
+        assert!(!text(&o).contains("bci: per-test coverage"), "{}", text(&o));
     }
     let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
     assert_eq!(d.sessions.len(), 2);
@@ -4440,15 +4442,13 @@ fn per_test_coverage_of_tests_run_in_parallel_says_they_overlap() {
         let out = text(&o);
         assert!(o.status.success(), "agent {agent}: {out}");
         assert!(out.contains("2 tests successful"), "{out}");
+        // said once: the listener tells the runtime the plan runs in parallel first
         let said: Vec<&str> = out
             .lines()
-            .filter(|l| l.contains("tests ran at the same time"))
+            .filter(|l| l.contains("bci: per-test coverage:"))
             .collect();
         assert_eq!(said.len(), 1, "agent {agent}: {out}");
-        assert!(
-            said[0].contains("per-test counts of tests that overlap are not separable"),
-            "{out}"
-        );
+        assert!(said[0].contains(PARALLEL_SAID), "{out}");
         let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
         for t in ["ParTest#one()", "ParTest#two()"] {
             let k = d.tests[t]
@@ -4475,6 +4475,97 @@ fn per_test_coverage_of_tests_run_in_parallel_says_they_overlap() {
         assert!(
             console.contains(&format!("\nper test: {note}\n")),
             "{console}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// What the JVM says once under JUnit's parallel execution (the runtime jar's and the agent's
+/// runtime alike).
+const PARALLEL_SAID: &str = "bci: per-test coverage: tests run in parallel \
+    (junit.jupiter.execution.parallel.enabled=true): code other threads run during a test \
+    (other tests, another class's @BeforeAll, test instances' constructors) counts as its, so \
+    per-test counts are not separable; run tests one at a time for exact per-test coverage \
+    (JUnit: junit.jupiter.execution.parallel.enabled=false)";
+
+/// Per-test coverage under JUnit's parallel execution (classes concurrent) whose tests do not
+/// overlap (cli/tests/fixtures/pertest/ParSetupTest.java): one class's `@BeforeAll` runs during
+/// the other's test, and its code counted as that test's without a word (the overlap warning
+/// needs two tests at once). The JUnit listener now tells the runtime when the test plan is
+/// configured for parallel execution (or runs on more than one thread): said once on stderr,
+/// every test recorded as overlapping, and `bci report --per-test` names them; offline and
+/// under the agent. Found by the T hunt.
+#[test]
+fn per_test_coverage_under_parallel_execution_is_said_without_overlapping_tests() {
+    if !Path::new(JUNIT).exists() {
+        eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
+        return;
+    }
+    let work = fresh_work("parsetup");
+    let (orig, inst, tests, rt) = pertest_build(&work, "ParSetupTest.java");
+    for agent in [false, true] {
+        let data = work.join(format!("run-{agent}.cov"));
+        let mut java = Command::new(common::java_home().join("bin/java"));
+        let classes = if agent {
+            java.arg(format!(
+                "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
+                agent_common::agent_lib().display(),
+                data.display()
+            ));
+            &orig
+        } else {
+            java.arg(format!("-Dbci.covfile={}", data.display()));
+            &inst
+        };
+        let o = java
+            .arg("-jar")
+            .arg(JUNIT)
+            .arg("-cp")
+            .arg(format!(
+                "{}:{}:{}",
+                classes.display(),
+                tests.display(),
+                rt.display()
+            ))
+            .args([
+                "--select-class",
+                "ParSetupTest",
+                "--select-class",
+                "ParSetupOther",
+                "--disable-banner",
+                "--config=junit.jupiter.execution.parallel.enabled=true",
+                "--config=junit.jupiter.execution.parallel.mode.classes.default=concurrent",
+                "--config=junit.jupiter.execution.parallel.config.strategy=fixed",
+                "--config=junit.jupiter.execution.parallel.config.fixed.parallelism=2",
+            ])
+            .output()
+            .unwrap();
+        let out = text(&o);
+        assert!(o.status.success(), "agent {agent}: {out}");
+        assert!(out.contains("2 tests successful"), "{out}");
+        let said: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains("bci: per-test coverage:"))
+            .collect();
+        assert_eq!(said, [PARALLEL_SAID], "agent {agent}: {out}");
+        let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+        for t in ["ParSetupOther#after()", "ParSetupTest#slow()"] {
+            let k = d.tests[t]
+                .get(&(bci_rewriter::coverage::data::OVERLAP_CLASS.to_string(), 0))
+                .unwrap_or_else(|| panic!("agent {agent}: {t}: {:?}", d.tests[t].keys()));
+            assert!(k[0] >= 1, "{t}: {k:?}");
+        }
+        let (code, console, err) = run_bci(&[
+            os("report"),
+            os(&data),
+            os("--classes"),
+            os(&orig),
+            os("--per-test"),
+        ]);
+        assert_eq!(code, Some(0), "{console}{err}");
+        assert!(
+            err.contains("bci: warning: per test: 2 of the 2 tests ran at the same time"),
+            "agent {agent}: {err}"
         );
     }
     let _ = std::fs::remove_dir_all(&work);

@@ -838,6 +838,9 @@ public final class Cov {
      */
     public static synchronized void begin(String name) {
         String n = name == null ? "" : name;
+        if (parallel) {
+            overlap(n);
+        }
         opened(n);
         close();
         testBase = snapshot();
@@ -855,6 +858,34 @@ public final class Cov {
             close();
         }
         closed(n);
+    }
+
+    /** Tests run in parallel: see {@link #parallel}. Class lock. */
+    private static boolean parallel;
+
+    /**
+     * Tests run in parallel from now on (the JUnit listener's, when the test plan is configured
+     * for parallel execution or runs on more than one thread, {@code why}): code other threads
+     * run during a test's window counts as the test's, not only other tests' (which {@link
+     * #closed} tells) but code of no test (another class's {@code @BeforeAll}, constructors);
+     * every test open now or begun later is recorded as overlapping, and it is said once on
+     * stderr (as an overlap is).
+     */
+    public static synchronized void parallel(String why) {
+        if (!parallel) {
+            parallel = true;
+            for (String n : openNames) {
+                overlap(n);
+            }
+        }
+        if (!overlapSaid) {
+            overlapSaid = true;
+            System.err.println("bci: per-test coverage: tests run in parallel (" + why + "): code other"
+                + " threads run during a test (other tests, another class's @BeforeAll, test"
+                + " instances' constructors) counts as its, so per-test counts are not separable;"
+                + " run tests one at a time for exact per-test coverage (JUnit:"
+                + " junit.jupiter.execution.parallel.enabled=false)");
+        }
     }
 
     private static void overlap(String t) {

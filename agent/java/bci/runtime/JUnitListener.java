@@ -30,14 +30,63 @@ public final class JUnitListener implements TestExecutionListener {
     private static final Set<String> TAKEN = new HashSet<>();
     /** The running test plan: the parents of a dynamic test. */
     private volatile TestPlan plan;
+    /** The thread that started the running test plan: its events on another, parallel. */
+    private volatile Thread planThread;
+    /** Parallel execution was told to the runtime (see {@link #parallel}). */
+    private static volatile boolean parallelTold;
+    /** Jupiter's key of parallel execution. */
+    static final String PARALLEL_KEY = "junit.jupiter.execution.parallel.enabled";
 
     @Override
     public void testPlanExecutionStarted(TestPlan testPlan) {
         plan = testPlan;
+        planThread = Thread.currentThread();
+        if (parallelConfigured(testPlan)) {
+            parallel(PARALLEL_KEY + "=true");
+        }
+    }
+
+    /**
+     * Whether the plan's configuration turns Jupiter's parallel execution on (JUnit Platform
+     * 1.8+: TestPlan.getConfigurationParameters; false before).
+     */
+    private static boolean parallelConfigured(TestPlan testPlan) {
+        try {
+            return testPlan.getConfigurationParameters().getBoolean(PARALLEL_KEY).orElse(false);
+        } catch (RuntimeException | LinkageError e) {
+            return false;
+        }
+    }
+
+    /** An execution event of the plan on a thread other than the plan's: tests run in parallel. */
+    private void checkThread() {
+        Thread t = planThread;
+        if (!parallelTold && t != null && Thread.currentThread() != t) {
+            parallel("test-plan execution on more than one thread");
+        }
+    }
+
+    /**
+     * Tests run in parallel: per-test windows are by time, so what other threads run during a
+     * test (other tests, another class's {@code @BeforeAll}, constructors) counts as its; the
+     * runtime records every test from now on as overlapping and says so once (a runtime
+     * without Cov.parallel, an older agent's, is left as it is).
+     */
+    private static void parallel(String why) {
+        if (off || parallelTold) {
+            return;
+        }
+        parallelTold = true;
+        try {
+            Cov.parallel(why);
+        } catch (LinkageError e) {
+            // an older runtime: only overlapping tests are told
+        }
     }
 
     @Override
     public void executionStarted(TestIdentifier id) {
+        checkThread();
         if (!off && id.isTest()) {
             try {
                 Cov.begin(unique(id, plan));
@@ -49,6 +98,7 @@ public final class JUnitListener implements TestExecutionListener {
 
     @Override
     public void executionFinished(TestIdentifier id, TestExecutionResult result) {
+        checkThread();
         if (!off && id.isTest()) {
             try {
                 if (byName) {

@@ -518,6 +518,9 @@ public final class BciCov {
 
     /** {@link #begin}'s locked part. Holds the class lock. */
     private static void beginLocked(String n) {
+        if (parallel) {
+            overlap(n);
+        }
         opened(n);
         close();
         testBase = sums();
@@ -665,6 +668,55 @@ public final class BciCov {
         System.arraycopy(a, 0, r, 0, i);
         System.arraycopy(a, i + 1, r, i, a.length - i - 1);
         return r;
+    }
+
+    /** Tests run in parallel: see {@link #parallel}. Class lock. */
+    private static boolean parallel;
+
+    /**
+     * Tests run in parallel from now on (bci.runtime.Cov.parallel, the JUnit listener's when
+     * the test plan is configured for parallel execution or runs on more than one thread,
+     * {@code why}): code other threads run during a test's window counts as the test's, not
+     * only other tests' (which {@link #closed} tells) but code of no test (another class's
+     * {@code @BeforeAll}, constructors); every test open now or begun later is recorded as
+     * overlapping, and it is said once on stderr (as an overlap is).
+     */
+    public static void parallel(String why) {
+        String said;
+        if (jniLock && lock0()) {
+            try {
+                said = parallelLocked(why);
+            } finally {
+                unlock0();
+            }
+        } else {
+            synchronized (BciCov.class) {
+                said = parallelLocked(why);
+            }
+        }
+        if (said != null) {
+            // said outside the lock (see end(String))
+            System.err.println(said);
+        }
+    }
+
+    /** {@link #parallel}'s locked part: the message to say, or null. */
+    private static String parallelLocked(String why) {
+        if (!parallel) {
+            parallel = true;
+            for (String n : openNames) {
+                overlap(n);
+            }
+        }
+        if (overlapSaid) {
+            return null;
+        }
+        overlapSaid = true;
+        return "bci: per-test coverage: tests run in parallel (" + why + "): code other"
+                + " threads run during a test (other tests, another class's @BeforeAll, test"
+                + " instances' constructors) counts as its, so per-test counts are not separable;"
+                + " run tests one at a time for exact per-test coverage (JUnit:"
+                + " junit.jupiter.execution.parallel.enabled=false)";
     }
 
     /** One more overlap of test {@code name}: its sums' counter at class id 0. */

@@ -56,4 +56,8 @@ public final class Cov {
     public static void end(String test) {
         java.lang.BciCov.end(test);
     }
+
+    public static void parallel(String why) {
+        java.lang.BciCov.parallel(why);
+    }
 }
