@@ -397,8 +397,12 @@ fn at_char(v: &Sp<String>, at: usize) -> usize {
 }
 
 /// A name glob (not a /regex/) with a descriptor in it, `fib(I)I`: no method name has one.
+fn is_regex(v: &str) -> bool {
+    v.len() >= 2 && v.starts_with('/') && v.ends_with('/')
+}
+
 fn is_glob_with_descriptor(v: &str) -> bool {
-    !(v.len() >= 2 && v.starts_with('/') && v.ends_with('/')) && v.contains('(')
+    !is_regex(v) && v.contains('(')
 }
 
 impl TraceRule {
@@ -460,6 +464,16 @@ impl TraceRule {
         };
         let (class_pos, method_pos) = (value_pos(&r.class), value_pos(&r.method));
         let class = match &r.class {
+            Some(c) if !is_regex(c.get_ref()) && c.get_ref().trim() != c.get_ref() => {
+                let v = c.get_ref();
+                return Err(err(
+                    c.span().start,
+                    format!(
+                        "{who}: class {v:?} has spaces at its start or end: a class name has none; write class = {:?}",
+                        v.trim()
+                    ),
+                ));
+            }
             Some(c) => pat(c, "class")?,
             None => {
                 return Err(err(
@@ -478,6 +492,19 @@ impl TraceRule {
                         "{who}: method {v:?}: `method` is a method name, without a descriptor; \
                          select the descriptor with descriptor = {:?}",
                         &v[at..]
+                    ),
+                ));
+            }
+            // a '.' is in no JVM method name (JVMS 4.2.2): "Main.fib" is a class and a method
+            Some(m) if !is_regex(m.get_ref()) && m.get_ref().contains('.') => {
+                let v = m.get_ref();
+                let at = v.rfind('.').unwrap_or(0);
+                return Err(err(
+                    at_char(m, at),
+                    format!(
+                        "{who}: method {v:?}: a method name has no '.' (JVMS 4.2.2): name the class with `class`, e.g. class = {:?}, method = {:?}",
+                        &v[..at],
+                        &v[at + 1..]
                     ),
                 ));
             }
@@ -742,6 +769,10 @@ impl TraceRule {
         with_trace("return", &r.ret)?;
         with_trace("exception", &r.exception)?;
         with_trace("tostring", &r.tostring)?;
+        let entry = r
+            .at
+            .as_ref()
+            .is_some_and(|a| a.get_ref().iter().any(|x| x.get_ref() == "entry"));
         let min_ns = match &r.min_duration {
             Some(d) => {
                 let ns = match duration_ns(d.get_ref()) {
@@ -759,6 +790,13 @@ impl TraceRule {
                     return Err(err(
                         d.span().start,
                         format!("{who}: `min_duration` filters calls by duration: it needs time or trace at a call's end (at = exit or exception)"),
+                    ));
+                }
+                // a call's entry event is written before its duration is known
+                if trace && entry {
+                    return Err(err(
+                        d.span().start,
+                        format!("{who}: `min_duration` keeps a call once it has ended, but its entry event is written when it starts: with at = \"entry\" every call's entry would be written; drop \"entry\" from `at` (the event at a call's end carries its duration and arguments)"),
                     ));
                 }
                 ns
@@ -812,10 +850,7 @@ impl TraceRule {
             extends,
             implements,
             location,
-            entry_event: r
-                .at
-                .as_ref()
-                .is_some_and(|a| a.get_ref().iter().any(|x| x.get_ref() == "entry")),
+            entry_event: entry,
             location_pos,
             trace_pos,
             count,

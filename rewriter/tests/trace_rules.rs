@@ -39,6 +39,19 @@ const CASES: &[(&str, &str)] = &[
             "[[rule]]\nname = \"r\"\nclass = \"App\"\nmethod = \"fib(I)I\"\ncount = true\n",
             "t.toml:4:14: rule \"r\": method \"fib(I)I\": `method` is a method name, without a descriptor; select the descriptor with descriptor = \"(I)I\"",
         ),
+        // a '.' is in no JVM method name (JVMS 4.2.2), a class name has no spaces around it
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"**\"\nmethod = \"Main.fib\"\ncount = true\n",
+            "t.toml:4:15: rule \"r\": method \"Main.fib\": a method name has no '.' (JVMS 4.2.2): name the class with `class`, e.g. class = \"Main\", method = \"fib\"",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"a.Main \"\ncount = true\n",
+            "t.toml:3:9: rule \"r\": class \"a.Main \" has spaces at its start or end: a class name has none; write class = \"a.Main\"",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \" a.*\"\ncount = true\n",
+            "t.toml:3:9: rule \"r\": class \" a.*\" has spaces at its start or end: a class name has none; write class = \"a.*\"",
+        ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\ncolour = \"red\"\n",
             "t.toml:5:1: unknown field `colour`, expected one of `name`, `classes`, `exclude_classes`, `methods`, `exclude_methods`, `descriptors`, `probes`, `class`, `method`, `descriptor`, `access`, `class_annotation`, `annotation`, `extends`, `implements`, `exclude_class`, `exclude_method`, `at`, `line`, `call`, `count`, `time`, `trace`, `args`, `return`, `exception`, `tostring`, `max_string`, `min_duration`, `sample`, `stack`",
@@ -126,6 +139,11 @@ const CASES: &[(&str, &str)] = &[
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntime = true\nat = [\"entry\"]\nmin_duration = \"1ms\"\n",
             "t.toml:4:8: rule \"r\": `time` needs a call's end (at = exit or exception); it conflicts with this location",
+        ),
+        // min_duration decides at a call's end: entry events would be written for every call
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ntrace = true\nat = [\"entry\", \"exit\"]\nmin_duration = \"10ms\"\n",
+            "t.toml:6:16: rule \"r\": `min_duration` keeps a call once it has ended, but its entry event is written when it starts: with at = \"entry\" every call's entry would be written; drop \"entry\" from `at` (the event at a call's end carries its duration and arguments)",
         ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ncount = true\nargs = true\n",
