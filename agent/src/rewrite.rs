@@ -207,8 +207,15 @@ mod imp {
         /// the first few), dotted.
         never: std::sync::Mutex<Vec<String>>,
         /// The first method it matched that tracing leaves alone (native, abstract,
-        /// `<clinit>`), described.
+        /// `<clinit>`, a HotSpot intrinsic), described.
         untraced: std::sync::Mutex<Option<String>>,
+        /// Methods it matched that tracing instruments (while it had no site), none with its
+        /// line or call, and the calls `Owner.method` whose owner's simple name its call's
+        /// owner names (the first few).
+        matched: std::sync::atomic::AtomicU32,
+        near: std::sync::Mutex<Vec<String>>,
+        /// The first method it matched that was left original, with why.
+        left: std::sync::Mutex<Option<String>>,
     }
 
     fn cov_field() -> NewField {
@@ -449,24 +456,96 @@ mod imp {
         }
 
         /// Why rule `r` was placed nowhere, when that is known: its class pattern names (or
-        /// matched only) classes tracing never instruments, or it matched only methods
-        /// tracing leaves alone.
+        /// matched only) classes tracing never instruments, the methods it matched were left
+        /// original, none of them has its line or call (as `bci rules explain` says), or it
+        /// matched only methods tracing leaves alone.
         fn why_unplaced(
             &self,
             r: &bci_rewriter::trace::TraceRule,
             reach: &Reach,
         ) -> Option<String> {
+            use bci_rewriter::trace::Location;
             let never = reach.never.lock().map(|v| v.clone()).unwrap_or_default();
             let allowed = reach.allowed.load(std::sync::atomic::Ordering::Relaxed);
+            let matched = reach.matched.load(std::sync::atomic::Ordering::Relaxed);
+            let methods = format!(
+                "it matched {matched} method{} of the classes loaded",
+                if matched == 1 { "" } else { "s" }
+            );
             r.never_traced(&[])
                 .or_else(|| {
                     let names: Vec<&str> = never.iter().map(String::as_str).collect();
                     (!allowed).then(|| r.never_traced(&names)).flatten()
                 })
+                .or_else(|| reach.left.lock().ok()?.clone())
+                .or_else(|| match &r.location {
+                    _ if matched == 0 => None,
+                    Location::Line(n) => Some(format!("{methods}; line {n} is in none of them")),
+                    Location::Call { .. } => {
+                        let near = reach.near.lock().map(|v| v.clone()).unwrap_or_default();
+                        let hint = if near.is_empty() {
+                            String::new()
+                        } else {
+                            let shown: Vec<String> =
+                                near.iter().take(3).map(|c| format!("{c:?}")).collect();
+                            format!(
+                                "; the owner is a whole class name: call = {} would match",
+                                shown.join(" or ")
+                            )
+                        };
+                        Some(format!("{methods}; none of them makes that call{hint}"))
+                    }
+                    Location::Method { .. } => None,
+                })
                 .or_else(|| {
                     let u = reach.untraced.lock().ok()?.clone()?;
                     Some(format!("it matched only methods tracing leaves alone: {u}"))
                 })
+        }
+
+        /// Notes in each rule's [`Reach`] the methods of class `name` it matched
+        /// (`sites`, [`bci_rewriter::trace::explain_some`]) and, of those, the first one left
+        /// original (`left`: the tracing pass's errors, `Class.method(desc): why`; `whole`:
+        /// the class's, `Class: why`).
+        fn note_matched(
+            &self,
+            name: &str,
+            sites: &[bci_rewriter::trace::Site],
+            left: &[String],
+            whole: Option<&str>,
+        ) {
+            use std::sync::atomic::Ordering::Relaxed;
+            let mut last: Option<(usize, &str, &str)> = None;
+            for s in sites {
+                let Some(reach) = self.reach.get(s.rule) else {
+                    continue;
+                };
+                // one method (its sites come together) counted once
+                if last != Some((s.rule, &s.method, &s.desc)) {
+                    last = Some((s.rule, &s.method, &s.desc));
+                    let path = format!("{name}.{}{}", s.method, s.desc);
+                    // (a method without the rule's line or call lost no site of it)
+                    let why = (left.iter())
+                        .find(|e| e.starts_with(&format!("{path}:")))
+                        .map(String::as_str)
+                        .or(whole)
+                        .filter(|_| !s.location.is_empty());
+                    if let Some(why) = why {
+                        if let Ok(mut l) = reach.left.lock() {
+                            l.get_or_insert_with(|| format!("left original: {why}"));
+                        }
+                        continue;
+                    }
+                    reach.matched.fetch_add(1, Relaxed);
+                }
+                if let Ok(mut near) = reach.near.lock() {
+                    for c in &s.near_calls {
+                        if near.len() < 4 && !near.contains(c) {
+                            near.push(c.clone());
+                        }
+                    }
+                }
+            }
         }
 
         /// [`bci_rewriter::trace::selects_class`], noting for each rule whose class pattern
@@ -703,7 +782,19 @@ mod imp {
                         }
                     }
                 }
-                match bci_rewriter::trace::instrument(input, &self.trace, &mut next) {
+                // what the rules placed nowhere so far match here, for the summary's reason
+                let unplaced: Vec<bool> = (self.placed.iter())
+                    .map(|n| n.load(std::sync::atomic::Ordering::Relaxed) == 0)
+                    .collect();
+                let matched = if unplaced.contains(&true)
+                    && bci_rewriter::trace::selects_class(&self.trace, name)
+                {
+                    bci_rewriter::trace::explain_some(input, &self.trace, &|k| unplaced[k])
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                let left = match bci_rewriter::trace::instrument(input, &self.trace, &mut next) {
                     Ok((b, left)) => {
                         r.left.extend(left.iter().map(|e| e.to_string()));
                         if b.is_some() {
@@ -711,12 +802,15 @@ mod imp {
                         } else {
                             placed.clear();
                         }
+                        (left.iter().map(|e| e.to_string()).collect(), None)
                     }
                     Err(e) => {
                         placed.clear();
                         r.left.push(format!("{name}: no tracing: {e}"));
+                        (Vec::new(), Some(format!("{}: {e}", name.replace('/', "."))))
                     }
-                }
+                };
+                self.note_matched(name, &matched, &left.0, left.1.as_deref());
             }
             let input = cur.as_deref().unwrap_or(bytes);
             let pass = if self.cpu && cpu_live {

@@ -136,7 +136,8 @@ pub struct Placed {
     /// Where the rule acts.
     pub at: At,
     /// With no site: why, when it is known (it names only classes tracing never instruments,
-    /// or matched only native, abstract or `<clinit>` methods).
+    /// matched only native, abstract, `<clinit>` or HotSpot intrinsic methods, was left
+    /// original, or matched methods without its line or call).
     pub why: Option<String>,
 }
 

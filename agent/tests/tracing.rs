@@ -2241,3 +2241,104 @@ fn idle_rules_give_the_specific_reason() {
     }
     assert_eq!(summary_count(&rep, "entry"), Some(3), "{rep}");
 }
+
+/// The summary's reason for a rule placed nowhere is the real one: a HotSpot intrinsic is never
+/// traced (once compiled its body does not run: its count was silently low, 266,442 of
+/// 2,000,000 calls of Arrays.equals), a `call` or `line` rule whose methods have no such call
+/// or line says so as `bci rules explain` does (it blamed an abstract method it also
+/// matched), with explain's hint for an owner named by its simple name, and a method left
+/// original says why (it "matched no method").
+#[test]
+fn idle_rules_name_intrinsics_missing_calls_and_methods_left_original() {
+    let dir = common::tmp("trace", "idle-why3");
+    // big: each of its 3,000 returns gets an exit probe: past 64 KB of code
+    let returns: String = (1..3000)
+        .map(|k| format!("        if (x == {k}) return {k};\n"))
+        .collect();
+    std::fs::write(
+        dir.join("Idle3.java"),
+        format!(
+            "import java.util.*;\n\
+             public class Idle3 {{\n\
+             \x20   interface Shape {{ int area(); }}\n\
+             \x20   static int big(int x) {{\n{returns}        return -1;\n    }}\n\
+             \x20   public static void main(String[] a) {{\n\
+             \x20       byte[] p = new byte[16], q = new byte[16];\n\
+             \x20       int n = 0;\n\
+             \x20       for (int i = 0; i < 200000; i++) if (Arrays.equals(p, q)) n++;\n\
+             \x20       Shape s = () -> 4;\n\
+             \x20       List<Integer> l = new ArrayList<>();\n\
+             \x20       l.add(s.area());\n\
+             \x20       System.out.println(new StringBuilder().append(n + big(n % 7) + l.size()));\n\
+             \x20   }}\n\
+             }}\n"
+        ),
+    )
+    .unwrap();
+    let o = Command::new(jdk_tool("javac"))
+        .arg("-g")
+        .arg("-d")
+        .arg(&dir)
+        .arg(dir.join("Idle3.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rules = dir.join("idle3.toml");
+    let rule = |name: &str, class: &str, rest: &str| {
+        format!("[[rule]]\nname = \"{name}\"\nclass = \"{class}\"\n{rest}count = true\n\n")
+    };
+    std::fs::write(
+        &rules,
+        rule(
+            "intrinsic",
+            "java.util.Arrays",
+            "method = \"equals\"\ndescriptor = \"([B[B)Z\"\n",
+        ) + &rule("nocall", "Idle3*", "call = \"java.util.List.clear\"\n")
+            + &rule("simple", "Idle3", "call = \"StringBuilder.append\"\n")
+            + &rule("noline", "Idle3", "method = \"main\"\nline = 999\n")
+            + &rule("big", "Idle3", "method = \"big\"\ntime = true\n"),
+    )
+    .unwrap();
+    let report = dir.join("rep.txt");
+    let o = run(
+        &dir,
+        "Idle3",
+        &format!("rules={},file={}", rules.display(), report.display()),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let rep = std::fs::read_to_string(&report).unwrap();
+    for (rule, want) in [
+        (
+            "intrinsic",
+            "- (never instrumented: it matched only methods tracing leaves alone: HotSpot \
+             intrinsic java.util.Arrays.equals([B[B)Z (HotSpot intrinsic: its body does not run \
+             when compiled; not traced))",
+        ),
+        (
+            "nocall",
+            "- (never instrumented: it matched 4 methods of the classes loaded; none of them \
+             makes that call)",
+        ),
+        (
+            "simple",
+            "- (never instrumented: it matched 4 methods of the classes loaded; none of them \
+             makes that call; the owner is a whole class name: call = \
+             \"java.lang.StringBuilder.append\" would match)",
+        ),
+        (
+            "noline",
+            "- (never instrumented: it matched 1 method of the classes loaded; line 999 is in \
+             none of them)",
+        ),
+        (
+            "big",
+            "- (never instrumented: left original: Idle3.big(I)I: code would be ",
+        ),
+    ] {
+        assert!(
+            rep.contains(&format!("\n{rule:<24} {want}")),
+            "{rule}: {want}\n{rep}"
+        );
+    }
+}

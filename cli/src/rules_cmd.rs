@@ -48,6 +48,22 @@ pub fn reach(path: &Path, rules: &Rules) -> (Vec<String>, Vec<String>) {
             ));
             continue;
         }
+        let intrinsics = r.intrinsics();
+        if !intrinsics.is_empty() {
+            let (line, col) = r.method_pos;
+            warnings.push(format!(
+                "{}:{line}:{col}: warning: rule {:?}: it can match HotSpot intrinsics, which are \
+                 not traced (once compiled, their body does not run): {}{}",
+                path.display(),
+                r.name,
+                intrinsics[..intrinsics.len().min(3)].join(", "),
+                if intrinsics.len() > 3 {
+                    format!(", … ({} in all)", intrinsics.len())
+                } else {
+                    String::new()
+                },
+            ));
+        }
         let packages = r.may_reach_never();
         if !packages.is_empty() {
             warnings.push(format!(
@@ -203,6 +219,19 @@ pub fn explain(path: &Path, classpath: &[PathBuf]) -> Result<(String, Vec<String
             };
             out.push_str(&format!("  {who}  {loc}\n"));
         }
+        // the HotSpot intrinsics it matched besides: left alone
+        let mut left: Vec<String> = untraced
+            .iter()
+            .filter(|u| u.rule == k && u.why == trace::INTRINSIC_WHY)
+            .map(|u| {
+                format!(
+                    "  {}.{}{}  not traced: {}\n",
+                    u.class, u.method, u.desc, u.why
+                )
+            })
+            .collect();
+        left.dedup();
+        out.extend(left);
         if found == 0 {
             // the classes are known: a line or call that exists in no matched method
             let (line, col) = r.location_pos;

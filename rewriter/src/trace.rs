@@ -180,14 +180,27 @@ impl Untraced {
     }
 }
 
+/// Why tracing leaves a HotSpot intrinsic alone ([`crate::intrinsics`]): C1 and C2 replace its
+/// body with their own code, so probes in it would count only the calls made before it was
+/// compiled, silently fewer than were made.
+pub const INTRINSIC_WHY: &str =
+    "HotSpot intrinsic: its body does not run when compiled; not traced";
+
+/// Whether method `name desc` of class `iname` (internal name) is a HotSpot intrinsic, which
+/// tracing never instruments ([`INTRINSIC_WHY`]).
+fn intrinsic(iname: &str, name: &str, desc: &str) -> bool {
+    crate::intrinsics::is_intrinsic(iname.as_bytes(), name.as_bytes(), desc.as_bytes())
+}
+
 /// The methods of one class that rules match by name, descriptor, access and annotations but
 /// tracing never instruments: native and abstract (interface) methods have no code, a static
-/// initializer is never traced. For the summary's and `bci rules explain`'s reason when a
+/// initializer is never traced, a HotSpot intrinsic's body does not run once compiled. For the summary's and `bci rules explain`'s reason when a
 /// rule matched only such methods. Classes tracing never instruments give none.
 pub fn untraceable_matches(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Untraced>> {
     let cf = ClassFile::parse(class_bytes)?;
     let mut out = Vec::new();
-    if !allowed(&cf.name()?) || cf.access & ACC_MODULE != 0 {
+    let iname = cf.name()?.to_string();
+    if !allowed(&iname) || cf.access & ACC_MODULE != 0 {
         return Ok(out);
     }
     let view = class_view(&cf)?;
@@ -214,6 +227,8 @@ pub fn untraceable_matches(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Resu
                     "static initializers are never traced: one runs once, while its class is \
                      being initialized",
                 )
+            } else if intrinsic(&iname, &name, &cf.member_desc(m)) {
+                ("HotSpot intrinsic", INTRINSIC_WHY)
             } else {
                 continue;
             };
@@ -769,10 +784,9 @@ impl TraceRule {
         with_trace("return", &r.ret)?;
         with_trace("exception", &r.exception)?;
         with_trace("tostring", &r.tostring)?;
-        let entry = r
-            .at
-            .as_ref()
-            .is_some_and(|a| a.get_ref().iter().any(|x| x.get_ref() == "entry"));
+        let entry =
+            r.at.as_ref()
+                .is_some_and(|a| a.get_ref().iter().any(|x| x.get_ref() == "entry"));
         let min_ns = match &r.min_duration {
             Some(d) => {
                 let ns = match duration_ns(d.get_ref()) {
@@ -865,6 +879,24 @@ impl TraceRule {
             sample,
             stack,
         })
+    }
+
+    /// The HotSpot intrinsics (`java.util.Arrays.equals([B[B)Z`) the rule's class, method and
+    /// descriptor patterns match, in classes tracing may instrument: tracing leaves them alone
+    /// ([`INTRINSIC_WHY`]). Its access, annotation and supertype conditions are not looked at
+    /// (`bci rules check` sees no class): it may match fewer.
+    pub fn intrinsics(&self) -> Vec<String> {
+        crate::intrinsics::TABLE
+            .iter()
+            .filter(|e| {
+                allowed(e.0)
+                    && self.name_matches_internal(e.0)
+                    && self.method.matches(e.1)
+                    && !self.exclude_method.iter().any(|p| p.matches(e.1))
+                    && self.descriptor.as_ref().is_none_or(|p| p.matches(e.2))
+            })
+            .map(|e| format!("{}.{}{}", dotted(e.0), e.1, e.2))
+            .collect()
     }
 
     /// [`name_matches`](Self::name_matches) on an internal name (`java/lang/String`).
@@ -1209,15 +1241,26 @@ pub struct Site {
 
 /// Matched methods and locations of each rule in one class (no rewriting): `bci rules explain`.
 pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>> {
+    explain_some(class_bytes, rules, &|_| true)
+}
+
+/// [`explain`] for the rules `want` selects (by index in `rules`): the agent's, for the
+/// summary's reason why a rule was placed nowhere.
+pub fn explain_some(
+    class_bytes: &[u8],
+    rules: &[TraceRule],
+    want: &dyn Fn(usize) -> bool,
+) -> bci::Result<Vec<Site>> {
     let cf = ClassFile::parse(class_bytes)?;
     let mut out = Vec::new();
     // what the agent never instruments is never explained as matched
-    if !allowed(&cf.name()?) {
+    let iname = cf.name()?.to_string();
+    if !allowed(&iname) {
         return Ok(out);
     }
     let view = class_view(&cf)?;
     for (ri, r) in rules.iter().enumerate() {
-        if !r.class_matches(&view) {
+        if !want(ri) || !r.class_matches(&view) {
             continue;
         }
         for m in &cf.methods {
@@ -1227,7 +1270,7 @@ pub fn explain(class_bytes: &[u8], rules: &[TraceRule]) -> bci::Result<Vec<Site>
             let name = cf.member_name(m);
             let desc = cf.member_desc(m);
             // what instrument leaves alone is never explained as matched
-            if !traceable(m, &name, &desc) {
+            if !traceable(m, &iname, &name, &desc) {
                 continue;
             }
             if !r.method_matches(&name, &desc, m.access, &annotations(&cf, &m.attributes)) {
@@ -1305,15 +1348,17 @@ fn calls_by_simple_name(
     Ok(out)
 }
 
-/// Whether tracing instruments method `m` (with code): not a static initializer (it runs once,
-/// while its class is being initialized) nor one of the helpers coverage or offline
+/// Whether tracing instruments method `m` (with code) of class `iname`: not a static
+/// initializer (it runs once, while its class is being initialized), nor a HotSpot intrinsic
+/// ([`INTRINSIC_WHY`]), nor one of the helpers coverage or offline
 /// instrumentation adds (`bci$r`, which every probe of a class instrumented offline calls).
-fn traceable(m: &bci::Member<'_>, name: &str, desc: &str) -> bool {
-    name != "<clinit>"
-        && !crate::coverage::is_helper(m, name, desc)
-        && !(m.access & bci::class::ACC_SYNTHETIC != 0
+fn traceable(m: &bci::Member<'_>, iname: &str, name: &str, desc: &str) -> bool {
+    !(name == "<clinit>"
+        || intrinsic(iname, name, desc)
+        || crate::coverage::is_helper(m, name, desc)
+        || (m.access & bci::class::ACC_SYNTHETIC != 0
             && name == crate::offline::BASE_HELPER
-            && desc == "()I")
+            && desc == "()I"))
 }
 
 /// Whether a call to `owner` (internal name) `.name` was put there by bci (coverage's and
@@ -1555,7 +1600,7 @@ pub fn instrument(
         }
         let name = cf.member_name(m);
         let desc = cf.member_desc(m);
-        if !traceable(m, &name, &desc) {
+        if !traceable(m, &iname, &name, &desc) {
             continue;
         }
         let ann = annotations(&cf, &m.attributes);
