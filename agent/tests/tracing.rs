@@ -1972,8 +1972,8 @@ fn offline_instrumented_classes_are_traced_and_register_once() {
 }
 
 /// A rule that recorded nothing says why in the summary: it was never instrumented (it
-/// matched no method or location of the classes loaded: a `line` without code, a class not
-/// there; pointing to `bci rules explain`), or it was and its methods were never called /
+/// matched no method or location of the classes loaded: a class not there, pointing to `bci
+/// rules explain`; a `line` in none of the methods it matched, saying so), or it was and its methods were never called /
 /// its locations never reached. Before, every such row said "- (no method ran)".
 #[test]
 fn idle_rules_say_whether_they_were_instrumented() {
@@ -2035,7 +2035,12 @@ fn idle_rules_say_whether_they_were_instrumented() {
             "unreached",
             "- (instrumented at 1 location, never reached)".to_string(),
         ),
-        ("noline", never.clone()),
+        (
+            "noline",
+            "- (never instrumented: it matched 1 method of the classes loaded; line 1 is in \
+             none of them)"
+                .to_string(),
+        ),
         ("noclass", never),
     ] {
         assert!(
