@@ -783,13 +783,13 @@ mod imp {
                     }
                 }
                 // what the rules placed nowhere so far match here, for the summary's reason
-                let unplaced: Vec<bool> = (self.placed.iter())
-                    .map(|n| n.load(std::sync::atomic::Ordering::Relaxed) == 0)
-                    .collect();
-                let matched = if unplaced.contains(&true)
+                // (no allocation and no second parse once every rule is placed)
+                let unplaced =
+                    |k: usize| self.placed[k].load(std::sync::atomic::Ordering::Relaxed) == 0;
+                let matched = if (0..self.placed.len()).any(unplaced)
                     && bci_rewriter::trace::selects_class(&self.trace, name)
                 {
-                    bci_rewriter::trace::explain_some(input, &self.trace, &|k| unplaced[k])
+                    bci_rewriter::trace::explain_some(input, &self.trace, &unplaced)
                         .unwrap_or_default()
                 } else {
                     Vec::new()
