@@ -1361,10 +1361,19 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         let jni = unsafe { Jni::from_raw(jni) };
         a.exiting.store(true, Ordering::SeqCst);
         a.live.store(false, Ordering::Release);
+        // the profile's recording stops right after the coverage counts are read (threads still
+        // running at exit call on: both outputs count up to about the same moment), not after
+        // the coverage data is written
+        let stopped = std::cell::Cell::new(false);
+        let stop = || {
+            if runtime::get().is_some() && !stopped.replace(true) {
+                let _ = runtime::stop(&jni);
+            }
+        };
         // doe=n: nothing is dumped at exit (no report, no coverage data); SIGQUIT dumps only
         if a.opts.coverage {
             if a.opts.doe {
-                cov_dump(a, &jni, true);
+                cov_dump(a, &jni, true, &stop);
             }
             if a.opts.verbose {
                 log(&format!(
@@ -1376,6 +1385,7 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
             }
         }
         if runtime::get().is_some() {
+            stop();
             exit_dump(a, &jni);
         }
         // a report file made at start and never written (doe=n without SIGQUIT, a runtime
@@ -1390,11 +1400,10 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
     });
 }
 
-/// At VM death with the cpu=times runtime: recording stopped, the report written (doe=y).
+/// At VM death with the cpu=times runtime, its recording stopped: the report written (doe=y).
 /// doe=n writes no report, but the trace file still gets the events buffered at exit (it is
 /// written as events come, not dumped).
 fn exit_dump(a: &Agent, jni: &Jni) {
-    let _ = runtime::stop(jni);
     if a.opts.doe {
         dump(a, jni, true);
     } else if !a.engine.trace_rules().is_empty() {
@@ -1441,7 +1450,7 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         // SAFETY: env is the current thread's JNIEnv.
         let jni = unsafe { Jni::from_raw(env.cast()) };
         if a.opts.coverage {
-            cov_dump(a, &jni, false);
+            cov_dump(a, &jni, false, &|| {});
         }
         if runtime::get().is_some() {
             dump(a, &jni, false);
@@ -1451,7 +1460,8 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
 
 /// Adds this JVM's coverage counts since its last dump to the data file (at exit, SIGQUIT and
 /// SIGTERM, which exits). A SIGQUIT dump (`at_exit` false) once VMDeath began writes nothing.
-fn cov_dump(a: &Agent, jni: &Jni, at_exit: bool) {
+/// `read` runs as soon as the counts are read (VMDeath stops the profile's recording there).
+fn cov_dump(a: &Agent, jni: &Jni, at_exit: bool, read: &dyn Fn()) {
     #[cfg(feature = "rewriter")]
     {
         let mut f = a.cov_file.lock().unwrap_or_else(|p| p.into_inner());
@@ -1467,7 +1477,9 @@ fn cov_dump(a: &Agent, jni: &Jni, at_exit: bool) {
                 log(&format!("cannot end the test still running: {e}"));
             }
         }
-        let flat = match runtime::cov_snapshot(jni) {
+        let flat = runtime::cov_snapshot(jni);
+        read();
+        let flat = match flat {
             Ok(v) => v,
             Err(e) => {
                 log(&format!("cannot read the coverage counts: {e}"));
@@ -1538,7 +1550,7 @@ fn cov_dump(a: &Agent, jni: &Jni, at_exit: bool) {
         }
     }
     #[cfg(not(feature = "rewriter"))]
-    let _ = (a, jni, at_exit);
+    let _ = (a, jni, at_exit, read);
 }
 
 /// Calls still running at a dump: the count after a call is derived (its block's count minus
