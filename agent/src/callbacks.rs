@@ -23,9 +23,9 @@ pub struct Agent {
     /// Classes are instrumented while set: from the start (early), or from VMInit once the
     /// runtime is defined and every module reads it.
     live: AtomicBool,
-    /// VMDeath began: a SIGQUIT dump writes nothing from then on (checked under the lock of
-    /// the file it would write, so that one that waited for the exit dump writes nothing
-    /// after it).
+    /// VMDeath began: a SIGQUIT dump writes nothing from then on (set, and checked once by a
+    /// SIGQUIT dump, under the report file's lock `out`, which that dump holds for both its
+    /// snapshots: both are written or neither, and never after the exit dump).
     exiting: AtomicBool,
     early_skipped: AtomicUsize,
     /// java.lang.Thread was handed to the VM with the runtime's fields (rewrite::THREAD_FIELDS).
@@ -1359,7 +1359,12 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         let Some(a) = AGENT.get() else { return };
         // SAFETY: jni is this thread's JNIEnv for the duration of the callback.
         let jni = unsafe { Jni::from_raw(jni) };
-        a.exiting.store(true, Ordering::SeqCst);
+        {
+            // set under the report file's lock, which a SIGQUIT dump holds throughout: one
+            // being written ends first (both its snapshots), and none starts after
+            let _gate = a.out.lock().unwrap_or_else(|p| p.into_inner());
+            a.exiting.store(true, Ordering::SeqCst);
+        }
         a.live.store(false, Ordering::Release);
         // the profile's recording stops right after the coverage counts are read (threads still
         // running at exit call on: both outputs count up to about the same moment), not after
@@ -1389,8 +1394,7 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
             exit_dump(a, &jni);
         }
         // a report file made at start and never written (doe=n without SIGQUIT, a runtime
-        // that never started): not left behind empty. (Taking the lock also waits for a
-        // SIGQUIT dump still being written.)
+        // that never started): not left behind empty
         let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = out.as_mut().and_then(OutFile::remove_if_unwritten) {
             if a.opts.verbose {
@@ -1405,7 +1409,8 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
 /// written as events come, not dumped).
 fn exit_dump(a: &Agent, jni: &Jni) {
     if a.opts.doe {
-        dump(a, jni, true);
+        let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
+        dump(a, jni, true, &mut out);
     } else if !a.engine.trace_rules().is_empty() {
         if let Err(e) = crate::trace::finish(jni) {
             log(&format!("tracing: {e}"));
@@ -1433,6 +1438,9 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         if runtime::get().is_none() && runtime::cov_get().is_none() {
             return;
         }
+        // held for both snapshots, and `exiting` checked once under it: both are written or
+        // neither (VMDeath sets `exiting` under this lock)
+        let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
         // the JVM is exiting: its exit dump is (being) written, and is the last
         if a.exiting.load(Ordering::SeqCst) {
             return;
@@ -1452,8 +1460,15 @@ unsafe extern "C" fn data_dump_request(_jvmti: *mut sys::jvmtiEnv) {
         if a.opts.coverage {
             cov_dump(a, &jni, false, &|| {});
         }
+        // tests only: a pause between the two snapshots (for VMDeath to begin in)
+        if let Some(ms) = std::env::var("BCIAGENT_TEST_QUIT_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         if runtime::get().is_some() {
-            dump(a, &jni, false);
+            dump(a, &jni, false, &mut out);
         }
     });
 }
@@ -1671,13 +1686,9 @@ fn trace_summary(a: &Agent, jni: &Jni, at_exit: bool) -> Option<String> {
     }
 }
 
-/// Writes the report (`at_exit`: the exit dump; else a SIGQUIT snapshot, which writes nothing
-/// once VMDeath began).
-fn dump(a: &Agent, jni: &Jni, at_exit: bool) {
-    let mut out = a.out.lock().unwrap_or_else(|p| p.into_inner());
-    if !at_exit && a.exiting.load(Ordering::SeqCst) {
-        return;
-    }
+/// Writes the report to `out`, the report file under its lock (`at_exit`: the exit dump; else
+/// a SIGQUIT snapshot, whose caller checked under that lock that VMDeath had not begun).
+fn dump(a: &Agent, jni: &Jni, at_exit: bool, out: &mut Option<OutFile>) {
     let Some(out) = out.as_mut() else {
         // no report file (tracing rules alone, format=collapsed): the summary to stderr
         let _ = trace_summary(a, jni, at_exit);
