@@ -5,7 +5,7 @@
 //! 8000-byte compile limit (such a method would otherwise never be JIT-compiled, however hot).
 //! Read at start ([`check_flags`]): the flags the agent cannot work with (an AOT cache training
 //! run, `-Xshare:on` and `-XX:AOTMode=on` with the early class hook) and those that lose its
-//! data (`-XX:+ExitOnOutOfMemoryError`); `-Xshare:` from the JVM's argument list
+//! data (`-XX:+ExitOnOutOfMemoryError`, `-Xrs`); `-Xshare:` from the JVM's argument list
 //! (`Arguments::_jvm_args_array`, the list `jcmd VM.command_line` shows), since JDK 25 keeps
 //! it in no flag.
 //!
@@ -419,7 +419,7 @@ pub fn check_flags(uses: &Uses) -> Result<Vec<String>, String> {
             ));
         }
     }
-    Ok(["ExitOnOutOfMemoryError", "CrashOnOutOfMemoryError"]
+    let mut warnings: Vec<String> = ["ExitOnOutOfMemoryError", "CrashOnOutOfMemoryError"]
         .into_iter()
         .filter(|f| bool(f))
         .map(|f| {
@@ -433,7 +433,17 @@ pub fn check_flags(uses: &Uses) -> Result<Vec<String>, String> {
                  report/coverage data is written"
             )
         })
-        .collect())
+        .collect();
+    // -Xrs sets it: HotSpot leaves SIGTERM, SIGINT, SIGHUP and SIGQUIT to their default action
+    if bool("ReduceSignalUsage") {
+        warnings.push(
+            "-Xrs (-XX:+ReduceSignalUsage): SIGTERM, SIGINT (Ctrl-C) and SIGHUP end the JVM \
+             without telling agents (no report/coverage data is written), and SIGQUIT kills it \
+             (no snapshot)"
+                .to_string(),
+        );
+    }
+    Ok(warnings)
 }
 
 #[cfg(test)]

@@ -436,6 +436,34 @@ fn exit_on_out_of_memory_error_warned_at_start() {
     }
 }
 
+/// `-Xrs` and `-XX:+ReduceSignalUsage` (the flag -Xrs sets): HotSpot leaves SIGTERM, SIGINT
+/// and SIGHUP to their default action (the JVM ends without VMDeath: no report, no coverage
+/// data) and SIGQUIT kills it: said on stderr at start, and only then. Before, nothing was said
+/// (found by the lifecycle and signals hunt).
+#[test]
+fn reduce_signal_usage_warned_at_start() {
+    let dir = tmp("xrs");
+    compile(&dir, "Small", SMALL, &[]);
+    let java = jdk_tool("java");
+    for (flags, warned) in [
+        (&["-Xrs"][..], true),
+        (&["-XX:+ReduceSignalUsage"][..], true),
+        (&[][..], false),
+    ] {
+        let o = java_in(&java, &dir, ".", "Small", "cpu=times,file=p.txt", flags);
+        let (out, err) = text(&o);
+        assert!(o.status.success() && out == "small 51681\n", "{out}{err}");
+        let line = "bciagent: -Xrs (-XX:+ReduceSignalUsage): SIGTERM, SIGINT (Ctrl-C) and SIGHUP \
+                    end the JVM without telling agents (no report/coverage data is written), \
+                    and SIGQUIT kills it (no snapshot)\n";
+        assert_eq!(
+            err.matches(line).count(),
+            usize::from(warned),
+            "{flags:?}: {err}"
+        );
+    }
+}
+
 /// Two JVMs running at the same time with the same `file=`: both reports are kept (the second
 /// writes `<file>.<pid>` and says so); `%p` gives each JVM its own file.
 #[test]
