@@ -303,7 +303,13 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
         // instead of the link
         let file = outfile::expand(&opts.file, pid, secs).map(|p| outfile::follow_links(&p));
         let when = outfile::Replaces::of(opts.doe, opts.format);
-        match file.and_then(|p| OutFile::open_with(&p, pid, when)) {
+        // (tracing rules alone: the file holds their summary; its messages say so)
+        let what = if trace_only {
+            "trace summary"
+        } else {
+            "profile"
+        };
+        match file.and_then(|p| OutFile::open_for("file", what, &p, pid, when)) {
             Ok((out, warnings)) => {
                 for w in warnings {
                     log(&w);

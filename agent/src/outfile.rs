@@ -259,7 +259,7 @@ impl OutFile {
         if file.metadata().map(|m| m.len() > 0).unwrap_or(false) {
             match when {
                 Replaces::AtExit => warnings.push(format!(
-                    "file={path} exists and will be replaced by this run's profile (use %p or \
+                    "file={path} exists and will be replaced by this run's {what} (use %p or \
                      %t in file= to keep each run's)"
                 )),
                 Replaces::OnDump => warnings.push(format!(

@@ -556,6 +556,42 @@ public class Two {
     assert!(pid.is_ok(), "{named:?}");
 }
 
+/// Tracing rules alone: `file=` holds their summary, and the message for a file in use by
+/// another JVM (here: locked by this test) names it so. Before, it said "this JVM writes its
+/// profile to …" (found by the lifecycle and signals hunt).
+#[test]
+fn trace_only_file_in_use_names_the_trace_summary() {
+    let dir = tmp("traceinuse");
+    compile(&dir, "Small", SMALL, &[]);
+    let rules = dir.join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"f\"\nclass = \"Small\"\nmethod = \"f\"\ncount = true\n",
+    )
+    .unwrap();
+    let f = dir.join("s.txt");
+    let held = std::fs::File::create(&f).unwrap();
+    held.lock().unwrap();
+    let o = java(
+        dir.to_str().unwrap(),
+        "Small",
+        &format!("rules={},file={}", rules.display(), f.display()),
+        &[],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success() && out == "small 51681\n", "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "file={} is in use by another running JVM; this JVM writes its trace summary to {}.",
+            f.display(),
+            f.display()
+        )),
+        "{err}"
+    );
+    drop(held);
+}
+
 /// clock=cpu: the program's stdout holds only the program's output (HotSpot printed
 /// "Re-registering of platform native method: java.lang.BciProbes.cpuNanos()J" there when the
 /// agent registered the native), and the CPU clock still works.
