@@ -1385,6 +1385,14 @@ unsafe extern "C" fn vm_death(_jvmti: *mut sys::jvmtiEnv, jni: *mut sys::JNIEnv)
         if a.opts.coverage {
             if a.opts.doe {
                 cov_dump(a, &jni, true, &stop);
+                // tests only: a pause once the coverage data is written (the profile's
+                // recording has stopped by then: calls made meanwhile reach neither output)
+                if let Some(ms) = std::env::var("BCIAGENT_TEST_EXIT_PAUSE_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                }
             }
             if a.opts.verbose {
                 log(&format!(
