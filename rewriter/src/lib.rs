@@ -390,6 +390,12 @@ pub(crate) fn own_name_taken(cf: &ClassFile<'_>) -> Option<bci::Error> {
 }
 
 /// [`instrument`] with [`Options`].
+/// The error of a constant pool with no room left for what the rewrite adds
+/// (`CpBuilder`'s, the same for every method of the class).
+pub fn is_pool_full(e: &bci::Error) -> bool {
+    e.kind() == bci::ErrorKind::TooLarge && e.message().starts_with("constant pool would exceed")
+}
+
 fn with_path(e: bci::Error, path: impl FnOnce() -> String) -> bci::Error {
     if e.path().is_empty() {
         e.context(path())
@@ -677,6 +683,12 @@ pub fn instrument_methods(
         w.add_field(f.access, &f.name, &f.desc)
             .map_err(|e| with_path(e, || name.to_string()))?;
         changed = true;
+    }
+    if !changed && !left.is_empty() && left.iter().all(is_pool_full) {
+        // no room in the constant pool for any method's probes: the class's failure, said
+        // once (one line per method before, and the methods counted as left original)
+        let e = &left[0];
+        return Err(bci::Error::new(e.kind(), e.message()));
     }
     if !changed {
         return Ok((Outcome::Unchanged, left));

@@ -1626,6 +1626,11 @@ pub fn instrument(
             }),
         }
     }
+    if !changed && !left.is_empty() && left.iter().all(crate::is_pool_full) {
+        // no room for any method's sites: the class's failure, said once
+        let e = &left[0];
+        return Err(bci::Error::new(e.kind(), e.message()));
+    }
     if !changed {
         return Ok((None, left));
     }

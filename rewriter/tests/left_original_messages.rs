@@ -155,3 +155,36 @@ fn a_full_constant_pool_is_the_class_limit() {
         );
     }
 }
+
+#[test]
+fn a_full_constant_pool_is_one_class_error_when_methods_may_fail_alone() {
+    // the agent's and `bci instrument`'s form: a method that cannot take probes is left alone;
+    // a pool with room for no method's probes is the class's failure, said once (before, one
+    // "method left original" line per method, each counted as a method left original)
+    let c = class(&[], &["f", "g", "h"], 65_520);
+    let opts = Options {
+        method_fallback: true,
+        ..Options::default()
+    };
+    let r = bci_rewriter::instrument_methods(&c, &Rules::cpu_times(), &mut SequentialIds(0), &opts);
+    let e = r.map(|(_, left)| left.len()).expect_err("one class error");
+    assert!(
+        e.to_string()
+            .starts_with("constant pool would exceed 65535 entries"),
+        "{e}"
+    );
+    // tracing rules alike
+    let rules = Rules::parse(
+        "[[rule]]\nname = \"d\"\nclass = \"D\"\ncount = true\n",
+        "r.toml",
+    )
+    .unwrap();
+    let mut next = |_: &bci_rewriter::trace::TraceRule| 0;
+    let r = bci_rewriter::trace::instrument(&c, rules.trace_rules(), &mut next);
+    let e = r.map(|(_, left)| left.len()).expect_err("one class error");
+    assert!(
+        e.to_string()
+            .starts_with("constant pool would exceed 65535 entries"),
+        "{e}"
+    );
+}
