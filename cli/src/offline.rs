@@ -10,7 +10,9 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 /// Writes the runtime jar: bci/runtime/Probes (+ its thread state) and bci/runtime/Offline, with
-/// `Automatic-Module-Name: bci.runtime` (usable on the class path and the module path).
+/// `Automatic-Module-Name: bci.runtime` (usable on the class path and the module path) and
+/// `Premain-Class: bci.runtime.Offline` (a java agent that does nothing: `-javaagent:` puts it on
+/// the class path of a `java -jar` run).
 pub fn runtime_jar(out: &Path) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", out.display());
     // the zip crate's I/O errors say only "i/o error": the OS's reason instead
@@ -24,7 +26,7 @@ pub fn runtime_jar(out: &Path) -> Result<(), String> {
     z.add_directory("META-INF/", opts).map_err(zerr)?;
     z.start_file("META-INF/MANIFEST.MF", opts).map_err(zerr)?;
     let manifest = format!(
-        "Manifest-Version: 1.0\r\nCreated-By: bci {}\r\nAutomatic-Module-Name: bci.runtime\r\n\r\n",
+        "Manifest-Version: 1.0\r\nCreated-By: bci {}\r\nAutomatic-Module-Name: bci.runtime\r\nPremain-Class: bci.runtime.Offline\r\n\r\n",
         env!("CARGO_PKG_VERSION")
     );
     z.write_all(manifest.as_bytes()).map_err(|e| err(&e))?;

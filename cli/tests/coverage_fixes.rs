@@ -751,6 +751,58 @@ fn run_junit(inst: &Path, tests: &Path, rt: &Path, data: &Path, class: &str) -> 
     )
 }
 
+/// A program run with `java -jar`, whose classes are covered offline, gets the runtime jar as
+/// a java agent that does nothing (`-javaagent:`: on the class path, which `-jar` ignores in
+/// `-cp`): here JUnit's own console launcher covered offline, running ShapesTest; its tests run
+/// and the per-test listener the runtime jar declares works. The README's recipe before, the
+/// boot class path, stopped every JUnit launch (NoClassDefFoundError: TestExecutionListener,
+/// the listener loaded by the boot loader; found by the jar-shapes hunt), and without
+/// `Premain-Class` the JVM refuses the jar as an agent.
+#[test]
+fn a_covered_jar_run_with_dash_jar_takes_the_runtime_as_a_java_agent() {
+    if !Path::new(JUNIT).exists() {
+        eprintln!("skipped: {JUNIT} absent (apt-get install -y junit5)");
+        return;
+    }
+    let work = fresh_work("javaagent-jar");
+    let (_, inst, tests, rt) = pertest_build(&work, "ShapesTest.java");
+    let launcher = work.join("launcher-cov.jar");
+    let (code, out, err) = run_bci(&[
+        os("instrument"),
+        os("--coverage"),
+        os("--include"),
+        os("org.junit.platform.console.*"),
+        os(JUNIT),
+        os(&launcher),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let data = work.join("run.cov");
+    let o = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg(format!("-javaagent:{}", rt.display()))
+        .arg("-jar")
+        .arg(&launcher)
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), tests.display()))
+        .args(["--select-class", "ShapesTest", "--disable-banner"])
+        .output()
+        .unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("3 tests successful"), "{out}");
+    let d = CovData::parse(&std::fs::read(&data).unwrap()).unwrap();
+    assert!(
+        (d.classes.keys()).any(|(n, _)| n.starts_with("org/junit/platform/console/")),
+        "the launcher's own counters: {:?}",
+        d.classes.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(d.tests.len(), 3, "{out}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Every test JUnit runs is a test of its own in the per-test data: dynamic tests given a
 /// `classpath:` source (named by their factory and index, not by their display names, two of
 /// which were equal: 3 tests for 4), and JUnit 4 Parameterized tests through the Vintage engine

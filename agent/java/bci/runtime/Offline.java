@@ -40,6 +40,14 @@ public final class Offline {
     private Offline() {}
 
     /**
+     * The runtime jar's {@code Premain-Class}: {@code java -javaagent:bci-runtime.jar -jar
+     * app.jar} puts the jar on the system class path, which {@code -jar} ignores in {@code -cp},
+     * and this does nothing more (the boot class path would hide JUnit from the per-test
+     * listener the jar declares as a service, and stop every JUnit Platform launch).
+     */
+    public static void premain(String args) {}
+
+    /**
      * Set by the agent (through JNI) when it defines this class next to its own Probes: ids then
      * come from the agent's method table, which names them in its report.
      */
