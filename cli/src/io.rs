@@ -1006,6 +1006,134 @@ impl<W: Write + std::io::Seek> std::io::Seek for Quiet<W> {
     }
 }
 
+/// A little-endian u16 at `i`.
+fn u16le(b: &[u8], i: usize) -> u16 {
+    u16::from_le_bytes([b[i], b[i + 1]])
+}
+
+/// The (id, data range) of each field of a zip extra field block (a truncated last one left out).
+fn extra_fields(b: &[u8]) -> impl Iterator<Item = (u16, std::ops::Range<usize>)> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i + 4 > b.len() {
+            return None;
+        }
+        let (id, n) = (u16le(b, i), u16le(b, i + 2) as usize);
+        let r = i + 4..i + 4 + n;
+        i = r.end;
+        (r.end <= b.len()).then_some((id, r))
+    })
+}
+
+/// The length of the central directory record at the start of `b`.
+fn central_record_len(b: &[u8]) -> Option<usize> {
+    let n = 46 + u16le(b.get(..46)?, 28) as usize + u16le(b, 30) as usize + u16le(b, 32) as usize;
+    (n <= b.len()).then_some(n)
+}
+
+/// Jar to jar, the jar written: each entry's local record as bytes, its central directory
+/// record as it was but for the local header's offset, then the end records.
+struct RawJar<W: Write> {
+    out: W,
+    pos: u64,
+    central: Vec<u8>,
+    count: u64,
+}
+
+impl<W: Write> RawJar<W> {
+    /// An entry: `len` bytes of `local` (header to data descriptor), and its central directory
+    /// record `cen`, whose offset (the 4-byte field or its zip64 field) is set here.
+    fn entry(&mut self, local: &mut impl Read, len: u64, mut cen: Vec<u8>) -> std::io::Result<()> {
+        const MAX: u32 = u32::MAX;
+        let u32at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let bad = || {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "bad central directory record",
+            )
+        };
+        let name_end = 46 + u16le(&cen, 28) as usize;
+        let extra_end = name_end + u16le(&cen, 30) as usize;
+        let zip64 = extra_fields(&cen[name_end..extra_end]).find(|f| f.0 == 1);
+        // the zip64 field holds, in order, the sizes and offset whose 4-byte fields are MAX
+        let sizes = 8 * ((u32at(&cen, 24) == MAX) as usize + (u32at(&cen, 20) == MAX) as usize);
+        match zip64 {
+            Some((_, r)) if u32at(&cen, 42) == MAX && r.len() >= sizes + 8 => {
+                let at = name_end + r.start + sizes;
+                cen[at..at + 8].copy_from_slice(&self.pos.to_le_bytes());
+            }
+            _ if self.pos < MAX as u64 => {
+                cen[42..46].copy_from_slice(&(self.pos as u32).to_le_bytes());
+            }
+            _ => {
+                // past 4 GiB: a zip64 field with the offset, first, in place of any other
+                let old = zip64.map(|(_, r)| cen[name_end + r.start..name_end + r.end].to_vec());
+                let mut data = old.unwrap_or_default();
+                if data.len() < sizes {
+                    return Err(bad());
+                }
+                data.truncate(sizes);
+                data.extend(self.pos.to_le_bytes());
+                let mut extra = vec![1, 0];
+                extra.extend((data.len() as u16).to_le_bytes());
+                extra.extend(&data);
+                for (_, r) in extra_fields(&cen[name_end..extra_end]).filter(|f| f.0 != 1) {
+                    extra.extend(&cen[name_end + r.start - 4..name_end + r.end]);
+                }
+                let n = u16::try_from(extra.len()).map_err(|_| bad())?;
+                cen[30..32].copy_from_slice(&n.to_le_bytes());
+                cen[42..46].copy_from_slice(&MAX.to_le_bytes());
+                let v = u16le(&cen, 6).max(45);
+                cen[6..8].copy_from_slice(&v.to_le_bytes());
+                cen.splice(name_end..extra_end, extra);
+            }
+        }
+        let n = std::io::copy(&mut local.take(len), &mut self.out)?;
+        if n != len {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.pos += n;
+        self.central.extend(cen);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The central directory, the zip64 end records when needed, the end record with `comment`.
+    fn finish(mut self, comment: &[u8]) -> std::io::Result<W> {
+        let (start, size, count) = (self.pos, self.central.len() as u64, self.count);
+        self.out.write_all(&self.central)?;
+        let mut end = Vec::new();
+        if count >= 0xffff || start >= u32::MAX as u64 || size >= u32::MAX as u64 {
+            end.extend(0x0606_4b50u32.to_le_bytes());
+            end.extend(44u64.to_le_bytes());
+            end.extend(45u16.to_le_bytes());
+            end.extend(45u16.to_le_bytes());
+            end.extend([0; 8]);
+            end.extend(count.to_le_bytes());
+            end.extend(count.to_le_bytes());
+            end.extend(size.to_le_bytes());
+            end.extend(start.to_le_bytes());
+            end.extend(0x0706_4b50u32.to_le_bytes());
+            end.extend(0u32.to_le_bytes());
+            end.extend((start + size).to_le_bytes());
+            end.extend(1u32.to_le_bytes());
+        }
+        let count16 = count.min(0xffff) as u16;
+        end.extend(0x0605_4b50u32.to_le_bytes());
+        end.extend([0; 4]);
+        end.extend(count16.to_le_bytes());
+        end.extend(count16.to_le_bytes());
+        end.extend((size.min(u32::MAX as u64) as u32).to_le_bytes());
+        end.extend((start.min(u32::MAX as u64) as u32).to_le_bytes());
+        let comment = &comment[..comment.len().min(0xffff)];
+        end.extend((comment.len() as u16).to_le_bytes());
+        end.extend(comment);
+        self.out.write_all(&end)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
 /// A file time as a zip (DOS) date-time in UTC; None outside 1980..=2107.
 fn dos_time(t: std::time::SystemTime) -> Option<zip::DateTime> {
     let secs = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
@@ -1022,9 +1150,10 @@ fn dos_time(t: std::time::SystemTime) -> Option<zip::DateTime> {
     .ok()
 }
 
-/// Jar to jar: every entry in order; untouched ones (directories included) copied raw (still
-/// compressed, same timestamp and method), rewritten classes with their entry's timestamp,
-/// permissions and compression method.
+/// Jar to jar: every entry in order; untouched ones (directories included) copied as their
+/// bytes (local header, extra fields, data, data descriptor; the central directory record but
+/// for its offset), rewritten classes with their entry's timestamp, permissions and
+/// compression method.
 fn jar_to_jar(
     input: &Path,
     output: &Path,
@@ -1065,6 +1194,8 @@ fn jar_to_jar(
     // what precedes the first entry (a self-executing jar's launch script) is kept as it is;
     // the entries' offsets count from the start of the file
     let mut first = z.offset();
+    // where the central directory starts (read whole, once, below)
+    let mut cd = u64::MAX;
     for (i, name) in names.iter().enumerate() {
         let e = z
             .by_index_raw(i)
@@ -1074,6 +1205,7 @@ fn jar_to_jar(
         } else {
             first.min(e.header_start())
         };
+        cd = cd.min(e.central_header_start());
     }
     if first > 0 {
         let mut prefix = Vec::new();
@@ -1082,7 +1214,20 @@ fn jar_to_jar(
             .map_err(|e| ierr(&e))?;
         out.write_all(&prefix).map_err(|e| oerr(&e))?;
     }
-    let mut w = zip::ZipWriter::new(Quiet::new(out));
+    let mut w = RawJar {
+        out,
+        pos: first,
+        central: Vec::new(),
+        count: 0,
+    };
+    let mut raw = std::fs::File::open(input).map_err(|e| ierr(&e))?;
+    let mut central = Vec::new();
+    if cd != u64::MAX {
+        use std::io::Seek;
+        raw.seek(std::io::SeekFrom::Start(cd))
+            .and_then(|_| raw.read_to_end(&mut central))
+            .map_err(|e| ierr(&e))?;
+    }
     for (i, name) in names.iter().enumerate() {
         if signed && is_signature_file(name) {
             report.removed_signature.push(name.clone());
@@ -1112,20 +1257,72 @@ fn jar_to_jar(
                 opts = opts.unix_permissions(m & 0o777);
             }
             drop(e);
-            w.start_file(name.as_str(), opts)
+            // written alone to memory, then placed like a copied entry
+            let mut one = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            one.start_file(name.as_str(), opts)
+                .and_then(|()| Ok(one.write_all(&b)?))
                 .map_err(|e| oerr(&zip_err(&e)))?;
-            w.write_all(&b).map_err(|e| oerr(&e))?;
+            let one = one.finish().map_err(|e| oerr(&zip_err(&e)))?.into_inner();
+            let mut a = zip::ZipArchive::new(std::io::Cursor::new(&one[..]))
+                .map_err(|e| oerr(&zip_err(&e)))?;
+            let cen = a
+                .by_index_raw(0)
+                .map_err(|e| oerr(&zip_err(&e)))?
+                .central_header_start() as usize;
+            let cen_len = central_record_len(&one[cen..]).ok_or_else(|| oerr(&"bad entry"))?;
+            w.entry(
+                &mut &one[..cen],
+                cen as u64,
+                one[cen..cen + cen_len].to_vec(),
+            )
+            .map_err(|e| oerr(&e))?;
         } else {
-            // Directories too: add_directory would make the jar tool's deflated META-INF/ stored.
-            w.raw_copy_file(e).map_err(|e| oerr(&zip_err(&e)))?;
+            // As it was: the local record (header, extra fields, data, data descriptor) and the
+            // central directory record (version made by, attributes, extra fields, comment),
+            // only the offset set to the entry's new place.
+            let (start, data, size, cen) = (
+                e.header_start(),
+                e.data_start(),
+                e.compressed_size(),
+                e.central_header_start(),
+            );
+            drop(e);
+            let rerr = |e: &std::io::Error| entry_err(name, e);
+            let at = |f: &mut std::fs::File, n: u64, len: usize| -> std::io::Result<Vec<u8>> {
+                use std::io::Seek;
+                f.seek(std::io::SeekFrom::Start(n))?;
+                let mut b = vec![0; len];
+                f.read_exact(&mut b)?;
+                Ok(b)
+            };
+            let head = at(&mut raw, start, (data - start) as usize).map_err(|e| rerr(&e))?;
+            let mut len = data - start + size;
+            if head.len() >= 30 && u16::from_le_bytes([head[6], head[7]]) & 8 != 0 {
+                // a data descriptor follows the data: [signature] crc, sizes (8 bytes each
+                // when the local header has a zip64 field)
+                let zip64 =
+                    extra_fields(&head[30 + u16le(&head, 26) as usize..]).any(|(id, _)| id == 1);
+                let sig = at(&mut raw, data + size, 4).map_err(|e| rerr(&e))?;
+                len += if sig == [0x50, 0x4b, 7, 8] { 4 } else { 0 };
+                len += if zip64 { 20 } else { 12 };
+            }
+            let cen = central
+                .get((cen - cd) as usize..)
+                .and_then(|b| Some(b[..central_record_len(b)?].to_vec()))
+                .ok_or_else(|| entry_err(name, &"bad central directory record"))?;
+            {
+                use std::io::Seek;
+                raw.seek(std::io::SeekFrom::Start(start))
+                    .map_err(|e| rerr(&e))?;
+            }
+            w.entry(&mut raw, len, cen).map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData => rerr(&e),
+                _ => oerr(&e),
+            })?;
         }
     }
-    if !z.comment().is_empty() {
-        w.set_raw_comment(z.comment().into());
-    }
-    let q = w.finish().map_err(|e| oerr(&zip_err(&e)))?;
-    q.check().map_err(|e| oerr(&e))?;
-    let file = q.inner.into_inner().map_err(|e| oerr(e.error()))?;
+    let out = w.finish(z.comment()).map_err(|e| oerr(&e))?;
+    let file = out.into_inner().map_err(|e| oerr(e.error()))?;
     // executable (a self-executing jar) when the input is (a new file: an output written as
     // it is, a device, keeps its mode)
     #[cfg(unix)]
@@ -1202,6 +1399,54 @@ mod tests {
         assert_eq!(at(315_532_800), Some((1980, 1, 1, 0, 0, 0)));
         assert_eq!(at(951_782_400 + 3_723), Some((2000, 2, 29, 1, 2, 2)));
         assert_eq!(at(1_795_398_245), Some((2026, 11, 23, 1, 44, 4)));
+    }
+
+    /// Jar to jar past 4 GiB: a copied entry's offset goes to its zip64 field (added when it
+    /// had none, the other extra fields kept after it), and the zip64 end records are written.
+    #[test]
+    fn raw_jar_offsets_past_4_gib_go_to_a_zip64_field() {
+        let cen = |extra: &[u8], offset: u32| {
+            let mut c = vec![0u8; 46];
+            c[..4].copy_from_slice(&0x0201_4b50u32.to_le_bytes());
+            c[6] = 20;
+            c[28] = 1;
+            c[30] = extra.len() as u8;
+            c[42..46].copy_from_slice(&offset.to_le_bytes());
+            c.push(b'a');
+            c.extend(extra);
+            c
+        };
+        let ut = [0x55, 0x54, 5, 0, 1, 9, 8, 7, 6];
+        let far = 5u64 << 32;
+        let mut w = RawJar {
+            out: Vec::new(),
+            pos: far,
+            central: Vec::new(),
+            count: 0,
+        };
+        w.entry(&mut &b"local"[..], 5, cen(&ut, 0)).unwrap();
+        let mut want = cen(&[], u32::MAX);
+        want[6] = 45;
+        want[30] = 12 + ut.len() as u8;
+        want.extend([1, 0, 8, 0]);
+        want.extend(far.to_le_bytes());
+        want.extend(ut);
+        assert_eq!(w.central, want);
+        // a zip64 field with the offset already: set there
+        let mut z = vec![1, 0, 8, 0];
+        z.extend([0xff; 8]);
+        w.entry(&mut &b""[..], 0, cen(&z, u32::MAX)).unwrap();
+        z[4..].copy_from_slice(&(far + 5).to_le_bytes());
+        assert_eq!(w.central[want.len()..], cen(&z, u32::MAX));
+        let n = w.central.len();
+        let out = w.finish(b"hi").unwrap();
+        let end = &out[5 + n..];
+        assert_eq!(end[..4], 0x0606_4b50u32.to_le_bytes(), "zip64 end record");
+        assert_eq!(end[48..56], (far + 5).to_le_bytes(), "directory start");
+        assert_eq!(end[56..60], 0x0706_4b50u32.to_le_bytes(), "zip64 locator");
+        assert_eq!(end[64..72], (far + 5 + n as u64).to_le_bytes());
+        assert_eq!(end[76..][16..20], [0xff; 4], "end record: offset in zip64");
+        assert_eq!(&end[76 + 22..], b"hi");
     }
 
     #[test]

@@ -246,6 +246,106 @@ fn jar_entries_order_times_methods_and_manifest_are_kept() {
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "hello 42");
 }
 
+/// Entries as Info-ZIP `zip` writes them (extra fields with the exact UTC time and the owner,
+/// directory type bits and MS-DOS attributes, the text flag, "version made by" 3.0) are copied
+/// byte for byte, local header and central directory record, the offset aside; Java then
+/// reads the same times (from the UT field) and directories.
+#[test]
+fn copied_entries_keep_their_headers_attributes_and_extra_fields() {
+    if Command::new("zip").arg("-v").output().is_err() {
+        eprintln!("skipped: no Info-ZIP zip (apt-get install -y zip)");
+        return;
+    }
+    let dir = fresh("info-zip");
+    let (classes, _) = compile(&dir);
+    let res = classes.join("res");
+    std::fs::create_dir_all(&res).unwrap();
+    std::fs::write(res.join("r.txt"), "text\n").unwrap();
+    let mut perm = std::fs::metadata(res.join("r.txt")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o600);
+    std::fs::set_permissions(res.join("r.txt"), perm).unwrap();
+    run(Command::new("touch")
+        .env("TZ", "UTC")
+        .args(["-d", "2015-06-07 08:09:11"])
+        .arg(res.join("r.txt")));
+    let jar = dir.join("app.jar");
+    run(Command::new("zip")
+        .current_dir(&classes)
+        .arg("-qr")
+        .arg(&jar)
+        .args(["p", "res"]));
+    let out = dir.join("app-instrumented.jar");
+    instrument(&jar, &out, &[]);
+
+    // name -> (local record, central directory record without its offset)
+    let records = |jar: &Path| -> Vec<(String, Vec<u8>, Vec<u8>)> {
+        let bytes = std::fs::read(jar).unwrap();
+        let mut z = zip::ZipArchive::new(std::fs::File::open(jar).unwrap()).unwrap();
+        (0..z.len())
+            .map(|i| {
+                let e = z.by_index_raw(i).unwrap();
+                let local =
+                    (e.header_start() as usize)..(e.data_start() + e.compressed_size()) as usize;
+                let c = e.central_header_start() as usize;
+                let n = |at: usize| u16::from_le_bytes([bytes[c + at], bytes[c + at + 1]]) as usize;
+                let mut cen = bytes[c..c + 46 + n(28) + n(30) + n(32)].to_vec();
+                cen[42..46].fill(0);
+                (e.name().to_string(), bytes[local].to_vec(), cen)
+            })
+            .collect()
+    };
+    let (before, after) = (records(&jar), records(&out));
+    assert_eq!(before.len(), after.len());
+    let mut copied = 0;
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(a.0, b.0, "order");
+        if a.0.ends_with(".class") {
+            continue;
+        }
+        assert_eq!(a.1, b.1, "{}: local header and data", a.0);
+        assert_eq!(a.2, b.2, "{}: central directory record", a.0);
+        copied += 1;
+    }
+    assert_eq!(copied, 3, "p/, res/, res/r.txt: {before:?}");
+    // what was there: Unix directory bits, the MS-DOS directory attribute, the UT field, text
+    let (d, t) = (
+        &after[0].2,
+        &after.iter().find(|e| e.0 == "res/r.txt").unwrap().2,
+    );
+    assert_eq!(after[0].0, "p/");
+    assert_eq!(
+        &d[38..42],
+        &(0o40755u32 << 16 | 0x10).to_le_bytes(),
+        "p/: attributes"
+    );
+    assert_eq!(t[36] & 1, 1, "res/r.txt: text flag");
+    assert_eq!(&t[46 + 9..46 + 11], b"UT", "res/r.txt: extra field");
+
+    // Java's view: the exact time, directories
+    let src = dir.join("Times.java");
+    std::fs::write(
+        &src,
+        "public class Times { public static void main(String[] a) throws Exception { \
+         try (var z = new java.util.zip.ZipFile(a[0])) { z.stream().forEach(e -> \
+         System.out.println(e.getName() + \" \" + e.getLastModifiedTime() + \" \" + e.isDirectory())); } } }",
+    )
+    .unwrap();
+    let times = |jar: &Path| -> Vec<String> {
+        let o = run(jdk("java").env("TZ", "Asia/Kolkata").arg(&src).arg(jar));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.contains(".class "))
+            .map(str::to_string)
+            .collect()
+    };
+    let t = times(&out);
+    assert!(
+        t.contains(&"res/r.txt 2015-06-07T08:09:11Z false".to_string()),
+        "{t:?}"
+    );
+    assert_eq!(t, times(&jar));
+}
+
 #[test]
 fn map_names_the_release_of_multi_release_classes() {
     let dir = fresh("mr");
