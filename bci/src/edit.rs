@@ -308,6 +308,9 @@ pub struct MethodEditor<'c, 'a> {
     before: Vec<(u32, Snippet)>,
     after: Vec<(u32, Snippet)>,
     catch_all: Option<Snippet>,
+    /// A constructor's handler over the code before its super()/this() call
+    /// ([`MethodEditor::add_prologue_catch`]).
+    prologue_catch: Option<Snippet>,
     /// Code on one edge of a switch: (switch instruction, target pc, code). The cases going to
     /// that target jump to a trampoline placed after the code, which runs the code and jumps
     /// on to the target.
@@ -686,6 +689,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             before,
             after: Vec::new(),
             catch_all: None,
+            prologue_catch: None,
             trampolines: Vec::new(),
             new_locals,
             next_local,
@@ -846,6 +850,21 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
     pub fn add_catch_all(&mut self, s: &Snippet) -> Result<()> {
         Self::neutral(s, "handler")?;
         self.catch_all.get_or_insert_with(Snippet::new).append(s);
+        Ok(())
+    }
+
+    /// In a constructor: adds a handler for any exception over the code that runs before its
+    /// super()/this() call (not the call itself: JVMS 4.10.1.9 allows such a handler only
+    /// where `this` is uninitialized on every path, and it must end in athrow), placed after
+    /// all existing handlers. It runs `s` with the exception on the stack (`s` must leave it
+    /// there) and re-throws it; its frame's locals are `this` (uninitializedThis) and the new
+    /// locals. Left out (silently) in other methods, in class files before version 50, and
+    /// where the code before the call writes local 0 or uses jsr.
+    pub fn add_prologue_catch(&mut self, s: &Snippet) -> Result<()> {
+        Self::neutral(s, "handler")?;
+        self.prologue_catch
+            .get_or_insert_with(Snippet::new)
+            .append(s);
         Ok(())
     }
 
@@ -1256,6 +1275,37 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
     }
 
+    /// Whether a handler over a constructor's code before its super()/this() call can have
+    /// the frame [`MethodEditor::add_prologue_catch`] gives it: a class file with frames, no
+    /// jsr, and local 0 `this` (uninitializedThis) at every instruction of that code.
+    fn prologue_catch_fits(&self, cp: &mut CpBuilder<'_>) -> Result<bool> {
+        let Some(c) = self.ctor()? else {
+            return Ok(false);
+        };
+        if self.cf.major < 50 || self.insns().iter().any(|i| i.flow() == Flow::Jsr) {
+            return Ok(false);
+        }
+        let last = match (0..c.state.len())
+            .rev()
+            .find(|&k| c.state[k] == THIS_UNINIT)
+        {
+            Some(k) => k,
+            None => return Ok(false),
+        };
+        let mut ok = true;
+        let mut seen = vec![false; last + 1];
+        self.simulate(cp, |k, s| {
+            if k <= last && c.state[k] == THIS_UNINIT {
+                seen[k] = true;
+                if s.locals.first() != Some(&VType::UninitializedThis) {
+                    ok = false;
+                }
+            }
+            Ok(!ok || k >= last)
+        })?;
+        Ok(ok && (0..=last).all(|k| c.state[k] != THIS_UNINIT || seen[k]))
+    }
+
     /// Writes the new Code attribute body (everything after attribute_length).
     pub fn finish(self, cp: &mut CpBuilder<'_>) -> Result<Vec<u8>> {
         let (cf, m) = (self.cf, self.method);
@@ -1326,6 +1376,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
     fn finish_inner(mut self, cp: &mut CpBuilder<'_>) -> Result<Vec<u8>> {
         self.relocate_self_covered()?;
+        let prologue_catch = match self.prologue_catch.take() {
+            Some(h) if self.prologue_catch_fits(cp)? => Some(h),
+            _ => None,
+        };
         let n = self.insns().len();
         let code = self.code.code;
         let code_len = code.len() as u32;
@@ -1414,7 +1468,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             end: 0,
         };
         let mut tramp_pos: Vec<u32> = Vec::with_capacity(self.trampolines.len());
-        let (end_pos, handler_pos, total) = loop {
+        let (end_pos, handler_pos, prologue_handler_pos, total) = loop {
             let mut shift = lay.prologue as i64;
             for e in lay.ev.iter_mut() {
                 let k = e.k as usize;
@@ -1440,6 +1494,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             if let Some(h) = &self.catch_all {
                 pos += h.len() as u32 + 1;
             }
+            let prologue_handler_pos = pos;
+            if let Some(h) = &prologue_catch {
+                pos += h.len() as u32 + 1;
+            }
             if pos > 65535 {
                 return Err(Error::new(
                     ErrorKind::TooLarge,
@@ -1461,7 +1519,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 }
             }
             if !changed {
-                break (end_pos, handler_pos, pos);
+                break (end_pos, handler_pos, prologue_handler_pos, pos);
             }
         };
         let lay = lay;
@@ -1588,6 +1646,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             out.extend_from_slice(h.bytes());
             out.push(op::ATHROW);
         }
+        if let Some(h) = &prologue_catch {
+            debug_assert_eq!((out.len() - BASE) as u32, prologue_handler_pos);
+            out.extend_from_slice(h.bytes());
+            out.push(op::ATHROW);
+        }
         debug_assert_eq!((out.len() - BASE) as u32, total);
 
         // --- exception table
@@ -1686,6 +1749,43 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         }
         let add_catch_all = catch_rows > 0;
         n_handlers += catch_rows;
+        // The prologue handler covers, after them, the code where `this` is uninitialized,
+        // up to (not including) each super()/this() call.
+        let mut prologue_rows = 0usize;
+        if let (Some(c), true) = (self.ctor()?, prologue_catch.is_some()) {
+            let mut start = None;
+            for k in 0..n {
+                let uninit = c.state[k] == THIS_UNINIT;
+                let call = c.calls.binary_search(&k).is_ok();
+                if uninit && start.is_none() {
+                    start = Some(lay.before_pos(k));
+                }
+                let end = if !uninit {
+                    Some(lay.before_pos(k))
+                } else if call {
+                    Some(lay.insn_pos(k))
+                } else {
+                    None
+                };
+                if let (Some(s), Some(e)) = (start, end) {
+                    start = None;
+                    if s < e {
+                        pieces(s, e, &mut |s, e| {
+                            row(&mut out, [s, e, prologue_handler_pos, 0]);
+                            prologue_rows += 1;
+                        });
+                    }
+                }
+            }
+            if let Some(s) = start {
+                pieces(s, end_pos, &mut |s, e| {
+                    row(&mut out, [s, e, prologue_handler_pos, 0]);
+                    prologue_rows += 1;
+                });
+            }
+        }
+        let add_prologue_catch = prologue_rows > 0;
+        n_handlers += prologue_rows;
         if n_handlers > 0xFFFF {
             return Err(Error::new(
                 ErrorKind::TooLarge,
@@ -1708,6 +1808,9 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut bump = |d: u32| max_stack = max_stack.max(d);
         bump(self.prologue.max_depth() as u32);
         if let Some(h) = &self.catch_all {
+            bump(1 + h.max_depth() as u32);
+        }
+        if let Some(h) = &prologue_catch {
             bump(1 + h.max_depth() as u32);
         }
         if simple {
@@ -1765,6 +1868,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
 
         let entry_frame_needed = !self.prologue.is_empty() && targets_zero;
         let need_new_frames = add_catch_all
+            || add_prologue_catch
             || !widened_cond.is_empty()
             || entry_frame_needed
             || !self.trampolines.is_empty();
@@ -1784,7 +1888,20 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     stack,
                 });
             }
-            let extra = handler_frame.as_slice();
+            // (a constructor's prologue handler, rare: after the catch-all's)
+            let with_prologue: Vec<Frame>;
+            let extra = if add_prologue_catch {
+                with_prologue = (handler_frame.iter().cloned())
+                    .chain([Frame {
+                        offset: prologue_handler_pos,
+                        locals: vec![VType::UninitializedThis],
+                        stack: vec![VType::Object(cp.throwable()?)],
+                    }])
+                    .collect();
+                with_prologue.as_slice()
+            } else {
+                handler_frame.as_slice()
+            };
             // new locals (e.g. a probe's token, set in the prologue): in every frame; the
             // method's implicit first frame is read only by the table's frames
             let init = if self.new_locals.is_empty() || smt.is_none() {
@@ -1909,6 +2026,17 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                     Frame {
                         offset: 0,
                         locals: Vec::new(),
+                        stack: vec![VType::Object(t)],
+                    },
+                ));
+            }
+            if add_prologue_catch {
+                let t = cp.throwable()?;
+                fs.push((
+                    prologue_handler_pos,
+                    Frame {
+                        offset: 0,
+                        locals: vec![VType::UninitializedThis],
                         stack: vec![VType::Object(t)],
                     },
                 ));
