@@ -192,6 +192,8 @@ public final class Trace {
          * runtime's work, whatever the order of the rules.
          */
         long work;
+        /** The time of the frames that ended at depth 0 (what a frame below them would take as its callees'): see park. */
+        long rootChild;
         /**
          * The arguments as the last event formatted on this thread described them (null:
          * none since it was reset): what a slowest call of the same call takes, so that a
@@ -291,6 +293,13 @@ public final class Trace {
          * threw).
          */
         long acc;
+        /**
+         * While a constructor's frame is parked ({@link #park}): its caller's timed callees'
+         * time, and its rule's total (or its enclosing frame's acc), when it was parked.
+         */
+        long parkChild, parkOuter;
+        /** Taken off the stack by {@link #park}, not yet put back. */
+        boolean parked;
 
         /** A new frame: a copy of F0 (see {@link T}). */
         static Frame of(T t, int d) throws CloneNotSupportedException {
@@ -1213,6 +1222,82 @@ public final class Trace {
         }
     }
 
+    /**
+     * Before a constructor's super()/this() call, which no handler may cover: its frame (the
+     * top one) is taken off the stack, so that a call that throws leaves no frame behind (it
+     * stays counted, without an exception event or time). {@link #unpark} after the call
+     * puts it back, with what the call added to its caller's frame and to its rule's total
+     * as its own. Never throws.
+     */
+    public static void park(Object frame) {
+        if (frame == null) {
+            return;
+        }
+        try {
+            Frame f = (Frame) frame;
+            T t = f.t;
+            int d = f.d;
+            if (t.depth != d + 1 || t.frames[d] != f) {
+                return;
+            }
+            int rb = sites[f.id].rix * RW;
+            t.rs[rb + R_TOP] = f.up;
+            f.parkChild = d > 0 ? t.frames[d - 1].child : t.rootChild;
+            f.parkOuter = f.up > 0 ? t.frames[f.up - 1].acc : t.rs[rb + R_TOTAL];
+            // the call's frames get their own (this one is held by the constructor)
+            t.frames[d] = null;
+            t.depth = d;
+            f.parked = true;
+        } catch (Throwable x) {
+            // no stack left: the frame stays (ended as lost by an exit below it)
+        }
+    }
+
+    /** After a constructor's super()/this() call returned: its frame back on top (see park). */
+    public static void unpark(Object frame) {
+        if (frame == null) {
+            return;
+        }
+        try {
+            Frame f = (Frame) frame;
+            if (!f.parked) {
+                return;
+            }
+            T t = f.t;
+            int d = t.depth;
+            Frame[] fs = t.frames;
+            if (d == fs.length) {
+                Frame[] a = new Frame[d * 2];
+                System.arraycopy(fs, 0, a, 0, d);
+                t.frames = fs = a;
+            }
+            int rb = sites[f.id].rix * RW;
+            if (d > 0) {
+                long c = fs[d - 1].child - f.parkChild;
+                fs[d - 1].child -= c;
+                f.child += c;
+            } else {
+                f.child += t.rootChild - f.parkChild;
+            }
+            if (f.up > 0 && f.up <= d) {
+                long c = fs[f.up - 1].acc - f.parkOuter;
+                fs[f.up - 1].acc -= c;
+                f.acc += c;
+            } else if (f.up == 0) {
+                long c = t.rs[rb + R_TOTAL] - f.parkOuter;
+                t.rs[rb + R_TOTAL] -= c;
+                f.acc += c;
+            }
+            fs[d] = f;
+            f.d = d;
+            f.parked = false;
+            t.depth = d + 1;
+            t.rs[rb + R_TOP] = d + 1;
+        } catch (Throwable x) {
+            // no stack or memory left: its exit finds it gone and does nothing
+        }
+    }
+
     /** Exceptional exit (the catch-all handler; the exception is re-thrown after). */
     public static void thrown(Throwable e, Object frame, int id, Object[] args) {
         long now = System.nanoTime();
@@ -1291,6 +1376,8 @@ public final class Trace {
                 // a second rule's frame of the same invocation (M_SAME) is no callee of the
                 // frame below: only its callees' time is
                 fs[d - 1].child += (s.mask & M_SAME) != 0 ? f.child : dur;
+            } else {
+                t.rootChild += dur; // (read by park and unpark only)
             }
             int bit = where == 1 ? M_EXIT : M_EXCEPTION;
             boolean timed = (s.mask & bit) != 0;
