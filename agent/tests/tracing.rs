@@ -1696,6 +1696,75 @@ fn exception_class_names_are_never_cut() {
     );
 }
 
+/// test-classes/trace/TraceCtor.java (JDK 17: a super(...)/this(...) argument that throws) and,
+/// when JDK 25 is installed, jdk25/TraceFlexCtor.java (statements before super()/this(), JEP
+/// 513; the hunt's program): a constructor's traced call began after its super()/this()
+/// call, so a call that threw before it had no count and no event (the hunt: 5 calls, count
+/// 1; 7 calls, count 4) and its time left the code before the call out. Now every call is
+/// counted and its entry made at its first instruction, an exception before the
+/// super()/this() call has its event (a handler over that code, where `this` is
+/// uninitialized), one thrown by the super()/this() call itself has none, and leaves no frame
+/// behind (none "still running"). HotSpot -Xverify:all.
+#[test]
+fn constructors_are_counted_and_traced_from_their_first_instruction() {
+    let r = traced("TraceCtor", "trace-ctor.toml", "");
+    assert_eq!(r.stdout, "ok=2 bad=6\n", "{}", r.stderr);
+    assert_eq!(check_expects("TraceCtor.java", &r), 15, "expect lines");
+    assert!(!r.report.contains("still running"), "{}", r.report);
+    // the delegating constructor's time holds its delegate's: self below total
+    let row = summary_row(&r.report, "string");
+    assert!(row[2] < row[1], "{row:?}");
+    if !Path::new(JDK25).join("bin/java").exists() {
+        eprintln!("no JDK 25 at {JDK25}: JDK 17 only");
+        return;
+    }
+    let dir = common::tmp("trace", "TraceFlexCtor");
+    let o = Command::new(Path::new(JDK25).join("bin/javac"))
+        .args(["--release", "25", "-g", "-d"])
+        .arg(&dir)
+        .arg(repo().join("test-classes/trace/jdk25/TraceFlexCtor.java"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (ev, prof) = (dir.join("events.jsonl"), dir.join("prof.txt"));
+    let o = Command::new(Path::new(JDK25).join("bin/java"))
+        .arg("-Xverify:all")
+        .arg(format!(
+            "-agentpath:{}=rules={},tracefile={},file={}",
+            agent_lib().display(),
+            repo().join("test-classes/trace/trace-ctor.toml").display(),
+            ev.display(),
+            prof.display()
+        ))
+        .args(["-cp", dir.to_str().unwrap(), "TraceFlexCtor"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{stderr}");
+    let r = Run {
+        events: std::fs::read_to_string(&ev)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        report: std::fs::read_to_string(&prof).unwrap(),
+        stdout: String::from_utf8_lossy(&o.stdout).to_string(),
+        stderr,
+    };
+    assert!(
+        r.stdout.ends_with("checked 3\nok=2 bad=6\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stderr.contains("left original"), "{}", r.stderr);
+    assert_eq!(
+        check_expects("jdk25/TraceFlexCtor.java", &r),
+        15,
+        "expect lines"
+    );
+    assert!(!r.report.contains("still running"), "{}", r.report);
+}
+
 /// The summary row of `rule`: count, total, self, min, avg, max (microseconds).
 fn summary_row(report: &str, rule: &str) -> Vec<f64> {
     let s = &report[report.find("TRACE SUMMARY").unwrap()..];

@@ -31,13 +31,25 @@ fn traced_classes_pass_our_verifier() {
         .arg(&out)
         .arg(repo().join("test-classes/trace/TraceBasics.java"))
         .arg(repo().join("test-classes/trace/TraceMatch.java"))
+        .arg(repo().join("test-classes/trace/TraceCtor.java"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // constructors with statements before super()/this() (JEP 513), when JDK 25 is installed
+    let jdk25 = Path::new("/usr/lib/jvm/temurin-25-jdk-amd64/bin/javac");
+    if jdk25.exists() {
+        let o = Command::new(jdk25)
+            .args(["--release", "25", "-g", "-d"])
+            .arg(&out)
+            .arg(repo().join("test-classes/trace/jdk25/TraceFlexCtor.java"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
     let hierarchy =
         bci_verify::ClassPath::new(std::slice::from_ref(&out), true).expect("class path");
     let mut rewritten = 0;
-    for rules in ["trace-basics.toml", "trace-match.toml"] {
+    for rules in ["trace-basics.toml", "trace-match.toml", "trace-ctor.toml"] {
         let p = repo().join("test-classes/trace").join(rules);
         let r = Rules::parse(&std::fs::read_to_string(&p).unwrap(), rules).unwrap();
         let mut site = 0;
@@ -71,6 +83,6 @@ fn traced_classes_pass_our_verifier() {
             );
         }
     }
-    // TraceBasics; TraceMatch, its Square and Circle
-    assert_eq!(rewritten, 4);
+    // TraceBasics; TraceMatch, its Square and Circle; TraceCtor$Child (and TraceFlexCtor$Child)
+    assert_eq!(rewritten, 5 + jdk25.exists() as usize);
 }

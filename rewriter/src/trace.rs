@@ -1730,7 +1730,7 @@ fn trace_method(
     let object_arr = cp.class("[Ljava/lang/Object;")?;
     let supers = ed.super_calls()?.to_vec();
     let mut entry_init = Snippet::new(); // at the very start (nulls for constructors)
-    let mut entry = Snippet::new(); // at entry (after super() in constructors)
+    let mut entry = Snippet::new(); // at entry (before super() in constructors too)
     let mut exits: Vec<Snippet> = Vec::new(); // per rule, applied in reverse
     let mut handlers: Vec<Snippet> = Vec::new();
     // (instruction, snippet, after it rather than before)
@@ -1738,6 +1738,8 @@ fn trace_method(
     let mut any = false;
     // a rule with a frame came before: later frames are opened in the same invocation
     let mut framed = false;
+    // the frames' locals, in the order they are opened
+    let mut frames: Vec<u16> = Vec::new();
     for r in rules {
         match &r.location {
             Location::Method {
@@ -1785,6 +1787,7 @@ fn trace_method(
                     )?;
                     entry.store('A', t)?;
                     l.t = Some(t);
+                    frames.push(t);
                     // normal exit
                     let mut x = Snippet::new();
                     let capture_ret = r.trace && r.ret && ret_desc != "V";
@@ -1894,16 +1897,30 @@ fn trace_method(
     if !any {
         return Ok(None);
     }
-    if !entry_init.is_empty() || (!entry.is_empty() && supers.is_empty()) {
+    // At the first instruction, in constructors too: a call whose code before its
+    // super()/this() call throws (its arguments, or JDK 25's statements before it) is counted,
+    // and timed from its start (the arguments passed, not `this`, still uninitialized).
+    if !entry_init.is_empty() || !entry.is_empty() {
         let mut s = entry_init;
-        if supers.is_empty() {
-            s.append(&entry);
-        }
+        s.append(&entry);
         ed.insert_entry(&s)?;
     }
-    if !supers.is_empty() && !entry.is_empty() {
-        for k in &supers {
-            ed.insert_after(*k, &entry)?;
+    if !frames.is_empty() {
+        // A super()/this() call that throws ends the constructor where no handler may be:
+        // its frames are off the runtime's stack during the call (the last opened first),
+        // and back on after it.
+        let (mut park, mut unpark) = (Snippet::new(), Snippet::new());
+        for &t in frames.iter().rev() {
+            park.load('A', t)?;
+            park.invokestatic(cp, RUNTIME, "park", "(Ljava/lang/Object;)V")?;
+        }
+        for &t in &frames {
+            unpark.load('A', t)?;
+            unpark.invokestatic(cp, RUNTIME, "unpark", "(Ljava/lang/Object;)V")?;
+        }
+        for &k in &supers {
+            ed.insert_before(k, &park)?;
+            ed.insert_after(k, &unpark)?;
         }
     }
     if !exits.is_empty() {
@@ -1919,6 +1936,11 @@ fn trace_method(
             all.append(h);
         }
         ed.add_catch_all(&all)?;
+        if !supers.is_empty() {
+            // the code before the super()/this() call (not the call itself: no handler may
+            // cover it)
+            ed.add_prologue_catch(&all)?;
+        }
     }
     for (ik, s, after) in points {
         if after {
