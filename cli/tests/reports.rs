@@ -4403,45 +4403,20 @@ fn per_test_coverage_of_tests_run_in_parallel_says_they_overlap() {
         return;
     }
     let work = fresh_work("partests");
-    let (orig, inst, tests, rt) = pertest_build(&work, "ParTest.java");
+    let build = pertest_build(&work, "ParTest.java");
+    let orig = build.0.clone();
     for agent in [false, true] {
         let data = work.join(format!("run-{agent}.cov"));
-        let mut java = Command::new(common::java_home().join("bin/java"));
-        let classes = if agent {
-            java.arg(format!(
-                "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
-                agent_common::agent_lib().display(),
-                data.display()
-            ));
-            &orig
-        } else {
-            java.arg(format!("-Dbci.covfile={}", data.display()));
-            &inst
-        };
-        let o = java
-            .arg("-jar")
-            .arg(JUNIT)
-            .arg("-cp")
-            .arg(format!(
-                "{}:{}:{}",
-                classes.display(),
-                tests.display(),
-                rt.display()
-            ))
-            .args([
+        let out = run_junit_parallel(
+            &build,
+            agent,
+            &data,
+            &[
                 "--select-class",
                 "ParTest",
-                "--disable-banner",
-                "--config=junit.jupiter.execution.parallel.enabled=true",
                 "--config=junit.jupiter.execution.parallel.mode.default=concurrent",
-                "--config=junit.jupiter.execution.parallel.config.strategy=fixed",
-                "--config=junit.jupiter.execution.parallel.config.fixed.parallelism=2",
-            ])
-            .output()
-            .unwrap();
-        let out = text(&o);
-        assert!(o.status.success(), "agent {agent}: {out}");
-        assert!(out.contains("2 tests successful"), "{out}");
+            ],
+        );
         // said once: the listener tells the runtime the plan runs in parallel first
         let said: Vec<&str> = out
             .lines()
@@ -4480,6 +4455,53 @@ fn per_test_coverage_of_tests_run_in_parallel_says_they_overlap() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// JUnit's console launcher with parallel execution (2 threads) and `args`, over the classes
+/// of `build` ([`pertest_build`]): the agent's coverage of the original classes, or the
+/// offline-covered ones, into `data`; asserts the run succeeded with 2 tests; its output.
+fn run_junit_parallel(
+    build: &(PathBuf, PathBuf, PathBuf, PathBuf),
+    agent: bool,
+    data: &Path,
+    args: &[&str],
+) -> String {
+    let (orig, inst, tests, rt) = build;
+    let mut java = Command::new(common::java_home().join("bin/java"));
+    let classes = if agent {
+        java.arg(format!(
+            "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
+            agent_common::agent_lib().display(),
+            data.display()
+        ));
+        orig
+    } else {
+        java.arg(format!("-Dbci.covfile={}", data.display()));
+        inst
+    };
+    let o = java
+        .arg("-jar")
+        .arg(JUNIT)
+        .arg("-cp")
+        .arg(format!(
+            "{}:{}:{}",
+            classes.display(),
+            tests.display(),
+            rt.display()
+        ))
+        .args(args)
+        .args([
+            "--disable-banner",
+            "--config=junit.jupiter.execution.parallel.enabled=true",
+            "--config=junit.jupiter.execution.parallel.config.strategy=fixed",
+            "--config=junit.jupiter.execution.parallel.config.fixed.parallelism=2",
+        ])
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "agent {agent}: {out}");
+    assert!(out.contains("2 tests successful"), "{out}");
+    out
+}
+
 /// What the JVM says once under JUnit's parallel execution (the runtime jar's and the agent's
 /// runtime alike).
 const PARALLEL_SAID: &str = "bci: per-test coverage: tests run in parallel \
@@ -4502,47 +4524,22 @@ fn per_test_coverage_under_parallel_execution_is_said_without_overlapping_tests(
         return;
     }
     let work = fresh_work("parsetup");
-    let (orig, inst, tests, rt) = pertest_build(&work, "ParSetupTest.java");
+    let build = pertest_build(&work, "ParSetupTest.java");
+    let orig = build.0.clone();
     for agent in [false, true] {
         let data = work.join(format!("run-{agent}.cov"));
-        let mut java = Command::new(common::java_home().join("bin/java"));
-        let classes = if agent {
-            java.arg(format!(
-                "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
-                agent_common::agent_lib().display(),
-                data.display()
-            ));
-            &orig
-        } else {
-            java.arg(format!("-Dbci.covfile={}", data.display()));
-            &inst
-        };
-        let o = java
-            .arg("-jar")
-            .arg(JUNIT)
-            .arg("-cp")
-            .arg(format!(
-                "{}:{}:{}",
-                classes.display(),
-                tests.display(),
-                rt.display()
-            ))
-            .args([
+        let out = run_junit_parallel(
+            &build,
+            agent,
+            &data,
+            &[
                 "--select-class",
                 "ParSetupTest",
                 "--select-class",
                 "ParSetupOther",
-                "--disable-banner",
-                "--config=junit.jupiter.execution.parallel.enabled=true",
                 "--config=junit.jupiter.execution.parallel.mode.classes.default=concurrent",
-                "--config=junit.jupiter.execution.parallel.config.strategy=fixed",
-                "--config=junit.jupiter.execution.parallel.config.fixed.parallelism=2",
-            ])
-            .output()
-            .unwrap();
-        let out = text(&o);
-        assert!(o.status.success(), "agent {agent}: {out}");
-        assert!(out.contains("2 tests successful"), "{out}");
+            ],
+        );
         let said: Vec<&str> = out
             .lines()
             .filter(|l| l.contains("bci: per-test coverage:"))
