@@ -1752,7 +1752,13 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         // The prologue handler covers, after them, the code where `this` is uninitialized,
         // up to (not including) each super()/this() call.
         let mut prologue_rows = 0usize;
-        if let (Some(c), true) = (self.ctor()?, prologue_catch.is_some()) {
+        // (the constructor's analysis only when there is a prologue handler: other methods
+        // never need it here)
+        let ctor = match prologue_catch {
+            Some(_) => self.ctor()?,
+            None => None,
+        };
+        if let Some(c) = ctor {
             let mut start = None;
             for k in 0..n {
                 let uninit = c.state[k] == THIS_UNINIT;
