@@ -192,8 +192,8 @@ pub fn explain_idle_rules(summary: &str, placed: &[Placed], rules: &str) -> Stri
                 Some(why) => format!("- (never instrumented: {why})"),
                 None => format!(
                     "- (never instrumented: it matched no method or location of the classes \
-                     loaded; `bci rules explain {rules} --classpath <the program's classes>` \
-                     shows what it matches)"
+                     loaded (hidden classes never reach the agent); `bci rules explain {rules} \
+                     --classpath <the program's classes>` shows what it matches)"
                 ),
             },
             // an entry probe sees every call
@@ -273,8 +273,8 @@ mod tests {
             out,
             "TRACE SUMMARY\nran                                 3\n\
              line12                   - (never instrumented: it matched no method or location \
-             of the classes loaded; `bci rules explain r.toml --classpath <the program's \
-             classes>` shows what it matches)\n\
+             of the classes loaded (hidden classes never reach the agent); `bci rules explain \
+             r.toml --classpath <the program's classes>` shows what it matches)\n\
              ctor                     - (instrumented in 2 methods, never called)\n\
              calls                    - (instrumented at 1 location, never reached)\n\
              trace events: 3\n"

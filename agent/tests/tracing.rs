@@ -2091,8 +2091,9 @@ fn idle_rules_say_whether_they_were_instrumented() {
     assert!(o.status.success(), "{err}");
     let rep = std::fs::read_to_string(&report).unwrap();
     let never = format!(
-        "- (never instrumented: it matched no method or location of the classes loaded; \
-         `bci rules explain {} --classpath <the program's classes>` shows what it matches)",
+        "- (never instrumented: it matched no method or location of the classes loaded \
+         (hidden classes never reach the agent); `bci rules explain {} --classpath <the \
+         program's classes>` shows what it matches)",
         rules.display()
     );
     for (rule, want) in [

@@ -1852,10 +1852,10 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             give(depths.depth_in, |s| &mut s.depth_in);
         }
         // (simple path: code deeper than its declared max_stack is not detected, as that would
-        // take the data flow this path avoids. The JVM rejects such a class when it verifies it
-        // (VerifyError "Stack size too large"), and the probes raise max_stack only by the
-        // depth of what they push, which a verifier checks against the original code's own
-        // depths: the original code is still too deep for the rest.)
+        // take the data flow this path avoids. The JVM rejects such a class bare (VerifyError
+        // "Stack size too large"), but the room the probes add is room for the original code
+        // too: an overflow no deeper than the deepest snippet verifies once rewritten. README,
+        // "Verifying", says so.)
         if max_stack > 0xFFFF {
             return Err(Error::new(ErrorKind::TooLarge, "max_stack over 65535"));
         }
