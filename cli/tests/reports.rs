@@ -1220,9 +1220,10 @@ fn multi_release_jar_reports_the_entry_that_ran() {
             vec![&d11, &d17],
             &mr,
             format!(
-                "left out: mr/Ver: the data in {} is of META-INF/versions/11/mr/Ver.class, the \
-                 report shows META-INF/versions/17/mr/Ver.class (one build of a class per \
-                 report)\n",
+                "left out: mr/Ver: the data in {} of META-INF/versions/11/mr/Ver.class (another \
+                 build of this class there: not counted); the report shows \
+                 META-INF/versions/17/mr/Ver.class (one build of a class per report: --classes \
+                 with that build alone reports it)\n",
                 d11.display()
             ),
             expect(&e17.1, Some(&d17)),
@@ -1453,8 +1454,9 @@ fn classes_of_one_name_loaded_side_by_side_are_each_reported() {
         (
             Some(0),
             format!(
-                "left out: rb/Prog: the data in {} is of rb/Prog.{second:016x}.class, the report \
-                 shows rb/Prog.{first:016x}.class (one build of a class per report)\n",
+                "left out: rb/Prog: the data in {} of rb/Prog.{second:016x}.class (another build \
+                 of this class there: not counted); the report shows rb/Prog.{first:016x}.class \
+                 (one build of a class per report: --classes with that build alone reports it)\n",
                 data.display()
             )
             .as_str()

@@ -195,8 +195,9 @@ impl Stale {
                 files.join(", ")
             ),
             (Some((theirs, shown)), _) => format!(
-                "left out: {}: the data in {} is of {theirs}, the report shows {shown} (one \
-                 build of a class per report)",
+                "left out: {}: the data in {} of {theirs} (another build of this class there: \
+                 not counted); the report shows {shown} (one build of a class per report: \
+                 --classes with that build alone reports it)",
                 self.class,
                 files.join(", ")
             ),
