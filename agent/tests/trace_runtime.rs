@@ -252,6 +252,26 @@ fn calls_still_running_count_in_the_total_up_to_the_summary() {
             "{case}: {s}"
         );
     }
+    // a rule whose only call is still running (outer, not sleepy): its total is that call's
+    // time so far (two sleepy(50) calls), self to max are of ended calls only. Before, the row
+    // was the count alone, under a note saying the total counts the running call (found by the
+    // exactness hunt E, F3).
+    let r = run(
+        "exit-only",
+        &OUTER.replace("/outer|sleepy/", "outer"),
+        "exit",
+        None,
+        "",
+        &[],
+    );
+    let s = summary(&r.report);
+    let line = (s.lines())
+        .find(|l| l.split_whitespace().next() == Some("outer"))
+        .unwrap_or_else(|| panic!("{s}"));
+    let w: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(w.len(), 7, "{s}");
+    assert_eq!((w[1], &w[3..]), ("1", &["-"; 4][..]), "{s}");
+    assert!(w[2].parse::<f64>().unwrap() >= 100_000.0, "{s}");
 }
 
 const SAMPLED: &str = "[[rule]]\nname = \"ab\"\nclass = \"TraceRuntime\"\nmethod = \"/a|b/\"\ntrace = true\nsample = 50\n";

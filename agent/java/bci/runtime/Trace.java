@@ -2036,8 +2036,14 @@ public final class Trace {
             String still = open[1] == 0 ? "" : String.format("    still running: %d call%s (the total "
                     + "counts %s up to this summary; self, min, avg and max only calls that ended)%n",
                     open[1], open[1] == 1 ? "" : "s", open[1] == 1 ? "it" : "them");
+            if (timed == 0 && open[1] == 0) {
+                sb.append(String.format(name + " %12d%n", rule, cnt));
+                continue;
+            }
             if (timed == 0) {
-                sb.append(String.format(name + " %12d%n", rule, cnt)).append(still);
+                // every call still running: its total so far, the rest only of ended calls
+                sb.append(String.format(name + " %12d %12.1f %12s %10s %10s %10s%n", rule, cnt,
+                        total / 1e3, "-", "-", "-", "-")).append(still);
                 continue;
             }
             sb.append(String.format(name + " %12d %12.1f %12.1f %10.1f %10.1f %10.1f%n", rule, cnt,
