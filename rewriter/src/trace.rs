@@ -1569,7 +1569,8 @@ fn info_masked(
 /// Rewrites the methods of a class that tracing rules select. `next_site` hands out site ids,
 /// one for each method a rule times or counts whole and each line or call it acts at (the
 /// rule given: the agent tells a rule that was never placed from one that never ran).
-/// Methods that cannot take the calls are left original and returned with their error.
+/// Methods that cannot take the calls are left original and returned with their error; a
+/// method whose code is invalid ([`bci::Error::is_invalid_input`]) fails the class.
 pub fn instrument(
     class_bytes: &[u8],
     rules: &[TraceRule],
@@ -1619,11 +1620,20 @@ pub fn instrument(
                 changed = true;
             }
             Ok(None) => {}
-            Err(e) => left.push(if e.path().is_empty() {
-                e.context(path())
-            } else {
-                e
-            }),
+            Err(e) => {
+                let e = if e.path().is_empty() {
+                    e.context(path())
+                } else {
+                    e
+                };
+                // invalid code fails the class, as the probes' pass does: kept original in a
+                // rewritten class, its dangling constant-pool indices could name the
+                // constants the rewrite appends, and the JVM would no longer reject it
+                if e.is_invalid_input() {
+                    return Err(e);
+                }
+                left.push(e);
+            }
         }
     }
     if !changed && !left.is_empty() && left.iter().all(crate::is_pool_full) {

@@ -1,8 +1,8 @@
 //! Classes the JVM rejects stay rejected: a method whose code is invalid (a branch to the end
 //! of the code, max_stack where the stack depth is computed or max_locals below what the code
 //! needs) leaves its class original with an error naming the class, the method and the reason,
-//! in every mode (cpu=times, --force-wide, the agent's per-method fallback, coverage), and never
-//! panics.
+//! in every mode (cpu=times, --force-wide, the agent's per-method fallback, coverage, tracing
+//! rules), and never panics.
 
 mod handmade;
 
@@ -110,6 +110,27 @@ fn modes(bytes: &[u8]) -> Vec<(&'static str, Result<Outcome, String>)> {
         .unwrap_or_else(|_| Err("panicked".into()));
         out.push((what, r));
     }
+    // tracing rules on every method: a method left original inside a rewritten class panics
+    // (the constants the rewrite appends could make its invalid code valid)
+    let rules = Rules::parse(
+        "[[rule]]\nname = \"t\"\nclass = \"C\"\ncount = true\n",
+        "t.toml",
+    )
+    .unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut next = |_: &bci_rewriter::trace::TraceRule| 0;
+        match bci_rewriter::trace::instrument(bytes, rules.trace_rules(), &mut next) {
+            Ok((Some(b), left)) => {
+                assert!(left.is_empty(), "tracing: methods left: {left:?}");
+                Ok(Outcome::Rewritten(b))
+            }
+            Ok((None, left)) if left.is_empty() => Ok(Outcome::Unchanged),
+            Ok((None, left)) => Err(format!("{left:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }))
+    .unwrap_or_else(|_| Err("panicked".into()));
+    out.push(("tracing", r));
     out
 }
 
@@ -164,6 +185,40 @@ fn handler_outside_the_code_leaves_class_original() {
     let code = [op::SIPUSH, 0, 1, op::IRETURN];
     let c = class("()I", 1, 0, &code, &[[0, 4, 1, 0]], b"()V");
     left_original(&c, &["C.f()I", "exception table", "handler pc 1"]);
+}
+
+/// `class("()V", 0, 1, [nop, return], [], "LocalVariableTable")` whose f's Code attribute has
+/// one attribute: name index `name`, a LocalVariableTable body of local 0 "f" (#5) of type
+/// `desc`.
+fn with_code_attr(name: u16, desc: u16) -> Vec<u8> {
+    let code = [op::NOP, op::RETURN];
+    let mut c = class("()V", 0, 1, &code, &[], b"LocalVariableTable");
+    // f's Code attribute: the first with this code
+    let mut at = code.to_vec();
+    at.extend_from_slice(&[0, 0, 0, 0]);
+    let p = c.windows(at.len()).position(|w| w == at).unwrap();
+    let len_at = p - 12;
+    let len = u32::from_be_bytes(c[len_at..len_at + 4].try_into().unwrap()) + 18;
+    c[len_at..len_at + 4].copy_from_slice(&len.to_be_bytes());
+    let attrs = p + code.len() + 2;
+    let [n0, n1] = name.to_be_bytes();
+    let [d0, d1] = desc.to_be_bytes();
+    let lvt = [
+        0, 1, n0, n1, 0, 0, 0, 12, 0, 1, 0, 0, 0, 2, 0, 5, d0, d1, 0, 0,
+    ];
+    c.splice(attrs..attrs + 2, lvt);
+    assert!(bci::ClassFile::parse(&c).is_ok());
+    c
+}
+
+/// A Code attribute's attribute whose name index is past the pool (the hostile-inputs hunt's
+/// asm class: ClassFormatError "Invalid code attribute name index"). Tracing rules left the
+/// method original inside a rewritten class, where the appended constants gave the index a
+/// Utf8, and the class loaded.
+#[test]
+fn code_attribute_name_past_the_pool_leaves_class_original() {
+    let c = with_code_attr(10, 6);
+    left_original(&c, &["C.f()V", "Code", "attribute name #10 is not Utf8"]);
 }
 
 /// A switch whose default goes to the code length.
