@@ -61,6 +61,9 @@ const D_LOCAL_IMPLICIT: u8 = 1;
 const D_LOCAL_U8: u8 = 2;
 const D_SPECIAL: u8 = 3;
 const D_RETURN: u8 = 4;
+/// An operand indexing the constant pool: a u8 (ldc) or a u16 after the opcode.
+const D_CP8: u8 = 5;
+const D_CP16: u8 = 6;
 const DEC: [Dec; 256] = {
     let mut t = [Dec {
         len: 0,
@@ -85,7 +88,12 @@ const DEC: [Dec; 256] = {
             },
             2 => (D_SPECIAL, 0),
             3 => (D_RETURN, 0),
-            _ => (D_NONE, 0),
+            _ => match b {
+                op::LDC => (D_CP8, 0),
+                op::LDC_W | op::LDC2_W | op::GETSTATIC..=op::NEW => (D_CP16, 0),
+                op::ANEWARRAY | op::CHECKCAST | op::INSTANCEOF | op::MULTIANEWARRAY => (D_CP16, 0),
+                _ => (D_NONE, 0),
+            },
         };
         t[o] = Dec {
             len: opcodes::fixed_len(b),
@@ -101,12 +109,13 @@ const DEC: [Dec; 256] = {
 /// Decodes the instructions of a fixed length ([`DEC`]) from `pc` on, as `MethodEditor::open`
 /// does, the next one into `insns[k]`, and returns where it stopped (the end of the code or an
 /// instruction the checked decoder must read: `wide`, a switch, an undefined opcode, one that
-/// runs past the end) and the number of instructions then. `index_of` and `insns` have an
-/// entry per code byte.
+/// runs past the end, one whose constant-pool operand is 0 or not below `cp_count`) and the
+/// number of instructions then. `index_of` and `insns` have an entry per code byte.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn decode_fixed(
     c: &[u8],
+    cp_count: u16,
     mut pc: usize,
     insns: &mut [Insn],
     mut k: usize,
@@ -135,7 +144,20 @@ fn decode_fixed(
                     end = end.max(l as u32 + d.size as u32);
                 }
                 D_SPECIAL => specials.push(k as u32),
-                _ => returns.push(k as u32),
+                D_RETURN => returns.push(k as u32),
+                _ => {
+                    // the checked decoder reports an index out of the original pool (the
+                    // constants the rewrite appends must not make it valid)
+                    let hi = c.get(pc + 1).copied().unwrap_or(0) as u16;
+                    let idx = if d.kind == D_CP8 {
+                        hi
+                    } else {
+                        hi << 8 | c.get(pc + 2).copied().unwrap_or(0) as u16
+                    };
+                    if idx.wrapping_sub(1) >= cp_count.wrapping_sub(1) {
+                        break;
+                    }
+                }
             }
         }
         // k <= pc < n: every instruction has a byte
@@ -228,15 +250,17 @@ fn give<T>(v: Vec<T>, f: impl FnOnce(&mut Scratch) -> &mut Vec<T>) {
 
 /// Checks that every branch and switch target (`specials`: their instruction indices) and every
 /// exception table row is inside the code and at an instruction (JVMS 4.9.1, 4.7.3: a target
-/// or handler at the code's length is outside it; a row's end may be the length). The rest of
-/// the editor then indexes instructions by them without checks. `index_of` has an entry per
-/// code byte and one for the end.
+/// or handler at the code's length is outside it; a row's end may be the length), and that a
+/// row's catch_type is 0 or below `cp_count` (an index past the original pool would name a
+/// constant the rewrite appends). The rest of the editor then indexes instructions by them
+/// without checks. `index_of` has an entry per code byte and one for the end.
 fn check_targets(
     code: &[u8],
     insns: &[Insn],
     specials: &[u32],
     index_of: &[u32],
     handlers: &[crate::code::Handler],
+    cp_count: u16,
 ) -> Result<()> {
     let len = code.len() as i64;
     let at_insn =
@@ -288,6 +312,12 @@ fn check_targets(
         }
         if !at_insn(handler) {
             return bad(format!("handler pc {handler} is not an instruction"));
+        }
+        if h.catch_type >= cp_count {
+            return bad(format!(
+                "catch_type #{} is out of range (constant_pool_count {cp_count})",
+                h.catch_type
+            ));
         }
     }
     Ok(())
@@ -363,6 +393,39 @@ fn underflow(i: &Insn, p: u16, d: u32) -> Error {
         i.pc,
         opcodes::mnemonic(i.opcode)
     ))
+}
+
+/// An instruction's constant-pool operand is 0 or not below the pool's count (JVMS 4.4).
+#[cold]
+#[inline(never)]
+fn bad_cp_operand(i: &Insn, idx: u16, count: u16) -> Error {
+    Error::format(format!(
+        "pc {} {}: constant pool index #{idx} is out of range (constant_pool_count {count})",
+        i.pc,
+        opcodes::mnemonic(i.opcode)
+    ))
+    .context("Code")
+}
+
+/// A local-variable table entry's name or descriptor index is 0 or not below the original
+/// pool's count: kept as it is, it would name a constant the rewrite appends (JVMS 4.7.13).
+fn lvt_cp_check(name_index: u16, desc_index: u16, count: u16, table: &[u8]) -> Result<()> {
+    for idx in [name_index, desc_index] {
+        if idx.wrapping_sub(1) >= count.wrapping_sub(1) {
+            return Err(lvt_bad_index(idx, count, table));
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn lvt_bad_index(idx: u16, count: u16, table: &[u8]) -> Error {
+    Error::format(format!(
+        "constant pool index #{idx} is out of range (constant_pool_count {count})"
+    ))
+    .context(String::from_utf8_lossy(table).into_owned())
+    .context("Code")
 }
 
 /// An error when the original code reaches a stack depth above its declared max_stack (the
@@ -606,10 +669,14 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         let mut locals_end = 0u32;
         let mut k = 0usize;
         let mut pc = 0usize;
+        // the original pool's count: operands at or above it are refused (JVM: "Illegal
+        // constant pool index"), not left to name the constants the rewrite appends
+        let cp_count = cf.cp.count();
         while pc < c.len() {
             // the instructions of a fixed length in one run, then one the checked decoder reads
             (pc, k) = decode_fixed(
                 c,
+                cp_count,
                 pc,
                 &mut insns[..c.len()],
                 k,
@@ -622,6 +689,11 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                 break;
             }
             let i = crate::code::decode(c, pc).ctx(|| "Code")?;
+            if let Some(idx) = i.cp_index(c) {
+                if idx == 0 || idx >= cp_count {
+                    return Err(bad_cp_operand(&i, idx, cp_count));
+                }
+            }
             index_of[pc] = k as u32;
             match KIND[i.opcode as usize] {
                 0 => {}
@@ -639,7 +711,15 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
             pc += i.len as usize;
         }
         index_of[c.len()] = k as u32;
-        check_targets(c, &insns[..k], &specials, &index_of, &code.handlers).ctx(|| "Code")?;
+        check_targets(
+            c,
+            &insns[..k],
+            &specials,
+            &index_of,
+            &code.handlers,
+            cp_count,
+        )
+        .ctx(|| "Code")?;
         // The locals the arguments take (with `this`) and those the code uses must fit in the
         // declared max_locals (HotSpot: ClassFormatError "Arguments can't fit into locals",
         // VerifyError "Local variable table overflow"): the rewrite recomputes max_locals, and
@@ -2088,6 +2168,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
         attr.extend_from_slice(&[0, 0]);
         let mut count = 0u16;
         let mut wrote_smt = false;
+        let cp_count = self.cf.cp.count();
         for a in &self.code.attributes {
             let name = self.cf.cp.utf8_bytes(a.name_index)?;
             let skip = match name {
@@ -2147,6 +2228,12 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         for e in attr[at + 2..].chunks_exact_mut(10) {
                             let start = u16::from_be_bytes([e[0], e[1]]);
                             let length = u16::from_be_bytes([e[2], e[3]]);
+                            lvt_cp_check(
+                                u16::from_be_bytes([e[4], e[5]]),
+                                u16::from_be_bytes([e[6], e[7]]),
+                                cp_count,
+                                name,
+                            )?;
                             let s = if start == 0 {
                                 0
                             } else {
@@ -2161,6 +2248,7 @@ impl<'c, 'a> MethodEditor<'c, 'a> {
                         let mut t = crate::attrs::LocalVars::parse(a.data, a.offset)
                             .ctx(|| "LocalVariableTable")?;
                         for e in t.entries.iter_mut() {
+                            lvt_cp_check(e.name, e.desc, cp_count, name)?;
                             let s = if e.start == 0 {
                                 0
                             } else {

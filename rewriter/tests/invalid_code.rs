@@ -187,6 +187,121 @@ fn handler_outside_the_code_leaves_class_original() {
     left_original(&c, &["C.f()I", "exception table", "handler pc 1"]);
 }
 
+/// An exception table row whose catch_type is past the constant pool (HotSpot:
+/// ClassFormatError): the constants the rewrite appends must not give it a class.
+#[test]
+fn catch_type_past_the_pool_leaves_class_original() {
+    let code = [op::ICONST_0, op::IRETURN];
+    let c = class("()I", 1, 0, &code, &[[0, 1, 1, 10]], b"()V");
+    left_original(
+        &c,
+        &[
+            "C.f()I",
+            "exception table",
+            "catch_type #10 is out of range",
+        ],
+    );
+}
+
+/// An instruction whose constant-pool operand is 0 or past the pool (VerifyError "Illegal
+/// constant pool index"; the hostile-inputs hunt's `ldc #42` with 38 constants): the constants
+/// the rewrite appends must not make it valid (before, every mode wrote the class, and `ldc`
+/// loaded a string of the probes). An operand at a valid index of another kind is left to
+/// the JVM (appending does not change it).
+#[test]
+fn constant_pool_operand_past_the_pool_leaves_class_original() {
+    // the pool has 10 slots: #1 to #9
+    let cases: [(&[u8], &str); 12] = [
+        (
+            &[op::LDC, 10, op::POP, op::RETURN],
+            "ldc: constant pool index #10",
+        ),
+        (
+            &[op::LDC, 0, op::POP, op::RETURN],
+            "ldc: constant pool index #0",
+        ),
+        (&[op::LDC_W, 0, 200, op::POP, op::RETURN], "#200"),
+        (
+            &[op::LDC2_W, 1, 0, op::POP2, op::RETURN],
+            "ldc2_w: constant pool index #256",
+        ),
+        (&[op::GETSTATIC, 0, 10, op::POP, op::RETURN], "getstatic"),
+        (&[op::INVOKESTATIC, 0xff, 0xff, op::RETURN], "#65535"),
+        (
+            &[
+                op::ACONST_NULL,
+                op::INVOKEINTERFACE,
+                0,
+                12,
+                1,
+                0,
+                op::RETURN,
+            ],
+            "invokeinterface",
+        ),
+        (
+            &[op::INVOKEDYNAMIC, 0, 10, 0, 0, op::RETURN],
+            "invokedynamic",
+        ),
+        (
+            &[op::NEW, 0, 0, op::POP, op::RETURN],
+            "new: constant pool index #0",
+        ),
+        (
+            &[op::ACONST_NULL, op::CHECKCAST, 0, 11, op::POP, op::RETURN],
+            "checkcast",
+        ),
+        (
+            &[
+                op::ICONST_1,
+                op::MULTIANEWARRAY,
+                0,
+                10,
+                1,
+                op::POP,
+                op::RETURN,
+            ],
+            "multianewarray",
+        ),
+        // after an instruction the checked decoder reads (wide)
+        (
+            &[
+                op::WIDE,
+                op::ILOAD,
+                0,
+                0,
+                op::POP,
+                op::LDC,
+                10,
+                op::POP,
+                op::RETURN,
+            ],
+            "pc 5 ldc",
+        ),
+    ];
+    for (code, say) in cases {
+        let c = class("()V", 2, 1, code, &[], b"()V");
+        left_original(
+            &c,
+            &["C.f()V", say, "out of range (constant_pool_count 10)"],
+        );
+    }
+    // the last constant (a Class) and a Utf8 (the JVM's to reject) are instrumented
+    for code in [
+        &[op::LDC, 2, op::POP, op::RETURN],
+        &[op::LDC, 9, op::POP, op::RETURN],
+    ] {
+        let c = class("()V", 2, 1, code, &[], b"()V");
+        for (what, r) in modes(&c) {
+            assert!(
+                matches!(r, Ok(Outcome::Rewritten(_))),
+                "{what}: {:?}",
+                r.err()
+            );
+        }
+    }
+}
+
 /// `class("()V", 0, 1, [nop, return], [], "LocalVariableTable")` whose f's Code attribute has
 /// one attribute: name index `name`, a LocalVariableTable body of local 0 "f" (#5) of type
 /// `desc`.
@@ -219,6 +334,27 @@ fn with_code_attr(name: u16, desc: u16) -> Vec<u8> {
 fn code_attribute_name_past_the_pool_leaves_class_original() {
     let c = with_code_attr(10, 6);
     left_original(&c, &["C.f()V", "Code", "attribute name #10 is not Utf8"]);
+}
+
+/// A LocalVariableTable entry whose descriptor index is past the pool: kept as it is, it would
+/// name a constant the rewrite appends.
+#[test]
+fn local_variable_past_the_pool_leaves_class_original() {
+    let mut c = with_code_attr(9, 10);
+    left_original(
+        &c,
+        &["C.f()V: Code: LocalVariableTable: constant pool index #10 is out of range"],
+    );
+    // the same table with descriptor #6 ("()V", the JVM's to reject) is instrumented
+    let q = c.windows(4).position(|w| w == [0, 5, 0, 10]).unwrap();
+    c[q + 3] = 6;
+    for (what, r) in modes(&c) {
+        assert!(
+            matches!(r, Ok(Outcome::Rewritten(_))),
+            "{what}: {:?}",
+            r.err()
+        );
+    }
 }
 
 /// A switch whose default goes to the code length.
