@@ -255,9 +255,8 @@ mod imp {
         pub fn new(o: &Options) -> Result<Engine, String> {
             let file = match &o.rules {
                 Some(path) => {
-                    let src =
-                        std::fs::read_to_string(path).map_err(|e| format!("rules={path}: {e}"))?;
-                    let r = Rules::parse(&src, path).map_err(|e| e.to_string())?;
+                    let src = std::fs::read(path).map_err(|e| format!("rules={path}: {e}"))?;
+                    let r = Rules::parse_bytes(&src, path).map_err(|e| e.to_string())?;
                     r.check_agent_runtime().map_err(|e| e.to_string())?;
                     Some(r)
                 }

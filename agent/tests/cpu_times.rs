@@ -830,6 +830,17 @@ fn bad_rules_file_names_line_and_column() {
         .unwrap_or_else(|_| panic!("no column in {line}"));
     let (ok, err) = stderr_of(&format!("rules={}", dir.join("missing.toml").display()));
     assert!(!ok && err.contains("missing.toml"), "{err}");
+    // a file that is not UTF-8: the first bad byte's position (it said only "stream did not
+    // contain valid UTF-8"; found by the hostile-inputs hunt Z, F3)
+    let utf = dir.join("utf.toml");
+    std::fs::write(
+        &utf,
+        b"[[rule]]\nname=\"a\"\nclass=\"X\"\ncount=true\nmethod=\"f\xff\"\n",
+    )
+    .unwrap();
+    let (ok, err) = stderr_of(&format!("rules={}", utf.display()));
+    let want = format!("{}:5:10: not UTF-8: byte 0xFF", utf.display());
+    assert!(!ok && err.contains(&want), "{want} in {err}");
 }
 
 /// A method whose code is just under 64 KiB cannot take the probes: that method stays

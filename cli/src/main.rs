@@ -466,8 +466,8 @@ fn main() -> ExitCode {
             coverage,
         } => {
             let mut r = match &rules {
-                Some(p) => match std::fs::read_to_string(p) {
-                    Ok(src) => match Rules::parse(&src, &p.display().to_string()) {
+                Some(p) => match std::fs::read(p) {
+                    Ok(src) => match Rules::parse_bytes(&src, &p.display().to_string()) {
                         Ok(r) => r,
                         Err(e) => {
                             eprintln!("bci: {e}");

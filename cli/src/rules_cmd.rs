@@ -82,8 +82,8 @@ pub fn reach(path: &Path, rules: &Rules) -> (Vec<String>, Vec<String>) {
 }
 
 fn parse(path: &Path) -> Result<Rules, String> {
-    let src = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Rules::parse(&src, &path.display().to_string()).map_err(|e| e.to_string())
+    let src = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Rules::parse_bytes(&src, &path.display().to_string()).map_err(|e| e.to_string())
 }
 
 /// `bci instrument` applies probe rules only: the first tracing rule of `rules` (read from

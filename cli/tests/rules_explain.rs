@@ -248,6 +248,46 @@ fn after_without_call_says_it_needs_a_call() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// A rule file that is not UTF-8 is refused at its first invalid byte, `file:line:col: not
+/// UTF-8: byte 0xNN`, by `bci rules check` (with and without --offline) and by
+/// `bci instrument --rules` (it said only "stream did not contain valid UTF-8", with no
+/// position; found by the hostile-inputs hunt Z, F3).
+#[test]
+fn a_rule_file_not_utf8_is_refused_at_its_first_bad_byte() {
+    let d = work("not-utf8");
+    let f = d.join("utf.toml");
+    std::fs::write(
+        &f,
+        b"[[rule]]\nclasses = [\"*\"]\nprobes = [\"enter\"]\nmethods = [\"\xc3\xa9f\xff\"]\n",
+    )
+    .unwrap();
+    let want = format!(
+        "{}:4:16: not UTF-8: byte 0xFF (a rule file is UTF-8 text)\n",
+        f.display()
+    );
+    for offline in [false, true] {
+        let mut args = vec!["rules", "check"];
+        if offline {
+            args.push("--offline");
+        }
+        args.push(f.to_str().unwrap());
+        let o = bci(&args);
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(String::from_utf8_lossy(&o.stderr), want);
+    }
+    let cp = d.join("classes");
+    std::fs::create_dir_all(&cp).unwrap();
+    let o = bci(&[
+        "instrument",
+        cp.to_str().unwrap(),
+        d.join("o").to_str().unwrap(),
+        "--rules",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&o.stderr), format!("bci: {want}"));
+}
+
 /// Static initializers are never traced, so `explain` does not list them as matched (it did,
 /// while the agent said "no method ran"); a `call` of a constructor is refused at check time
 /// with the way to trace one (it was accepted and matched nothing, silently).

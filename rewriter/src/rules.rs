@@ -198,7 +198,34 @@ pub(crate) fn line_col(src: &str, at: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// A rule file's bytes as text: bytes that are not UTF-8 are an error at the first invalid
+/// byte (`path:line:col: not UTF-8: byte 0xFF`; line and column as [`line_col`] counts them).
+pub fn utf8_text<'a>(src: &'a [u8], path: &str) -> Result<&'a str, RuleError> {
+    std::str::from_utf8(src).map_err(|e| {
+        let at = e.valid_up_to();
+        // the bytes before the first invalid one are valid UTF-8
+        let before = std::str::from_utf8(&src[..at]).unwrap_or("");
+        let (line, col) = line_col(before, at);
+        RuleError {
+            path: path.to_string(),
+            line,
+            col,
+            message: format!(
+                "not UTF-8: byte 0x{:02X} (a rule file is UTF-8 text)",
+                src[at]
+            ),
+        }
+    })
+}
+
 impl Rules {
+    /// [`Rules::parse`] on a rule file's bytes as read (the agent's `rules=`, `bci rules check`,
+    /// `bci instrument --rules`): bytes that are not UTF-8 are an error at the first invalid
+    /// byte ([`utf8_text`]).
+    pub fn parse_bytes(src: &[u8], path: &str) -> Result<Rules, RuleError> {
+        Rules::parse(utf8_text(src, path)?, path)
+    }
+
     /// Parses a rule file; `path` is used in error messages (`path:line:col: message`).
     pub fn parse(src: &str, path: &str) -> Result<Rules, RuleError> {
         let err = |at: usize, message: String| {
