@@ -125,11 +125,11 @@ struct RuntimeToml {
 pub(crate) struct RuleToml {
     pub(crate) name: Option<toml::Spanned<String>>,
     // probe rules
-    pub(crate) classes: Option<Sp<Vec<String>>>,
-    pub(crate) exclude_classes: Option<Sp<Vec<String>>>,
-    pub(crate) methods: Option<Sp<Vec<String>>>,
-    pub(crate) exclude_methods: Option<Sp<Vec<String>>>,
-    pub(crate) descriptors: Option<Vec<Sp<String>>>,
+    pub(crate) classes: Option<Sp<Vec<Sp<String>>>>,
+    pub(crate) exclude_classes: Option<Sp<Vec<Sp<String>>>>,
+    pub(crate) methods: Option<Sp<Vec<Sp<String>>>>,
+    pub(crate) exclude_methods: Option<Sp<Vec<Sp<String>>>>,
+    pub(crate) descriptors: Option<Sp<Vec<Sp<String>>>>,
     pub(crate) probes: Option<toml::Spanned<Vec<toml::Spanned<String>>>>,
     // tracing rules (crate::trace)
     pub(crate) class: Option<Sp<String>>,
@@ -310,9 +310,58 @@ impl Rules {
                     format!("{which} has no probes; expected e.g. probes = [\"enter\", \"exit\"]"),
                 ));
             }
+            // patterns that match nothing are refused: an empty list (leaving the key out
+            // selects everything), an empty pattern, one with a control character or, for
+            // classes, an empty package level
+            for (key, list, class, example) in [
+                ("classes", &r.classes, true, Some("com.acme.*")),
+                ("exclude_classes", &r.exclude_classes, true, None),
+                ("methods", &r.methods, false, Some("get*")),
+                ("exclude_methods", &r.exclude_methods, false, None),
+                ("descriptors", &r.descriptors, false, Some("(I)*")),
+            ] {
+                let Some(list) = list else { continue };
+                if let (Some(e), true) = (example, list.get_ref().is_empty()) {
+                    return Err(err(
+                        list.span().start,
+                        format!(
+                            "`{key}` is empty: it would match nothing; expected at least one \
+                             pattern, e.g. {key} = [\"{e}\"] (without `{key}` a rule takes every \
+                             one)"
+                        ),
+                    ));
+                }
+                // (descriptor patterns are checked below, character by character)
+                for v in list.get_ref().iter().filter(|_| key != "descriptors") {
+                    let s = v.get_ref();
+                    let what = if class { "class name" } else { "method name" };
+                    let why = if s.is_empty() {
+                        Some(format!("an empty pattern matches no {what}"))
+                    } else if let Some(c) = s.chars().find(|c| c.is_control()) {
+                        Some(format!(
+                            "control character U+{:04X}: no {what} has one",
+                            c as u32
+                        ))
+                    } else if class && s.split(['.', '/']).any(str::is_empty) {
+                        Some(
+                            "an empty package level ('..', or '.' at its start or end): a class \
+                             pattern is a dotted name or glob, e.g. \"com.acme.*\""
+                                .to_string(),
+                        )
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
+                        return Err(err(
+                            v.span().start,
+                            format!("bad pattern {s:?} in `{key}`: {why}"),
+                        ));
+                    }
+                }
+            }
             // descriptor globs no method descriptor can match are refused (JVMS 4.3.3)
             let mut descriptors = Vec::new();
-            for d in r.descriptors.iter().flatten() {
+            for d in r.descriptors.iter().flat_map(|d| d.get_ref()) {
                 let v = d.get_ref();
                 let wild = crate::desc_check::Wild {
                     question_slash: true,
@@ -332,13 +381,16 @@ impl Rules {
             if r.descriptors.is_none() {
                 descriptors.push(Glob::new("*"));
             }
-            let or_all =
-                |v: &Option<Sp<Vec<String>>>| v.as_ref().map_or_else(all, |v| v.get_ref().clone());
+            let or_all = |v: &Option<Sp<Vec<Sp<String>>>>| {
+                v.as_ref().map_or_else(all, |v| {
+                    v.get_ref().iter().map(|s| s.get_ref().clone()).collect()
+                })
+            };
             let mut exclude_classes: Vec<Glob> = r
                 .exclude_classes
                 .iter()
                 .flat_map(|v| v.get_ref())
-                .map(|s| Glob::class(s))
+                .map(|s| Glob::class(s.get_ref()))
                 .collect();
             // The runtime must never call itself.
             exclude_classes.push(Glob::new(&format!("{runtime}*")));
@@ -350,7 +402,7 @@ impl Rules {
                     .exclude_methods
                     .iter()
                     .flat_map(|v| v.get_ref())
-                    .map(|s| Glob::new(s))
+                    .map(|s| Glob::new(s.get_ref()))
                     .collect(),
                 descriptors,
                 probes,

@@ -38,8 +38,20 @@ impl Pattern {
         if p.is_empty() {
             return Err(format!("empty {what} pattern matches nothing"));
         }
+        if let Some(c) = p.chars().find(|c| c.is_control()) {
+            return Err(format!(
+                "bad {what} pattern {p:?}: control character U+{:04X}: no name has one",
+                c as u32
+            ));
+        }
         if p.len() >= 2 && p.starts_with('/') && p.ends_with('/') {
             let body = &p[1..p.len() - 1];
+            if body.is_empty() {
+                return Err(format!(
+                    "bad {what} pattern {p:?}: an empty regular expression matches no name; \
+                     expected /regex/ with the expression between the slashes"
+                ));
+            }
             return regex_lite::Regex::new(&format!("^(?:{body})$"))
                 .map(Pattern::Regex)
                 .map_err(|e| {
@@ -60,6 +72,18 @@ impl Pattern {
             return Err(format!("bad {what} pattern {p:?}: *** (use * or **)"));
         }
         Ok(Pattern::Glob(p.as_bytes().to_vec()))
+    }
+    /// [`Pattern::parse`] for a class name pattern (`class`, `exclude_class`, `extends`, …): a
+    /// glob has no empty package level (`a..B`, `.a`, `a.`), which no class name has.
+    fn class(p: &str, what: &str) -> Result<Pattern, String> {
+        let pat = Pattern::parse(p, what)?;
+        if matches!(pat, Pattern::Glob(_)) && p.split('.').any(str::is_empty) {
+            return Err(format!(
+                "bad {what} pattern {p:?}: an empty package level ('..', or '.' at its start or \
+                 end): a class pattern is a dotted name or glob, e.g. \"com.acme.*\""
+            ));
+        }
+        Ok(pat)
     }
     pub fn matches(&self, s: &str) -> bool {
         match self {
@@ -449,7 +473,7 @@ impl TraceRule {
         };
         let who = format!("rule {name:?}");
         // probe-rule keys in a tracing rule
-        let span = |v: &Option<Sp<Vec<String>>>| v.as_ref().map(|v| v.span().start);
+        let span = |v: &Option<Sp<Vec<Sp<String>>>>| v.as_ref().map(|v| v.span().start);
         for (key, at) in [
             ("classes", span(&r.classes)),
             ("exclude_classes", span(&r.exclude_classes)),
@@ -457,7 +481,8 @@ impl TraceRule {
             ("exclude_methods", span(&r.exclude_methods)),
             (
                 "descriptors",
-                (r.descriptors.as_ref()).map(|d| d.first().map_or(start, |v| v.span().start)),
+                (r.descriptors.as_ref())
+                    .map(|d| d.get_ref().first().map_or(start, |v| v.span().start)),
             ),
         ] {
             if let Some(at) = at {
@@ -469,6 +494,10 @@ impl TraceRule {
         }
         let pat = |v: &Sp<String>, what: &str| {
             Pattern::parse(v.get_ref(), what)
+                .map_err(|m| err(v.span().start, format!("{who}: {m}")))
+        };
+        let cpat = |v: &Sp<String>, what: &str| {
+            Pattern::class(v.get_ref(), what)
                 .map_err(|m| err(v.span().start, format!("{who}: {m}")))
         };
         let value_pos = |v: &Option<Sp<String>>| {
@@ -489,7 +518,7 @@ impl TraceRule {
                     ),
                 ));
             }
-            Some(c) => pat(c, "class")?,
+            Some(c) => cpat(c, "class")?,
             None => {
                 return Err(err(
                     start,
@@ -588,7 +617,7 @@ impl TraceRule {
             ));
         }
         let opt_pat =
-            |v: &Option<Sp<String>>, what: &str| v.as_ref().map(|v| pat(v, what)).transpose();
+            |v: &Option<Sp<String>>, what: &str| v.as_ref().map(|v| cpat(v, what)).transpose();
         let class_annotation = opt_pat(&r.class_annotation, "class_annotation")?;
         let annotation = opt_pat(&r.annotation, "annotation")?;
         let extends = opt_pat(&r.extends, "extends")?;
@@ -597,7 +626,7 @@ impl TraceRule {
             .exclude_class
             .iter()
             .flatten()
-            .map(|v| pat(v, "exclude_class"))
+            .map(|v| cpat(v, "exclude_class"))
             .collect::<Result<Vec<_>, _>>()?;
         let exclude_method = r
             .exclude_method
@@ -736,7 +765,7 @@ impl TraceRule {
                         format!("{who}: call {v:?}: a constructor or static initializer is not a call site a rule can trace; to trace a constructor use method = \"<init>\" in a rule for its class"),
                     ));
                 }
-                let owner = Pattern::parse(owner, "call owner")
+                let owner = Pattern::class(owner, "call owner")
                     .map_err(|m| err(c.span().start, format!("{who}: {m}")))?;
                 let name = Pattern::parse(name, "call method")
                     .map_err(|m| err(c.span().start, format!("{who}: {m}")))?;

@@ -72,6 +72,60 @@ const CASES: &[(&str, &str)] = &[
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\nmethod = \"\"\ntrace = true\n",
             "t.toml:4:10: rule \"r\": empty method pattern matches nothing",
         ),
+        // patterns no name can match (found by the hostile-inputs hunt Z, F4: accepted, and
+        // the rule then matched nothing, silently)
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"//\"\ncount = true\n",
+            "t.toml:3:9: rule \"r\": bad class pattern \"//\": an empty regular expression matches no name; expected /regex/ with the expression between the slashes",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"X\\u0000Y\"\ncount = true\n",
+            "t.toml:3:9: rule \"r\": bad class pattern \"X\\0Y\": control character U+0000: no name has one",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\nmethod = \"a\\tb\"\ncount = true\n",
+            "t.toml:4:10: rule \"r\": bad method pattern \"a\\tb\": control character U+0009: no name has one",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com..acme.*\"\ncount = true\n",
+            "t.toml:3:9: rule \"r\": bad class pattern \"com..acme.*\": an empty package level ('..', or '.' at its start or end): a class pattern is a dotted name or glob, e.g. \"com.acme.*\"",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\nexclude_class = [\"com.acme.\"]\ncount = true\n",
+            "t.toml:4:18: rule \"r\": bad exclude_class pattern \"com.acme.\": an empty package level ('..', or '.' at its start or end): a class pattern is a dotted name or glob, e.g. \"com.acme.*\"",
+        ),
+        (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\nextends = \".Base\"\ncount = true\n",
+            "t.toml:4:11: rule \"r\": bad extends pattern \".Base\": an empty package level ('..', or '.' at its start or end): a class pattern is a dotted name or glob, e.g. \"com.acme.*\"",
+        ),
+        (
+            "[[rule]]\nclasses = []\nprobes = [\"enter\"]\n",
+            "t.toml:2:11: `classes` is empty: it would match nothing; expected at least one pattern, e.g. classes = [\"com.acme.*\"] (without `classes` a rule takes every one)",
+        ),
+        (
+            "[[rule]]\nclasses = [\"*\"]\nmethods = []\nprobes = [\"enter\"]\n",
+            "t.toml:3:11: `methods` is empty: it would match nothing; expected at least one pattern, e.g. methods = [\"get*\"] (without `methods` a rule takes every one)",
+        ),
+        (
+            "[[rule]]\ndescriptors = []\nprobes = [\"enter\"]\n",
+            "t.toml:2:15: `descriptors` is empty: it would match nothing; expected at least one pattern, e.g. descriptors = [\"(I)*\"] (without `descriptors` a rule takes every one)",
+        ),
+        (
+            "[[rule]]\nclasses = [\"\"]\nprobes = [\"enter\"]\n",
+            "t.toml:2:12: bad pattern \"\" in `classes`: an empty pattern matches no class name",
+        ),
+        (
+            "[[rule]]\nclasses = [\"*\"]\nmethods = [\"\"]\nprobes = [\"enter\"]\n",
+            "t.toml:3:12: bad pattern \"\" in `methods`: an empty pattern matches no method name",
+        ),
+        (
+            "[[rule]]\nclasses = [\"a\\u0001\"]\nprobes = [\"enter\"]\n",
+            "t.toml:2:12: bad pattern \"a\\u{1}\" in `classes`: control character U+0001: no class name has one",
+        ),
+        (
+            "[[rule]]\nexclude_classes = [\"com..gen.*\"]\nprobes = [\"enter\"]\n",
+            "t.toml:2:20: bad pattern \"com..gen.*\" in `exclude_classes`: an empty package level ('..', or '.' at its start or end): a class pattern is a dotted name or glob, e.g. \"com.acme.*\"",
+        ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\ndescriptor = \"I)V\"\ntrace = true\n",
             "t.toml:4:14: rule \"r\": bad descriptor pattern \"I)V\": a method descriptor starts with '(' (e.g. \"(I)*\")",
