@@ -1174,6 +1174,32 @@ fn probes_at_stack_overflow_break_nothing() {
     }
 }
 
+/// test-classes/trace/TraceSoeCount.java: 20 recursions to StackOverflowError, traced whole
+/// with their arguments and counted, with cpu=times. The tracing rules' entry calls come before
+/// `enterT`, so a call whose tracing probe finds no stack left throws before the profile
+/// counts it: the profile's count is the program's own. Before, `enterT` came first and such
+/// calls, whose code never ran, were counted (2 of 3 runs over by 6 to 9; found by the
+/// exactness hunt E, F1).
+#[test]
+fn tracing_probes_out_of_stack_leave_the_profile_exact() {
+    for _ in 0..2 {
+        let r = traced(
+            "TraceSoeCount",
+            "trace-soe-count.toml",
+            ",cpu=times,tracemax=64k",
+        );
+        let calls: u64 = (r.stdout.trim().strip_prefix("calls "))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{}", r.stdout));
+        assert_eq!(
+            methods_count(&r.report, "TraceSoeCount.dive(I)I"),
+            Some(calls),
+            "{}",
+            r.report
+        );
+    }
+}
+
 /// test-classes/trace/TraceOverflow.java with its recursions traced whole
 /// (trace-overflow-call.toml): a call is counted at its entry and asks for the event of its
 /// exit. The deepest frames of a recursion to StackOverflowError may have no stack left to

@@ -987,7 +987,7 @@ fn coverage_lookup(ed: &MethodEditor<'_, '_>) -> Option<(usize, i32)> {
         .and_then(|n| cf.cp.utf8_bytes(n));
     let k = insns
         .iter()
-        .take(32)
+        .take(PROLOGUE_SCAN)
         .take_while(|i| i.flow() == Flow::Next)
         .position(|i| {
             i.opcode == op::INVOKESTATIC
@@ -1012,6 +1012,59 @@ fn coverage_lookup(ed: &MethodEditor<'_, '_>) -> Option<(usize, i32)> {
         i.for_each_target(code, |t| entered |= t <= pc as i64);
     }
     (!entered).then_some((k, counter))
+}
+
+/// How many instructions from the start [`coverage_lookup`] and [`trace_entry`] look through
+/// (straight-line code only): tracing rules' entry code (one call per rule, with its arguments
+/// boxed into an array for `trace` rules) comes before coverage's lookup.
+const PROLOGUE_SCAN: usize = 1024;
+
+/// The instruction index of the last call of the tracing rules' entry code (`BciTrace.enter`,
+/// or `BciTrace.hit` at the method's entry) at the start of the method, if the code up to it
+/// runs straight from the first instruction and nothing jumps back into it: `enterT` goes after
+/// it, so that a StackOverflowError thrown by those calls (a recursion run out of stack) comes
+/// before the profile counted the call, whose own code then never runs.
+fn trace_entry(ed: &MethodEditor<'_, '_>) -> Option<usize> {
+    use bci::opcodes::{op, Flow};
+    let cf = ed.class();
+    let code = ed.code().code;
+    let insns = ed.insns();
+    let mut last = None;
+    for (k, i) in insns
+        .iter()
+        .enumerate()
+        .take(PROLOGUE_SCAN)
+        .take_while(|(_, i)| i.flow() == Flow::Next)
+    {
+        if i.opcode != op::INVOKESTATIC {
+            continue;
+        }
+        let Some(r) = i
+            .cp_index(code)
+            .and_then(|c| cf.cp.member_ref_bytes(c).ok())
+        else {
+            continue;
+        };
+        if r.class != trace::RUNTIME.as_bytes() {
+            continue;
+        }
+        // `hit(site, info, where, args)`: `where` two instructions before (the arguments
+        // are one load); only the entry's (0) belongs to the prologue, whose other calls
+        // (the arguments' array: `newArgs`, `arg`) come before the rules' entry calls
+        match r.name {
+            b"enter" => last = Some(k),
+            b"hit" if k >= 2 && insns[k - 2].opcode == op::ICONST_0 => last = Some(k),
+            b"hit" => break,
+            _ => {}
+        }
+    }
+    let k = last?;
+    let pc = insns[k].pc;
+    let mut entered = ed.code().handlers.iter().any(|h| h.handler as u32 <= pc);
+    for i in insns {
+        i.for_each_target(code, |t| entered |= t <= pc as i64);
+    }
+    (!entered).then_some(k)
 }
 
 /// Inserts the probes of one method and returns its new Code attribute body.
@@ -1111,7 +1164,22 @@ fn probe_method(
             Some(_) => Vec::new(),
             None => ed.super_calls()?.to_vec(),
         };
-        if supers.is_empty() && lookup.is_none() {
+        // Tracing rules' entry code (without coverage: with it, coverage's lookup comes after
+        // that code and `enterT` goes after the lookup, above): `enterT` after it, the token
+        // -1 (no frame) until then. Before, `enterT` came first, and a recursion to
+        // StackOverflowError whose tracing probe ran out of stack counted calls in the profile
+        // whose code never ran (found by the exactness hunt E, F1).
+        let traced = match (tok, lookup) {
+            (Some(t), None) => trace_entry(&ed).map(|k| (t, k)),
+            _ => None,
+        };
+        if let Some((t, k)) = traced {
+            let mut none = Snippet::new();
+            none.op(bci::opcodes::op::ICONST_M1)?.store('I', t)?;
+            ed.insert_entry(&none)?;
+            ed.insert_after(k, &s)?;
+        }
+        if supers.is_empty() && lookup.is_none() && traced.is_none() {
             ed.insert_entry(&s)?;
         }
         for k in supers {
