@@ -985,6 +985,12 @@ fn coverage_lookup(ed: &MethodEditor<'_, '_>) -> Option<(usize, i32)> {
         .cp
         .class_name_index(cf.this_class)
         .and_then(|n| cf.cp.utf8_bytes(n));
+    // a class without the helper (no coverage) has no lookup: not looked for in every method
+    if !(cf.methods.iter()).any(|m| cf.member_name(m) == coverage::HELPER) {
+        return None;
+    }
+    // after the tracing rules' entry calls (one per rule, and their arguments' array), when
+    // there are some
     let k = insns
         .iter()
         .take(PROLOGUE_SCAN)
@@ -1036,18 +1042,20 @@ fn trace_entry(ed: &MethodEditor<'_, '_>) -> Option<usize> {
         .take(PROLOGUE_SCAN)
         .take_while(|(_, i)| i.flow() == Flow::Next)
     {
-        if i.opcode != op::INVOKESTATIC {
+        if !(op::INVOKEVIRTUAL..=op::INVOKEDYNAMIC).contains(&i.opcode) {
             continue;
         }
-        let Some(r) = i
-            .cp_index(code)
-            .and_then(|c| cf.cp.member_ref_bytes(c).ok())
-        else {
-            continue;
+        // the entry code calls the tracing runtime only: the first other call is the
+        // method's own code
+        let r = (i.opcode == op::INVOKESTATIC)
+            .then(|| {
+                i.cp_index(code)
+                    .and_then(|c| cf.cp.member_ref_bytes(c).ok())
+            })
+            .flatten();
+        let Some(r) = r.filter(|r| r.class == trace::RUNTIME.as_bytes()) else {
+            break;
         };
-        if r.class != trace::RUNTIME.as_bytes() {
-            continue;
-        }
         // `hit(site, info, where, args)`: `where` two instructions before (the arguments
         // are one load); only the entry's (0) belongs to the prologue, whose other calls
         // (the arguments' array: `newArgs`, `arg`) come before the rules' entry calls
