@@ -320,9 +320,20 @@ impl OutFile {
         if format == Format::Collapsed && !at_exit {
             // one snapshot per file: flame-graph tools add up every line of a file
             let p = format!("{}.{}", self.path, self.snapshots + 1);
-            let file = std::fs::File::create(&p).map_err(|e| err(&p, e))?;
-            let mut w = std::io::BufWriter::new(file);
-            f(&mut w).and_then(|_| w.flush()).map_err(|e| err(&p, e))?;
+            // written whole to a temporary file renamed over it, as the other outputs are: a
+            // failed write (a full disk) leaves no snapshot cut mid-line (nor an empty one)
+            let tmp = crate::coverage::temp_name(&p, std::process::id());
+            let written = File::create(&tmp).and_then(|t| {
+                let mut w = std::io::BufWriter::new(t);
+                f(&mut w)?;
+                w.flush()?;
+                w.get_ref().sync_data()?;
+                std::fs::rename(&tmp, &p)
+            });
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(format!("{}; this snapshot is not written", err(&p, e)));
+            }
             self.dumps += 1;
             self.snapshots += 1;
             return Ok(p);

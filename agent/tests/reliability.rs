@@ -698,6 +698,72 @@ public class Chain {
     );
 }
 
+/// `Deep <file> <depth> <quit>`: a recursion `depth` calls deep doing work at each level;
+/// `quit`: `none`, or a SIGQUIT to itself and then `sleep` (2 s) or `gone2` (until `<file>.2`
+/// is gone, at most 10 s).
+const DEEP: &str = r#"
+import java.nio.file.*;
+public class Deep {
+    static long work(int n) { long s = 0; for (int i = 0; i < 20000; i++) s += i ^ (s >>> 3) ^ n; return s; }
+    static long down(int n) { return n == 0 ? work(n) : work(n) + down(n - 1); }
+    public static void main(String[] args) throws Exception {
+        long s = 0;
+        for (int i = 0; i < 20; i++) s += down(Integer.parseInt(args[1]));
+        if (!args[2].equals("none")) {
+            long pid = ProcessHandle.current().pid();
+            new ProcessBuilder("kill", "-QUIT", Long.toString(pid)).inheritIO().start().waitFor();
+            if (args[2].equals("sleep")) Thread.sleep(2000);
+            Path p = Path.of(args[0] + ".2");
+            for (int i = 0; i < 200 && args[2].equals("gone2") && Files.exists(p); i++) Thread.sleep(50);
+            Thread.sleep(200);
+        }
+        System.out.println("deep " + s);
+    }
+}
+"#;
+
+/// A collapsed SIGQUIT snapshot that cannot be written (a full disk; here a 4 KiB file-size
+/// limit with SIGXFSZ ignored) leaves no `<file>.1`: it was written in place and left cut
+/// mid-line, a 4096-byte file a flame-graph tool reads as a smaller profile (found by the
+/// profile-outputs hunt O). Now it is written to `<file>.1.tmp<pid>`, renamed over it.
+#[test]
+fn a_failed_collapsed_snapshot_leaves_no_torn_file() {
+    let dir = tmp("collapsedfull");
+    compile(&dir, "Deep", DEEP, &[]);
+    let f = dir.join("d.col");
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 4; exec '{}' -XX:-UsePerfData \
+             '-agentpath:{}=file={},format=collapsed,clock=wall' -cp '{}' Deep '{}' 60 sleep",
+            jdk_tool("java").display(),
+            agent_lib().display(),
+            f.display(),
+            dir.display(),
+            f.display()
+        ))
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success() && out.contains("deep "), "{err}");
+    let snap = format!("{}.1", f.display());
+    assert!(
+        err.contains(&format!("bciagent: cannot write {snap}: ")),
+        "{err}"
+    );
+    assert!(
+        !Path::new(&snap).exists(),
+        "{} bytes left: {err}",
+        std::fs::metadata(&snap).map_or(0, |m| m.len())
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// A SIGQUIT dump that VMDeath overtakes writes both its snapshots or neither: the coverage
 /// data and the profile were each checked for the exit on their own, and an exit beginning
 /// between the two wrote the SIGQUIT's coverage data but dropped its profile without a word
