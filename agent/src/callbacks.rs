@@ -1779,6 +1779,11 @@ fn dump(a: &Agent, jni: &Jni, at_exit: bool, out: &mut Option<OutFile>) {
             if a.opts.verbose {
                 log(&format!("profile written to {path}"));
             }
+            if profiles && a.opts.format == options::Format::Collapsed {
+                if let Some(w) = report::depth_warning(&path, &snap, a.opts.depth) {
+                    log(&w);
+                }
+            }
         }
         Err(e) => log(&e),
     }

@@ -692,6 +692,45 @@ fn frame_text(s: &str) -> String {
         .collect()
 }
 
+/// Whether a call path of some thread reached `depth` frames (a call that ran: its count is
+/// not 0): its callees, if any, were recorded under their top `depth` frames only, so their
+/// paths are cut.
+pub fn reaches_depth(snap: &Snapshot, depth: usize) -> bool {
+    snap.threads.iter().any(|t| {
+        // every node's prefix comes before it (ThreadData::decode checks it)
+        let mut len = vec![0usize; t.nodes.len()];
+        (1..t.nodes.len()).any(|k| {
+            len[k] = len.get(t.nodes[k].prefix as usize).map_or(0, |l| l + 1);
+            t.nodes[k].count > 0 && len[k] >= depth
+        })
+    })
+}
+
+/// The agent's warning for a collapsed output written to `path` from `snap`, recorded with
+/// `depth=depth`, if some call path reached that depth (as `bci report … format=collapsed`
+/// warns for the runtime jar's data): its deeper stacks are cut and start mid-stack.
+pub fn depth_warning(path: &str, snap: &Snapshot, depth: usize) -> Option<String> {
+    if !reaches_depth(snap, depth) {
+        return None;
+    }
+    let rerun = if depth < crate::options::MAX_DEPTH {
+        format!(
+            "give depth={} for whole stacks up to that depth",
+            crate::options::MAX_DEPTH
+        )
+    } else {
+        format!(
+            "{} frames is the most recorded (depth=): deeper stacks stay cut",
+            crate::options::MAX_DEPTH
+        )
+    };
+    Some(format!(
+        "{path} holds call paths of the top {depth} frames (depth={depth}) and some reached that \
+         depth: each collapsed stack deeper than that is cut there and starts at a frame that is \
+         not the program's root; {rerun}"
+    ))
+}
+
 /// The collapsed output's notice that recording stopped: `RECORDING_STOPPED:_<why>` (spaces
 /// and `;` as `_`, one frame).
 pub fn stopped_frame(why: &str) -> String {

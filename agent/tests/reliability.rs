@@ -722,6 +722,47 @@ public class Deep {
 }
 "#;
 
+/// format=collapsed with stacks deeper than depth= (64, the most): the agent says, for each
+/// file it writes, that its stacks are cut and start mid-stack, as `bci report` does (it said
+/// nothing, and a flame graph drew the cut stacks as roots of their own; found by the
+/// profile-outputs hunt O); a shallow program gets no such line.
+#[test]
+fn collapsed_stacks_cut_at_depth_are_warned() {
+    let dir = tmp("collapseddepth");
+    compile(&dir, "Deep", DEEP, &[]);
+    let f = dir.join("d.col");
+    let run = |depth: &str, opts: &str| {
+        let o = java(
+            dir.to_str().unwrap(),
+            "Deep",
+            &format!("file={},format=collapsed,clock=wall{opts}", f.display()),
+            &[],
+            &[f.to_str().unwrap(), depth, "none"],
+        );
+        let (out, err) = text(&o);
+        assert!(o.status.success() && out.starts_with("deep "), "{err}");
+        err
+    };
+    let err = run("100", "");
+    assert!(
+        err.contains(&format!(
+            "bciagent: {} holds call paths of the top 64 frames (depth=64) and some reached \
+             that depth: each collapsed stack deeper than that is cut there and starts at a \
+             frame that is not the program's root; 64 frames is the most recorded",
+            f.display()
+        )),
+        "{err}"
+    );
+    let err = run("20", ",depth=8");
+    assert!(
+        err.contains("(depth=8) and some reached that depth")
+            && err.contains("give depth=64 for whole stacks up to that depth"),
+        "{err}"
+    );
+    let err = run("20", "");
+    assert!(!err.contains("holds call paths"), "{err}");
+}
+
 /// A collapsed SIGQUIT snapshot that cannot be written (a full disk; here a 4 KiB file-size
 /// limit with SIGXFSZ ignored) leaves no `<file>.1`: it was written in place and left cut
 /// mid-line, a 4096-byte file a flame-graph tool reads as a smaller profile (found by the

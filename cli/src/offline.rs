@@ -262,20 +262,6 @@ pub fn read_data(path: &Path) -> Result<(Snapshot, Recorded), String> {
     ))
 }
 
-/// Whether a call path of some thread reached `depth` frames (a call that ran: its count is
-/// not 0): its callees, if any, were recorded under their top `depth` frames only, so their
-/// paths are cut.
-fn reaches_depth(snap: &Snapshot, depth: usize) -> bool {
-    snap.threads.iter().any(|t| {
-        // every node's prefix comes before it (ThreadData::decode checks it)
-        let mut len = vec![0usize; t.nodes.len()];
-        (1..t.nodes.len()).any(|k| {
-            len[k] = len.get(t.nodes[k].prefix as usize).map_or(0, |l| l + 1);
-            t.nodes[k].count > 0 && len[k] >= depth
-        })
-    })
-}
-
 /// The agent's options a cpu=times report takes (the rest steer the run).
 const REPORT_OPTIONS: &[&str] = &["thread", "format", "cutoff", "lineno"];
 
@@ -341,7 +327,7 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
     o.clock = rec.clock;
     o.depth = rec.depth;
     o.interval_ms = rec.interval_ms;
-    if o.format == bciagent::options::Format::Collapsed && reaches_depth(&snap, rec.depth) {
+    if o.format == bciagent::options::Format::Collapsed && report::reaches_depth(&snap, rec.depth) {
         // the agent records whole stacks for collapsed output; the runtime jar records what
         // -Dbci.depth said, for whatever report comes later: a call path that reached that
         // many frames had its deeper calls recorded under their top frames only
