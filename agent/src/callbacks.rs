@@ -314,6 +314,11 @@ fn onload(vm: *mut sys::JavaVM, options: Option<&str>) -> sys::jint {
                 for w in warnings {
                     log(&w);
                 }
+                if opts.format == options::Format::Collapsed {
+                    if let Some(w) = out.old_snapshots_warning() {
+                        log(&w);
+                    }
+                }
                 Some(out)
             }
             Err(e) => {

@@ -303,6 +303,32 @@ impl OutFile {
         Some(self.path.clone())
     }
 
+    /// The files `<path>.1`, `<path>.2`, … there are, consecutively from 1 (the first missing
+    /// ends them): format=collapsed's SIGQUIT snapshots, which an earlier run may have left.
+    pub fn old_snapshots(&self) -> Vec<String> {
+        (1..)
+            .map(|n| format!("{}.{n}", self.path))
+            .take_while(|p| std::fs::symlink_metadata(p).is_ok())
+            .collect()
+    }
+
+    /// With format=collapsed, at start: the warning that an earlier run's snapshots
+    /// `<path>.N` are there and go at this run's first snapshot (its `<path>.1` replaces the
+    /// first, the others are removed), if they are.
+    pub fn old_snapshots_warning(&self) -> Option<String> {
+        let old = self.old_snapshots();
+        let names = match &old[..] {
+            [] => return None,
+            [one] => one.clone(),
+            [first, .., last] => format!("{first} … {last}"),
+        };
+        Some(format!(
+            "{names} (SIGQUIT snapshots of an earlier run) will be removed at this run's first \
+             snapshot, which is written to {}.1 (use %p or %t in file= to keep each run's)",
+            self.path
+        ))
+    }
+
     /// Writes one dump. `at_exit`: the dump at VM death. Returns the path written.
     pub fn write(&mut self, text: &str, format: Format, at_exit: bool) -> Result<String, String> {
         self.write_with(format, at_exit, |w| w.write_all(text.as_bytes()))
@@ -333,6 +359,13 @@ impl OutFile {
             if let Err(e) = written {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(format!("{}; this snapshot is not written", err(&p, e)));
+            }
+            if self.snapshots == 0 {
+                // an earlier run's snapshots <path>.2, <path>.3, … (its <path>.1 was just
+                // replaced) would be taken for this run's (warned at start)
+                for q in self.old_snapshots().iter().skip(1) {
+                    let _ = std::fs::remove_file(q);
+                }
             }
             self.dumps += 1;
             self.snapshots += 1;
