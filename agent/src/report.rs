@@ -362,7 +362,10 @@ pub fn clock_description(o: &Options) -> String {
             "clock=sample: probes read no clock; every {} ms an agent thread read each profiled \
              thread's CPU time (JVMTI GetThreadCpuTime) and charged the CPU time used since the \
              previous sample to the thread's current call path (self) and once to each method on \
-             its shadow stack (total): times are sampled thread CPU time, counts are exact",
+             its shadow stack (total): times are sampled thread CPU time, counts are exact. \
+             Virtual threads are not sampled: the CPU time of code they run goes to their \
+             carrier's frames (java.lang.VirtualThread.runContinuation); clock=cpu or clock=wall \
+             times each call on the thread that made it",
             o.interval_ms
         ),
         Clock::Wall => {

@@ -305,6 +305,14 @@ fn virtual_threads_counted_and_folded() {
     );
     check_expectations("jdk21/VirtualThreads.java", &text, 100000, 10000);
     assert_no_mismatch(&text, "10,000 virtual threads");
+    // the header says where clock=sample puts virtual threads' time (found by the
+    // profile-outputs hunt O: runContinuation on top, the threads' own methods at 0 ms)
+    let head = &text[..text.find("CPU TIME (ms) BEGIN").unwrap_or(text.len())];
+    assert!(
+        head.contains("Virtual threads are not sampled")
+            && head.contains("java.lang.VirtualThread.runContinuation"),
+        "{head}"
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     let entries: usize = err
         .lines()
