@@ -69,7 +69,8 @@ enum Cmd {
         /// Skip classes matching these dotted globs (repeatable).
         #[arg(long)]
         exclude: Vec<String>,
-        /// Encode every branch in its wide form (exercises jump widening).
+        /// Encode every branch in its wide form (exercises jump widening; a testing switch
+        /// for the cpu=times probes, not with --coverage).
         #[arg(long)]
         force_wide: bool,
         /// Write the probe-id map (id, class, method, descriptor) to this file. With the
@@ -85,7 +86,7 @@ enum Cmd {
         /// Coverage counters instead of cpu=times probes (every method, exact hit counts);
         /// run the output with the runtime jar (bci runtime-jar), which writes bci.cov at exit
         /// (-Dbci.covfile=), and make the report with bci report bci.cov --classes IN.
-        #[arg(long, conflicts_with_all = ["rules", "runtime", "map"])]
+        #[arg(long, conflicts_with_all = ["rules", "runtime", "map", "force_wide"])]
         coverage: bool,
     },
     /// Write the runtime jar that offline-instrumented programs run with (bci/runtime/Probes and

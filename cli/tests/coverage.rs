@@ -1239,6 +1239,21 @@ fn runtime_jar_covfile_failing_partway_adds_nothing_from_it() {
         bytes,
         "the bad file was changed"
     );
+    // a file that is not coverage data at all is named so, as bci report names it (it was
+    // "offset 8: not bci coverage data (version 1 or 2)"; found by the README hunt G)
+    let text_file = work.join("notes.cov");
+    std::fs::write(&text_file, "these are my notes, not coverage data\n").unwrap();
+    let o = run_cov_basics(&inst, &rt, &text_file, false);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "bci: {}: not a bci coverage file (bad magic); left as it is, data written to {}.",
+            text_file.display(),
+            text_file.display()
+        )),
+        "{err}"
+    );
     let fallback: Vec<PathBuf> = std::fs::read_dir(&work)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -60,6 +60,28 @@ fn verify_help_lists_its_options() {
     }
 }
 
+/// --force-wide widens the cpu=times probes' jumps only: with --coverage it was accepted and
+/// did nothing (found by the README hunt G); now refused as --map and --rules are.
+#[test]
+fn instrument_coverage_refuses_force_wide() {
+    let d = work("force-wide");
+    let (i, o) = (d.join("in"), d.join("out"));
+    std::fs::create_dir_all(&i).unwrap();
+    let out = bci(&[
+        "instrument",
+        "--coverage",
+        i.to_str().unwrap(),
+        o.to_str().unwrap(),
+        "--force-wide",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("'--coverage' cannot be used with '--force-wide'"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn verify_unknown_option_and_no_input_are_usage_errors() {
     let o = bci(&["verify", "--bogus", "x"]);

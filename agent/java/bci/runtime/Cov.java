@@ -295,9 +295,17 @@ public final class Cov {
                     try (DataInputStream in = new DataInputStream(at = new Counted(new java.io.BufferedInputStream(new FileInputStream(f))))) {
                         byte[] m = new byte[8];
                         in.readFully(m);
-                        int version = java.util.Arrays.equals(m, MAGIC) ? in.readUnsignedShort() : 0;
+                        if (!java.util.Arrays.equals(m, MAGIC)) {
+                            // what bci report and the agent say (it said "offset 8: not bci
+                            // coverage data (version 1 or 2)" of a file that is not one at all)
+                            what[0] = null;
+                            throw new IOException("not a bci coverage file (bad magic)");
+                        }
+                        int version = in.readUnsignedShort();
                         if (version != 1 && version != 2) {
-                            throw new IOException("not bci coverage data (version 1 or 2)");
+                            what[0] = null;
+                            throw new IOException("offset 8: bci coverage data version " + version
+                                    + ", this runtime reads versions 1 and 2");
                         }
                         what[0] = "session count";
                         int ns = in.readInt();
