@@ -37,6 +37,9 @@ pub struct StagedFile {
     /// (not a regular file: its bytes are kept until commit).
     tmp: Option<PathBuf>,
     direct: Vec<u8>,
+    /// The process's stdout, duplicated, when the output is the same file ([`same_as_stdout`]):
+    /// written through it, at stdout's offset, not reopened at offset 0.
+    stdout: Option<std::fs::File>,
     /// Written as it is already ([`stage_writer`]): commit has nothing to do.
     written: bool,
 }
@@ -64,12 +67,15 @@ impl StagedFile {
                 format!("{}: {e}", self.name())
             }),
             None => {
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .open(&self.given)
-                    .map_err(|e| format!("{}: {e}", self.name()))?;
+                let mut f = match self.stdout.take() {
+                    Some(f) => f,
+                    None => std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .open(&self.given)
+                        .map_err(|e| format!("{}: {e}", self.name()))?,
+                };
                 f.write_all(&self.direct)
                     .and_then(|()| f.flush())
                     .map_err(|e| format!("{}: {e}", self.name()))
@@ -111,8 +117,14 @@ pub fn stage(path: &Path, bytes: Vec<u8>) -> Result<StagedFile, String> {
         target,
         tmp: None,
         direct: Vec::new(),
+        stdout: None,
         written: false,
     };
+    if let Some(f) = same_as_stdout(path) {
+        s.direct = bytes;
+        s.stdout = Some(f);
+        return Ok(s);
+    }
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err(format!("{}: is a directory", s.name())),
         Ok(m) if !m.is_file() || is_fd_link(&s.target) => {
@@ -162,8 +174,12 @@ pub fn stage_writer(path: &Path) -> Result<(StagedFile, std::fs::File), String> 
         target,
         tmp: None,
         direct: Vec::new(),
+        stdout: None,
         written: true,
     };
+    if let Some(f) = same_as_stdout(path) {
+        return Ok((s, f));
+    }
     let as_it_is = match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => return Err(format!("{}: is a directory", s.name())),
         Ok(m) => !m.is_file() || is_fd_link(&s.target),
@@ -237,10 +253,47 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// Writes to stdout (the `out!`/`outln!` macros). A reader that went away (`bci … | head`)
-/// ends the program quietly with the status a shell gives a command killed by SIGPIPE
-/// (128 + 13) instead of a panic; another write error ends it with status 2.
+/// Set once an output file is the process's stdout ([`same_as_stdout`]): what bci prints on
+/// stdout (the console summary, `bci: wrote …`) goes to stderr for the rest of the run, so
+/// that the output's stream holds the output alone.
+static STDOUT_IS_OUTPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The process's stdout, duplicated (sharing its file offset), when `path` leads to the same
+/// file (`--lcov /dev/stdout > report.info`, a link to `/proc/self/fd/1`, or the very file
+/// stdout is redirected to); it then marks stdout as an output ([`emit`] writes to stderr).
+/// Reopening such a path would write at offset 0, under what stdout writes later.
+pub fn same_as_stdout(path: &Path) -> Option<std::fs::File> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let m = std::fs::metadata(path).ok()?;
+    let f = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let o = f.metadata().ok()?;
+    // a terminal or /dev/null keeps no offset: written as it is, the console stays on stdout
+    if (m.dev(), m.ino()) != (o.dev(), o.ino()) || o.file_type().is_char_device() {
+        return None;
+    }
+    STDOUT_IS_OUTPUT.store(true, std::sync::atomic::Ordering::Relaxed);
+    Some(f)
+}
+
+/// Marks stdout as an output ([`same_as_stdout`]) before anything is printed when one of the
+/// output `paths` is the process's stdout.
+pub fn note_stdout_outputs<'a>(paths: impl IntoIterator<Item = &'a Path>) {
+    for p in paths {
+        let _ = same_as_stdout(p);
+    }
+}
+
+/// Writes to stdout (the `out!`/`outln!` macros), or to stderr when an output file is stdout
+/// ([`same_as_stdout`]). A reader that went away (`bci … | head`) ends the program quietly
+/// with the status a shell gives a command killed by SIGPIPE (128 + 13) instead of a panic;
+/// another write error ends it with status 2.
 pub fn emit(args: std::fmt::Arguments<'_>) {
+    if STDOUT_IS_OUTPUT.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_fmt(args).and_then(|()| e.flush());
+        return;
+    }
     let mut o = std::io::stdout().lock();
     if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

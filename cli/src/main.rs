@@ -837,9 +837,21 @@ fn main() -> ExitCode {
                 per_test,
                 source_encoding: source_encoding.as_deref(),
             };
-            match check_report_paths(&inputs, &args, output.as_deref())
-                .and_then(|()| report_cmd(&inputs, &args))
-            {
+            match check_report_paths(&inputs, &args, output.as_deref()).and_then(|()| {
+                // an output that is stdout: the console goes to stderr, from the start
+                io::note_stdout_outputs(
+                    [
+                        args.xml,
+                        args.cobertura,
+                        args.lcov,
+                        args.csv,
+                        output.as_deref(),
+                    ]
+                    .into_iter()
+                    .flatten(),
+                );
+                report_cmd(&inputs, &args)
+            }) {
                 Ok((text, errors)) => {
                     let res = match &output {
                         Some(p) => {

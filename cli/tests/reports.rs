@@ -3259,8 +3259,70 @@ fn outputs_are_written_through_links_and_into_fifos_and_pipes() {
         os("/dev/fd/1"),
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("GROUP,PACKAGE,CLASS"), "{out}");
-    assert!(out.contains("class analysed"), "{out}");
+    assert!(out.starts_with("GROUP,PACKAGE,CLASS"), "{out}");
+    // the console goes to stderr: the pipe holds the CSV alone
+    assert!(!out.contains("class analysed"), "{out}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("class analysed"), "{err}");
+}
+
+/// An output that is the process's stdout redirected to a file (a link to /proc/self/fd/1, as
+/// `/dev/stdout` is) is written through stdout, at its offset, and the console goes to stderr:
+/// the file holds exactly the report. Before: the path was reopened and written at offset 0,
+/// and the console summary, written to stdout after it, overwrote the report's first bytes
+/// (`bci report … --lcov /dev/stdout > f`, `bci merge … -o /dev/stdout > f`), exit 0.
+#[test]
+fn an_output_that_is_stdout_redirected_to_a_file_holds_the_report_alone() {
+    let r = setup("stdout-file", &["CovBasics"]);
+    let so = r.work.join("stdout.lnk");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &so).unwrap();
+    let plain = r.work.join("plain.info");
+    let (code, out, _) = run_bci(&[
+        os("report"),
+        os(&r.data),
+        os("--classes"),
+        os(&r.orig),
+        os("--lcov"),
+        os(&plain),
+    ]);
+    assert_eq!(code, Some(0));
+    let lcov = std::fs::read_to_string(&plain).unwrap();
+    assert!(lcov.starts_with("TN:"), "{lcov}");
+    let run_into = |file: &Path, args: &[&std::ffi::OsStr]| {
+        let o = Command::new(BCI)
+            .args(args)
+            .stdout(std::fs::File::create(file).unwrap())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let sink = r.work.join("sink.info");
+    let (code, err) = run_into(
+        &sink,
+        &[
+            os("report"),
+            os(&r.data),
+            os("--classes"),
+            os(&r.orig),
+            os("--lcov"),
+            os(&so),
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(&sink).unwrap(), lcov);
+    assert_eq!(err, out, "the console summary, on stderr");
+    // bci merge -o: the merged data alone, its "wrote" line on stderr
+    let sink = r.work.join("sink.cov");
+    let (code, err) = run_into(&sink, &[os("merge"), os(&r.data), os("-o"), os(&so)]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        std::fs::read(&sink).unwrap(),
+        std::fs::read(&r.data).unwrap()
+    );
+    assert!(err.starts_with("bci: wrote "), "{err}");
 }
 
 /// Every output path is checked before any is written, and a bad one is named with its
