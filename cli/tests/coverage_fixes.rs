@@ -131,6 +131,47 @@ fn classes_of_another_module_are_an_error() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// `--include`/`--exclude` that select none of the data's classes (a typo in a glob): the
+/// documented error on stderr and exit 1, the reports written; it was an empty report, nothing
+/// on stderr, exit 0.
+#[test]
+fn filters_that_select_none_of_the_data_are_an_error() {
+    let work = fresh_work("filtered-none");
+    let classes = work.join("classes");
+    javac_into(&work, &classes, &[A, B]);
+    let data = work.join("a.cov");
+    write_data(&data, &[("p/A", 1, &[0, 1]), ("z/Z", 2, &[0, 1])]);
+    let csv = work.join("a.csv");
+    for (filter, want) in [
+        (&["--include", "hnut.*"][..], "--include selects none"),
+        (
+            &["--exclude", "p.*", "--exclude", "z.*"][..],
+            "--exclude leaves out every one",
+        ),
+        (
+            &["--include", "q.*", "--exclude", "p.*"][..],
+            "--include/--exclude select none",
+        ),
+    ] {
+        let _ = std::fs::remove_file(&csv);
+        let mut args = vec![os("report"), os(&data), os("--classes"), os(&classes)];
+        args.extend(filter.iter().map(os));
+        args.extend([os("--csv"), os(&csv)]);
+        let (code, out, err) = run_bci(&args);
+        assert_eq!(code, Some(1), "{filter:?}: {out}{err}");
+        assert_eq!(
+            err,
+            format!(
+                "bci: error: {want} of the data's 2 classes: no class of the data was \
+                 analysed; give globs that select classes that ran (p.A, z.Z)\n"
+            ),
+            "{filter:?}"
+        );
+        assert!(csv.exists(), "{filter:?}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// The note "N classes in the data are under no --classes path" counts only the classes
 /// --include/--exclude select; it counted the ones they leave out too.
 #[test]

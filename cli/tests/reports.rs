@@ -598,9 +598,20 @@ fn class_filters() {
         args.extend(extra.iter().map(os));
         String::from_utf8_lossy(&bci(&args).stdout).into_owned()
     };
-    let s = report(&r.orig, &["--exclude", "Cov*"]);
+    // globs that select none of the data's classes: an error on stderr, exit 1 (it was exit 0)
+    let filtered = |extra: &[&str]| {
+        let mut args = vec![os("report"), os(&r.data), os("--classes"), os(&r.orig)];
+        args.extend(extra.iter().map(os));
+        run_bci(&args)
+    };
+    let (code, s, err) = filtered(&["--exclude", "Cov*"]);
+    assert_eq!(code, Some(1), "{s}{err}");
     assert!(s.contains("0 classes analysed"), "{s}");
     assert!(!s.contains("note:"), "excluded, not missing: {s}");
+    assert!(
+        err.starts_with("bci: error: --exclude leaves out every one of the data's 1 class"),
+        "{err}"
+    );
     let empty = r.work.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     // none of the data's classes there: an error on stderr, exit 1
@@ -614,8 +625,13 @@ fn class_filters() {
         err.starts_with("bci: error: the 1 class in the data is not"),
         "{err}"
     );
-    let s = report(&r.orig, &["--include", "Nothing.*"]);
+    let (code, s, err) = filtered(&["--include", "Nothing.*"]);
+    assert_eq!(code, Some(1), "{s}{err}");
     assert!(s.contains("0 classes analysed"), "{s}");
+    assert!(
+        err.starts_with("bci: error: --include selects none of the data's 1 class"),
+        "{err}"
+    );
     // per-test counts: the agent records them too, not only offline-instrumented classes
     let s = report(&r.orig, &["--per-test"]);
     assert!(

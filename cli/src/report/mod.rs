@@ -898,7 +898,26 @@ impl Report {
             .filter(|n| selected(n))
             .collect();
         in_data.dedup();
-        if !in_data.is_empty() && r.not_found.len() == in_data.len() {
+        let mut all: Vec<&str> = data.classes.keys().map(|(n, _)| n.as_str()).collect();
+        all.dedup();
+        if in_data.is_empty() && !all.is_empty() {
+            // the globs select none of the data's classes (a typo): a report of nothing of it
+            let mut some: Vec<String> = all.iter().take(5).map(|c| c.replace('/', ".")).collect();
+            if all.len() > 5 {
+                some.push("…".into());
+            }
+            let opts = match (a.include.is_empty(), a.exclude.is_empty()) {
+                (false, true) => "--include selects none",
+                (true, false) => "--exclude leaves out every one",
+                _ => "--include/--exclude select none",
+            };
+            r.input_errors.push(format!(
+                "{opts} of the data's {}: no class of the data was analysed; give globs that \
+                 select classes that ran ({})",
+                crate::io::count(all.len(), "class", "classes"),
+                some.join(", ")
+            ));
+        } else if !in_data.is_empty() && r.not_found.len() == in_data.len() {
             let mut some: Vec<String> = in_data
                 .iter()
                 .take(5)
