@@ -319,8 +319,10 @@ fn report_cmd(inputs: &[PathBuf], a: &report::Args<'_>) -> Result<(String, bool)
             .collect();
         // never suggest a string that would be refused itself (format=methods thread=y)
         if let Err(e) = offline::report_options(&joined.join(",")) {
+            // two things said apart: how options are given, and why these are refused anyway
             return Err(format!(
-                "{}: {} arguments of options, not one (as one, comma-separated: {e})",
+                "{}: {} arguments of options, not one: bci report takes its options as one \
+                 comma-separated argument; and together these are refused: {e}",
                 first.display(),
                 inputs.len() - 1,
             ));

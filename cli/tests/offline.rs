@@ -799,19 +799,32 @@ fn report_takes_only_the_options_of_its_kind_of_data() {
         )
     );
     // a combination that would be refused as one is not suggested (found by the manuals
-    // hunt: format=methods thread=y was answered with format=methods,thread=y)
-    let o = bci(&[&"report", &data, &"format=methods", &"thread=y"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert_eq!(
-        text(&o.stderr),
-        format!(
-            "bci: {}: 2 arguments of options, not one (as one, comma-separated: thread=y: \
-             thread= chooses whether format=hprof and format=collapsed split their stacks by \
-             thread; format=methods has one row per method, all threads together: leave it \
-             out (or give format=hprof or format=collapsed))\n",
-            data.display()
-        )
-    );
+    // hunt: format=methods thread=y was answered with format=methods,thread=y), and the two
+    // errors are said apart (found by the README hunt G: they ran together in one parenthesis)
+    for args in [
+        ["format=methods", "thread=y"],
+        ["thread=n", "format=methods"],
+    ] {
+        let o = bci(&[&"report", &data, &args[0], &args[1]]);
+        assert_eq!(o.status.code(), Some(2));
+        let thread = if args[0] == "thread=n" {
+            "thread=n"
+        } else {
+            "thread=y"
+        };
+        assert_eq!(
+            text(&o.stderr),
+            format!(
+                "bci: {}: 2 arguments of options, not one: bci report takes its options as \
+                 one comma-separated argument; and together these are refused: {thread}: \
+                 thread= chooses whether format=hprof and format=collapsed split their stacks \
+                 by thread; format=methods has one row per method, all threads together: leave \
+                 it out (or give format=hprof or format=collapsed)\n",
+                data.display()
+            ),
+            "{args:?}"
+        );
+    }
     // bci merge takes coverage data: cpu=times data is named as what it is (it was "not a bci
     // coverage file (bad magic)")
     let merged = out.join("m.cov");
