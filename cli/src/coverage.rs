@@ -222,13 +222,20 @@ pub fn merge(
                     }
                     Some(&(h, j)) if h != *hash => {
                         let (a, b) = (inputs[j].display(), inputs[i].display());
+                        // one file's two builds: which is newer cannot be told from the data,
+                        // --ignore-stale needs --classes to choose
                         return Err(format!(
                             "class {name}: data from two different builds (hashes differ): {}; \
-                             merge data of one build, or --ignore-stale",
+                             merge data of one build, or {}",
                             if i == j {
                                 format!("builds {h:016x} and {hash:016x} both in {a}")
                             } else {
                                 format!("build {h:016x} in {a}, build {hash:016x} in {b}")
+                            },
+                            if i == j {
+                                "--ignore-stale --classes PATH with the classes whose build to keep"
+                            } else {
+                                "--ignore-stale"
                             }
                         ));
                     }

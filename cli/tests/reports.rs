@@ -895,13 +895,26 @@ fn stale_data_next_to_the_builds_own_is_named_and_left_out() {
         err,
         format!(
             "bci: class CovBasics: data from two different builds (hashes differ): builds \
-             {:016x} and {:016x} both in {}; merge data of one build, or --ignore-stale\n",
+             {:016x} and {:016x} both in {}; merge data of one build, or --ignore-stale \
+             --classes PATH with the classes whose build to keep\n",
             hashes[0],
             hashes[1],
             both_file.display()
         )
     );
     assert!(!merged.exists());
+    // which the message's advice does (--ignore-stale alone is refused for one such file)
+    let (code, _, err) = run_bci(&[
+        os("merge"),
+        os(&both_file),
+        os("-o"),
+        os(&merged),
+        os("--ignore-stale"),
+        os("--classes"),
+        os(&r.orig),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::remove_file(&merged).unwrap();
     let (code, _, err) = run_bci(&[
         os("merge"),
         os(&r.data),
