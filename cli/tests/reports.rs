@@ -2110,36 +2110,18 @@ fn per_test(agent: bool) {
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&work);
-    let (orig, inst, tests, rt) = pertest_build(&work, "ShapesTest.java");
+    let build = pertest_build(&work, "ShapesTest.java");
+    let orig = build.0.clone();
     let src = ws.join("cli/tests/fixtures/pertest");
     let data = work.join("run.cov");
     for _ in 0..2 {
-        let mut java = Command::new(common::java_home().join("bin/java"));
-        java.arg("-Xverify:all");
-        let classes = if agent {
-            java.arg(format!(
-                "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
-                agent_common::agent_lib().display(),
-                data.display()
-            ));
-            &orig
-        } else {
-            java.arg(format!("-Dbci.covfile={}", data.display()));
-            &inst
-        };
-        let o = java
-            .arg("-jar")
-            .arg(JUNIT)
-            .arg("-cp")
-            .arg(format!(
-                "{}:{}:{}",
-                classes.display(),
-                tests.display(),
-                rt.display()
-            ))
-            .args(["--select-class", "ShapesTest", "--disable-banner"])
-            .output()
-            .unwrap();
+        let o = run_junit(
+            &build,
+            agent,
+            &data,
+            &["-Xverify:all"],
+            &["--select-class", "ShapesTest", "--disable-banner"],
+        );
         assert!(o.status.success(), "{}", text(&o));
         assert!(text(&o).contains("3 tests successful"), "{}", text(&o));
         // run one at a time: nothing said (no overlap, no parallel execution)
@@ -4548,17 +4530,19 @@ fn per_test_coverage_of_tests_run_in_parallel_says_they_overlap() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// JUnit's console launcher with parallel execution (2 threads) and `args`, over the classes
-/// of `build` ([`pertest_build`]): the agent's coverage of the original classes, or the
-/// offline-covered ones, into `data`; asserts the run succeeded with 2 tests; its output.
-fn run_junit_parallel(
+/// JUnit's console launcher (JVM options `jvm`, launcher arguments `args`) over the classes of
+/// `build` ([`pertest_build`]): the agent's coverage of the original classes, or the
+/// offline-covered ones with the runtime jar, into `data`.
+fn run_junit(
     build: &(PathBuf, PathBuf, PathBuf, PathBuf),
     agent: bool,
     data: &Path,
+    jvm: &[&str],
     args: &[&str],
-) -> String {
+) -> std::process::Output {
     let (orig, inst, tests, rt) = build;
     let mut java = Command::new(common::java_home().join("bin/java"));
+    java.args(jvm);
     let classes = if agent {
         java.arg(format!(
             "-agentpath:{}=coverage=y,include=Shapes,covfile={}",
@@ -4570,8 +4554,7 @@ fn run_junit_parallel(
         java.arg(format!("-Dbci.covfile={}", data.display()));
         inst
     };
-    let o = java
-        .arg("-jar")
+    java.arg("-jar")
         .arg(JUNIT)
         .arg("-cp")
         .arg(format!(
@@ -4581,14 +4564,26 @@ fn run_junit_parallel(
             rt.display()
         ))
         .args(args)
-        .args([
-            "--disable-banner",
-            "--config=junit.jupiter.execution.parallel.enabled=true",
-            "--config=junit.jupiter.execution.parallel.config.strategy=fixed",
-            "--config=junit.jupiter.execution.parallel.config.fixed.parallelism=2",
-        ])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// [`run_junit`] with parallel execution (2 threads) and `args`; asserts the run succeeded
+/// with 2 tests; its output.
+fn run_junit_parallel(
+    build: &(PathBuf, PathBuf, PathBuf, PathBuf),
+    agent: bool,
+    data: &Path,
+    args: &[&str],
+) -> String {
+    let mut all = args.to_vec();
+    all.extend([
+        "--disable-banner",
+        "--config=junit.jupiter.execution.parallel.enabled=true",
+        "--config=junit.jupiter.execution.parallel.config.strategy=fixed",
+        "--config=junit.jupiter.execution.parallel.config.fixed.parallelism=2",
+    ]);
+    let o = run_junit(build, agent, data, &[], &all);
     let out = text(&o);
     assert!(o.status.success(), "agent {agent}: {out}");
     assert!(out.contains("2 tests successful"), "{out}");

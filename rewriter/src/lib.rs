@@ -108,6 +108,9 @@ struct Calls<'r> {
     /// if its `<clinit>` has not: [`offline::add_base_helper`]); none in interfaces of class
     /// files before version 52 (no static methods), which read `bci$base`.
     base_helper: Option<u16>,
+    /// The class has coverage's lookup helper `bci$a` ([`coverage_lookup`]): looked up once
+    /// per class, not per method.
+    covered: bool,
 }
 
 impl<'r> Calls<'r> {
@@ -513,6 +516,7 @@ pub fn instrument_methods(
         cache: Default::default(),
         base: runtime_ids.then_some(&*name),
         base_helper: None,
+        covered: (cf.methods.iter()).any(|m| cf.member_name(m) == coverage::HELPER),
     };
     let hash = if opts.marker || runtime_ids {
         offline::class_hash(class_bytes)
@@ -985,10 +989,6 @@ fn coverage_lookup(ed: &MethodEditor<'_, '_>) -> Option<(usize, i32)> {
         .cp
         .class_name_index(cf.this_class)
         .and_then(|n| cf.cp.utf8_bytes(n));
-    // a class without the helper (no coverage) has no lookup: not looked for in every method
-    if !(cf.methods.iter()).any(|m| cf.member_name(m) == coverage::HELPER) {
-        return None;
-    }
     // after the tracing rules' entry calls (one per rule, and their arguments' array), when
     // there are some
     let k = insns
@@ -1125,7 +1125,10 @@ fn probe_method(
             }
             None => calls.with_id(cp, enter, id)?,
         };
-        let lookup = tok.and_then(|t| coverage_lookup(&ed).map(|l| (t, l)));
+        // (a class without the helper, no coverage, has no lookup to look for)
+        let lookup = tok
+            .filter(|_| calls.covered)
+            .and_then(|t| coverage_lookup(&ed).map(|l| (t, l)));
         if let Some((t, (k, counter))) = lookup {
             // A method with coverage counters (the agent's coverage=y, or a class covered
             // offline) looks up its counter array first, which bumps its entry counter after
