@@ -218,6 +218,15 @@ pub fn utf8_text<'a>(src: &'a [u8], path: &str) -> Result<&'a str, RuleError> {
     })
 }
 
+/// Why a class-name glob of a rule can match no class, if it has an empty package level
+/// (`a..B`, `.a`, `a.`): probe rules' `classes` and tracing rules' class patterns alike.
+pub(crate) fn empty_package_level(p: &str) -> Option<&'static str> {
+    p.split(['.', '/']).any(str::is_empty).then_some(
+        "an empty package level ('..', or '.' at its start or end): a class pattern is a dotted \
+         name or glob, e.g. \"com.acme.*\"",
+    )
+}
+
 impl Rules {
     /// [`Rules::parse`] on a rule file's bytes as read (the agent's `rules=`, `bci rules check`,
     /// `bci instrument --rules`): bytes that are not UTF-8 are an error at the first invalid
@@ -342,12 +351,8 @@ impl Rules {
                             "control character U+{:04X}: no {what} has one",
                             c as u32
                         ))
-                    } else if class && s.split(['.', '/']).any(str::is_empty) {
-                        Some(
-                            "an empty package level ('..', or '.' at its start or end): a class \
-                             pattern is a dotted name or glob, e.g. \"com.acme.*\""
-                                .to_string(),
-                        )
+                    } else if let Some(why) = empty_package_level(s).filter(|_| class) {
+                        Some(why.to_string())
                     } else {
                         None
                     };

@@ -77,13 +77,12 @@ impl Pattern {
     /// glob has no empty package level (`a..B`, `.a`, `a.`), which no class name has.
     fn class(p: &str, what: &str) -> Result<Pattern, String> {
         let pat = Pattern::parse(p, what)?;
-        if matches!(pat, Pattern::Glob(_)) && p.split('.').any(str::is_empty) {
-            return Err(format!(
-                "bad {what} pattern {p:?}: an empty package level ('..', or '.' at its start or \
-                 end): a class pattern is a dotted name or glob, e.g. \"com.acme.*\""
-            ));
+        match crate::rules::empty_package_level(p) {
+            Some(why) if matches!(pat, Pattern::Glob(_)) => {
+                Err(format!("bad {what} pattern {p:?}: {why}"))
+            }
+            _ => Ok(pat),
         }
-        Ok(pat)
     }
     pub fn matches(&self, s: &str) -> bool {
         match self {
