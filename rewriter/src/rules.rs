@@ -351,10 +351,8 @@ impl Rules {
                             "control character U+{:04X}: no {what} has one",
                             c as u32
                         ))
-                    } else if let Some(why) = empty_package_level(s).filter(|_| class) {
-                        Some(why.to_string())
                     } else {
-                        None
+                        empty_package_level(s).filter(|_| class).map(str::to_string)
                     };
                     if let Some(why) = why {
                         return Err(err(
