@@ -754,6 +754,15 @@ fn bad_options_stop_the_jvm() {
             "exclude=java.{util}.*",
             &["include/exclude 'java.{util}.*'", "'{'"][..],
         ),
+        // nor does a glob with an empty package level or a control character
+        (
+            "include=com..acme.*",
+            &["include/exclude 'com..acme.*'", "an empty package level"][..],
+        ),
+        (
+            "coverage=y,exclude=a\tb",
+            &["include/exclude 'a\tb'", "control character U+0009"][..],
+        ),
         // options this run would ignore (accepted silently before)
         (
             "cpu=times,clock=wall,interval=5",

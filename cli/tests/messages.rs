@@ -131,6 +131,8 @@ fn bad_include_and_exclude_globs_are_refused() {
         ("--include", "["),
         ("--exclude", "com.{a,b}.*"),
         ("--include", ""),
+        ("--include", "com..acme.*"),
+        ("--exclude", "a\u{1}b"),
     ] {
         let o = bci(&[
             "instrument",

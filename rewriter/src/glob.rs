@@ -20,19 +20,29 @@ impl Glob {
             pat: p.replace('.', "/").into_bytes(),
         }
     }
-    /// A class pattern given by a user (`--include`, `include=`): refused when it is empty or
-    /// uses syntax this matcher does not have (`[...]`, `{a,b}`), or a character no class
-    /// name contains (`;`), since it would otherwise silently match nothing.
+    /// A class pattern given by a user (`--include`, `include=`, a probe rule's `classes`):
+    /// refused when it is empty, uses syntax this matcher does not have (`[...]`, `{a,b}`),
+    /// or has something no class name has (`;`, a control character, an empty package level
+    /// such as `a..B`), since it would otherwise silently match nothing.
     pub fn check(p: &str) -> Result<(), String> {
         if p.is_empty() {
-            return Err("empty pattern matches no class".into());
+            return Err("an empty pattern matches no class name".into());
         }
         if let Some(c) = p.chars().find(|c| matches!(c, '[' | ']' | '{' | '}' | ';')) {
             return Err(format!(
                 "'{c}' is not supported (only * and ? are wildcards; no class name contains it)"
             ));
         }
-        Ok(())
+        if let Some(c) = p.chars().find(|c| c.is_control()) {
+            return Err(format!(
+                "control character U+{:04X}: no class name has one",
+                c as u32
+            ));
+        }
+        match empty_package_level(p) {
+            Some(why) => Err(why.into()),
+            None => Ok(()),
+        }
     }
     /// Whether the pattern may match some name that starts with `prefix` (conservative: its
     /// literal part before the first wildcard and `prefix` agree as far as both go).
@@ -75,6 +85,15 @@ impl Glob {
     }
 }
 
+/// Why a class-name glob can match no class, if it has an empty package level (`a..B`, `.a`,
+/// `a.`): [`Glob::check`], and tracing rules' class patterns.
+pub(crate) fn empty_package_level(p: &str) -> Option<&'static str> {
+    p.split(['.', '/']).any(str::is_empty).then_some(
+        "an empty package level ('..', or '.' at its start or end): a class pattern is a dotted \
+         name or glob, e.g. \"com.acme.*\"",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,7 +134,18 @@ mod tests {
     }
     #[test]
     fn check_refuses_patterns_that_match_nothing() {
-        for bad in ["", "[", "com.[ab].*", "com.{a,b}.*", "a;b"] {
+        for bad in [
+            "",
+            "[",
+            "com.[ab].*",
+            "com.{a,b}.*",
+            "a;b",
+            "com..acme.*",
+            ".Foo",
+            "com.acme.",
+            "com\u{1}.*",
+            "a\tb",
+        ] {
             assert!(Glob::check(bad).is_err(), "{bad:?}");
         }
         for good in ["*", "java.util.*", "a?c", "Outer$Inner", "bci/runtime/*"] {

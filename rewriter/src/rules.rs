@@ -218,15 +218,6 @@ pub fn utf8_text<'a>(src: &'a [u8], path: &str) -> Result<&'a str, RuleError> {
     })
 }
 
-/// Why a class-name glob of a rule can match no class, if it has an empty package level
-/// (`a..B`, `.a`, `a.`): probe rules' `classes` and tracing rules' class patterns alike.
-pub(crate) fn empty_package_level(p: &str) -> Option<&'static str> {
-    p.split(['.', '/']).any(str::is_empty).then_some(
-        "an empty package level ('..', or '.' at its start or end): a class pattern is a dotted \
-         name or glob, e.g. \"com.acme.*\"",
-    )
-}
-
 impl Rules {
     /// [`Rules::parse`] on a rule file's bytes as read (the agent's `rules=`, `bci rules check`,
     /// `bci instrument --rules`): bytes that are not UTF-8 are an error at the first invalid
@@ -344,15 +335,19 @@ impl Rules {
                 for v in list.get_ref().iter().filter(|_| key != "descriptors") {
                     let s = v.get_ref();
                     let what = if class { "class name" } else { "method name" };
-                    let why = if s.is_empty() {
+                    let why = if class {
+                        crate::Glob::check(s).err()
+                    } else if s.is_empty() {
                         Some(format!("an empty pattern matches no {what}"))
                     } else if let Some(c) = s.chars().find(|c| c.is_control()) {
                         Some(format!(
                             "control character U+{:04X}: no {what} has one",
                             c as u32
                         ))
+                    } else if let Some(c) = s.chars().find(|c| matches!(c, '.' | ';' | '[' | '/')) {
+                        Some(format!("'{c}': no method name has one (JVMS 4.2.2)"))
                     } else {
-                        empty_package_level(s).filter(|_| class).map(str::to_string)
+                        None
                     };
                     if let Some(why) = why {
                         return Err(err(

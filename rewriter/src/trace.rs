@@ -77,12 +77,24 @@ impl Pattern {
     /// glob has no empty package level (`a..B`, `.a`, `a.`), which no class name has.
     fn class(p: &str, what: &str) -> Result<Pattern, String> {
         let pat = Pattern::parse(p, what)?;
-        match crate::rules::empty_package_level(p) {
+        match crate::glob::empty_package_level(p) {
             Some(why) if matches!(pat, Pattern::Glob(_)) => {
                 Err(format!("bad {what} pattern {p:?}: {why}"))
             }
             _ => Ok(pat),
         }
+    }
+    /// [`Pattern::parse`] for `exclude_method` patterns (`method` has a check of its own, which
+    /// names the class to write): a glob has no '.', which no method name has (JVMS 4.2.2).
+    fn method(p: &str, what: &str) -> Result<Pattern, String> {
+        let pat = Pattern::parse(p, what)?;
+        if matches!(pat, Pattern::Glob(_)) && p.contains('.') {
+            return Err(format!(
+                "bad {what} pattern {p:?}: '.': no method name has one (JVMS 4.2.2; a regular \
+                 expression is written /.../)"
+            ));
+        }
+        Ok(pat)
     }
     pub fn matches(&self, s: &str) -> bool {
         match self {
@@ -495,6 +507,10 @@ impl TraceRule {
             Pattern::parse(v.get_ref(), what)
                 .map_err(|m| err(v.span().start, format!("{who}: {m}")))
         };
+        let mpat = |v: &Sp<String>, what: &str| {
+            Pattern::method(v.get_ref(), what)
+                .map_err(|m| err(v.span().start, format!("{who}: {m}")))
+        };
         let cpat = |v: &Sp<String>, what: &str| {
             Pattern::class(v.get_ref(), what)
                 .map_err(|m| err(v.span().start, format!("{who}: {m}")))
@@ -631,7 +647,7 @@ impl TraceRule {
             .exclude_method
             .iter()
             .flatten()
-            .map(|v| pat(v, "exclude_method"))
+            .map(|v| mpat(v, "exclude_method"))
             .collect::<Result<Vec<_>, _>>()?;
         let flag = |v: &Option<Sp<bool>>| v.as_ref().is_some_and(|b| *b.get_ref());
         let (count, time, trace) = (flag(&r.count), flag(&r.time), flag(&r.trace));

@@ -87,6 +87,10 @@ const CASES: &[(&str, &str)] = &[
             "t.toml:4:10: rule \"r\": bad method pattern \"a\\tb\": control character U+0009: no name has one",
         ),
         (
+            "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\nexclude_method = [\"Foo.bar\"]\ncount = true\n",
+            "t.toml:4:19: rule \"r\": bad exclude_method pattern \"Foo.bar\": '.': no method name has one (JVMS 4.2.2; a regular expression is written /.../)",
+        ),
+        (
             "[[rule]]\nname = \"r\"\nclass = \"com..acme.*\"\ncount = true\n",
             "t.toml:3:9: rule \"r\": bad class pattern \"com..acme.*\": an empty package level ('..', or '.' at its start or end): a class pattern is a dotted name or glob, e.g. \"com.acme.*\"",
         ),
@@ -121,6 +125,14 @@ const CASES: &[(&str, &str)] = &[
         (
             "[[rule]]\nclasses = [\"a\\u0001\"]\nprobes = [\"enter\"]\n",
             "t.toml:2:12: bad pattern \"a\\u{1}\" in `classes`: control character U+0001: no class name has one",
+        ),
+        (
+            "[[rule]]\nclasses = [\"com.[ab].*\"]\nprobes = [\"enter\"]\n",
+            "t.toml:2:12: bad pattern \"com.[ab].*\" in `classes`: '[' is not supported (only * and ? are wildcards; no class name contains it)",
+        ),
+        (
+            "[[rule]]\nclasses = [\"*\"]\nmethods = [\"Foo.bar\"]\nprobes = [\"enter\"]\n",
+            "t.toml:3:12: bad pattern \"Foo.bar\" in `methods`: '.': no method name has one (JVMS 4.2.2)",
         ),
         (
             "[[rule]]\nexclude_classes = [\"com..gen.*\"]\nprobes = [\"enter\"]\n",
