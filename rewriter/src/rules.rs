@@ -344,10 +344,10 @@ impl Rules {
                             "control character U+{:04X}: no {what} has one",
                             c as u32
                         ))
-                    } else if let Some(c) = s.chars().find(|c| matches!(c, '.' | ';' | '[' | '/')) {
-                        Some(format!("'{c}': no method name has one (JVMS 4.2.2)"))
                     } else {
-                        None
+                        s.chars()
+                            .find(|c| matches!(c, '.' | ';' | '[' | '/'))
+                            .map(|c| format!("'{c}': no method name has one (JVMS 4.2.2)"))
                     };
                     if let Some(why) = why {
                         return Err(err(
