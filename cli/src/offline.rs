@@ -328,7 +328,8 @@ pub fn report(data: &Path, options: &str) -> Result<String, String> {
     o.depth = rec.depth;
     o.interval_ms = rec.interval_ms;
     if o.format == bciagent::options::Format::Collapsed && report::reaches_depth(&snap, rec.depth) {
-        // the agent records whole stacks for collapsed output; the runtime jar records what
+        // the agent records stacks up to MAX_DEPTH frames for collapsed output (depth= not
+        // given; deeper calls are folded into their top frames); the runtime jar records what
         // -Dbci.depth said, for whatever report comes later: a call path that reached that
         // many frames had its deeper calls recorded under their top frames only
         let rerun = if rec.depth < bciagent::options::MAX_DEPTH {
