@@ -356,16 +356,18 @@ impl OutFile {
                 w.get_ref().sync_data()?;
                 std::fs::rename(&tmp, &p)
             });
+            if self.snapshots == 0 {
+                // an earlier run's snapshots <path>.1, <path>.2, … would be taken for this
+                // run's (warned at start): they go at this run's first snapshot, written (its
+                // <path>.1 was just replaced) or not
+                let replaced = usize::from(written.is_ok());
+                for q in self.old_snapshots().iter().skip(replaced) {
+                    let _ = std::fs::remove_file(q);
+                }
+            }
             if let Err(e) = written {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(format!("{}; this snapshot is not written", err(&p, e)));
-            }
-            if self.snapshots == 0 {
-                // an earlier run's snapshots <path>.2, <path>.3, … (its <path>.1 was just
-                // replaced) would be taken for this run's (warned at start)
-                for q in self.old_snapshots().iter().skip(1) {
-                    let _ = std::fs::remove_file(q);
-                }
             }
             self.dumps += 1;
             self.snapshots += 1;

@@ -772,6 +772,11 @@ fn a_failed_collapsed_snapshot_leaves_no_torn_file() {
     let dir = tmp("collapsedfull");
     compile(&dir, "Deep", DEEP, &[]);
     let f = dir.join("d.col");
+    // an earlier run's snapshots, which the start warns will go at this run's first snapshot:
+    // they go although it fails (before, they stayed, taken for this run's)
+    for n in [1, 2] {
+        std::fs::write(format!("{}.{n}", f.display()), "Old.run 7\n").unwrap();
+    }
     let o = Command::new("bash")
         .arg("-c")
         .arg(format!(
@@ -792,6 +797,8 @@ fn a_failed_collapsed_snapshot_leaves_no_torn_file() {
         err.contains(&format!("bciagent: cannot write {snap}: ")),
         "{err}"
     );
+    let old2 = format!("{}.2", f.display());
+    assert!(!Path::new(&old2).exists(), "{old2} left: {err}");
     assert!(
         !Path::new(&snap).exists(),
         "{} bytes left: {err}",
