@@ -1126,3 +1126,66 @@ fn merge_says_when_classes_hold_neither_build() {
     }
     let _ = std::fs::remove_dir_all(&work);
 }
+
+/// A record's hand-written accessor, which compiles to the generated one's three instructions
+/// (`aload_0; getfield; ireturn`), is the program's code and is reported (it was filtered as a
+/// generated record member, so its line and method were in no count: hunt Q); the generated
+/// accessors, on the record header's line, stay filtered.
+#[test]
+fn a_hand_written_record_accessor_is_reported() {
+    let work = fresh_work("recordaccessor");
+    let classes = work.join("classes");
+    let src = "public class R {\n\
+               \x20   record P(int x,\n\
+               \x20            int y) {\n\
+               \x20       public int x() {\n\
+               \x20           return x;\n\
+               \x20       }\n\
+               \x20   }\n\
+               \x20   public static void main(String[] a) {\n\
+               \x20       P p = new P(1, 2);\n\
+               \x20       System.out.println(p.x() + p.x() + p.y());\n\
+               \x20   }\n\
+               }\n";
+    javac_into(&work, &classes, &[("R.java", src)]);
+    let (inst, rt, data, info) = (
+        work.join("inst"),
+        work.join("bci-runtime.jar"),
+        work.join("r.cov"),
+        work.join("r.info"),
+    );
+    let (code, out, err) = run_bci(&[os("instrument"), os("--coverage"), os(&classes), os(&inst)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = run_bci(&[os("runtime-jar"), os(&rt)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let run = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg("R")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "4\n");
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(&classes),
+        os("--lcov"),
+        os(&info),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let lcov = std::fs::read_to_string(&info).unwrap();
+    let has = |l: &str| lcov.lines().any(|x| x == l);
+    assert!(
+        has("FN:5,R$P.x()I") && has("FNDA:2,R$P.x()I") && has("DA:5,2"),
+        "{lcov}"
+    );
+    // the generated accessor y() and the canonical constructor are on the header's line 2
+    assert!(!lcov.contains("R$P.y()I") && has("DA:2,1"), "{lcov}");
+}

@@ -259,7 +259,7 @@ fn filter(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> Op
         };
         let this = cf.name().ok()?;
         if cf.super_name().ok().flatten().as_deref() == Some("java/lang/Record")
-            && record_member(cf, code.code, insns, &this, name, desc)
+            && record_member(cf, code, insns, &this, name, desc)
         {
             return Some("record member");
         }
@@ -278,16 +278,17 @@ fn filter(cf: &ClassFile<'_>, m: &bci::Member<'_>, name: &str, desc: &str) -> Op
 
 /// A record's `toString`/`hashCode`/`equals` that javac generates (an invokedynamic of that
 /// name, bootstrapped by `java/lang/runtime/ObjectMethods`), or an accessor that only returns
-/// the field of its name.
+/// the field of its name on the record header's line ([`on_header_line`]).
 fn record_member(
     cf: &ClassFile<'_>,
-    code: &[u8],
+    code_attr: &bci::CodeAttr<'_>,
     insns: &[bci::code::Insn],
     this: &str,
     name: &str,
     desc: &str,
 ) -> bool {
     use bci::opcodes::op;
+    let code = code_attr.code;
     let ops: Vec<u8> = insns.iter().map(|i| i.opcode).collect();
     let indy = |k: usize| -> bool {
         insns
@@ -318,8 +319,32 @@ fn record_member(
                     .cp_index(code)
                     .and_then(|c| cf.cp.member_ref(c).ok())
                     .is_some_and(|r| r.class == this && r.name == name)
+                && on_header_line(cf, code_attr)
         }
     }
+}
+
+/// Whether a record's accessor is on the record header's line, as javac puts the members it
+/// generates: the smallest line of the class's code (a hand-written accessor, which compiles
+/// to the same three instructions, is on lines of its own below it, and is reported). Without
+/// line numbers (`-g:none`) the shape alone decides.
+fn on_header_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> bool {
+    let first = |c: &bci::CodeAttr<'_>| {
+        super::line_table(cf, c)
+            .ok()
+            .and_then(|t| t.iter().map(|&(_, l)| l).min())
+    };
+    let Some(line) = first(code) else {
+        return true;
+    };
+    let header = cf
+        .methods
+        .iter()
+        .filter_map(|m| cf.find_attr(&m.attributes, "Code"))
+        .filter_map(|(_, a)| bci::CodeAttr::parse(cf, a).ok())
+        .filter_map(|c| first(&c))
+        .min();
+    header.is_none_or(|h| line == h)
 }
 
 /// The class of the bootstrap method `index` of the BootstrapMethods attribute (through its
