@@ -210,6 +210,46 @@ fn classes_left_out_by_the_filters_are_not_called_absent() {
 /// with them) is named by the report as one that could take no counters, in no count, not
 /// reported as never run (LCOV FNDA:0, CSV missed, no note; found by the new-user hunt): the
 /// report plans the class as the instrumenter did.
+/// Covers `classes` offline (`bci instrument --coverage` into `work/inst`, with the runtime
+/// jar), runs `main` with them (its stdout must be `stdout`) and reports the data as LCOV.
+/// Returns the instrumenter's stderr, the report's stdout and the LCOV text.
+fn offline_lcov(work: &Path, classes: &Path, main: &str, stdout: &str) -> (String, String, String) {
+    let (inst, rt, data, info) = (
+        work.join("inst"),
+        work.join("bci-runtime.jar"),
+        work.join("run.cov"),
+        work.join("run.info"),
+    );
+    let (code, out, inst_err) =
+        run_bci(&[os("instrument"), os("--coverage"), os(classes), os(&inst)]);
+    assert_eq!(code, Some(0), "{out}{inst_err}");
+    let (code, out, err) = run_bci(&[os("runtime-jar"), os(&rt)]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let run = Command::new(common::java_home().join("bin/java"))
+        .arg(format!("-Dbci.covfile={}", data.display()))
+        .arg("-cp")
+        .arg(format!("{}:{}", inst.display(), rt.display()))
+        .arg(main)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&run.stdout), stdout);
+    let (code, out, err) = run_bci(&[
+        os("report"),
+        os(&data),
+        os("--classes"),
+        os(classes),
+        os("--lcov"),
+        os(&info),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    (inst_err, out, std::fs::read_to_string(&info).unwrap())
+}
+
 #[test]
 fn a_method_too_big_for_counters_is_named_not_missed() {
     let work = fresh_work("too-big");
@@ -222,44 +262,13 @@ fn a_method_too_big_for_counters_is_named_not_missed() {
     src.push_str("        return v;\n    }\n");
     src.push_str("    public static void main(String[] a) { System.out.println(f(3)); }\n}\n");
     javac_into(&work, &classes, &[("b/Big.java", &src)]);
-    let (inst, rt, data, info) = (
-        work.join("inst"),
-        work.join("bci-runtime.jar"),
-        work.join("big.cov"),
-        work.join("big.info"),
-    );
-    let (code, out, err) = run_bci(&[os("instrument"), os("--coverage"), os(&classes), os(&inst)]);
-    assert_eq!(code, Some(0), "{out}{err}");
+    let (err, out, lcov) = offline_lcov(&work, &classes, "b.Big", "3\n");
     assert!(
         err.contains("bci: b/Big.f(I)I: left without counters: ")
             && err.contains("(limit 65535)")
             && err.matches("b/Big.f(I)I").count() == 1,
         "{err}"
     );
-    let (code, out, err) = run_bci(&[os("runtime-jar"), os(&rt)]);
-    assert_eq!(code, Some(0), "{out}{err}");
-    let run = Command::new(common::java_home().join("bin/java"))
-        .arg(format!("-Dbci.covfile={}", data.display()))
-        .arg("-cp")
-        .arg(format!("{}:{}", inst.display(), rt.display()))
-        .arg("b.Big")
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&run.stdout), "3\n");
-    let (code, out, err) = run_bci(&[
-        os("report"),
-        os(&data),
-        os("--classes"),
-        os(&classes),
-        os("--lcov"),
-        os(&info),
-    ]);
-    assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains("note: 1 method could take no counters and is in no count")
             && out
@@ -268,7 +277,6 @@ fn a_method_too_big_for_counters_is_named_not_missed() {
                     && l.ends_with("(limit 65535)")),
         "{out}"
     );
-    let lcov = std::fs::read_to_string(&info).unwrap();
     let fnda: Vec<&str> = lcov.lines().filter(|l| l.starts_with("FNDA:")).collect();
     assert!(
         !fnda
@@ -1148,39 +1156,7 @@ fn a_hand_written_record_accessor_is_reported() {
                \x20   }\n\
                }\n";
     javac_into(&work, &classes, &[("R.java", src)]);
-    let (inst, rt, data, info) = (
-        work.join("inst"),
-        work.join("bci-runtime.jar"),
-        work.join("r.cov"),
-        work.join("r.info"),
-    );
-    let (code, out, err) = run_bci(&[os("instrument"), os("--coverage"), os(&classes), os(&inst)]);
-    assert_eq!(code, Some(0), "{out}{err}");
-    let (code, out, err) = run_bci(&[os("runtime-jar"), os(&rt)]);
-    assert_eq!(code, Some(0), "{out}{err}");
-    let run = Command::new(common::java_home().join("bin/java"))
-        .arg(format!("-Dbci.covfile={}", data.display()))
-        .arg("-cp")
-        .arg(format!("{}:{}", inst.display(), rt.display()))
-        .arg("R")
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&run.stdout), "4\n");
-    let (code, out, err) = run_bci(&[
-        os("report"),
-        os(&data),
-        os("--classes"),
-        os(&classes),
-        os("--lcov"),
-        os(&info),
-    ]);
-    assert_eq!(code, Some(0), "{out}{err}");
-    let lcov = std::fs::read_to_string(&info).unwrap();
+    let (_, _, lcov) = offline_lcov(&work, &classes, "R", "4\n");
     let has = |l: &str| lcov.lines().any(|x| x == l);
     assert!(
         has("FN:5,R$P.x()I") && has("FNDA:2,R$P.x()I") && has("DA:5,2"),
