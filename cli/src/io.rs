@@ -341,6 +341,58 @@ pub fn is_signature_file(name: &str) -> bool {
             .any(|x| up.ends_with(x) && up.len() > x.len())
 }
 
+/// The entries of the main section's `Class-Path` attribute of a manifest (continuation lines
+/// joined; separated by spaces), in order; none when it has none.
+pub fn manifest_class_path(mf: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(mf);
+    // the main section's logical lines: physical lines (\r\n, \n or \r) up to the first empty
+    // one, a line starting with a space continuing the one before
+    let mut logical: Vec<String> = Vec::new();
+    for line in text.replace("\r\n", "\n").split(['\n', '\r']) {
+        if line.is_empty() {
+            break;
+        }
+        match (line.strip_prefix(' '), logical.last_mut()) {
+            (Some(more), Some(last)) => last.push_str(more),
+            _ => logical.push(line.to_string()),
+        }
+    }
+    logical
+        .iter()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("Class-Path")
+                .then(|| v.to_string())
+        })
+        .map(|v| {
+            v.split(' ')
+                .filter(|e| !e.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `Class-Path` entries of a jar's manifest ([`manifest_class_path`]); none when it has no
+/// manifest or cannot be read.
+pub fn jar_class_path(jar: &Path) -> Vec<String> {
+    let Ok(f) = std::fs::File::open(jar) else {
+        return Vec::new();
+    };
+    let Ok(mut z) = zip::ZipArchive::new(f) else {
+        return Vec::new();
+    };
+    let Ok(mut e) = z.by_name("META-INF/MANIFEST.MF") else {
+        return Vec::new();
+    };
+    let mut b = Vec::new();
+    if e.read_to_end(&mut b).is_err() {
+        return Vec::new();
+    }
+    manifest_class_path(&b)
+}
+
 /// The manifest without per-entry digests (`*-Digest` attributes of the individual sections;
 /// sections that had digests and are left with only their `Name` go). The main section and every other byte, line ends
 /// and continuation lines included, stay as they were.
@@ -1535,6 +1587,26 @@ mod tests {
         ] {
             assert_eq!(release_of(n), None, "{n}");
         }
+    }
+
+    #[test]
+    fn manifest_class_path_joins_continuation_lines_of_the_main_section() {
+        let mf = b"Manifest-Version: 1.0\r\nClass-Path: /usr/share/java/jackson-annotations.jar /usr/sh\r\n are/java/jackson-core.jar\r\n\r\nName: a/B.class\r\nClass-Path: x.jar\r\n";
+        assert_eq!(
+            manifest_class_path(mf),
+            [
+                "/usr/share/java/jackson-annotations.jar",
+                "/usr/share/java/jackson-core.jar"
+            ]
+        );
+        assert!(
+            manifest_class_path(b"Manifest-Version: 1.0\n\nName: a\nClass-Path: x.jar\n")
+                .is_empty()
+        );
+        assert_eq!(
+            manifest_class_path(b"class-path:  lib/a.jar  b.jar\n"),
+            ["lib/a.jar", "b.jar"]
+        );
     }
 
     #[test]

@@ -765,6 +765,22 @@ fn main() -> ExitCode {
                     if marked == 1 { "is" } else { "are" }
                 );
             }
+            if rewritten > 0 && io::is_archive(&output) {
+                // the JVM opens a jar's Class-Path jars after it: classes found there load
+                // as they are in those jars (hunt Y: Debian's jackson-databind.jar names
+                // /usr/share/java/jackson-core.jar, so its instrumented copy ran the original)
+                let cp = io::jar_class_path(&output);
+                if !cp.is_empty() {
+                    eprintln!(
+                        "bci: {}: its manifest's Class-Path names {}: the JVM loads the classes \
+                         of those jars from there, as they are, unless the same classes come \
+                         earlier on the class path (instrument those jars too and put them \
+                         before this one on -cp)",
+                        output.display(),
+                        cp.join(" ")
+                    );
+                }
+            }
             if strict && failed + other_kind + methods_left > 0 {
                 ExitCode::from(1)
             } else {

@@ -1147,3 +1147,56 @@ fn methods_of_a_class_left_original_are_not_counted() {
         "{all}"
     );
 }
+
+/// A jar whose manifest has a `Class-Path` is named with its entries when instrumented: the
+/// JVM loads the classes of those jars from there, uninstrumented, unless they come earlier
+/// on the class path (hunt Y: Debian's jackson-databind.jar names /usr/share/java's
+/// jackson-core.jar, so the recipe's run covered none of jackson-core, and nothing said so).
+#[test]
+fn a_manifest_class_path_is_named_when_instrumenting() {
+    let d = work("classpath-manifest");
+    let classes = some_classes(&d);
+    let mf = classes.join("META-INF/MANIFEST.MF");
+    std::fs::create_dir_all(mf.parent().unwrap()).unwrap();
+    std::fs::write(
+        &mf,
+        "Manifest-Version: 1.0\r\nClass-Path: /usr/share/java/jackson-core.jar lib/jackson-ann\r\n otations.jar\r\n\r\n",
+    )
+    .unwrap();
+    for mode in [&["--coverage"][..], &[][..]] {
+        let jar = d.join("out.jar");
+        let mut args = vec!["instrument"];
+        args.extend(mode);
+        args.extend([classes.to_str().unwrap(), jar.to_str().unwrap()]);
+        let o = bci(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!(
+                "bci: {}: its manifest's Class-Path names /usr/share/java/jackson-core.jar \
+                 lib/jackson-annotations.jar: the JVM loads the classes of those jars from there",
+                jar.display()
+            )),
+            "{mode:?}: {err}"
+        );
+    }
+    // none for a directory (the JVM reads no Class-Path of a directory's manifest), nor
+    // without a Class-Path
+    let dir = d.join("out-dir");
+    let o = bci(&[
+        "instrument",
+        classes.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("Class-Path"), "{}", text(&o));
+    std::fs::write(&mf, "Manifest-Version: 1.0\r\n\r\n").unwrap();
+    let jar = d.join("plain.jar");
+    let o = bci(&[
+        "instrument",
+        classes.to_str().unwrap(),
+        jar.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("Class-Path"), "{}", text(&o));
+}
