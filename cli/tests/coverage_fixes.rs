@@ -212,7 +212,7 @@ fn classes_left_out_by_the_filters_are_not_called_absent() {
 /// report plans the class as the instrumenter did.
 /// Covers `classes` offline (`bci instrument --coverage` into `work/inst`, with the runtime
 /// jar), runs `main` with them (its stdout must be `stdout`) and reports the data as LCOV.
-/// Returns the instrumenter's stderr, the report's stdout and the LCOV text.
+/// Returns the instrumenter's stderr, the report's stdout and stderr, and the LCOV text.
 fn offline_lcov(work: &Path, classes: &Path, main: &str, stdout: &str) -> (String, String, String) {
     let (inst, rt, data, info) = (
         work.join("inst"),
@@ -247,7 +247,11 @@ fn offline_lcov(work: &Path, classes: &Path, main: &str, stdout: &str) -> (Strin
         os(&info),
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
-    (inst_err, out, std::fs::read_to_string(&info).unwrap())
+    (
+        inst_err,
+        format!("{out}{err}"),
+        std::fs::read_to_string(&info).unwrap(),
+    )
 }
 
 #[test]
@@ -1164,4 +1168,53 @@ fn a_hand_written_record_accessor_is_reported() {
     );
     // the generated accessor y() and the canonical constructor are on the header's line 2
     assert!(!lcov.contains("R$P.y()I") && has("DA:2,1"), "{lcov}");
+}
+
+/// A synthetic class is left out of every count, as JaCoCo leaves javac's (an enum switch's
+/// `$SwitchMap$` holder); when a method of one other than its `<clinit>` ran, the report says
+/// so and names it (Groovy keeps a trait's methods in a synthetic `…$Trait$Helper`: they were
+/// in no count, and nothing said so: hunt Y). The switch-map holder, whose code is its
+/// `<clinit>`, is not named.
+#[test]
+fn a_synthetic_class_that_ran_is_named() {
+    let work = fresh_work("synthetic-ran");
+    let classes = work.join("classes");
+    let src = "public class S {\n\
+               \x20   enum E { A, B }\n\
+               \x20   static int pick(E e) {\n\
+               \x20       switch (e) { case A: return 1; default: return 2; }\n\
+               \x20   }\n\
+               \x20   public static void main(String[] a) {\n\
+               \x20       System.out.println(Helper.greet() + pick(E.B));\n\
+               \x20   }\n\
+               }\n\
+               class Helper {\n\
+               \x20   static String greet() { return \"hi\"; }\n\
+               }\n";
+    javac_into(&work, &classes, &[("S.java", src)]);
+    // Helper made synthetic, as Groovy makes a trait's helper class
+    let helper = classes.join("Helper.class");
+    let mut b = std::fs::read(&helper).unwrap();
+    let at = bci::ClassFile::parse(&b).unwrap().header_end;
+    let flags = u16::from_be_bytes([b[at], b[at + 1]]) | 0x1000;
+    b[at..at + 2].copy_from_slice(&flags.to_be_bytes());
+    std::fs::write(&helper, b).unwrap();
+    assert!(
+        classes.join("S$1.class").exists(),
+        "javac's switch-map holder"
+    );
+    let (_, out, lcov) = offline_lcov(&work, &classes, "S", "hi2\n");
+    assert!(
+        out.contains(
+            "bci: note: 1 synthetic class ran and is in no count (compiler-generated classes \
+             are left out, as JaCoCo leaves them; Groovy keeps a trait's methods in one, \
+             `…$Trait$Helper`): Helper"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("S$1"), "{out}");
+    assert!(
+        !lcov.contains("Helper") && lcov.contains("FNDA:1,S.main"),
+        "{lcov}"
+    );
 }

@@ -134,6 +134,9 @@ pub struct Report {
     /// ([`bci_rewriter::coverage::MAX_COUNTERS`]): never instrumented, so never run as far as
     /// the data knows (internal name, counters), sorted.
     pub too_big: Vec<(String, u32)>,
+    /// Synthetic classes (left out, as JaCoCo leaves them) with a method other than
+    /// `<clinit>` that ran ([`Class::synthetic_ran`]): named in a note.
+    pub synthetic_ran: Vec<String>,
     /// Classes without data that `bci instrument --coverage` (and the agent) leave original
     /// for another class-level reason (no room in the constant pool or the method table for
     /// what the counters add): (internal name, why), sorted; they show as not run.
@@ -530,6 +533,7 @@ impl Report {
             notes: Vec::new(),
             with_data: 0,
             too_big: Vec::new(),
+            synthetic_ran: Vec::new(),
             uncovered: Vec::new(),
             not_found: Vec::new(),
             sources: a.sources.to_vec(),
@@ -839,7 +843,12 @@ impl Report {
                         }
                         r.classes.push(named(c));
                     }
-                    Ok(_) => continue,
+                    Ok(c) => {
+                        if c.synthetic_ran {
+                            r.synthetic_ran.push(shown.clone());
+                        }
+                        continue;
+                    }
                     Err(e) => {
                         r.errors.push(format!("{root}: {shown}: {e}"));
                         continue;
@@ -1349,6 +1358,27 @@ pub fn run(a: &Args<'_>) -> Result<(String, bool), String> {
     }
     for (opt, f) in staged {
         f.commit().map_err(|e| format!("{opt} {e}"))?;
+    }
+    let synthetic = &r.synthetic_ran;
+    if !synthetic.is_empty() {
+        let mut names: Vec<&str> = synthetic.iter().take(5).map(String::as_str).collect();
+        let more = format!("and {} more", synthetic.len().saturating_sub(5));
+        if synthetic.len() > 5 {
+            names.push(&more);
+        }
+        progress.line(&format!(
+            "bci: note: {} synthetic {} ran and {} in no count (compiler-generated classes are \
+             left out, as JaCoCo leaves them; Groovy keeps a trait's methods in one, \
+             `…$Trait$Helper`): {}",
+            synthetic.len(),
+            if synthetic.len() == 1 {
+                "class"
+            } else {
+                "classes"
+            },
+            if synthetic.len() == 1 { "is" } else { "are" },
+            names.join(", ")
+        ));
     }
     if let Some(p) = a.lcov {
         let left = lcov::without_lines(&r.classes);

@@ -157,6 +157,10 @@ pub struct Class {
     /// 64 KiB, a HotSpot intrinsic …): (name, descriptor, why). Neither covered nor missed: their share of the
     /// class is unknown, so a report names them.
     pub not_analysed: Vec<(String, String, String)>,
+    /// A synthetic class (left out whole, as JaCoCo leaves them) with a method other than
+    /// `<clinit>` that ran: code of the program may be in it (Groovy keeps a trait's methods in
+    /// a synthetic `…$Trait$Helper`), which a report names.
+    pub synthetic_ran: bool,
 }
 
 fn has_generated_annotation(cf: &ClassFile<'_>, attrs: &[bci::Attribute<'_>]) -> bool {
@@ -424,6 +428,7 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
                 _ => None,
             })
             .collect(),
+        synthetic_ran: false,
     };
     if let Some(c) = counts {
         if c.len() != plan.counters as usize {
@@ -450,6 +455,11 @@ pub fn analyze_plan(bytes: &[u8], plan: &ClassCoverage, counts: Option<&[u64]>) 
             filter(&cf, member, &m.name, &m.desc)
         };
         if let Some(why) = why {
+            // a synthetic class's methods that ran (not javac's $SwitchMap$ holder, whose
+            // only code is its <clinit>)
+            class.synthetic_ran |= why == "synthetic class"
+                && m.name != "<clinit>"
+                && counts.is_some_and(|c| super::method_counts(m, c).iter().any(|&n| n > 0));
             class.filtered.push((m.name.clone(), m.desc.clone(), why));
             continue;
         }
