@@ -342,7 +342,7 @@ pub fn is_signature_file(name: &str) -> bool {
 }
 
 /// The entries of the main section's `Class-Path` attribute of a manifest (continuation lines
-/// joined; separated by spaces), in order; none when it has none.
+/// joined; separated by whitespace), in order; none when it has none.
 pub fn manifest_class_path(mf: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(mf);
     // the main section's logical lines: physical lines (\r\n, \n or \r) up to the first empty
@@ -365,12 +365,8 @@ pub fn manifest_class_path(mf: &[u8]) -> Vec<String> {
                 .eq_ignore_ascii_case("Class-Path")
                 .then(|| v.to_string())
         })
-        .map(|v| {
-            v.split(' ')
-                .filter(|e| !e.is_empty())
-                .map(String::from)
-                .collect()
-        })
+        // separated by spaces (the JVM's URLClassPath takes any whitespace)
+        .map(|v| v.split_whitespace().map(String::from).collect())
         .unwrap_or_default()
 }
 
@@ -1604,8 +1600,8 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(
-            manifest_class_path(b"class-path:  lib/a.jar  b.jar\n"),
-            ["lib/a.jar", "b.jar"]
+            manifest_class_path(b"class-path:  lib/a.jar  b.jar\tc.jar\n"),
+            ["lib/a.jar", "b.jar", "c.jar"]
         );
     }
 

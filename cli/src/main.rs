@@ -771,13 +771,30 @@ fn main() -> ExitCode {
                 // /usr/share/java/jackson-core.jar, so its instrumented copy ran the original)
                 let cp = io::jar_class_path(&output);
                 if !cp.is_empty() {
+                    // entries are URLs relative to the jar's own directory (the output's, not
+                    // the input's): a relative one the input had beside it may be missing here
+                    let dir = output.parent().unwrap_or(std::path::Path::new("."));
+                    let missing: Vec<String> = cp
+                        .iter()
+                        .map(|e| dir.join(e.strip_prefix("file:").unwrap_or(e)))
+                        .filter(|p| !p.exists())
+                        .map(|p| p.display().to_string())
+                        .collect();
                     eprintln!(
-                        "bci: {}: its manifest's Class-Path names {}: the JVM loads the classes \
-                         of those jars from there, as they are, unless the same classes come \
-                         earlier on the class path (instrument those jars too and put them \
-                         before this one on -cp)",
+                        "bci: {}: its manifest's Class-Path names {} (relative ones \
+                         from the jar's directory): the JVM loads the classes of those jars from there, as \
+                         they are, unless the same classes come earlier on the class path \
+                         (instrument those jars too and put them before this one on -cp){}",
                         output.display(),
-                        cp.join(" ")
+                        cp.join(" "),
+                        if missing.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "; not there: {} (the classes in it will not be found)",
+                                missing.join(", ")
+                            )
+                        }
                     );
                 }
             }

@@ -1141,8 +1141,9 @@ fn merge_says_when_classes_hold_neither_build() {
 
 /// A record's hand-written accessor, which compiles to the generated one's three instructions
 /// (`aload_0; getfield; ireturn`), is the program's code and is reported (it was filtered as a
-/// generated record member, so its line and method were in no count: hunt Q); the generated
-/// accessors, on the record header's line, stay filtered.
+/// generated record member, so its line and method were in no count: hunt Q), also when no
+/// member of its record is generated (hunt K); the generated accessors, on the record header's
+/// line, stay filtered.
 #[test]
 fn a_hand_written_record_accessor_is_reported() {
     let work = fresh_work("recordaccessor");
@@ -1154,13 +1155,25 @@ fn a_hand_written_record_accessor_is_reported() {
                \x20           return x;\n\
                \x20       }\n\
                \x20   }\n\
+               \x20   record M(long c) {\n\
+               \x20       public long c() {\n\
+               \x20           return c;\n\
+               \x20       }\n\
+               \x20       M {\n\
+               \x20           if (c < 0) throw new IllegalArgumentException();\n\
+               \x20       }\n\
+               \x20       public String toString() { return c + \"c\"; }\n\
+               \x20       public boolean equals(Object o) { return o == this; }\n\
+               \x20       public int hashCode() { return 1; }\n\
+               \x20   }\n\
                \x20   public static void main(String[] a) {\n\
                \x20       P p = new P(1, 2);\n\
-               \x20       System.out.println(p.x() + p.x() + p.y());\n\
+               \x20       M m = new M(5);\n\
+               \x20       System.out.println(p.x() + p.x() + p.y() + m.c() + m.c());\n\
                \x20   }\n\
                }\n";
     javac_into(&work, &classes, &[("R.java", src)]);
-    let (_, _, lcov) = offline_lcov(&work, &classes, "R", "4\n");
+    let (_, _, lcov) = offline_lcov(&work, &classes, "R", "14\n");
     let has = |l: &str| lcov.lines().any(|x| x == l);
     assert!(
         has("FN:5,R$P.x()I") && has("FNDA:2,R$P.x()I") && has("DA:5,2"),
@@ -1168,6 +1181,12 @@ fn a_hand_written_record_accessor_is_reported() {
     );
     // the generated accessor y() and the canonical constructor are on the header's line 2
     assert!(!lcov.contains("R$P.y()I") && has("DA:2,1"), "{lcov}");
+    // a record whose every other member is written out (no member javac generated says where
+    // its header is): its accessor on lines of its own is reported too (hunt K)
+    assert!(
+        has("FN:10,R$M.c()J") && has("FNDA:2,R$M.c()J") && has("DA:10,2"),
+        "{lcov}"
+    );
 }
 
 /// A synthetic class is left out of every count, as JaCoCo leaves javac's (an enum switch's

@@ -1158,9 +1158,17 @@ fn a_manifest_class_path_is_named_when_instrumenting() {
     let classes = some_classes(&d);
     let mf = classes.join("META-INF/MANIFEST.MF");
     std::fs::create_dir_all(mf.parent().unwrap()).unwrap();
+    // an absolute entry that is there (as /usr/share/java/jackson-core.jar is), and relative
+    // ones that are not there beside the output jar
+    let core = d.join("abs/core.jar");
+    std::fs::create_dir_all(core.parent().unwrap()).unwrap();
+    std::fs::write(&core, b"").unwrap();
+    let (a, b) = core.to_str().unwrap().split_at(20);
     std::fs::write(
         &mf,
-        "Manifest-Version: 1.0\r\nClass-Path: /usr/share/java/jackson-core.jar lib/jackson-ann\r\n otations.jar\r\n\r\n",
+        format!(
+            "Manifest-Version: 1.0\r\nClass-Path: {a}\r\n {b} lib/jackson-ann\r\n otations.jar\tdep.jar\r\n\r\n"
+        ),
     )
     .unwrap();
     for mode in [&["--coverage"][..], &[][..]] {
@@ -1173,9 +1181,15 @@ fn a_manifest_class_path_is_named_when_instrumenting() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
             err.contains(&format!(
-                "bci: {}: its manifest's Class-Path names /usr/share/java/jackson-core.jar \
-                 lib/jackson-annotations.jar: the JVM loads the classes of those jars from there",
-                jar.display()
+                "bci: {}: its manifest's Class-Path names {} lib/jackson-annotations.jar \
+                 dep.jar (relative ones from the jar's directory): the JVM loads the classes of those \
+                 jars from there",
+                jar.display(),
+                core.display()
+            )) && err.contains(&format!(
+                "; not there: {}, {} (the classes in it will not be found)",
+                d.join("lib/jackson-annotations.jar").display(),
+                d.join("dep.jar").display()
             )),
             "{mode:?}: {err}"
         );

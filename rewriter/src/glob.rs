@@ -33,6 +33,9 @@ impl Glob {
                 "'{c}' is not supported (only * and ? are wildcards; no class name contains it)"
             ));
         }
+        if p.starts_with(char::is_whitespace) || p.ends_with(char::is_whitespace) {
+            return Err("a space at its start or end: no class name has one".into());
+        }
         if let Some(c) = p.chars().find(|c| c.is_control()) {
             return Err(format!(
                 "control character U+{:04X}: no class name has one",
@@ -145,6 +148,8 @@ mod tests {
             "com.acme.",
             "com\u{1}.*",
             "a\tb",
+            " com.acme.*",
+            "com.acme.* ",
         ] {
             assert!(Glob::check(bad).is_err(), "{bad:?}");
         }

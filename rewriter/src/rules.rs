@@ -344,10 +344,25 @@ impl Rules {
                             "control character U+{:04X}: no {what} has one",
                             c as u32
                         ))
+                    } else if let Some(c) = s.chars().find(|c| matches!(c, ']' | '{' | '}')) {
+                        Some(format!(
+                            "'{c}' is not supported (only * and ? are wildcards; no method name \
+                             contains it)"
+                        ))
                     } else {
+                        // '<' and '>' only in <init> and <clinit>
+                        let special = s == "<init>" || s == "<clinit>";
                         s.chars()
-                            .find(|c| matches!(c, '.' | ';' | '[' | '/'))
-                            .map(|c| format!("'{c}': no method name has one (JVMS 4.2.2)"))
+                            .find(|&c| {
+                                matches!(c, '.' | ';' | '[' | '/')
+                                    || (!special && matches!(c, '<' | '>'))
+                            })
+                            .map(|c| {
+                                format!(
+                                    "'{c}': no method name has one (JVMS 4.2.2; '<' and '>' only \
+                                     in <init> and <clinit>)"
+                                )
+                            })
                     };
                     if let Some(why) = why {
                         return Err(err(

@@ -132,7 +132,19 @@ const CASES: &[(&str, &str)] = &[
         ),
         (
             "[[rule]]\nclasses = [\"*\"]\nmethods = [\"Foo.bar\"]\nprobes = [\"enter\"]\n",
-            "t.toml:3:12: bad pattern \"Foo.bar\" in `methods`: '.': no method name has one (JVMS 4.2.2)",
+            "t.toml:3:12: bad pattern \"Foo.bar\" in `methods`: '.': no method name has one (JVMS 4.2.2; '<' and '>' only in <init> and <clinit>)",
+        ),
+        (
+            "[[rule]]\nclasses = [\"*\"]\nmethods = [\"<init>\", \"get<T>\"]\nprobes = [\"enter\"]\n",
+            "t.toml:3:22: bad pattern \"get<T>\" in `methods`: '<': no method name has one (JVMS 4.2.2; '<' and '>' only in <init> and <clinit>)",
+        ),
+        (
+            "[[rule]]\nclasses = [\"*\"]\nexclude_methods = [\"{main,f}\"]\nprobes = [\"enter\"]\n",
+            "t.toml:3:20: bad pattern \"{main,f}\" in `exclude_methods`: '{' is not supported (only * and ? are wildcards; no method name contains it)",
+        ),
+        (
+            "[[rule]]\nexclude_classes = [\" com.acme.*\"]\nprobes = [\"enter\"]\n",
+            "t.toml:2:20: bad pattern \" com.acme.*\" in `exclude_classes`: a space at its start or end: no class name has one",
         ),
         (
             "[[rule]]\nexclude_classes = [\"com..gen.*\"]\nprobes = [\"enter\"]\n",

@@ -329,26 +329,49 @@ fn record_member(
 }
 
 /// Whether a record's accessor is on the record header's line, as javac puts the members it
-/// generates: the smallest line of the class's code (a hand-written accessor, which compiles
-/// to the same three instructions, is on lines of its own below it, and is reported). Without
-/// line numbers (`-g:none`) the shape alone decides.
+/// generates: its one line is that of a member javac evidently generated (a `toString`,
+/// `hashCode` or `equals` through `ObjectMethods`, or a constructor all on one line, as the
+/// implicit canonical one is). A hand-written accessor, which compiles to the same three
+/// instructions, is on lines of its own, and is reported; so is an accessor of a record whose
+/// other members are all written out (nothing then says where the header is: JaCoCo 0.8.6
+/// reports every accessor). Without line numbers (`-g:none`) the shape alone decides.
 fn on_header_line(cf: &ClassFile<'_>, code: &bci::CodeAttr<'_>) -> bool {
-    let first = |c: &bci::CodeAttr<'_>| {
-        super::line_table(cf, c)
-            .ok()
-            .and_then(|t| t.iter().map(|&(_, l)| l).min())
+    let lines = |c: &bci::CodeAttr<'_>| -> Option<std::collections::BTreeSet<u16>> {
+        let t = super::line_table(cf, c).ok()?;
+        (!t.is_empty()).then(|| t.iter().map(|&(_, l)| l).collect())
     };
-    let Some(line) = first(code) else {
+    let Some(own) = lines(code) else {
         return true;
     };
-    let header = cf
-        .methods
-        .iter()
-        .filter_map(|m| cf.find_attr(&m.attributes, "Code"))
-        .filter_map(|(_, a)| bci::CodeAttr::parse(cf, a).ok())
-        .filter_map(|c| first(&c))
-        .min();
-    header.is_none_or(|h| line == h)
+    let [line] = own.iter().copied().collect::<Vec<_>>()[..] else {
+        return false;
+    };
+    let this = cf.name().ok();
+    cf.methods.iter().any(|m| {
+        let (name, desc) = (cf.member_name(m), cf.cp.utf8(m.descriptor_index));
+        let Ok(desc) = desc else {
+            return false;
+        };
+        let Some(c) = cf
+            .find_attr(&m.attributes, "Code")
+            .and_then(|(_, a)| bci::CodeAttr::parse(cf, a).ok())
+        else {
+            return false;
+        };
+        let Some(l) = lines(&c) else {
+            return false;
+        };
+        let generated = match &*name {
+            "<init>" => l.len() == 1,
+            "toString" | "hashCode" | "equals" => {
+                let insns = c.decode_all().ok();
+                matches!((&this, &insns), (Some(t), Some(i))
+                    if record_member(cf, &c, i, t, &name, &desc))
+            }
+            _ => false,
+        };
+        generated && l.contains(&line)
+    })
 }
 
 /// The class of the bootstrap method `index` of the BootstrapMethods attribute (through its
