@@ -344,11 +344,12 @@ pub fn is_signature_file(name: &str) -> bool {
 /// The entries of the main section's `Class-Path` attribute of a manifest (continuation lines
 /// joined; separated by whitespace), in order; none when it has none.
 pub fn manifest_class_path(mf: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(mf);
-    // the main section's logical lines: physical lines (\r\n, \n or \r) up to the first empty
-    // one, a line starting with a space continuing the one before
+    // the main section's logical lines: physical lines ([`manifest_lines`]) up to the first
+    // empty one, a line starting with a space continuing the one before
     let mut logical: Vec<String> = Vec::new();
-    for line in text.replace("\r\n", "\n").split(['\n', '\r']) {
+    for line in manifest_lines(mf) {
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim_end_matches(['\r', '\n']);
         if line.is_empty() {
             break;
         }
@@ -392,8 +393,8 @@ pub fn jar_class_path(jar: &Path) -> Vec<String> {
 /// The manifest without per-entry digests (`*-Digest` attributes of the individual sections;
 /// sections that had digests and are left with only their `Name` go). The main section and every other byte, line ends
 /// and continuation lines included, stay as they were.
-pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
-    // Physical lines with their terminators (\r\n, \n or \r).
+/// A manifest's physical lines with their terminators (\r\n, \n or \r).
+fn manifest_lines(mf: &[u8]) -> Vec<&[u8]> {
     let mut lines: Vec<&[u8]> = Vec::new();
     let mut start = 0;
     let mut i = 0;
@@ -414,6 +415,11 @@ pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
     if start < mf.len() {
         lines.push(&mf[start..]);
     }
+    lines
+}
+
+pub fn strip_manifest_digests(mf: &[u8]) -> Vec<u8> {
+    let lines = manifest_lines(mf);
     let is_blank = |l: &[u8]| l.iter().all(|&b| b == b'\r' || b == b'\n');
     // Sections: runs of non-blank lines; attributes: a line and its continuation lines.
     let mut out = Vec::with_capacity(mf.len());

@@ -47,6 +47,37 @@ impl Glob {
             None => Ok(()),
         }
     }
+    /// A method-name pattern given by a user (probe rules' `methods`/`exclude_methods`, a
+    /// tracing rule's `exclude_method` glob): refused when it is empty, has a control
+    /// character, syntax this matcher does not have (`]`, `{a,b}`), or a character no method
+    /// name has (JVMS 4.2.2: '.', ';', '[', '/', and '<' and '>' but in `<init>`/`<clinit>`).
+    pub fn check_method(p: &str) -> Result<(), String> {
+        if p.is_empty() {
+            return Err("an empty pattern matches no method name".into());
+        }
+        if let Some(c) = p.chars().find(|c| c.is_control()) {
+            return Err(format!(
+                "control character U+{:04X}: no method name has one",
+                c as u32
+            ));
+        }
+        if let Some(c) = p.chars().find(|c| matches!(c, ']' | '{' | '}')) {
+            return Err(format!(
+                "'{c}' is not supported (only * and ? are wildcards; no method name contains it)"
+            ));
+        }
+        let special = p == "<init>" || p == "<clinit>";
+        match p
+            .chars()
+            .find(|&c| matches!(c, '.' | ';' | '[' | '/') || (!special && matches!(c, '<' | '>')))
+        {
+            Some(c) => Err(format!(
+                "'{c}': no method name has one (JVMS 4.2.2; '<' and '>' only in <init> and \
+                 <clinit>)"
+            )),
+            None => Ok(()),
+        }
+    }
     /// Whether the pattern may match some name that starts with `prefix` (conservative: its
     /// literal part before the first wildcard and `prefix` agree as far as both go).
     pub fn may_match_under(&self, prefix: &str) -> bool {

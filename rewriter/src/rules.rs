@@ -334,36 +334,12 @@ impl Rules {
                 // (descriptor patterns are checked below, character by character)
                 for v in list.get_ref().iter().filter(|_| key != "descriptors") {
                     let s = v.get_ref();
-                    let what = if class { "class name" } else { "method name" };
                     let why = if class {
-                        crate::Glob::check(s).err()
-                    } else if s.is_empty() {
-                        Some(format!("an empty pattern matches no {what}"))
-                    } else if let Some(c) = s.chars().find(|c| c.is_control()) {
-                        Some(format!(
-                            "control character U+{:04X}: no {what} has one",
-                            c as u32
-                        ))
-                    } else if let Some(c) = s.chars().find(|c| matches!(c, ']' | '{' | '}')) {
-                        Some(format!(
-                            "'{c}' is not supported (only * and ? are wildcards; no method name \
-                             contains it)"
-                        ))
+                        crate::Glob::check(s)
                     } else {
-                        // '<' and '>' only in <init> and <clinit>
-                        let special = s == "<init>" || s == "<clinit>";
-                        s.chars()
-                            .find(|&c| {
-                                matches!(c, '.' | ';' | '[' | '/')
-                                    || (!special && matches!(c, '<' | '>'))
-                            })
-                            .map(|c| {
-                                format!(
-                                    "'{c}': no method name has one (JVMS 4.2.2; '<' and '>' only \
-                                     in <init> and <clinit>)"
-                                )
-                            })
-                    };
+                        crate::Glob::check_method(s)
+                    }
+                    .err();
                     if let Some(why) = why {
                         return Err(err(
                             v.span().start,

@@ -85,14 +85,15 @@ impl Pattern {
         }
     }
     /// [`Pattern::parse`] for `exclude_method` patterns (`method` has a check of its own, which
-    /// names the class to write): a glob has no '.', which no method name has (JVMS 4.2.2).
+    /// names the class to write): a glob is checked as probe rules' method globs are
+    /// ([`crate::Glob::check_method`]).
     fn method(p: &str, what: &str) -> Result<Pattern, String> {
         let pat = Pattern::parse(p, what)?;
-        if matches!(pat, Pattern::Glob(_)) && p.contains('.') {
-            return Err(format!(
-                "bad {what} pattern {p:?}: '.': no method name has one (JVMS 4.2.2; a regular \
-                 expression is written /.../)"
-            ));
+        match &pat {
+            Pattern::Glob(_) => crate::Glob::check_method(p).map_err(|e| {
+                format!("bad {what} pattern {p:?}: {e} (a regular expression is written /.../)")
+            })?,
+            Pattern::Regex(_) => {}
         }
         Ok(pat)
     }

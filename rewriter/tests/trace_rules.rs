@@ -88,7 +88,7 @@ const CASES: &[(&str, &str)] = &[
         ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com.acme.*\"\nexclude_method = [\"Foo.bar\"]\ncount = true\n",
-            "t.toml:4:19: rule \"r\": bad exclude_method pattern \"Foo.bar\": '.': no method name has one (JVMS 4.2.2; a regular expression is written /.../)",
+            "t.toml:4:19: rule \"r\": bad exclude_method pattern \"Foo.bar\": '.': no method name has one (JVMS 4.2.2; '<' and '>' only in <init> and <clinit>) (a regular expression is written /.../)",
         ),
         (
             "[[rule]]\nname = \"r\"\nclass = \"com..acme.*\"\ncount = true\n",
